@@ -1,0 +1,1 @@
+"""Readers, writers and reproductions of other codes' conventions (LAMMPS inputs, generators)."""
