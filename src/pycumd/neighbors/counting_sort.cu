@@ -1,0 +1,107 @@
+// Counting sort of particles into bins (cells), stable: within a bin, particles keep
+// increasing index order.
+//
+//   1. histogram_rank : count[b] += 1 for each particle, rank_i = its arrival slot in its bin
+//                       (atomics, warp-aggregated with __match_any_sync)
+//   2. (scan.cu)       bin_start = exclusive scan of count, bin_start[n_bins] = N
+//   3. scatter         slots[bin_start[b_i] + rank_i] = i       (a permutation, unstable)
+//   4. sort_bins       one warp per bin sorts its slots ascending, which is exactly the
+//                      stable order: order[bin_start[b] + #{j in bin b : j < i}] = i
+//
+// Keys outside [0, n_bins) are clamped into range so that no kernel writes out of bounds;
+// the Python side validates keys when asked.
+//
+// Cell index of an orthorhombic periodic box:
+//   s = x / L - floor(x / L)  in [0, 1),   c = min(int(s * n), n - 1),
+//   bin = cx + nx * (cy + ny * cz).
+
+#define FULL_MASK 0xffffffffu
+
+__device__ __forceinline__ int clamp_key(int k, int n_bins)
+{
+    return k < 0 ? 0 : (k >= n_bins ? n_bins - 1 : k);
+}
+
+extern "C" __global__ void
+histogram_rank(const int* keys, int n, int n_bins, int* count, int* rank)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int b = clamp_key(keys[i], n_bins);
+    const unsigned int active = __activemask();
+    const unsigned int peers = __match_any_sync(active, b);
+    const int lane = threadIdx.x & 31;
+    const int leader = __ffs(peers) - 1;
+    int first = 0;
+    if (lane == leader) first = atomicAdd(&count[b], __popc(peers));
+    first = __shfl_sync(peers, first, leader);
+    rank[i] = first + __popc(peers & ((1u << lane) - 1u));
+}
+
+extern "C" __global__ void
+scatter(const int* keys, const int* rank, const int* bin_start, int n, int n_bins, int* slots)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int b = clamp_key(keys[i], n_bins);
+    slots[bin_start[b] + rank[i]] = i;
+}
+
+// One warp per bin.  Each member's final place is the count of members with a smaller index
+// (indices are distinct), computed 32 members at a time against chunks of 32 broadcast by
+// shuffles: O(k^2 / 32) steps for a bin of k members, one step for the common k <= 32.
+extern "C" __global__ void
+sort_bins(const int* slots, const int* bin_start, int n_bins, int* order)
+{
+    const int warps_per_block = blockDim.x >> 5;
+    const int b = blockIdx.x * warps_per_block + (threadIdx.x >> 5);
+    if (b >= n_bins) return;                       // whole warp leaves together
+    const int lane = threadIdx.x & 31;
+    const int start = bin_start[b];
+    const int k = bin_start[b + 1] - start;
+    for (int c0 = 0; c0 < k; c0 += 32) {
+        const bool mine = c0 + lane < k;
+        const int me = mine ? slots[start + c0 + lane] : 0x7fffffff;
+        int place = 0;
+        for (int c1 = 0; c1 < k; c1 += 32) {
+            const int other = (c1 + lane < k) ? slots[start + c1 + lane] : 0x7fffffff;
+            const int m = min(32, k - c1);
+            for (int j = 0; j < m; ++j) {
+                place += (__shfl_sync(FULL_MASK, other, j) < me) ? 1 : 0;
+            }
+        }
+        if (mine) order[start + place] = me;
+    }
+}
+
+// Cell (bin) index of each particle; positions with `stride` values per particle (3: x,y,z;
+// 4: x,y,z,w float4 layout).
+#define CELL_INDEX_BODY(REAL, FLOOR)                                                        \
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;                                   \
+    if (i >= n) return;                                                                    \
+    const REAL* p = pos + (long long)i * stride;                                           \
+    int c[3];                                                                              \
+    const int nc[3] = {nx, ny, nz};                                                        \
+    const REAL L[3] = {lx, ly, lz};                                                        \
+    _Pragma("unroll")                                                                      \
+    for (int d = 0; d < 3; ++d) {                                                          \
+        REAL s = p[d] / L[d];                                                              \
+        s -= FLOOR(s);                                                                     \
+        int v = (int)(s * (REAL)nc[d]);                                                    \
+        c[d] = v < 0 ? 0 : (v >= nc[d] ? nc[d] - 1 : v);                                   \
+    }                                                                                      \
+    keys[i] = c[0] + nx * (c[1] + ny * c[2]);
+
+extern "C" __global__ void
+cell_index_f32(const float* pos, int n, int stride, float lx, float ly, float lz,
+               int nx, int ny, int nz, int* keys)
+{
+    CELL_INDEX_BODY(float, floorf)
+}
+
+extern "C" __global__ void
+cell_index_f64(const double* pos, int n, int stride, double lx, double ly, double lz,
+               int nx, int ny, int nz, int* keys)
+{
+    CELL_INDEX_BODY(double, floor)
+}

@@ -1,0 +1,290 @@
+"""Counting sort of particles into cells: bin index, histogram, exclusive scan, stable scatter.
+
+The pieces a cell list needs, on the CPU (Numba) and the GPU (CUDA kernels in
+``counting_sort.cu``):
+
+>>> keys = cell_index(positions, box_lengths, cells_per_dim)      # (N,) int32
+>>> result = counting_sort(keys, n_bins=int(np.prod(cells_per_dim)))
+>>> positions_sorted, velocities_sorted = reorder(result.order, positions, velocities)
+
+Particles of bin ``b`` are ``result.order[result.bin_start[b]:result.bin_start[b + 1]]``,
+in increasing particle index (the sort is stable), so the result is deterministic.
+
+GPU algorithm (five launches, no host synchronisation):
+
+1. zero the histogram;
+2. ``histogram_rank``: ``count[b] += 1`` with warp-aggregated atomics; the value an atomic
+   returns is the particle's arrival slot ``rank_i`` in its bin (arbitrary order);
+3. ``bin_start = prefix_sum(count, exclusive=True)`` over ``n_bins + 1`` entries, so that
+   ``bin_start[n_bins] = N``;
+4. ``scatter``: ``slots[bin_start[b_i] + rank_i] = i``, a permutation grouped by bin but in
+   arrival order within each bin;
+5. ``sort_bins``: one warp per bin ranks each member by the number of members with a
+   smaller index, which is its stable place.  Cost ``O(k^2 / 32)`` per bin of ``k``
+   members: one shuffle round when ``k <= 32``, typical of cell lists (tens of particles per
+   cell); a pathological input with most particles in one bin is slow.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from pycumd.backend import Backend, array_backend, select
+from pycumd.neighbors.scan import prefix_sum
+
+__all__ = ["CountingSortResult", "counting_sort", "cell_index", "reorder"]
+
+THREADS = 256
+
+
+class CountingSortResult(NamedTuple):
+    """Result of :func:`counting_sort`.
+
+    Attributes
+    ----------
+    order : array, shape (N,), int32
+        Particle indices sorted by bin; within a bin in increasing index (stable).
+    bin_start : array, shape (n_bins + 1,), int32
+        Exclusive prefix sum of ``bin_count``: bin ``b`` occupies
+        ``order[bin_start[b]:bin_start[b + 1]]``; ``bin_start[n_bins] = N``.
+    bin_count : array, shape (n_bins,), int32
+        Number of particles in each bin.
+    """
+
+    order: object
+    bin_start: object
+    bin_count: object
+
+
+# --------------------------------------------------------------------------- CPU
+
+
+@numba.njit(cache=True)
+def _counting_sort_cpu(keys, n_bins, order, bin_start, bin_count):
+    for b in range(n_bins):
+        bin_count[b] = 0
+    for i in range(keys.shape[0]):
+        bin_count[keys[i]] += 1
+    acc = 0
+    for b in range(n_bins):
+        bin_start[b] = acc
+        acc += bin_count[b]
+    bin_start[n_bins] = acc
+    cursor = bin_start[:n_bins].copy()
+    for i in range(keys.shape[0]):           # increasing i: stable
+        b = keys[i]
+        order[cursor[b]] = i
+        cursor[b] += 1
+
+
+@numba.njit(cache=True)
+def _cell_index_cpu(positions, lengths, cells, cells_real, keys):
+    # same float operations, in the same precision, as cell_index_f32/f64 of the .cu file
+    nx, ny = cells[0], cells[1]
+    for i in range(positions.shape[0]):
+        c0 = 0
+        c1 = 0
+        c2 = 0
+        for d in range(3):
+            s = positions[i, d] / lengths[d]
+            s = s - np.floor(s)
+            v = int(s * cells_real[d])
+            if v < 0:
+                v = 0
+            elif v >= cells[d]:
+                v = cells[d] - 1
+            if d == 0:
+                c0 = v
+            elif d == 1:
+                c1 = v
+            else:
+                c2 = v
+        keys[i] = c0 + nx * (c1 + ny * c2)
+
+
+# --------------------------------------------------------------------------- API
+
+
+def _module(backend: Backend):
+    return backend.kernel_module("neighbors/counting_sort.cu")
+
+
+def _grid(n: int) -> tuple:
+    return (max(1, -(-n // THREADS)),)
+
+
+def counting_sort(keys, n_bins: int, backend=None, validate: bool | None = None):
+    """Stable counting sort of particle indices by bin.
+
+    Parameters
+    ----------
+    keys : numpy.ndarray or cupy.ndarray, shape (N,), int32
+        Bin index of each particle, in ``[0, n_bins)``.
+    n_bins : int
+        Number of bins (cells), >= 1.
+    backend : {"cpu", "cuda"} or Backend, optional
+        Defaults to the backend holding ``keys``; ``keys`` is moved there if needed.
+    validate : bool, optional
+        Check that every key lies in ``[0, n_bins)`` and raise ``ValueError`` otherwise.
+        Default: True on the CPU (free); False on the GPU, where it costs a host
+        synchronisation.  Unvalidated out-of-range keys on the GPU are clamped into range
+        (no out-of-bounds writes, but a meaningless order).
+
+    Returns
+    -------
+    CountingSortResult
+        ``order`` (N,) int32, ``bin_start`` (n_bins + 1,) int32, ``bin_count`` (n_bins,)
+        int32, on the same backend.
+
+    Raises
+    ------
+    TypeError
+        ``keys`` is not int32.
+    ValueError
+        ``keys`` not 1-D, ``n_bins < 1``, N or n_bins too large for int32, or (validated)
+        a key out of range.
+    """
+    backend = array_backend(keys) if backend is None else select(backend)
+    keys = backend.asarray(keys)
+    if np.dtype(keys.dtype) != np.int32:
+        raise TypeError(f"counting_sort expects int32 keys, got dtype {keys.dtype}")
+    if keys.ndim != 1:
+        raise ValueError(f"keys must be 1-D, got shape {keys.shape}")
+    n_bins = int(n_bins)
+    if n_bins < 1:
+        raise ValueError(f"n_bins must be >= 1, got {n_bins}")
+    n = keys.shape[0]
+    if n >= 2**31 or n_bins >= 2**31 - 1:
+        raise ValueError(f"N = {n} and n_bins = {n_bins} must fit in int32")
+    if validate is None:
+        validate = not backend.is_gpu
+    if validate and n > 0:
+        lo, hi = int(keys.min()), int(keys.max())
+        if lo < 0 or hi >= n_bins:
+            raise ValueError(f"keys must lie in [0, {n_bins}), found range [{lo}, {hi}]")
+    xp = backend.xp
+    keys = xp.ascontiguousarray(keys)
+
+    if not backend.is_gpu:
+        order = np.empty(n, dtype=np.int32)
+        bin_start = np.empty(n_bins + 1, dtype=np.int32)
+        bin_count = np.empty(n_bins, dtype=np.int32)
+        _counting_sort_cpu(keys, n_bins, order, bin_start, bin_count)
+        return CountingSortResult(order, bin_start, bin_count)
+
+    module = _module(backend)
+    count = xp.zeros(n_bins + 1, dtype=np.int32)       # count[n_bins] stays 0
+    bin_start = xp.empty(n_bins + 1, dtype=np.int32)
+    order = xp.empty(n, dtype=np.int32)
+    if n > 0:
+        rank = xp.empty(n, dtype=np.int32)
+        module.get_function("histogram_rank")(
+            _grid(n), (THREADS,), (keys, np.int32(n), np.int32(n_bins), count, rank))
+    prefix_sum(count, exclusive=True, out=bin_start)
+    if n > 0:
+        slots = xp.empty(n, dtype=np.int32)
+        module.get_function("scatter")(
+            _grid(n), (THREADS,),
+            (keys, rank, bin_start, np.int32(n), np.int32(n_bins), slots))
+        warps = THREADS // 32
+        module.get_function("sort_bins")(
+            (-(-n_bins // warps),), (THREADS,), (slots, bin_start, np.int32(n_bins), order))
+    return CountingSortResult(order, bin_start, count[:n_bins])
+
+
+def cell_index(positions, box_lengths, cells_per_dim):
+    """Cell (bin) index of each particle in an orthorhombic periodic box.
+
+    Coordinates are wrapped into the box, ``s = x / L - floor(x / L)``, and binned as
+    ``c = min(floor(s * n), n - 1)`` per dimension; the bin is
+    ``cx + nx * (cy + ny * cz)`` (x fastest).
+
+    Parameters
+    ----------
+    positions : numpy.ndarray or cupy.ndarray, shape (N, 3) or (N, 4), float32 or float64
+        Particle positions (length units of ``box_lengths``); with 4 columns the fourth
+        (the ``w`` of a float4 layout) is ignored.
+    box_lengths : sequence of 3 floats
+        Box edge lengths (Lx, Ly, Lz), > 0; the box spans [0, L) in each dimension.
+    cells_per_dim : sequence of 3 ints
+        Number of cells (nx, ny, nz) along each dimension, >= 1.
+
+    Returns
+    -------
+    array, shape (N,), int32
+        Bin index in ``[0, nx * ny * nz)``, on the backend of ``positions``.
+
+    Raises
+    ------
+    TypeError
+        ``positions`` not float32/float64.
+    ValueError
+        Bad shape of ``positions``, ``box_lengths`` or ``cells_per_dim``; non-positive
+        lengths or cell counts; more than 2^31 - 1 cells.
+    """
+    backend = array_backend(positions)
+    dtype = np.dtype(positions.dtype)
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"cell_index expects float32 or float64 positions, got {dtype}")
+    if positions.ndim != 2 or positions.shape[1] not in (3, 4):
+        raise ValueError(f"positions must have shape (N, 3) or (N, 4), got {positions.shape}")
+    lengths = np.asarray(box_lengths, dtype=np.float64)
+    cells = np.asarray(cells_per_dim, dtype=np.int64)
+    if lengths.shape != (3,) or cells.shape != (3,):
+        raise ValueError("box_lengths and cells_per_dim must each have 3 entries")
+    if np.any(lengths <= 0) or np.any(cells < 1):
+        raise ValueError(f"need positive box_lengths and cells_per_dim, got {lengths}, {cells}")
+    if int(np.prod(cells)) >= 2**31:
+        raise ValueError(f"{int(np.prod(cells))} cells do not fit in int32 bin indices")
+    xp = backend.xp
+    positions = xp.ascontiguousarray(positions)
+    n = positions.shape[0]
+    keys = xp.empty(n, dtype=np.int32)
+    if n == 0:
+        return keys
+    if not backend.is_gpu:
+        _cell_index_cpu(positions, lengths.astype(dtype), cells.astype(np.int32), cells.astype(dtype),
+                        keys)
+        return keys
+    real = dtype.type
+    name = "cell_index_f32" if dtype == np.float32 else "cell_index_f64"
+    _module(backend).get_function(name)(
+        _grid(n), (THREADS,),
+        (positions, np.int32(n), np.int32(positions.shape[1]),
+         real(lengths[0]), real(lengths[1]), real(lengths[2]),
+         np.int32(cells[0]), np.int32(cells[1]), np.int32(cells[2]), keys))
+    return keys
+
+
+def reorder(order, *arrays):
+    """Gather per-particle arrays into sorted order: ``out[k] = a[order[k]]``.
+
+    Parameters
+    ----------
+    order : array, shape (N,), integer
+        A permutation, e.g. ``counting_sort(...).order``.
+    *arrays : arrays with leading dimension N
+        On the same backend as ``order``.
+
+    Returns
+    -------
+    tuple of arrays
+        One reordered copy per input, same dtype and shape.
+
+    Raises
+    ------
+    ValueError
+        An array whose leading dimension is not N.
+    """
+    backend = array_backend(order)
+    xp = backend.xp
+    n = order.shape[0]
+    out = []
+    for a in arrays:
+        if a.ndim < 1 or a.shape[0] != n:
+            raise ValueError(f"array of shape {a.shape} does not have leading dimension {n}")
+        out.append(xp.take(a, order, axis=0))
+    return tuple(out)
