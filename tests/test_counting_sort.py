@@ -1,0 +1,138 @@
+"""Counting sort into cells: stability, bin offsets, cell index, reorder, on both backends."""
+
+import numpy as np
+import pytest
+
+from pycumd.neighbors.counting_sort import cell_index, counting_sort, reorder
+
+
+def _check_sorted(keys, n_bins, result, backend):
+    order = backend.to_host(result.order)
+    bin_start = backend.to_host(result.bin_start)
+    bin_count = backend.to_host(result.bin_count)
+    n = keys.shape[0]
+    assert order.dtype == np.int32 and bin_start.dtype == np.int32
+    assert bin_count.dtype == np.int32
+    assert order.shape == (n,) and bin_start.shape == (n_bins + 1,)
+    assert bin_count.shape == (n_bins,)
+    # stable sort by key == argsort(kind="stable")
+    np.testing.assert_array_equal(order, np.argsort(keys, kind="stable").astype(np.int32))
+    counts = np.bincount(keys, minlength=n_bins).astype(np.int32)
+    np.testing.assert_array_equal(bin_count, counts)
+    np.testing.assert_array_equal(bin_start[:-1], np.cumsum(counts) - counts)
+    assert bin_start[n_bins] == n
+
+
+@pytest.mark.parametrize("n,n_bins", [(0, 1), (1, 1), (1, 7), (31, 4), (513, 1000),
+                                      (10007, 50), (100003, 50653), (1000003, 50653)])
+def test_stable_sort_random_keys(backend, rng, n, n_bins):
+    keys = rng.integers(0, n_bins, n).astype(np.int32)
+    result = counting_sort(backend.asarray(keys), n_bins)
+    _check_sorted(keys, n_bins, result, backend)
+
+
+def test_stable_with_large_bins(backend, rng):
+    """Bins of hundreds of members (several warp chunks) keep increasing index order."""
+    keys = rng.integers(0, 7, 5000).astype(np.int32)
+    _check_sorted(keys, 7, counting_sort(backend.asarray(keys), 7), backend)
+    keys = np.zeros(3000, dtype=np.int32)           # one bin holds everything
+    _check_sorted(keys, 3, counting_sort(backend.asarray(keys), 3), backend)
+
+
+def test_presorted_and_reversed_keys(backend):
+    keys = np.repeat(np.arange(1000, dtype=np.int32), 20)
+    _check_sorted(keys, 1000, counting_sort(backend.asarray(keys), 1000), backend)
+    keys = keys[::-1].copy()
+    _check_sorted(keys, 1000, counting_sort(backend.asarray(keys), 1000), backend)
+
+
+def test_deterministic_repeats(backend, rng):
+    keys = backend.asarray(rng.integers(0, 4000, 200000).astype(np.int32))
+    first = backend.to_host(counting_sort(keys, 4000).order)
+    for _ in range(3):
+        np.testing.assert_array_equal(backend.to_host(counting_sort(keys, 4000).order), first)
+
+
+def test_backend_argument_moves_keys(rng):
+    keys = rng.integers(0, 10, 100).astype(np.int32)
+    result = counting_sort(keys, 10, backend="cpu")
+    assert isinstance(result.order, np.ndarray)
+
+
+def test_bad_keys(backend):
+    xp = backend.xp
+    with pytest.raises(TypeError, match="int64"):
+        counting_sort(xp.zeros(5, dtype=np.int64), 3)
+    with pytest.raises(ValueError, match="1-D"):
+        counting_sort(xp.zeros((5, 2), dtype=np.int32), 3)
+    with pytest.raises(ValueError, match="n_bins"):
+        counting_sort(xp.zeros(5, dtype=np.int32), 0)
+    with pytest.raises(ValueError, match=r"\[0, 3\)"):
+        counting_sort(xp.asarray(np.array([0, 1, 3], dtype=np.int32)), 3, validate=True)
+    with pytest.raises(ValueError, match=r"\[0, 3\)"):
+        counting_sort(xp.asarray(np.array([0, -1, 2], dtype=np.int32)), 3, validate=True)
+
+
+def _cell_index_reference(pos, lengths, cells):
+    pos = pos[:, :3].astype(np.float64)
+    s = pos / lengths
+    s = s - np.floor(s)
+    c = np.minimum((s * cells).astype(np.int64), cells - 1)
+    return (c[:, 0] + cells[0] * (c[:, 1] + cells[1] * c[:, 2])).astype(np.int32)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("width", [3, 4])
+def test_cell_index(backend, rng, dtype, width):
+    lengths = np.array([10.0, 12.5, 7.25])
+    cells = np.array([4, 5, 3])
+    n = 20011
+    pos = rng.uniform(-30.0, 30.0, (n, width)).astype(dtype)   # also outside the box
+    keys = backend.to_host(cell_index(backend.asarray(pos), lengths, cells))
+    ref = _cell_index_reference(pos, lengths, cells)
+    assert keys.dtype == np.int32 and keys.shape == (n,)
+    assert keys.min() >= 0 and keys.max() < cells.prod()
+    # float32 rounding may move a particle sitting on a cell face by one cell
+    agree = np.mean(keys == ref)
+    assert agree > (0.999 if dtype == np.float32 else 0.99999)
+
+
+def test_cell_index_cpu_gpu_parity(backend, rng):
+    pos = rng.uniform(-5.0, 25.0, (50000, 3)).astype(np.float32)
+    lengths, cells = (20.0, 20.0, 20.0), (7, 7, 7)
+    ref = cell_index(pos, lengths, cells)
+    keys = backend.to_host(cell_index(backend.asarray(pos), lengths, cells))
+    np.testing.assert_array_equal(keys, ref)
+
+
+def test_cell_index_errors(backend):
+    xp = backend.xp
+    with pytest.raises(TypeError, match="int32"):
+        cell_index(xp.zeros((4, 3), dtype=np.int32), (1, 1, 1), (1, 1, 1))
+    with pytest.raises(ValueError, match="shape"):
+        cell_index(xp.zeros((4, 2), dtype=np.float32), (1, 1, 1), (1, 1, 1))
+    with pytest.raises(ValueError, match="positive"):
+        cell_index(xp.zeros((4, 3), dtype=np.float32), (1, 0, 1), (1, 1, 1))
+    with pytest.raises(ValueError, match="3 entries"):
+        cell_index(xp.zeros((4, 3), dtype=np.float32), (1, 1), (1, 1, 1))
+
+
+def test_sort_positions_into_cells(backend, rng):
+    """cell_index -> counting_sort -> reorder puts each cell's particles together."""
+    n, lengths, cells = 30000, np.array([8.0, 8.0, 8.0]), np.array([4, 4, 4])
+    pos = rng.uniform(0.0, 8.0, (n, 4)).astype(np.float32)
+    vel = rng.standard_normal((n, 3))
+    ids = np.arange(n, dtype=np.int64)
+    d_pos = backend.asarray(pos)
+    keys = cell_index(d_pos, lengths, cells)
+    result = counting_sort(keys, int(cells.prod()))
+    p_sorted, v_sorted, id_sorted = reorder(result.order, d_pos, backend.asarray(vel),
+                                            backend.asarray(ids))
+    order = backend.to_host(result.order)
+    np.testing.assert_array_equal(backend.to_host(p_sorted), pos[order])
+    np.testing.assert_array_equal(backend.to_host(v_sorted), vel[order])
+    np.testing.assert_array_equal(backend.to_host(id_sorted), order)
+    sorted_keys = backend.to_host(cell_index(p_sorted, lengths, cells))
+    assert np.all(np.diff(sorted_keys) >= 0)
+    with pytest.raises(ValueError, match="leading dimension"):
+        reorder(result.order, backend.asarray(pos[:10]))

@@ -1,0 +1,183 @@
+"""prefix_sum against numpy.cumsum: every dtype, awkward sizes, in place, both backends."""
+
+import numpy as np
+import pytest
+
+from pycumd.neighbors.scan import GPU_METHODS, SCAN_DTYPES, lookback_tile_size, prefix_sum
+
+DTYPES = [np.uint32, np.int32, np.int64, np.float32, np.float64]
+SIZES = [0, 1, 2, 31, 511, 512, 513, 1023, 1024, 1025, 4095, 4096, 4097, 65537, 1000003]
+METHODS = ["auto", "hillis_steele", "blelloch", "decoupled_lookback"]
+
+
+def _random(rng, n, dtype):
+    """Full-range integers (so sums wrap) or floats of both signs."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, n, dtype=dtype, endpoint=True)
+    return rng.uniform(-1.0, 1.0, n).astype(dtype)
+
+
+def _small_ints(rng, n, dtype):
+    """Integer-valued entries whose sums stay exact in every dtype (float32 up to 2^24)."""
+    return rng.integers(0, 16, n).astype(dtype)
+
+
+def _poison(backend, n, dtype):
+    xp = backend.xp
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return xp.full(n, np.nan, dtype=dtype)
+    return xp.full(n, 0x5A5A5A5A, dtype=dtype)
+
+
+def _reference(x, exclusive):
+    ref = np.cumsum(x, dtype=x.dtype)
+    if exclusive:
+        ref = np.concatenate([np.zeros(1, dtype=x.dtype), ref[:-1]])[: x.shape[0]]
+    return ref
+
+
+def _float_tolerance_ok(x, y, exclusive):
+    """|y - exact| <= (4 sqrt(n) + 64) eps sum|x| (docstring of prefix_sum)."""
+    x64 = x.astype(np.float64)
+    exact = np.cumsum(x64)
+    scale = np.cumsum(np.abs(x64))
+    if exclusive:
+        exact = np.concatenate([[0.0], exact[:-1]])
+        scale = np.concatenate([[0.0], scale[:-1]])
+    eps = np.finfo(x.dtype).eps
+    tol = (4 * np.sqrt(x.shape[0]) + 64) * eps * scale
+    err = np.abs(y.astype(np.float64) - exact)
+    assert np.all(np.isfinite(y))
+    return np.all(err <= tol), float(np.max(err - tol)) if x.shape[0] else 0.0
+
+
+def _methods(backend):
+    return METHODS if backend.is_gpu else ["auto"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("exclusive", [False, True], ids=["inclusive", "exclusive"])
+@pytest.mark.parametrize("n", SIZES)
+def test_matches_numpy(backend, rng, dtype, exclusive, n):
+    for method in _methods(backend):
+        x = _random(rng, n, dtype)
+        out = _poison(backend, n, dtype)
+        res = prefix_sum(backend.asarray(x), exclusive=exclusive, out=out, method=method)
+        assert res is out
+        y = backend.to_host(res)
+        ref = _reference(x, exclusive)
+        if np.dtype(dtype).kind in "iu":
+            np.testing.assert_array_equal(y, ref, err_msg=f"{method} n={n}")
+        elif backend.is_gpu:
+            ok, excess = _float_tolerance_ok(x, y, exclusive)
+            assert ok, f"{method} n={n}: error exceeds tolerance by {excess}"
+        else:
+            np.testing.assert_array_equal(y, ref)   # CPU floats are NumPy's own order
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("exclusive", [False, True], ids=["inclusive", "exclusive"])
+def test_exact_integer_valued(backend, rng, dtype, exclusive):
+    """Integer-valued entries: every dtype, floats included, must match exactly."""
+    for method in _methods(backend):
+        for n in (513, 4097, 77777, 1000003):
+            x = _small_ints(rng, n, dtype)
+            res = backend.to_host(prefix_sum(backend.asarray(x), exclusive=exclusive,
+                                             method=method))
+            np.testing.assert_array_equal(res, _reference(x, exclusive),
+                                          err_msg=f"{method} n={n}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("exclusive", [False, True], ids=["inclusive", "exclusive"])
+def test_in_place(backend, rng, dtype, exclusive):
+    for method in _methods(backend):
+        for n in (1, 1000, 1000003):
+            x = _small_ints(rng, n, dtype)
+            a = backend.asarray(x.copy())    # on the CPU asarray(x) would be x itself
+            res = prefix_sum(a, exclusive=exclusive, out=a, method=method)
+            assert res is a
+            np.testing.assert_array_equal(backend.to_host(a), _reference(x, exclusive),
+                                          err_msg=f"{method} n={n}")
+
+
+def test_returns_new_array_and_keeps_input(backend, rng):
+    x = _random(rng, 4099, np.int32)
+    a = backend.asarray(x)
+    y = prefix_sum(a)
+    assert y is not a
+    np.testing.assert_array_equal(backend.to_host(a), x)
+    np.testing.assert_array_equal(backend.to_host(y), np.cumsum(x, dtype=np.int32))
+
+
+def test_integer_wrap_matches_numpy(backend):
+    x = np.full(3000, 2**31 - 7, dtype=np.int32)
+    np.testing.assert_array_equal(backend.to_host(prefix_sum(backend.asarray(x))),
+                                  np.cumsum(x, dtype=np.int32))
+    u = np.full(3000, 2**32 - 3, dtype=np.uint32)
+    np.testing.assert_array_equal(backend.to_host(prefix_sum(backend.asarray(u))),
+                                  np.cumsum(u, dtype=np.uint32))
+
+
+def test_non_contiguous_input(backend, rng):
+    x = _random(rng, 20001, np.int64)
+    a = backend.asarray(x)[::3]
+    np.testing.assert_array_equal(backend.to_host(prefix_sum(a)),
+                                  np.cumsum(x[::3], dtype=np.int64))
+
+
+def test_unaligned_view(backend, rng):
+    """A view starting 4 bytes into an allocation takes the scalar-load path on the GPU."""
+    x = _random(rng, 50001, np.uint32)
+    a = backend.asarray(x)[1:]
+    for method in _methods(backend):
+        np.testing.assert_array_equal(backend.to_host(prefix_sum(a, method=method)),
+                                      np.cumsum(x[1:], dtype=np.uint32))
+
+
+def test_repeated_calls_reuse_workspace(backend, rng):
+    """Decoupled look-back status flags from an earlier call must never be read as fresh."""
+    for n in (10**6, 3 * 10**5, 10**6 + 17, 5000):
+        x = _random(rng, n, np.uint32)
+        y = backend.to_host(prefix_sum(backend.asarray(x), method="decoupled_lookback"
+                                       if backend.is_gpu else "auto"))
+        np.testing.assert_array_equal(y, np.cumsum(x, dtype=np.uint32))
+
+
+def test_float_tolerance_rejects_a_missing_element(rng):
+    """The float tolerance used above is tight enough to see one dropped element."""
+    x = rng.uniform(-1.0, 1.0, 2000).astype(np.float32)
+    x[999] = 1.0
+    y = np.cumsum(x, dtype=np.float32)
+    assert _float_tolerance_ok(x, y, False)[0]
+    y[999:] -= x[999]
+    assert not _float_tolerance_ok(x, y, False)[0]
+
+
+def test_dtype_table_covers_the_issue():
+    assert set(SCAN_DTYPES) == {np.dtype(d) for d in DTYPES}
+    assert set(GPU_METHODS) == set(METHODS)
+    assert lookback_tile_size(np.uint32) == 4096
+    assert lookback_tile_size(np.float64) == 2048
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint64, np.float16, np.complex64, np.bool_])
+def test_unsupported_dtype_is_named(backend, dtype):
+    a = backend.asarray(np.ones(10, dtype=dtype))
+    with pytest.raises(TypeError, match=np.dtype(dtype).name):
+        prefix_sum(a)
+
+
+def test_bad_shapes_and_outputs(backend):
+    xp = backend.xp
+    with pytest.raises(ValueError, match="1-D"):
+        prefix_sum(xp.ones((4, 4), dtype=np.int32))
+    with pytest.raises(ValueError, match="shape"):
+        prefix_sum(xp.ones(4, dtype=np.int32), out=xp.empty(5, dtype=np.int32))
+    with pytest.raises(TypeError, match="dtype"):
+        prefix_sum(xp.ones(4, dtype=np.int32), out=xp.empty(4, dtype=np.int64))
+    with pytest.raises(ValueError, match="method"):
+        prefix_sum(xp.ones(4, dtype=np.int32), method="magic")
