@@ -1,0 +1,110 @@
+"""Pair forces over a Verlet neighbour list, with per-atom energy and virial on demand.
+
+CPU (Numba, below) and GPU (``forces.cu``) run the same algorithm: one pass per target atom
+over its full neighbour list, in list order, summing
+
+``f_i = sum_j (F/r)(r_ij) r_ij``,   ``e_i = 1/2 sum_j E(r_ij)``,   ``W_i = 1/2 sum_j r_ij (x) r_ij (F/r)``
+
+with the minimum-image separation ``r_ij = r_i - r_j``.  Energy and virial are computed only
+when asked (reporting steps).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+BLOCK = 128
+_CPU_KERNELS: dict = {}
+
+
+def _make_cpu_kernel(pair_function):
+    @numba.njit(parallel=True)
+    def kernel(positions, types, L, invL, nbr, nbr_count, table, n_types, forces, energy, virial,
+               with_energy):
+        for i in numba.prange(positions.shape[0]):
+            xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
+            base = types[i] * n_types
+            fx = fy = fz = 0.0
+            e = w0 = w1 = w2 = w3 = w4 = w5 = 0.0
+            for k in range(nbr_count[i]):
+                j = nbr[i, k]
+                dx = xi - positions[j, 0]
+                dy = yi - positions[j, 1]
+                dz = zi - positions[j, 2]
+                dx -= L[0] * np.rint(dx * invL[0])
+                dy -= L[1] * np.rint(dy * invL[1])
+                dz -= L[2] * np.rint(dz * invL[2])
+                r2 = dx * dx + dy * dy + dz * dz
+                row = table[base + types[j]]
+                if r2 < row[0]:
+                    ep, fr = pair_function(r2, row)
+                    fx += dx * fr
+                    fy += dy * fr
+                    fz += dz * fr
+                    if with_energy:
+                        e += ep
+                        w0 += dx * dx * fr
+                        w1 += dy * dy * fr
+                        w2 += dz * dz * fr
+                        w3 += dx * dy * fr
+                        w4 += dx * dz * fr
+                        w5 += dy * dz * fr
+            forces[i, 0] = fx
+            forces[i, 1] = fy
+            forces[i, 2] = fz
+            if with_energy:
+                energy[i] = 0.5 * e
+                virial[i, 0] = 0.5 * w0
+                virial[i, 1] = 0.5 * w1
+                virial[i, 2] = 0.5 * w2
+                virial[i, 3] = 0.5 * w3
+                virial[i, 4] = 0.5 * w4
+                virial[i, 5] = 0.5 * w5
+    return kernel
+
+
+class PairForces:
+    """Evaluates one pair potential over a :class:`~pycumd.neighbors.verlet.NeighborList`.
+
+    Parameters
+    ----------
+    potential : PairPotential
+    n_types : int
+    backend, precision : as chosen by the Simulation
+    """
+
+    def __init__(self, potential, n_types: int, backend, precision):
+        self.potential = potential
+        self.n_types = n_types
+        self.backend = backend
+        table = potential.table(n_types)
+        if backend.is_gpu:
+            c = precision.cuda_defines
+            module = backend.kernel_module("forces.cu", {**c, "SHIFT_FORCE": int(potential.cutoff == "shift_force")})
+            self._kernel = module.get_function("pair_forces")
+            self._table = backend.xp.asarray(table, dtype=precision.pair_dtype)
+            self._real = precision.state_dtype
+            self.compute = self._compute_cuda
+        else:
+            key = (type(potential), potential.cutoff)
+            if key not in _CPU_KERNELS:
+                _CPU_KERNELS[key] = _make_cpu_kernel(potential.pair_function())
+            self._kernel = _CPU_KERNELS[key]
+            self._table = table
+            self.compute = self._compute_cpu
+
+    def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
+        L = np.asarray(state.box_lengths)
+        self._kernel(state.positions, state.types, L, 1.0 / L, neighbors.nbr, neighbors.nbr_count,
+                     self._table, self.n_types, state.forces, state.energy, state.virial, with_energy)
+
+    def _compute_cuda(self, state, neighbors, with_energy: bool) -> None:
+        n = state.n_atoms
+        L = np.asarray(state.box_lengths)
+        real = self._real
+        self._kernel(((n + BLOCK - 1) // BLOCK,), (BLOCK,),
+                     (state.positions, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
+                      self._table, np.int32(self.n_types), *[real(x) for x in L],
+                      *[real(x) for x in 1.0 / L], state.forces, state.energy, state.virial,
+                      np.int32(with_energy)))

@@ -1,0 +1,108 @@
+"""Langevin thermostat in LAMMPS ``fix langevin`` form (friction and noise added to the forces).
+
+``f_i += -(m_i / damp) v_i / ftm2v + sqrt(24 k_B T m_i / (damp dt mvv2e)) / ftm2v * (u - 1/2)``
+
+with ``u`` uniform in [0, 1).  The noise comes from a counter-based generator keyed by
+``(seed, step, atom id, component)``: the same numbers on the CPU and the GPU, whatever the
+order of the atoms.  Combined with :class:`VelocityVerlet` it samples the canonical ensemble
+at temperature ``T``; ``damp`` (time units) is the relaxation time of the velocities.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+BLOCK = 128
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+@numba.njit(inline="always")
+def _mix64(z):
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@numba.njit(cache=True)
+def counter_uniform(seed, step, atom_id, component):
+    """Uniform [0, 1) from (seed, step, id, component): CPU twin of ``counter_rng.cuh``."""
+    h = _mix64(np.uint64(seed) + _GOLDEN)
+    h = _mix64(h ^ (np.uint64(step) + _GOLDEN))
+    h = _mix64(h ^ (np.uint64(atom_id) * np.uint64(4) + np.uint64(component)))
+    return float(h >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@numba.njit(parallel=True, cache=True)
+def _langevin_forces_cpu(velocities, forces, mass, ids, gamma1, gamma2, seed, step):
+    for i in numba.prange(velocities.shape[0]):
+        g1 = gamma1 * mass[i]
+        g2 = gamma2 * np.sqrt(mass[i])
+        for d in range(3):
+            u = counter_uniform(seed, step, ids[i], d)
+            forces[i, d] += g1 * velocities[i, d] + g2 * (u - 0.5)
+
+
+class Langevin:
+    """Langevin thermostat (see module docstring).
+
+    Parameters
+    ----------
+    temperature : float or (float, float)
+        Target temperature (temperature units), or (start, stop) ramped linearly over a run.
+    damping : float
+        Relaxation time ``damp`` (time units).
+    seed : int
+        Positive seed of the noise.
+    """
+
+    def __init__(self, temperature, damping: float, seed: int):
+        self.t_start, self.t_stop = _temperature_pair(temperature)
+        if not damping > 0:
+            raise ValueError(f"langevin damping must be positive, got {damping}")
+        if seed <= 0:
+            raise ValueError(f"langevin seed must be a positive integer, got {seed}")
+        self.damping, self.seed = float(damping), int(seed)
+
+    def bind(self, sim) -> None:
+        u = sim.units
+        self._gamma1 = -1.0 / self.damping / u.ftm2v
+        self._gamma2_per_sqrt_t = np.sqrt(24.0 * u.boltz / self.damping / sim.integrator.dt / u.mvv2e) / u.ftm2v
+        if sim.backend.is_gpu:
+            c = sim.precision.cuda_defines
+            k = sim.backend.kernel_module("integrators/integrate.cu",
+                                          {"real_t": c["real_t"], "accum_t": c["accum_t"]}
+                                          ).get_function("langevin_forces")
+
+            def apply(state, g1, g2):
+                n = state.n_atoms
+                k(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (state.velocities, state.forces, state.per_atom_mass,
+                  state.ids, np.int32(n), np.float64(g1), np.float64(g2), np.uint64(self.seed),
+                  np.uint64(state.step)))
+        else:
+            def apply(state, g1, g2):
+                _langevin_forces_cpu(state.velocities, state.forces, state.per_atom_mass, state.ids,
+                                     g1, g2, self.seed, state.step)
+        self._apply = apply
+
+    def target(self, sim) -> float:
+        return self.t_start + (self.t_stop - self.t_start) * sim.run_fraction()
+
+    def begin_step(self, sim) -> None:
+        pass
+
+    def post_force(self, sim) -> None:
+        self._apply(sim.state, self._gamma1, self._gamma2_per_sqrt_t * np.sqrt(self.target(sim)))
+
+    def end_step(self, sim) -> None:
+        pass
+
+    def describe(self) -> str:
+        return f"Langevin T = {self.t_start}->{self.t_stop}, damp = {self.damping}, seed = {self.seed}"
+
+
+def _temperature_pair(temperature):
+    pair = (temperature, temperature) if np.isscalar(temperature) else tuple(temperature)
+    if len(pair) != 2 or not all(t > 0 for t in pair):
+        raise ValueError(f"thermostat temperature must be positive (or a positive (start, stop)), got {temperature}")
+    return float(pair[0]), float(pair[1])

@@ -1,0 +1,79 @@
+"""Velocity Verlet: ``v += dt/2 f/m; x += dt v; (forces); v += dt/2 f/m``."""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+BLOCK = 128
+
+
+@numba.njit(parallel=True, cache=True)
+def _initial_integrate_cpu(positions, velocities, forces, mass, dtf, dtv):
+    for i in numba.prange(positions.shape[0]):
+        dtfm = dtf / mass[i]
+        for d in range(3):
+            v = velocities[i, d] + dtfm * forces[i, d]
+            velocities[i, d] = v
+            positions[i, d] += dtv * v
+
+
+@numba.njit(parallel=True, cache=True)
+def _final_integrate_cpu(velocities, forces, mass, dtf):
+    for i in numba.prange(velocities.shape[0]):
+        dtfm = dtf / mass[i]
+        for d in range(3):
+            velocities[i, d] += dtfm * forces[i, d]
+
+
+class VelocityVerlet:
+    """NVE velocity Verlet integrator, optionally with a thermostat.
+
+    Parameters
+    ----------
+    dt : float, optional
+        Time step (time units); defaults to the unit system's (LJ 0.005 tau, metal 0.001 ps).
+    thermostat : Langevin or NoseHoover, optional
+    """
+
+    def __init__(self, dt: float | None = None, thermostat=None):
+        if dt is not None and not dt > 0:
+            raise ValueError(f"time step must be positive, got {dt}")
+        self.dt = dt
+        self.thermostat = thermostat
+
+    def bind(self, backend, precision, units) -> None:
+        """Fix the time step and pick the kernels for a backend (called by Simulation)."""
+        if self.dt is None:
+            self.dt = units.dt
+        self.backend = backend
+        self.dtf = 0.5 * self.dt * units.ftm2v
+        real = precision.state_dtype
+        if backend.is_gpu:
+            c = precision.cuda_defines
+            mod = backend.kernel_module("integrators/integrate.cu",
+                                        {"real_t": c["real_t"], "accum_t": c["accum_t"]})
+            k1, k2 = mod.get_function("initial_integrate"), mod.get_function("final_integrate")
+
+            def initial(state):
+                n = state.n_atoms
+                k1(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (state.positions, state.velocities, state.forces,
+                   state.per_atom_mass, np.int32(n), real(self.dtf), real(self.dt)))
+
+            def final(state):
+                n = state.n_atoms
+                k2(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (state.velocities, state.forces,
+                   state.per_atom_mass, np.int32(n), real(self.dtf)))
+        else:
+            def initial(state):
+                _initial_integrate_cpu(state.positions, state.velocities, state.forces,
+                                       state.per_atom_mass, self.dtf, self.dt)
+
+            def final(state):
+                _final_integrate_cpu(state.velocities, state.forces, state.per_atom_mass, self.dtf)
+        self.initial_integrate = initial
+        self.final_integrate = final
+
+    def describe(self) -> str:
+        text = f"velocity Verlet, dt = {self.dt}"
+        return text + (f", {self.thermostat.describe()}" if self.thermostat else " (NVE)")

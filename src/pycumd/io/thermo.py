@@ -1,0 +1,74 @@
+"""Thermo output: the LAMMPS ``thermo_style one`` columns, to the screen and to CSV.
+
+Columns: ``Step, Temp, E_pair, E_mol, TotEng, Press``.  As in LAMMPS, energies are per atom in
+``lj`` units and totals otherwise; Temp uses ``3N - 3`` degrees of freedom; Press includes the
+kinetic and virial terms.
+"""
+
+from __future__ import annotations
+
+import sys
+
+COLUMNS = ("Step", "Temp", "E_pair", "E_mol", "TotEng", "Press")
+
+
+class ThermoReporter:
+    """Writes a thermo row every ``every`` steps (and at the first and last step of each run).
+
+    Parameters
+    ----------
+    every : int
+        Interval in steps; 0 means only the first and last step of each run (LAMMPS ``thermo 0``).
+    log : str or path, optional
+        CSV file: a header of the column names, then one row per report, flushed as written so
+        that a run that stops early keeps everything reported so far.
+    screen : bool or file
+        Print a LAMMPS-like table (``True``: standard output).
+    """
+
+    needs_energy = True
+
+    def __init__(self, every: int = 100, log=None, screen=True):
+        if every < 0:
+            raise ValueError(f"thermo interval must be >= 0, got {every}")
+        self.every = int(every)
+        self.rows: list[dict] = []
+        self._screen = sys.stdout if screen is True else (screen or None)
+        self._log = open(log, "w", newline="") if log is not None else None
+        if self._log:
+            self._log.write(",".join(COLUMNS) + "\n")
+            self._log.flush()
+        self._header_due = True
+
+    def wants(self, step: int, run_start: int, run_end: int) -> bool:
+        if step in (run_start, run_end):
+            return True
+        return self.every > 0 and step % self.every == 0
+
+    def report(self, sim) -> None:
+        row = sim.thermo_row()
+        if self.rows and self.rows[-1]["Step"] == row["Step"]:
+            return
+        self.rows.append(row)
+        if self._screen:
+            if self._header_due:
+                print("   " + " ".join(f"{c:>14}" for c in COLUMNS), file=self._screen)
+                self._header_due = False
+            print("   " + " ".join(_fmt(row[c]) for c in COLUMNS), file=self._screen, flush=True)
+        if self._log:
+            self._log.write(",".join(repr(row[c]) for c in COLUMNS) + "\n")
+            self._log.flush()
+
+    def begin_run(self) -> None:
+        self._header_due = True
+
+    def close(self) -> None:
+        if self._log:
+            self._log.close()
+            self._log = None
+
+
+def _fmt(value) -> str:
+    if isinstance(value, int):
+        return f"{value:>14d}"
+    return f"{value:>14.8g}"

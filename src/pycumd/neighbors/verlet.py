@@ -1,0 +1,321 @@
+"""Verlet neighbour lists with a skin, built from a counting-sorted cell list.
+
+The list holds, for each atom, every other atom closer than ``r_list = r_cut + skin`` (a
+*full* list: each pair appears twice, once per atom, so the force kernel gathers without
+atomics).  It stays valid until some atom has moved ``skin / 2``; :class:`NeighborList`
+decides when to rebuild, either by that displacement check or by LAMMPS' schedule
+(``neigh_modify every E delay D check yes|no``).
+
+Build, on both backends (``verlet.cu`` beside this file for the GPU):
+
+1. wrap positions into the box (updating image counters);
+2. bin atoms into cells of edge >= ``r_list`` (:func:`~pycumd.neighbors.counting_sort.cell_index`) and counting-sort them (histogram, exclusive
+   prefix sum, stable scatter: :mod:`pycumd.neighbors.counting_sort`);
+3. for each atom, scan the 27 surrounding cells (fewer when a dimension has fewer than three
+   cells) in a fixed order and record neighbours;
+4. if any atom has more neighbours than the storage holds, grow it and rebuild: no pair is
+   ever dropped.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ..system import InputError
+from .counting_sort import cell_index, counting_sort
+
+BLOCK = 128
+
+
+class OverlapError(InputError):
+    """Two atoms sit (almost) on top of each other."""
+
+
+@numba.njit(cache=True)
+def _wrap_cpu(positions, images, L):
+    """Wrap into [0, L) and count images, exactly as the ``wrap_positions`` CUDA kernel does."""
+    for i in range(positions.shape[0]):
+        for d in range(3):
+            x = positions[i, d]
+            while x < 0.0:
+                x += L[d]
+                images[i, d] -= 1
+            while x >= L[d]:
+                x -= L[d]
+                images[i, d] += 1
+            positions[i, d] = x
+
+
+@numba.njit(parallel=True, cache=True)
+def _build_cpu(positions, keys, cell_start, cell_order, n_cells, L, invL, r_list2, nbr, nbr_count):
+    """CPU twin of the ``build_neighbor_list`` kernel (row-major storage ``nbr[i, k]``).
+
+    Returns (max_count, min_r2 over all recorded pairs).
+    """
+    n = positions.shape[0]
+    capacity = nbr.shape[1]
+    nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
+    min_r2_per_atom = np.full(n, r_list2)
+    for i in numba.prange(n):
+        c = keys[i]
+        cx = c % nx
+        cy = (c // nx) % ny
+        cz = c // (nx * ny)
+        count = 0
+        m = r_list2
+        for dz in range(-1 if nz >= 2 else 0, 2 if nz >= 3 else 1):
+            z = (cz + dz) % nz
+            for dy in range(-1 if ny >= 2 else 0, 2 if ny >= 3 else 1):
+                y = (cy + dy) % ny
+                for dx in range(-1 if nx >= 2 else 0, 2 if nx >= 3 else 1):
+                    x = (cx + dx) % nx
+                    cell = (z * ny + y) * nx + x
+                    for s in range(cell_start[cell], cell_start[cell + 1]):
+                        j = cell_order[s]
+                        if j == i:
+                            continue
+                        ddx = positions[i, 0] - positions[j, 0]
+                        ddy = positions[i, 1] - positions[j, 1]
+                        ddz = positions[i, 2] - positions[j, 2]
+                        ddx -= L[0] * np.rint(ddx * invL[0])
+                        ddy -= L[1] * np.rint(ddy * invL[1])
+                        ddz -= L[2] * np.rint(ddz * invL[2])
+                        r2 = ddx * ddx + ddy * ddy + ddz * ddz
+                        if r2 < r_list2:
+                            if count < capacity:
+                                nbr[i, count] = j
+                            count += 1
+                            m = min(m, r2)
+        nbr_count[i] = count
+        min_r2_per_atom[i] = m
+    max_count = 0
+    for i in range(n):
+        max_count = max(max_count, nbr_count[i])
+    return max_count, min_r2_per_atom.min() if n else r_list2
+
+
+@numba.njit(parallel=True, cache=True)
+def _max_displacement2_cpu(positions, at_build, L, invL):
+    n = positions.shape[0]
+    d2 = np.zeros(n)
+    for i in numba.prange(n):
+        s = 0.0
+        for d in range(3):
+            x = positions[i, d] - at_build[i, d]
+            x -= L[d] * np.rint(x * invL[d])
+            s += x * x
+        d2[i] = s
+    return d2.max() if n else 0.0
+
+
+class NeighborList:
+    """A Verlet list with skin over a cell list, rebuilt on demand; storage grows, never drops a pair.
+
+    Parameters
+    ----------
+    backend : pycumd.backend.Backend
+    r_cut : float
+        Largest interaction cutoff (length units).
+    skin : float
+        Extra distance (length units); ``r_list = r_cut + skin``.
+    every, delay : int
+        Consider a rebuild only every ``every`` steps, and not before ``delay`` steps since the
+        last one (LAMMPS ``neigh_modify every/delay``).
+    check : bool
+        With ``check``, rebuild (when allowed) only if some atom moved more than ``skin / 2``;
+        without, rebuild whenever allowed.
+    overlap_distance : float
+        At the first build, two atoms closer than this raise :class:`OverlapError`.
+    """
+
+    def __init__(self, backend, r_cut: float, skin: float, *, every: int = 1, delay: int = 0,
+                 check: bool = True, overlap_distance: float | None = None, capacity: int | None = None):
+        if skin < 0:
+            raise InputError(f"neighbor skin must be >= 0, got {skin}")
+        if every < 1 or delay < 0:
+            raise InputError(f"neigh_modify every must be >= 1 and delay >= 0, got {every}, {delay}")
+        self.backend = backend
+        self.r_cut = float(r_cut)
+        self.skin = float(skin)
+        self.r_list = self.r_cut + self.skin
+        self.every, self.delay, self.check = int(every), int(delay), bool(check)
+        self.overlap_distance = 0.05 * self.r_cut if overlap_distance is None else overlap_distance
+        self.capacity = capacity
+        self.n_builds = 0
+        self.steps_since_build = 0
+        self.nbr = None
+        self.nbr_count = None
+        self._impl = _CudaBuild(backend) if backend.is_gpu else _CpuBuild()
+
+    def cells_per_dimension(self, L: np.ndarray) -> np.ndarray:
+        """Cells per box edge: ``floor(L / r_list)``, at least 1, at most 1024."""
+        return np.clip(np.floor(L / self.r_list).astype(np.int64), 1, 1024)
+
+    def check_box(self, L: np.ndarray) -> None:
+        """Raise :class:`InputError` if a box edge is shorter than ``2 * (r_cut + skin)``."""
+        if (L < 2.0 * self.r_list).any():
+            d = int(np.argmin(L))
+            raise InputError(
+                f"box length {'xyz'[d]} = {L[d]:.6g} is smaller than twice the cutoff plus skin "
+                f"2 * ({self.r_cut:g} + {self.skin:g}) = {2 * self.r_list:.6g}: use a larger box "
+                f"(replicate the system) or a shorter cutoff")
+
+    def _initial_capacity(self, n_atoms: int, volume: float) -> int:
+        density = n_atoms / volume
+        expected = density * 4.0 / 3.0 * math.pi * self.r_list**3
+        return int(min(max(8, math.ceil(1.25 * expected) + 8), max(n_atoms - 1, 1)))
+
+    def needs_rebuild(self, state) -> bool:
+        """Advance the step counter and say whether this step rebuilds (LAMMPS ``Neighbor::decide``)."""
+        self.steps_since_build += 1
+        if self.steps_since_build < self.delay or self.steps_since_build % self.every:
+            return False
+        if not self.check:
+            return True
+        limit2 = (0.5 * self.skin) ** 2
+        return self._impl.displacement_exceeds(state, limit2)
+
+    def build(self, state) -> None:
+        """Wrap positions, counting-sort atoms into cells and rebuild the list (growing storage as needed)."""
+        L = np.asarray(state.box_lengths)
+        self.check_box(L)
+        n = state.n_atoms
+        if self.capacity is None:
+            self.capacity = self._initial_capacity(n, float(np.prod(L)))
+        n_cells = self.cells_per_dimension(L)
+        while True:
+            max_count, min_r2 = self._impl.build(state, n_cells, self.r_list, self.capacity, self)
+            if max_count <= self.capacity:
+                break
+            self.capacity = int(math.ceil(max_count * 1.2)) + 4
+        if self.n_builds == 0 and n > 1 and min_r2 < self.overlap_distance**2:
+            i, j, r = self._impl.closest_pair(state, self)
+            raise OverlapError(
+                f"atoms {i} and {j} (0-based indices) overlap: distance {r:.4g} is below "
+                f"{self.overlap_distance:.4g} (length units); check the input coordinates")
+        self.n_builds += 1
+        self.steps_since_build = 0
+
+    def neighbors_of(self, i: int) -> np.ndarray:
+        """Host copy of atom ``i``'s neighbour indices, in list order."""
+        return self._impl.neighbors_of(self, i)
+
+
+class _CpuBuild:
+    """NumPy/Numba implementation; storage ``nbr[i, k]`` (row-major)."""
+
+    def displacement_exceeds(self, state, limit2) -> bool:
+        L = np.asarray(state.box_lengths)
+        return _max_displacement2_cpu(state.positions, state.positions_at_build, L, 1.0 / L) > limit2
+
+    def build(self, state, n_cells, r_list, capacity, nl):
+        L = np.asarray(state.box_lengths, dtype=np.float64)
+        _wrap_cpu(state.positions, state.images, L)
+        n = state.n_atoms
+        keys = cell_index(state.positions, L, n_cells)
+        self.sort = counting_sort(keys, int(np.prod(n_cells)))
+        if nl.nbr is None or nl.nbr.shape != (n, capacity):
+            nl.nbr = np.empty((n, capacity), np.int32)
+            nl.nbr_count = np.empty(n, np.int32)
+        max_count, min_r2 = _build_cpu(state.positions, keys, self.sort.bin_start, self.sort.order,
+                                       n_cells, L, 1.0 / L, r_list * r_list, nl.nbr, nl.nbr_count)
+        state.positions_at_build[...] = state.positions
+        return int(max_count), float(min_r2)
+
+    def closest_pair(self, state, nl):
+        best = (np.inf, -1, -1)
+        L = np.asarray(state.box_lengths)
+        for i in range(state.n_atoms):
+            js = nl.nbr[i, :nl.nbr_count[i]]
+            if len(js) == 0:
+                continue
+            d = state.positions[i] - state.positions[js]
+            d -= L * np.rint(d / L)
+            r = np.sqrt((d * d).sum(axis=1))
+            k = int(np.argmin(r))
+            if r[k] < best[0]:
+                best = (float(r[k]), i, int(js[k]))
+        return best[1], best[2], best[0]
+
+    def neighbors_of(self, nl, i):
+        return nl.nbr[i, :nl.nbr_count[i]].copy()
+
+
+class _CudaBuild:
+    """CUDA implementation (``verlet.cu``); storage ``nbr[k * N + i]`` (column-major, coalesced)."""
+
+    def __init__(self, backend):
+        self.backend = backend
+        self.cp = backend.xp
+        self._kernels = {}
+
+    def _kernel(self, state, name):
+        key = (state.positions.dtype.name, name)
+        if key not in self._kernels:
+            real_t = "float" if state.positions.dtype == np.float32 else "double"
+            module = self.backend.kernel_module("neighbors/verlet.cu", {"real_t": real_t})
+            self._kernels[key] = module.get_function(name)
+        return self._kernels[key]
+
+    def _box_args(self, state):
+        real = state.positions.dtype.type
+        L = np.asarray(state.box_lengths, dtype=np.float64)
+        return [real(x) for x in L] + [real(x) for x in 1.0 / L]
+
+    def displacement_exceeds(self, state, limit2) -> bool:
+        cp = self.cp
+        n = state.n_atoms
+        flag = cp.zeros(1, np.int32)
+        self._kernel(state, "displacement_exceeds")(
+            ((n + BLOCK - 1) // BLOCK,), (BLOCK,),
+            (state.positions, state.positions_at_build, np.int32(n), *self._box_args(state),
+             state.positions.dtype.type(limit2), flag))
+        return bool(flag.get()[0])
+
+    def build(self, state, n_cells, r_list, capacity, nl):
+        cp = self.cp
+        n = state.n_atoms
+        real = state.positions.dtype.type
+        L = np.asarray(state.box_lengths, dtype=np.float64)
+        grid = ((n + BLOCK - 1) // BLOCK,)
+        self._kernel(state, "wrap_positions")(
+            grid, (BLOCK,), (state.positions, state.images, np.int32(n), *[real(x) for x in L]))
+        keys = cell_index(state.positions, L, n_cells)
+        self.sort = counting_sort(keys, int(np.prod(n_cells)))
+        if nl.nbr is None or nl.nbr.size != n * capacity:
+            nl.nbr = cp.empty(n * capacity, np.int32)
+            nl.nbr_count = cp.empty(n, np.int32)
+        stats = cp.array([0, 0x7F7FFFFF], dtype=np.uint32)   # max count, min r^2 as float bits
+        self._kernel(state, "build_neighbor_list")(
+            grid, (BLOCK,),
+            (state.positions, keys, self.sort.bin_start, self.sort.order, np.int32(n),
+             *[np.int32(c) for c in n_cells], *self._box_args(state), real(r_list * r_list),
+             nl.nbr, nl.nbr_count, np.int32(capacity), np.int32(n), stats[0:1].view(np.int32),
+             stats[1:2]))
+        cp.copyto(state.positions_at_build, state.positions)
+        host = stats.get()
+        return int(host[0]), float(host[1:2].view(np.float32)[0])
+
+    def closest_pair(self, state, nl):
+        host = _host_copy_for_overlap(state, nl, self.cp)
+        return _CpuBuild().closest_pair(*host)
+
+    def neighbors_of(self, nl, i):
+        n = len(nl.nbr_count)
+        count = int(nl.nbr_count[i].get())
+        return nl.nbr[i:i + n * count:n].get() if count else np.empty(0, np.int32)
+
+
+def _host_copy_for_overlap(state, nl, cp):
+    """Host-side state and list for the (rare, error-path) closest-pair search."""
+    from types import SimpleNamespace
+
+    n = state.n_atoms
+    cap = nl.nbr.size // max(n, 1)
+    host_state = SimpleNamespace(n_atoms=n, box_lengths=state.box_lengths,
+                                 positions=state.positions[:, :3].get().astype(np.float64))
+    host_nl = SimpleNamespace(nbr=nl.nbr.get().reshape(cap, n).T, nbr_count=nl.nbr_count.get())
+    return host_state, host_nl

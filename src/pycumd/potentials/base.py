@@ -1,0 +1,188 @@
+"""What every pair potential shares: named per-pair parameters, mixing, cutoff treatments, the table.
+
+A potential is one scalar function of ``r^2`` and one row of the parameter table, returning
+``(energy, force_over_r)`` where ``force_over_r = -(dV/dr) / r``.  Its CPU form is a Numba
+``njit`` function (:attr:`PairPotential.raw_pair_function`); its CUDA form is a
+``__device__`` function ``pair_raw(r2, row)`` in a ``.cuh`` file beside the module.
+
+The cutoff treatment is applied around the raw function, identically on both backends,
+from the four leading table columns ``[rc^2, rc, e_c, f_c]``::
+
+    truncate     E = V(r)                          F/r = -V'(r)/r
+    shift        E = V(r) - V(rc)                  F/r = -V'(r)/r
+    shift_force  E = V(r) - V(rc) + (r - rc) f_c   F/r = -V'(r)/r - f_c/r,   f_c = -V'(rc)
+
+so energy and force stay consistent (F = -dE/dr) in every mode, and ``shift_force`` makes
+both vanish at ``rc``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+CUTOFF_MODES = ("truncate", "shift", "shift_force")
+CUTOFF_COLUMNS = 4  #: rc^2, rc, e_c, f_c
+MIXING_RULES = ("geometric", "arithmetic", "sixthpower")
+
+
+class MissingParameterError(ValueError):
+    """A pair of types has no coefficients and none can be mixed."""
+
+
+def make_pair_function(raw_pair_function, shift_force: bool):
+    """Wrap a raw pair function with the cutoff treatment (see module docstring).
+
+    Returns an ``njit`` function ``(r2, row) -> (energy, force_over_r)``; the caller checks
+    ``r2 < row[0]`` first.
+    """
+    if shift_force:
+        @numba.njit(inline="always")
+        def pair(r2, row):
+            e, fr = raw_pair_function(r2, row)
+            r = math.sqrt(r2)
+            return e - row[2] + (r - row[1]) * row[3], fr - row[3] / r
+    else:
+        @numba.njit(inline="always")
+        def pair(r2, row):
+            e, fr = raw_pair_function(r2, row)
+            return e - row[2], fr
+    return pair
+
+
+class PairPotential:
+    """Base class: per-pair named parameters, mixing and the packed table.
+
+    Subclasses set :attr:`parameter_names`, :attr:`cuda_header`, :attr:`raw_pair_function`
+    and implement :meth:`_columns` (named parameters -> table columns) and :meth:`_mix`.
+
+    Parameters
+    ----------
+    r_cut : float
+        Global cutoff (length units); a pair's own ``r_cut`` overrides it.
+    cutoff : {"truncate", "shift", "shift_force"}
+    mixing : {"geometric", "arithmetic", "sixthpower"}
+        How coefficients of unlike pairs not given explicitly are made from like pairs.
+    """
+
+    name = "pair"
+    parameter_names: tuple = ()
+    cuda_header: str = ""
+    raw_pair_function = None
+
+    def __init__(self, r_cut: float, cutoff: str = "truncate", mixing: str = "geometric"):
+        if not (r_cut > 0 and math.isfinite(r_cut)):
+            raise ValueError(f"{self.name}: cutoff must be positive, got {r_cut}")
+        if cutoff not in CUTOFF_MODES:
+            raise ValueError(f"unknown cutoff treatment {cutoff!r}: choose one of {', '.join(CUTOFF_MODES)}")
+        if mixing not in MIXING_RULES:
+            raise ValueError(f"unknown mixing rule {mixing!r}: choose one of {', '.join(MIXING_RULES)}")
+        self.r_cut = float(r_cut)
+        self.cutoff = cutoff
+        self.mixing = mixing
+        self._coeffs: dict[tuple[int, int], dict] = {}
+
+    # -- parameters -------------------------------------------------------------------------
+    def pair_coeff(self, type_i: int, type_j: int, **params) -> "PairPotential":
+        """Set the coefficients of the pair (type_i, type_j) (0-based types), e.g. ``epsilon=1, sigma=1``.
+
+        ``r_cut`` is optional and defaults to the global cutoff.  Returns ``self``.
+        """
+        missing = [p for p in self.parameter_names if p not in params]
+        unknown = [p for p in params if p not in self.parameter_names + ("r_cut",)]
+        if unknown:
+            raise ValueError(f"{self.name}: unknown parameter(s) {', '.join(unknown)}; "
+                             f"expected {', '.join(self.parameter_names)} and optionally r_cut")
+        if missing:
+            raise MissingParameterError(f"{self.name}: pair ({type_i + 1}, {type_j + 1}) is missing "
+                                        f"{', '.join(missing)}")
+        if type_i < 0 or type_j < 0:
+            raise ValueError(f"types are 0-based non-negative integers, got ({type_i}, {type_j})")
+        params = {k: float(v) for k, v in params.items()}
+        params.setdefault("r_cut", self.r_cut)
+        if not params["r_cut"] > 0:
+            raise ValueError(f"{self.name}: r_cut must be positive, got {params['r_cut']}")
+        self._validate(params)
+        key = (min(type_i, type_j), max(type_i, type_j))
+        self._coeffs[key] = params
+        return self
+
+    def coefficients(self, type_i: int, type_j: int) -> dict:
+        """The named parameters of a pair, mixed from the like pairs where not set."""
+        key = (min(type_i, type_j), max(type_i, type_j))
+        if key in self._coeffs:
+            return self._coeffs[key]
+        a, b = self._coeffs.get((key[0], key[0])), self._coeffs.get((key[1], key[1]))
+        if key[0] == key[1] or a is None or b is None:
+            raise MissingParameterError(
+                f"{self.name}: no coefficients for types ({key[0] + 1}, {key[1] + 1})"
+                + ("" if key[0] == key[1] else " and they cannot be mixed from the like pairs"))
+        mixed = self._mix(a, b)
+        mixed["r_cut"] = self._mix_distance(a["r_cut"], b["r_cut"])
+        return mixed
+
+    def max_cutoff(self, n_types: int) -> float:
+        return max(self.coefficients(i, j)["r_cut"] for i in range(n_types) for j in range(n_types))
+
+    # -- the table the kernels read ---------------------------------------------------------
+    def table(self, n_types: int) -> np.ndarray:
+        """Packed parameters, shape (n_types * n_types, CUTOFF_COLUMNS + k), float64.
+
+        Row ``ti * n_types + tj`` holds ``[rc^2, rc, e_c, f_c, columns...]``.
+        """
+        rows = []
+        for ti in range(n_types):
+            for tj in range(n_types):
+                p = self.coefficients(ti, tj)
+                rc = p["r_cut"]
+                row = np.array([rc * rc, rc, 0.0, 0.0] + list(self._columns(p)))
+                e_rc, fr_rc = self.raw_pair_function(rc * rc, row)
+                if self.cutoff in ("shift", "shift_force"):
+                    row[2] = e_rc
+                if self.cutoff == "shift_force":
+                    row[3] = fr_rc * rc
+                rows.append(row)
+        return np.array(rows)
+
+    def pair_function(self):
+        """The ``njit`` function ``(r2, row) -> (energy, force_over_r)`` with the cutoff applied."""
+        return make_pair_function(self.raw_pair_function, self.cutoff == "shift_force")
+
+    def energy_and_force(self, r, type_i: int = 0, type_j: int = 0, n_types: int | None = None):
+        """Evaluate the pair energy and the force magnitude ``-dE/dr`` at distances ``r`` (host, float64).
+
+        Returns ``(energy, force)`` arrays shaped like ``r``; zero beyond the cutoff.
+        """
+        n_types = n_types or max(type_i, type_j) + 1
+        row = self.table(n_types)[type_i * n_types + type_j]
+        fn = self.pair_function()
+        r = np.asarray(r, dtype=np.float64)
+        e = np.zeros_like(r)
+        f = np.zeros_like(r)
+        for idx, ri in np.ndenumerate(r):
+            if ri * ri < row[0]:
+                ei, fri = fn(ri * ri, row)
+                e[idx], f[idx] = ei, fri * ri
+        return e, f
+
+    # -- for subclasses ---------------------------------------------------------------------
+    def _validate(self, params: dict) -> None:
+        pass
+
+    def _columns(self, params: dict) -> list:
+        raise NotImplementedError
+
+    def _mix(self, a: dict, b: dict) -> dict:
+        raise NotImplementedError
+
+    def _mix_distance(self, x: float, y: float) -> float:
+        if self.mixing == "geometric":
+            return math.sqrt(x * y)
+        if self.mixing == "arithmetic":
+            return 0.5 * (x + y)
+        return ((x**6 + y**6) / 2.0) ** (1.0 / 6.0)
+
+    def describe(self) -> str:
+        return f"{self.name} (cutoff {self.r_cut}, {self.cutoff}, mixing {self.mixing})"

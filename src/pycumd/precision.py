@@ -1,0 +1,64 @@
+"""Precision policies: which floating-point type each part of the step uses.
+
+==========  =================  ==================  ==================================
+mode        positions/velocities pair arithmetic   force and energy accumulation
+==========  =================  ==================  ==================================
+single      float32            float32             float32
+mixed       float64            float32             float64
+double      float64            float64             float64
+==========  =================  ==================  ==================================
+
+In ``mixed`` the separation ``r_i - r_j`` is formed in float64 and then rounded to float32,
+so positions far from the origin lose no digits.  The CPU backend runs ``double`` only.
+``composite`` (float-float) is planned (see docs/precision.md) and raises until it lands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+PRECISION_NAMES = ("single", "mixed", "double")
+
+
+@dataclass(frozen=True)
+class Precision:
+    """A precision policy (see module docstring)."""
+
+    name: str
+    state_dtype: type   #: positions, velocities
+    pair_dtype: type    #: arithmetic inside the pair function
+    accum_dtype: type   #: per-atom force, energy and virial sums
+
+    @property
+    def cuda_defines(self) -> dict:
+        """Compile-time type names for the CUDA kernels."""
+        c = {np.float32: "float", np.float64: "double"}
+        return {"real_t": c[self.state_dtype], "pair_t": c[self.pair_dtype],
+                "accum_t": c[self.accum_dtype]}
+
+
+_POLICIES = {
+    "single": Precision("single", np.float32, np.float32, np.float32),
+    "mixed": Precision("mixed", np.float64, np.float32, np.float64),
+    "double": Precision("double", np.float64, np.float64, np.float64),
+}
+
+
+def get_precision(name: str | Precision | None, backend_name: str) -> Precision:
+    """Resolve a precision name for a backend; ``None``/``"auto"`` gives double on the CPU, mixed on the GPU."""
+    if isinstance(name, Precision):
+        name = name.name
+    if name in (None, "auto"):
+        name = "mixed" if backend_name == "cuda" else "double"
+    if name == "composite":
+        raise NotImplementedError(
+            "precision 'composite' (float-float) is not implemented in the MD engine yet; "
+            "use single, mixed or double")
+    if name not in _POLICIES:
+        raise ValueError(f"unknown precision {name!r}: choose one of {', '.join(PRECISION_NAMES)}")
+    if backend_name == "cpu" and name != "double":
+        raise ValueError(f"the cpu backend runs in double precision only (asked for {name!r}); "
+                         "use --device cuda for single or mixed")
+    return _POLICIES[name]

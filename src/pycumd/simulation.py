@@ -1,0 +1,237 @@
+"""The Simulation: owns the state and its components, and runs the time steps."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import backend as _backend
+from .forces import PairForces
+from .integrators import VelocityVerlet
+from .io.progress import Progress
+from .io.thermo import ThermoReporter
+from .neighbors.verlet import NeighborList
+from .observables import kinetic_energy, pressure, temperature
+from .precision import get_precision
+from .state import State
+from .system import System
+
+
+class SimulationError(RuntimeError):
+    """A run cannot continue (e.g. it blew up); the message names the step and the atom."""
+
+
+class Simulation:
+    """Molecular dynamics of one :class:`System` with one pair potential.
+
+    Parameters
+    ----------
+    system : System
+        Initial positions, velocities, types, masses, box and units (copied to the backend).
+    potential : PairPotential
+        E.g. ``LennardJones(2.5).pair_coeff(0, 0, epsilon=1, sigma=1)``.
+    integrator : VelocityVerlet, optional
+        Default: NVE with the unit system's time step.
+    skin : float
+        Neighbour-list skin (length units); default 0.3 sigma in lj units, 2.0 A otherwise
+        (LAMMPS' defaults).
+    neighbor_every, neighbor_delay, neighbor_check :
+        LAMMPS ``neigh_modify every/delay/check``; default: check every step, rebuild when an atom
+        has moved half the skin.
+    device : {"auto", "cpu", "cuda"}
+    precision : {"auto", "single", "mixed", "double"}
+        ``auto``: double on the CPU, mixed on the GPU.
+
+    Examples
+    --------
+    >>> system = lattice_system("fcc", 5, density=0.8442)
+    >>> create_velocities(system, 1.44, seed=87287)
+    >>> sim = Simulation(system, LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0))
+    >>> sim.reporters.append(ThermoReporter(every=50))
+    >>> sim.run(100)
+    """
+
+    def __init__(self, system: System, potential, integrator=None, *, skin: float | None = None,
+                 neighbor_every: int = 1, neighbor_delay: int = 0, neighbor_check: bool = True,
+                 device="auto", precision="auto"):
+        self.backend = _backend.select(device)
+        self.precision = get_precision(precision, self.backend.name)
+        self.units = system.units
+        self.potential = potential
+        self.n_types = system.n_types
+        self.volume = system.box.volume
+        self.box = system.box
+        self.integrator = integrator or VelocityVerlet()
+        self.integrator.bind(self.backend, self.precision, self.units)
+        if skin is None:
+            skin = 0.3 if self.units.name == "lj" else 2.0
+        r_cut = potential.max_cutoff(system.n_types)
+        self.neighbors = NeighborList(self.backend, r_cut, skin, every=neighbor_every,
+                                      delay=neighbor_delay, check=neighbor_check)
+        self.neighbors.check_box(system.box.L)
+        self.state = State.from_system(system, self.backend, self.precision)
+        self.forces = PairForces(potential, system.n_types, self.backend, self.precision)
+        self.reporters: list = []
+        self._run_start = self._run_end = 0
+        self._energy_step = None  # step whose per-atom energy/virial are current
+        self._masses = system.masses.copy()
+
+    # -- properties ------------------------------------------------------------------------
+    @property
+    def step(self) -> int:
+        return self.state.step
+
+    @property
+    def time(self) -> float:
+        """Simulated time since step 0 (time units)."""
+        return self.state.step * self.integrator.dt
+
+    @property
+    def thermostat(self):
+        return self.integrator.thermostat
+
+    def run_fraction(self) -> float:
+        """Fraction of the current run done (for temperature ramps), as LAMMPS computes it."""
+        span = self._run_end - self._run_start
+        return (self.state.step - self._run_start) / span if span else 0.0
+
+    def system(self) -> System:
+        """A host copy of the current state as a :class:`System`."""
+        b, s = self.backend, self.state
+        return System(self.box, s.host_positions(b), self._masses, self.units,
+                      types=b.to_host(s.types), velocities=b.to_host(s.velocities).astype(np.float64),
+                      images=b.to_host(s.images), ids=b.to_host(s.ids))
+
+    # -- observables -----------------------------------------------------------------------
+    def kinetic_energy(self) -> float:
+        return kinetic_energy(self.state.velocities, self.state.per_atom_mass, self.units)
+
+    def temperature(self) -> float:
+        return temperature(self.kinetic_energy(), self.state.n_atoms, self.units)
+
+    def _ensure_energy(self) -> None:
+        if self._energy_step != self.state.step:
+            self.forces.compute(self.state, self.neighbors, True)
+            self._energy_step = self.state.step
+
+    def potential_energy(self) -> float:
+        """Total pair energy (energy units) at the current step."""
+        self._ensure_energy()
+        return float(self.state.energy.sum())
+
+    def virial_trace(self) -> float:
+        """Sum over pairs of r_ij . f_ij (energy units) at the current step."""
+        self._ensure_energy()
+        return float(self.state.virial[:, :3].sum())
+
+    def thermo_row(self) -> dict:
+        """Step, Temp, E_pair, E_mol, TotEng, Press, normalised as LAMMPS does."""
+        n = self.state.n_atoms
+        ke = self.kinetic_energy()
+        t = temperature(ke, n, self.units)
+        pe = self.potential_energy()
+        p = pressure(t, self.virial_trace(), n, self.volume, self.units)
+        norm = n if self.units.normalize_thermo else 1
+        return {"Step": self.state.step, "Temp": t, "E_pair": pe / norm, "E_mol": 0.0,
+                "TotEng": (ke + pe) / norm, "Press": p}
+
+    # -- running ---------------------------------------------------------------------------
+    def _setup(self) -> None:
+        """As LAMMPS at the start of each run: rebuild the neighbour list, compute forces."""
+        self.neighbors.build(self.state)
+        self.forces.compute(self.state, self.neighbors, True)
+        self._energy_step = self.state.step
+        self._check_finite()
+        if self.thermostat is not None:
+            self.thermostat.bind(self)
+
+    def run(self, steps: int, progress: bool | None = None) -> None:
+        """Advance ``steps`` time steps.
+
+        Each step, in this order (LAMMPS' ``Verlet::run`` order):
+
+        1. thermostat ``begin_step`` (Nose-Hoover: chain half step, velocity scaling);
+        2. ``v += dt/2 f/m``, ``x += dt v`` (initial integrate);
+        3. neighbour decision; on a rebuild: wrap into the box, counting-sort into cells, new list;
+        4. pair forces, with per-atom energy and virial only if a reporter reports this step;
+        5. thermostat ``post_force`` (Langevin: friction and noise forces);
+        6. ``v += dt/2 f/m`` (final integrate);
+        7. thermostat ``end_step`` (Nose-Hoover: chain half step, velocity scaling);
+        8. reporters due this step (thermo rows, trajectory frames), after a finiteness check.
+
+        A run that produces non-finite positions, velocities or energies stops with
+        :class:`SimulationError` naming the step and the atom; reporters keep what they wrote.
+        """
+        if steps < 0:
+            raise ValueError(f"run length must be >= 0, got {steps}")
+        self._run_start = self.state.step
+        self._run_end = self.state.step + steps
+        self._setup()
+        for r in self.reporters:
+            r.begin_run()
+        self._report(self.state.step)
+        bar = Progress(steps, enabled=progress)
+        integ, th, nl, forces, state = self.integrator, self.thermostat, self.neighbors, self.forces, self.state
+        try:
+            for done in range(1, steps + 1):
+                step = state.step + 1
+                due = [r for r in self.reporters if r.wants(step, self._run_start, self._run_end)]
+                with_energy = any(r.needs_energy for r in due)
+                if th is not None:
+                    th.begin_step(self)
+                integ.initial_integrate(state)
+                if nl.needs_rebuild(state):
+                    nl.build(state)
+                forces.compute(state, nl, with_energy)
+                if th is not None:
+                    th.post_force(self)
+                integ.final_integrate(state)
+                state.step = step
+                if th is not None:
+                    th.end_step(self)
+                if with_energy:
+                    self._energy_step = step
+                if due:
+                    self._check_finite()
+                    for r in due:
+                        r.report(self)
+                bar.update(done)
+            self._check_finite()
+        finally:
+            self.backend.synchronize()
+            bar.close()
+
+    def _report(self, step: int) -> None:
+        for r in self.reporters:
+            if r.wants(step, self._run_start, self._run_end):
+                r.report(self)
+
+    def _check_finite(self) -> None:
+        s, xp = self.state, self.backend.xp
+        checks = [("position", s.positions[:, :3]), ("velocity", s.velocities)]
+        if self._energy_step == s.step:
+            checks.append(("energy", s.energy))
+        for name, arr in checks:
+            bad = ~xp.isfinite(arr.reshape(len(arr), -1)).all(axis=1)
+            if bool(bad.any()):
+                i = int(xp.argmax(bad))
+                atom_id = int(s.ids[i])
+                raise SimulationError(
+                    f"the simulation blew up at step {s.step}: {name} of atom {atom_id} (index {i}) "
+                    f"is not finite; a smaller time step, a better-relaxed start or a check of the "
+                    f"potential parameters may help")
+
+    def close(self) -> None:
+        """Close every reporter's files."""
+        for r in self.reporters:
+            r.close()
+
+    def describe(self) -> str:
+        s = self.state
+        return (f"{s.n_atoms} atoms, {self.n_types} type(s), box {' x '.join(f'{x:g}' for x in self.box.lengths)} "
+                f"({self.units.name} units)\n"
+                f"pair {self.potential.describe()}, skin {self.neighbors.skin}\n"
+                f"{self.integrator.describe()}\n"
+                f"device {self.backend.name} ({self.backend.device_name}), precision {self.precision.name}")
+
+
+__all__ = ["Simulation", "SimulationError", "ThermoReporter"]

@@ -1,0 +1,81 @@
+"""The simulation state: a plain dataclass of backend arrays (NumPy or CuPy)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .precision import Precision
+from .system import System
+
+
+@dataclass
+class State:
+    """Arrays the kernels read and write, on one backend.
+
+    Attributes
+    ----------
+    positions : array
+        CPU: (N, 3) float64.  GPU: (N, 4) ``real_t`` rows ``x, y, z, type`` (one 16- or 32-byte
+        load per atom in the kernels).  Relative to the box origin; wrapped into the box at
+        every neighbour-list build, so in between they may stray outside by up to skin/2.
+    velocities : array, (N, 3) ``real_t``
+    forces : array, (N, 3) ``accum_t``
+    per_atom_mass : array, (N,) ``real_t``
+    types : array, (N,) int32
+    images : array, (N, 3) int32
+    ids : array, (N,) int64
+    positions_at_build : array, like positions: snapshot at the last neighbour build
+    energy : array, (N,) ``accum_t``: per-atom potential energy of the last reporting step
+    virial : array, (N, 6) ``accum_t``: per-atom virial xx, yy, zz, xy, xz, yz
+    box_lengths : tuple of 3 floats
+    step : int
+    """
+
+    positions: object
+    velocities: object
+    forces: object
+    per_atom_mass: object
+    types: object
+    images: object
+    ids: object
+    positions_at_build: object
+    energy: object
+    virial: object
+    box_lengths: tuple
+    step: int = 0
+
+    @property
+    def n_atoms(self) -> int:
+        return len(self.types)
+
+    @classmethod
+    def from_system(cls, system: System, backend, precision: Precision) -> "State":
+        xp = backend.xp
+        n = system.n_atoms
+        real, accum = precision.state_dtype, precision.accum_dtype
+        if backend.is_gpu:
+            host = np.empty((n, 4), dtype=real)
+            host[:, :3] = system.positions
+            host[:, 3] = system.types
+            positions = xp.asarray(host)
+        else:
+            positions = system.positions.astype(real, copy=True)
+        return cls(
+            positions=positions,
+            velocities=xp.asarray(system.velocities, dtype=real),
+            forces=xp.zeros((n, 3), dtype=accum),
+            per_atom_mass=xp.asarray(system.per_atom_mass, dtype=real),
+            types=xp.asarray(system.types, dtype=np.int32),
+            images=xp.asarray(system.images, dtype=np.int32),
+            ids=xp.asarray(system.ids, dtype=np.int64),
+            positions_at_build=positions.copy(),
+            energy=xp.zeros(n, dtype=accum),
+            virial=xp.zeros((n, 6), dtype=accum),
+            box_lengths=tuple(system.box.lengths),
+        )
+
+    def host_positions(self, backend) -> np.ndarray:
+        """Positions on the host, (N, 3) float64."""
+        return backend.to_host(self.positions[:, :3]).astype(np.float64)

@@ -1,0 +1,224 @@
+"""The host-side description of a particle system, and builders for it.
+
+A :class:`System` holds NumPy arrays on the host.  A :class:`~pycumd.simulation.Simulation`
+copies it to the chosen backend; :meth:`Simulation.system` copies it back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .box import Box
+from .units import UnitSystem, get_units
+
+LATTICE_BASES = {
+    "sc": np.array([[0.0, 0.0, 0.0]]),
+    "bcc": np.array([[0.0, 0.0, 0.0], [0.5, 0.5, 0.5]]),
+    "fcc": np.array([[0.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.5, 0.0, 0.5], [0.0, 0.5, 0.5]]),
+}
+
+
+class InputError(ValueError):
+    """Invalid physical input (the message names the atom, type or parameter at fault)."""
+
+
+@dataclass
+class System:
+    """Particles in a periodic box.
+
+    Attributes
+    ----------
+    box : Box
+    positions : ndarray, shape (N, 3), float64
+        Positions relative to ``box.origin``, wrapped into ``[0, L)`` (length units).
+    velocities : ndarray, shape (N, 3), float64
+        Velocities (length / time units).
+    types : ndarray, shape (N,), int32
+        Type index of each particle, 0-based (LAMMPS type ``t`` is ``t - 1`` here).
+    masses : ndarray, shape (n_types,), float64
+        Mass of each type (mass units).
+    units : UnitSystem
+    images : ndarray, shape (N, 3), int32
+        Periodic image counters: unwrapped = positions + images * L.
+    ids : ndarray, shape (N,), int64
+        Particle ids, 1-based as in LAMMPS, kept with each particle.
+    """
+
+    box: Box
+    positions: np.ndarray
+    masses: np.ndarray
+    units: UnitSystem = field(default_factory=lambda: get_units("lj"))
+    types: np.ndarray | None = None
+    velocities: np.ndarray | None = None
+    images: np.ndarray | None = None
+    ids: np.ndarray | None = None
+
+    def __post_init__(self):
+        self.units = get_units(self.units)
+        self.positions = np.array(self.positions, dtype=np.float64, copy=True).reshape(-1, 3)
+        n = len(self.positions)
+        self.masses = np.atleast_1d(np.asarray(self.masses, dtype=np.float64)).copy()
+        self.types = (np.zeros(n, np.int32) if self.types is None
+                      else np.asarray(self.types, dtype=np.int32).copy())
+        self.velocities = (np.zeros((n, 3)) if self.velocities is None
+                           else np.array(self.velocities, dtype=np.float64).reshape(-1, 3))
+        self.images = (np.zeros((n, 3), np.int32) if self.images is None
+                       else np.asarray(self.images, dtype=np.int32).copy())
+        self.ids = (np.arange(1, n + 1, dtype=np.int64) if self.ids is None
+                    else np.asarray(self.ids, dtype=np.int64).copy())
+        self.validate()
+        self.positions = self.box.wrap(self.positions, self.images)
+
+    @property
+    def n_atoms(self) -> int:
+        return len(self.positions)
+
+    @property
+    def n_types(self) -> int:
+        return len(self.masses)
+
+    @property
+    def per_atom_mass(self) -> np.ndarray:
+        """Mass of each particle, shape (N,)."""
+        return self.masses[self.types]
+
+    def validate(self) -> None:
+        """Raise :class:`InputError` naming the first bad atom or type, if any."""
+        n = self.n_atoms
+        for name in ("velocities", "images"):
+            arr = getattr(self, name)
+            if arr.shape != (n, 3):
+                raise InputError(f"{name} has shape {arr.shape}, expected ({n}, 3)")
+        if self.types.shape != (n,) or self.ids.shape != (n,):
+            raise InputError(f"types and ids must have shape ({n},)")
+        for name in ("positions", "velocities"):
+            arr = getattr(self, name)
+            bad = ~np.isfinite(arr).all(axis=1)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise InputError(
+                    f"{name[:-1]} of atom {self.ids[i]} (index {i}) is not finite: {arr[i].tolist()}")
+        if n and (self.types.min() < 0 or self.types.max() >= self.n_types):
+            i = int(np.argmax((self.types < 0) | (self.types >= self.n_types)))
+            raise InputError(
+                f"atom {self.ids[i]} has type {self.types[i] + 1}, but only {self.n_types} "
+                f"type(s) have a mass")
+        for t, m in enumerate(self.masses):
+            if not np.isfinite(m) or m <= 0:
+                raise InputError(f"mass of type {t + 1} must be positive and finite, got {m}")
+
+    def copy(self) -> "System":
+        return System(self.box, self.positions, self.masses, self.units, self.types,
+                      self.velocities, self.images, self.ids)
+
+    def unwrapped_positions(self) -> np.ndarray:
+        return self.positions + self.images * self.box.L
+
+
+def lattice_spacing(style: str, units: str | UnitSystem, *, density: float | None = None,
+                    constant: float | None = None) -> float:
+    """Cubic lattice constant ``a`` (length units).
+
+    In ``lj`` units LAMMPS' ``lattice fcc 0.8442`` gives the reduced number density:
+    ``a = (n_basis / density)^(1/3)``.  In other units the argument is ``a`` itself.
+    """
+    if style not in LATTICE_BASES:
+        raise InputError(f"unknown lattice style {style!r}: choose one of {', '.join(LATTICE_BASES)}")
+    if (density is None) == (constant is None):
+        raise InputError("give exactly one of density (reduced, lj units) or constant (lattice constant)")
+    if density is not None:
+        if density <= 0:
+            raise InputError(f"lattice density must be positive, got {density}")
+        return (len(LATTICE_BASES[style]) / density) ** (1.0 / 3.0)
+    if constant <= 0:
+        raise InputError(f"lattice constant must be positive, got {constant}")
+    return float(constant)
+
+
+def lattice_positions(style: str, spacing: float, cells) -> np.ndarray:
+    """Sites of an ``nx x ny x nz`` block of a cubic lattice, in LAMMPS ``create_atoms`` order.
+
+    Sites are ``(i + b) * spacing`` for cell indices ``i`` and basis vectors ``b`` (fractional),
+    looping z slowest, then y, x, basis fastest.  Returns shape (N, 3) float64.
+    """
+    basis = LATTICE_BASES[style]
+    nx, ny, nz = (int(c) for c in np.broadcast_to(cells, (3,)))
+    k, j, i = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
+    cell = np.stack([i.ravel(), j.ravel(), k.ravel()], axis=1).astype(np.float64)
+    sites = cell[:, None, :] + basis[None, :, :]
+    return (sites * spacing).reshape(-1, 3)
+
+
+def lattice_system(style: str, cells, *, units="lj", density=None, constant=None,
+                   mass: float = 1.0) -> System:
+    """A box of ``cells`` lattice cells filled with one atom type.
+
+    Parameters
+    ----------
+    style : {"sc", "bcc", "fcc"}
+    cells : int or (3,) ints
+    units : str or UnitSystem
+    density : float, optional
+        Reduced number density (lj units), as in LAMMPS ``lattice fcc 0.8442``.
+    constant : float, optional
+        Lattice constant (length units), e.g. 5.256 for the seed's argon sc lattice.
+    mass : float
+        Mass of the single atom type (mass units).
+    """
+    a = lattice_spacing(style, units, density=density, constant=constant)
+    n_cells = np.broadcast_to(np.asarray(cells, dtype=int), (3,))
+    if (n_cells < 1).any():
+        raise InputError(f"cells must be positive, got {n_cells.tolist()}")
+    return System(Box(n_cells * a), lattice_positions(style, a, n_cells), [mass], units)
+
+
+def create_velocities(system: System, temperature: float, seed: int, *,
+                      distribution: str = "uniform", loop: str = "geom",
+                      zero_momentum: bool = True) -> None:
+    """Give ``system`` random velocities at ``temperature`` (in place), as LAMMPS ``velocity create``.
+
+    Steps, in LAMMPS' order: draw a raw velocity per atom; scale it by ``1/sqrt(m_i)``;
+    remove the centre-of-mass momentum (when ``zero_momentum``); rescale all velocities so
+    that the temperature (dof = 3N - 3) is exactly ``temperature``.
+
+    Parameters
+    ----------
+    temperature : float
+        Target temperature (temperature units), > 0.
+    seed : int
+        Random seed, > 0.
+    distribution : {"uniform", "gaussian"}
+    loop : {"geom", "local"}
+        ``geom`` reproduces LAMMPS ``loop geom`` bit for bit: each atom's velocity is a function of
+        its position and the seed only (LAMMPS' Park-Miller generator reseeded per atom), so the
+        result is independent of atom order and of the number of processes.  ``local`` draws from
+        NumPy's PCG64 generator in atom order.
+    """
+    from .observables import kinetic_energy
+    from .observables import temperature as temperature_of
+
+    if temperature <= 0:
+        raise InputError(f"velocity temperature must be positive, got {temperature}")
+    if seed <= 0:
+        raise InputError(f"velocity seed must be a positive integer, got {seed}")
+    if distribution not in ("uniform", "gaussian"):
+        raise InputError(f"unknown velocity distribution {distribution!r}: uniform or gaussian")
+    n = system.n_atoms
+    if loop == "geom":
+        from .io.lammps_random import loop_geom_velocities
+
+        raw = loop_geom_velocities(system.positions + np.asarray(system.box.origin), seed,
+                                   distribution=distribution)
+    elif loop == "local":
+        rng = np.random.default_rng(seed)
+        raw = rng.random((n, 3)) - 0.5 if distribution == "uniform" else rng.standard_normal((n, 3))
+    else:
+        raise InputError(f"unknown velocity loop {loop!r}: geom or local")
+    mass = system.per_atom_mass
+    v = raw / np.sqrt(mass)[:, None]
+    if zero_momentum and n > 0:
+        v -= (mass[:, None] * v).sum(axis=0) / mass.sum()
+    t_now = temperature_of(kinetic_energy(v, mass, system.units), n, system.units)
+    system.velocities = v * np.sqrt(temperature / t_now)
