@@ -118,10 +118,11 @@ class OracleResult:
     atoms : dict[str, numpy.ndarray] or None
         With ``dump_atoms``: ``id`` (N,), ``type`` (N,), ``x`` (N, 3) as stored (wrapped
         into the box), ``v`` (N, 3), ``f`` (N, 3), ``image`` (N, 3) image flags -- all
-        sorted by atom id, taken after the last command.
+        sorted by atom id, taken after the last command.  None without ``dump_atoms``
+        or when no atoms exist.
     box : dict[str, numpy.ndarray or float]
         ``boxlo``, ``boxhi`` (3,), ``xy``, ``yz``, ``xz``, ``periodicity`` (3,) after the
-        last command.
+        last command; empty if the script created no box.
     log : str
         The whole ``log.lammps`` text.
 
@@ -310,14 +311,16 @@ def run_lammps(script_text: str, dump_atoms: bool = False, var: dict | None = No
                     lmp.flush_buffers()
                     tail = log_path.read_text(errors="replace")[-2000:] if log_path.exists() else ""
                     raise LammpsOracleError(f"LAMMPS failed: {exc}\n--- log tail ---\n{tail}") from exc
-                atoms = _collect_atoms(lmp) if dump_atoms else None
-                boxlo, boxhi, xy, yz, xz, periodicity, _ = lmp.extract_box()
-                box = {
-                    "boxlo": np.array(boxlo, dtype=np.float64),
-                    "boxhi": np.array(boxhi, dtype=np.float64),
-                    "xy": float(xy), "yz": float(yz), "xz": float(xz),
-                    "periodicity": np.array(periodicity, dtype=bool),
-                }
+                atoms = _collect_atoms(lmp) if dump_atoms and lmp.get_natoms() > 0 else None
+                box = {}
+                if lmp.extract_setting("box_exist"):
+                    boxlo, boxhi, xy, yz, xz, periodicity, _ = lmp.extract_box()
+                    box = {
+                        "boxlo": np.array(boxlo, dtype=np.float64),
+                        "boxhi": np.array(boxhi, dtype=np.float64),
+                        "xy": float(xy), "yz": float(yz), "xz": float(xz),
+                        "periodicity": np.array(periodicity, dtype=bool),
+                    }
             finally:
                 lmp.close()
         finally:
