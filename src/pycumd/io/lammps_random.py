@@ -30,8 +30,12 @@ then warmed up by 5 discarded ``uniform()`` calls and the gaussian cache is clea
 
 ``velocity GROUP create T SEED loop geom`` step by step
 -------------------------------------------------------
-Verified against ``Velocity::create`` in LAMMPS (22 Jul 2025) and by the tests in
-``tests/test_lammps_random.py``, which reproduce LAMMPS' velocities to 1e-12:
+Read from ``Velocity::create`` / ``RanPark`` in the LAMMPS source and checked against
+LAMMPS 22 Jul 2025 by ``tests/test_lammps_random.py``: :func:`velocity_create_loop_geom`
+reproduces LAMMPS' velocities bit for bit on one rank (``dist uniform`` and
+``gaussian``, ``mom yes`` and ``no``, any mass).  The hash reads the coordinates' bits,
+so the positions must be bit-identical to LAMMPS' (for ``lattice fcc RHO`` with the
+default orientation, ``(cell + basis) * (4/RHO)**(1/3)`` in float64 is):
 
 1. For each atom ``i`` in the group, in local order: ``reset(SEED, x[i])``, then the raw
    triple -- ``dist uniform`` (default): ``(u() - 0.5, u() - 0.5, u() - 0.5)``;
