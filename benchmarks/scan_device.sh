@@ -12,7 +12,7 @@ export PYTHONPATH=src PYTHONUNBUFFERED=1
 } 2>&1 | tee "$OUT/env.log"
 python3 -m pytest -x -q -p no:cacheprovider tests/test_scan.py tests/test_counting_sort.py 2>&1 | tail -30 | tee "$OUT/tests.log"
 test_rc=${PIPESTATUS[0]}
-python3 -m pycumd.bench.scan --out-dir "$OUT" "$@" 2>&1 | tee "$OUT/bench.log"
+python3 -m pycumd.bench.scan --sweep --out-dir "$OUT" "$@" 2>&1 | tee "$OUT/bench.log"
 bench_rc=${PIPESTATUS[0]}
 echo "tests rc=$test_rc bench rc=$bench_rc"
 exit $(( test_rc != 0 || bench_rc != 0 ))

@@ -3,7 +3,8 @@
 import numpy as np
 import pytest
 
-from pycumd.neighbors.scan import GPU_METHODS, SCAN_DTYPES, lookback_tile_size, prefix_sum
+from pycumd.neighbors.scan import (GPU_METHODS, LOOKBACK_CONFIG, SCAN_DTYPES, lookback_tile_size,
+                                   prefix_sum)
 
 DTYPES = [np.uint32, np.int32, np.int64, np.float32, np.float64]
 SIZES = [0, 1, 2, 31, 511, 512, 513, 1023, 1024, 1025, 4095, 4096, 4097, 65537, 1000003]
@@ -160,8 +161,9 @@ def test_float_tolerance_rejects_a_missing_element(rng):
 def test_dtype_table_covers_the_issue():
     assert set(SCAN_DTYPES) == {np.dtype(d) for d in DTYPES}
     assert set(GPU_METHODS) == set(METHODS)
-    assert lookback_tile_size(np.uint32) == 4096
-    assert lookback_tile_size(np.float64) == 2048
+    per_thread = 16 * LOOKBACK_CONFIG["rounds"]           # bytes per thread per tile
+    assert lookback_tile_size(np.uint32) == LOOKBACK_CONFIG["threads"] * per_thread // 4
+    assert lookback_tile_size(np.float64) == LOOKBACK_CONFIG["threads"] * per_thread // 8
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.uint64, np.float16, np.complex64, np.bool_])

@@ -138,6 +138,38 @@ def _random(cp, n, dtype, seed):
     return (r * (2**31 - 1)).astype(dtype)
 
 
+def _sweep(cp, dtype, repeat, copy_gbps):
+    """Time the look-back kernel per (threads, rounds, min_blocks); keep the best at 2^27."""
+    from pycumd.neighbors import scan
+
+    configs = [(t, r, b) for t in (128, 256, 512) for r in (2, 4, 8) for b in (1,)]
+    configs += [(256, 4, 4), (256, 4, 6), (128, 8, 4), (256, 8, 2), (512, 2, 2)]
+    sizes = (2**16, 2**20, 2**24, 2**27)
+    table = []
+    for n in sizes:
+        nbytes = n * dtype.itemsize
+        bufs = [_random(cp, n, dtype, s) for s in range(int(min(64, max(1, -(-ROTATE_BYTES // nbytes)))))]
+        for t, r, b in configs:
+            scan.LOOKBACK_CONFIG = {"threads": t, "rounds": r, "min_blocks": b}
+            ref = cp.cumsum(bufs[0], dtype=dtype)
+            ok = bool(cp.array_equal(scan.prefix_sum(bufs[0], method="decoupled_lookback"), ref))
+            us = _gpu_median_us(
+                cp, lambda x: scan.prefix_sum(x, out=x, method="decoupled_lookback"), bufs, repeat)
+            frac = 2 * nbytes / (us * 1e-6) / 1e9 / copy_gbps
+            table.append({"n": n, "threads": t, "rounds": r, "min_blocks": b, "us": us,
+                          "frac": frac, "ok": ok})
+            print(f"sweep n={n:>10} threads={t:4d} rounds={r} min_blocks={b}: {us:8.1f} us "
+                  f"({frac:.3f} of copy) ok={ok}", flush=True)
+        del bufs
+        cp.get_default_memory_pool().free_all_blocks()
+    big = [row for row in table if row["n"] == sizes[-1] and row["ok"]]
+    best = min(big, key=lambda row: row["us"])
+    scan.LOOKBACK_CONFIG = {"threads": best["threads"], "rounds": best["rounds"],
+                            "min_blocks": best["min_blocks"]}
+    print(f"sweep: running with {scan.LOOKBACK_CONFIG}")
+    return {"table": table, "chosen": scan.LOOKBACK_CONFIG}
+
+
 def bench_counting_sort(cp, repeat, n=1_000_000, density=0.8442, r_cell=2.8):
     """Time cell_index, counting_sort and a float4 reorder for n particles of an LJ liquid."""
     from pycumd.neighbors.counting_sort import cell_index, counting_sort, reorder
@@ -249,6 +281,8 @@ def main(argv=None) -> int:
     parser.add_argument("--out-dir", default="docs", help="where the table/plot/json go")
     parser.add_argument("--no-peers", action="store_true", help="time pycumd only")
     parser.add_argument("--no-sort", action="store_true", help="skip the counting-sort timing")
+    parser.add_argument("--sweep", action="store_true",
+                        help="first time look-back tile configurations and run with the best")
     args = parser.parse_args(argv)
 
     try:
@@ -266,6 +300,7 @@ def main(argv=None) -> int:
     device = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
     copy_gbps, copy_us = _copy_bandwidth(cp, args.repeat)
     print(f"device {device}; copy {copy_gbps:.0f} GB/s ({copy_us:.1f} us for 512 MiB)")
+    sweep = _sweep(cp, dtype, args.repeat, copy_gbps) if args.sweep else None
     peers, skipped = _peers(cp, dtype, not args.no_peers)
     for s in skipped:
         print(s)
@@ -280,12 +315,13 @@ def main(argv=None) -> int:
         reference = cp.cumsum(bufs[0], dtype=dtype)
         us["numpy.cumsum (host)"] = _host_median_us(
             lambda h: np.cumsum(h, dtype=dtype), host, min(args.repeat, 10))
-        for m in OURS:
+        for m in OURS:                          # check every method before any timing
             got = prefix_sum(bufs[0], method=m)
             if dtype.kind == "f":
                 ok[m] = bool(cp.allclose(got, reference, rtol=1e-3, atol=1e-3))
             else:
                 ok[m] = bool(cp.array_equal(got, reference))
+        for m in OURS:
             us[f"pycumd {m}"] = _gpu_median_us(
                 cp, lambda x, m=m: prefix_sum(x, out=x, method=m), bufs, args.repeat)
         for name, fn in peers.items():
@@ -304,7 +340,7 @@ def main(argv=None) -> int:
         "device": device, "dtype": dtype.name, "copy_GBps": copy_gbps,
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "versions": _versions(cp), "methods": methods, "rows": rows, "skipped": skipped,
-        "repeat": args.repeat,
+        "repeat": args.repeat, "sweep": sweep,
     }
     if not args.no_sort:
         results["counting_sort"] = bench_counting_sort(cp, args.repeat)

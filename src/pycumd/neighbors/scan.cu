@@ -158,8 +158,9 @@ scan_add_offsets(A* out, u64 n, const A* offsets, unsigned int elems_per_block)
 // segment of 32 * LB_ROUNDS vectors; in round r lane l holds vector (r*32 + l) of its
 // warp's segment, so every load and store instruction of a warp covers 512 contiguous bytes.
 //
-// Tile status: flags[t] = (epoch << 2) | state, state 1 = aggregate of tile t published in
-// agg[t], state 2 = inclusive prefix (all tiles <= t) published in incl[t].  A flag written
+// Tile status: flag = (epoch << 2) | state, state 1 = aggregate of tile t published,
+// state 2 = inclusive prefix (all tiles <= t) published.  32-bit elements pack flag and value
+// into one 64-bit word status[t]; 64-bit elements keep values in agg[t] / incl[t].  A flag written
 // by an earlier call carries an older epoch and reads as "not yet" (state 0), so the status
 // array needs no clearing between calls.  Values are published before their flag with
 // release semantics and read after the flag with acquire semantics.
@@ -224,8 +225,74 @@ __device__ __forceinline__ A warp_sum(A x)
     return x;
 }
 
-extern "C" __global__ void __launch_bounds__(LB_THREADS)
-scan_lookback(const A* in, A* out, u64 n, unsigned int* flags, A* agg, A* incl,
+
+#if SCAN_DTYPE == 2 || SCAN_DTYPE == 4
+#define LB_PACKED 0
+#else
+#define LB_PACKED 1
+#endif
+
+#if LB_PACKED
+// 32-bit elements: status word and value share one 64-bit word, (value << 32) | flag,
+// written and read whole (single-copy atomic), so no fence is needed.
+__device__ __forceinline__ unsigned int a_bits(A v)
+{
+#if SCAN_DTYPE == 3
+    return __float_as_uint(v);
+#else
+    return v;
+#endif
+}
+__device__ __forceinline__ A bits_a(unsigned int b)
+{
+#if SCAN_DTYPE == 3
+    return __uint_as_float(b);
+#else
+    return b;
+#endif
+}
+__device__ __forceinline__ void publish(u64* status, A* unused_agg, A* unused_incl,
+                                        unsigned int t, unsigned int flag, A v)
+{
+    const u64 w = ((u64)a_bits(v) << 32) | flag;
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" :: "l"(status + t), "l"(w) : "memory");
+}
+__device__ __forceinline__ unsigned int poll(const u64* status, const A* agg, const A* incl,
+                                             long long t, unsigned int epoch, A* v)
+{
+    u64 w;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(w) : "l"(status + t) : "memory");
+    const unsigned int f = (unsigned int)w;
+    const unsigned int state = ((f >> 2) == epoch) ? (f & 3u) : 0u;
+    *v = bits_a((unsigned int)(w >> 32));
+    return state;
+}
+#else
+// 64-bit elements: values in agg[] / incl[], published before their flag (release) and
+// read after it (acquire); the flag is the low 32 bits of status[t].
+__device__ __forceinline__ void publish(u64* status, A* agg, A* incl,
+                                        unsigned int t, unsigned int flag, A v)
+{
+    if ((flag & 3u) == 2u) incl[t] = v; else agg[t] = v;
+    store_release(reinterpret_cast<unsigned int*>(status + t), flag);
+}
+__device__ __forceinline__ unsigned int poll(const u64* status, const A* agg, const A* incl,
+                                             long long t, unsigned int epoch, A* v)
+{
+    const unsigned int f = load_acquire(reinterpret_cast<const unsigned int*>(status + t));
+    const unsigned int state = ((f >> 2) == epoch) ? (f & 3u) : 0u;
+    if (state == 2) *v = load_relaxed(incl + t);
+    else if (state == 1) *v = load_relaxed(agg + t);
+    return state;
+}
+#endif
+
+#ifndef LB_MIN_BLOCKS
+#define LB_MIN_BLOCKS 1
+#endif
+
+extern "C" __global__ void __launch_bounds__(LB_THREADS, LB_MIN_BLOCKS)
+scan_lookback(const A* in, A* out, u64 n, u64* status, A* agg, A* incl,
               unsigned int epoch, int exclusive, int aligned)
 {
     __shared__ A warp_prefix[LB_WARPS];
@@ -281,27 +348,17 @@ scan_lookback(const A* in, A* out, u64 n, unsigned int* flags, A* agg, A* incl,
 
         A prefix = A(0);
         if (tile == 0) {
-            if (lane == 0) {
-                incl[0] = aggregate;
-                store_release(&flags[0], (epoch << 2) | 2u);
-            }
+            if (lane == 0) publish(status, agg, incl, 0, (epoch << 2) | 2u, aggregate);
         } else {
-            if (lane == 0) {
-                agg[tile] = aggregate;
-                store_release(&flags[tile], (epoch << 2) | 1u);
-            }
+            if (lane == 0) publish(status, agg, incl, tile, (epoch << 2) | 1u, aggregate);
             long long top = (long long)tile - 1;
             while (true) {
                 const long long p = top - (long long)lane;
                 unsigned int state = 2;            // before tile 0: nothing to add
-                if (p >= 0) {
-                    do {
-                        const unsigned int f = load_acquire(&flags[p]);
-                        state = ((f >> 2) == epoch) ? (f & 3u) : 0u;
-                    } while (state == 0);
-                }
                 A v = A(0);
-                if (p >= 0) v = (state == 2) ? load_relaxed(&incl[p]) : load_relaxed(&agg[p]);
+                if (p >= 0) {
+                    while ((state = poll(status, agg, incl, p, epoch, &v)) == 0) { }
+                }
                 const unsigned int inclusive_lanes = __ballot_sync(FULL_MASK, state == 2);
                 if (inclusive_lanes) {
                     const unsigned int k = __ffs(inclusive_lanes) - 1;
@@ -311,10 +368,7 @@ scan_lookback(const A* in, A* out, u64 n, unsigned int* flags, A* agg, A* incl,
                 prefix += warp_sum(v);
                 top -= 32;
             }
-            if (lane == 0) {
-                incl[tile] = prefix + aggregate;
-                store_release(&flags[tile], (epoch << 2) | 2u);
-            }
+            if (lane == 0) publish(status, agg, incl, tile, (epoch << 2) | 2u, prefix + aggregate);
         }
         if (lane < LB_WARPS) warp_prefix[lane] = prefix + wexc;
     }

@@ -42,9 +42,10 @@ GPU_METHODS = ("auto", "hillis_steele", "blelloch", "decoupled_lookback")
 
 HS_THREADS = 512           # elements per Hillis-Steele block
 BL_THREADS = 512           # Blelloch block: 2 * 512 elements
-LB_THREADS = 256           # decoupled look-back: tile = 256 threads x 64 bytes
-LB_ROUNDS = 4
 ADD_THREADS = 256
+# Decoupled look-back: tile = threads x rounds x 16 bytes; min_blocks is the occupancy
+# asked of the compiler (__launch_bounds__).  Chosen by the sweep of docs/notes-scan.md.
+LOOKBACK_CONFIG = {"threads": 256, "rounds": 4, "min_blocks": 1}
 
 # Measured choice of ``method="auto"``: list of (largest n, method), first match wins.
 # The decoupled look-back kernel is one launch at every size and was the fastest
@@ -111,18 +112,21 @@ class _LookbackWorkspace:
     epoch wraps.
     """
 
-    __slots__ = ("flags", "agg", "incl", "epoch")
+    __slots__ = ("status", "agg", "incl", "epoch", "n_tiles")
 
     def __init__(self, cp, n_tiles, dtype):
-        self.flags = cp.zeros(n_tiles, dtype=np.uint32)
-        self.agg = cp.empty(n_tiles, dtype=dtype)
-        self.incl = cp.empty(n_tiles, dtype=dtype)
+        # 32-bit types pack value and flag into status; 64-bit types use agg/incl too
+        n_values = n_tiles if np.dtype(dtype).itemsize == 8 else 1
+        self.status = cp.zeros(n_tiles, dtype=np.uint64)
+        self.agg = cp.empty(n_values, dtype=dtype)
+        self.incl = cp.empty(n_values, dtype=dtype)
         self.epoch = 0
+        self.n_tiles = n_tiles
 
     def next_epoch(self):
         self.epoch += 1
         if self.epoch >= 1 << 30:
-            self.flags.fill(0)
+            self.status.fill(0)
             self.epoch = 1
         return self.epoch
 
@@ -131,45 +135,56 @@ _WORKSPACES: dict = {}
 
 
 def _workspace(cp, dtype, n_tiles):
-    key = (cp.cuda.Device().id, cp.cuda.get_current_stream().ptr, dtype)
+    key = (cp.cuda.runtime.getDevice(), cp.cuda.get_current_stream().ptr, dtype)
     ws = _WORKSPACES.get(key)
-    if ws is None or ws.flags.size < n_tiles:
+    if ws is None or ws.n_tiles < n_tiles:
         ws = _LookbackWorkspace(cp, max(n_tiles, 64), dtype)
         _WORKSPACES[key] = ws
     return ws
 
 
-def _kernels(backend, dtype):
-    module = backend.kernel_module(
-        "neighbors/scan.cu",
-        defines={
-            "SCAN_DTYPE": SCAN_DTYPES[dtype],
-            "HS_THREADS": HS_THREADS,
-            "BL_THREADS": BL_THREADS,
-            "LB_THREADS": LB_THREADS,
-            "LB_ROUNDS": LB_ROUNDS,
-        },
-    )
-    return module
+_FUNCTIONS: dict = {}
+
+
+def _function(backend, dtype, name):
+    """Kernel ``name`` of scan.cu compiled for ``dtype`` and the current LOOKBACK_CONFIG."""
+    cfg = LOOKBACK_CONFIG
+    key = (backend.xp.cuda.runtime.getDevice(), dtype, name, cfg["threads"], cfg["rounds"],
+           cfg["min_blocks"])
+    fn = _FUNCTIONS.get(key)
+    if fn is None:
+        module = backend.kernel_module(
+            "neighbors/scan.cu",
+            defines={
+                "SCAN_DTYPE": SCAN_DTYPES[dtype],
+                "HS_THREADS": HS_THREADS,
+                "BL_THREADS": BL_THREADS,
+                "LB_THREADS": cfg["threads"],
+                "LB_ROUNDS": cfg["rounds"],
+                "LB_MIN_BLOCKS": cfg["min_blocks"],
+            },
+        )
+        fn = _FUNCTIONS[key] = module.get_function(name)
+    return fn
 
 
 def lookback_tile_size(dtype) -> int:
     """Elements per tile of the decoupled look-back kernel for ``dtype``."""
-    return LB_THREADS * LB_ROUNDS * (16 // np.dtype(dtype).itemsize)
+    cfg = LOOKBACK_CONFIG
+    return cfg["threads"] * cfg["rounds"] * (16 // np.dtype(dtype).itemsize)
 
 
 def _scan_lookback(backend, values, out, exclusive):
     cp = backend.xp
-    dtype = np.dtype(values.dtype)
+    dtype = values.dtype
     n = values.shape[0]
     n_tiles = -(-n // lookback_tile_size(dtype))
     ws = _workspace(cp, dtype, n_tiles)
     epoch = ws.next_epoch()
     aligned = int(values.data.ptr % 16 == 0 and out.data.ptr % 16 == 0)
-    kernel = _kernels(backend, dtype).get_function("scan_lookback")
-    kernel(
-        (n_tiles,), (LB_THREADS,),
-        (values, out, np.uint64(n), ws.flags, ws.agg, ws.incl,
+    _function(backend, dtype, "scan_lookback")(
+        (n_tiles,), (LOOKBACK_CONFIG["threads"],),
+        (values, out, np.uint64(n), ws.status, ws.agg, ws.incl,
          np.uint32(epoch), np.int32(exclusive), np.int32(aligned)),
     )
     return out
@@ -179,17 +194,17 @@ def _scan_multilevel(backend, values, out, exclusive, name, elems_per_block, thr
     """Block scans, then the block totals scanned (recursively, exclusive), then added back."""
     cp = backend.xp
     n = values.shape[0]
-    module = _kernels(backend, np.dtype(values.dtype))
+    dtype = values.dtype
     n_blocks = -(-n // elems_per_block)
     block_sums = cp.empty(n_blocks, dtype=values.dtype)
-    module.get_function(name)(
+    _function(backend, dtype, name)(
         (n_blocks,), (threads,),
         (values, out, np.uint64(n), block_sums, np.int32(exclusive)),
     )
     if n_blocks > 1:
         _scan_multilevel(backend, block_sums, block_sums, True, name, elems_per_block, threads)
         rest = n - elems_per_block
-        module.get_function("scan_add_offsets")(
+        _function(backend, dtype, "scan_add_offsets")(
             (-(-rest // ADD_THREADS),), (ADD_THREADS,),
             (out, np.uint64(n), block_sums, np.uint32(elems_per_block)),
         )
