@@ -137,15 +137,18 @@ def lattice_spacing(style: str, units: str | UnitSystem, *, density: float | Non
     return float(constant)
 
 
-def lattice_positions(style: str, spacing: float, cells) -> np.ndarray:
+def lattice_positions(style: str, spacing: float, cells, first_cell=(0, 0, 0)) -> np.ndarray:
     """Sites of an ``nx x ny x nz`` block of a cubic lattice, in LAMMPS ``create_atoms`` order.
 
-    Sites are ``(i + b) * spacing`` for cell indices ``i`` and basis vectors ``b`` (fractional),
-    looping z slowest, then y, x, basis fastest.  Returns shape (N, 3) float64.
+    Sites are ``(i + b) * spacing`` for cell indices ``i = first_cell + (0 .. cells - 1)`` and
+    basis vectors ``b`` (fractional), looping z slowest, then y, x, basis fastest: the same
+    floating-point operations as LAMMPS, so the same bits.  Returns shape (N, 3) float64.
     """
     basis = LATTICE_BASES[style]
     nx, ny, nz = (int(c) for c in np.broadcast_to(cells, (3,)))
-    k, j, i = np.meshgrid(np.arange(nz), np.arange(ny), np.arange(nx), indexing="ij")
+    x0, y0, z0 = (int(c) for c in first_cell)
+    k, j, i = np.meshgrid(np.arange(z0, z0 + nz), np.arange(y0, y0 + ny), np.arange(x0, x0 + nx),
+                          indexing="ij")
     cell = np.stack([i.ravel(), j.ravel(), k.ravel()], axis=1).astype(np.float64)
     sites = cell[:, None, :] + basis[None, :, :]
     return (sites * spacing).reshape(-1, 3)
@@ -190,11 +193,12 @@ def create_velocities(system: System, temperature: float, seed: int, *,
     seed : int
         Random seed, > 0.
     distribution : {"uniform", "gaussian"}
-    loop : {"geom", "local"}
-        ``geom`` reproduces LAMMPS ``loop geom`` bit for bit: each atom's velocity is a function of
-        its position and the seed only (LAMMPS' Park-Miller generator reseeded per atom), so the
-        result is independent of atom order and of the number of processes.  ``local`` draws from
-        NumPy's PCG64 generator in atom order.
+    loop : {"geom", "all", "local"}
+        ``geom`` reproduces LAMMPS ``loop geom``: each atom's velocity is a function of its
+        position and the seed only (LAMMPS' Park-Miller generator reseeded per atom), so the
+        result is independent of atom order and of the number of processes.  ``all`` reproduces
+        LAMMPS ``loop all`` (its default): one generator drawn in atom-id order.  ``local`` draws
+        from NumPy's PCG64 generator in atom order (not a LAMMPS mode).
     """
     from .observables import kinetic_energy
     from .observables import temperature as temperature_of
@@ -211,11 +215,20 @@ def create_velocities(system: System, temperature: float, seed: int, *,
 
         raw = loop_geom_velocities(system.positions + np.asarray(system.box.origin), seed,
                                    distribution=distribution)
+    elif loop == "all":
+        from .io.lammps_random import RanPark
+
+        rng = RanPark(seed)
+        draw = rng.uniform if distribution == "uniform" else rng.gaussian
+        offset = 0.5 if distribution == "uniform" else 0.0
+        raw = np.empty((n, 3))
+        for i in np.argsort(system.ids, kind="stable"):
+            raw[i] = [draw() - offset, draw() - offset, draw() - offset]
     elif loop == "local":
         rng = np.random.default_rng(seed)
         raw = rng.random((n, 3)) - 0.5 if distribution == "uniform" else rng.standard_normal((n, 3))
     else:
-        raise InputError(f"unknown velocity loop {loop!r}: geom or local")
+        raise InputError(f"unknown velocity loop {loop!r}: geom, all or local")
     mass = system.per_atom_mass
     v = raw / np.sqrt(mass)[:, None]
     if zero_momentum and n > 0:

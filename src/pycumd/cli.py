@@ -1,0 +1,109 @@
+"""Command line: ``pycumd run [FILE]`` and ``pycumd bench {lj,scan,precision}``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+DEFAULT_INPUT = "melt.toml"
+
+
+def _run(args) -> int:
+    from .io.config import build_simulation, load_config
+    from .io.lammps_input import run_lammps_script
+    from .io.thermo import ThermoReporter
+    from .io.trajectory import ExtXYZWriter
+
+    device, precision = args.device, args.precision
+    trajectory = (args.trajectory, args.trajectory_every) if args.trajectory else None
+    t0 = time.perf_counter()
+    if args.file is None or str(args.file).endswith(".toml"):
+        if args.file is None:
+            text = resources.files("pycumd.data").joinpath(DEFAULT_INPUT).read_text()
+            print(f"pycumd: no input given, running the embedded default ({DEFAULT_INPUT}: "
+                  f"LAMMPS examples/melt, 4000 LJ atoms)", flush=True)
+        else:
+            text = Path(args.file).read_text()
+        config = load_config(text)
+        sim, run = build_simulation(config, device=device if device != "auto" else None,
+                                    precision=precision if precision != "auto" else None)
+        sim.reporters.append(ThermoReporter(every=run["thermo"], log=args.log))
+        path = args.trajectory or run["trajectory"]
+        if path:
+            sim.reporters.append(ExtXYZWriter(path, args.trajectory_every if args.trajectory else run["trajectory_every"]))
+        print(sim.describe(), flush=True)
+        try:
+            sim.run(run["steps"], progress=args.progress)
+        finally:
+            sim.close()
+        steps, n = run["steps"], sim.state.n_atoms
+    else:
+        variables = dict(args.var or [])
+        runner = run_lammps_script(path=args.file, variables=variables, device=device, precision=precision,
+                                   log=args.log, trajectory=trajectory, progress=args.progress)
+        steps = runner.sim.state.step if runner.sim else 0
+        n = runner.sim.state.n_atoms if runner.sim else 0
+    seconds = time.perf_counter() - t0
+    print(f"Total wall time {seconds:.2f} s for {steps} steps of {n} atoms "
+          f"(including set-up and compilation)", flush=True)
+    return 0
+
+
+def _bench(args, rest) -> int:
+    import importlib
+
+    module = importlib.import_module(f"pycumd.bench.{args.what}")
+    module.main(rest)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pycumd", description="Molecular dynamics on GPUs, in Python.")
+    sub = p.add_subparsers(dest="command", required=True)
+    r = sub.add_parser("run", help="run a simulation (TOML config or LAMMPS input; default: embedded LJ melt)")
+    r.add_argument("file", nargs="?", help="a .toml config or a LAMMPS input script")
+    r.add_argument("--log", help="write the thermo table as CSV (Step,Temp,E_pair,E_mol,TotEng,Press)")
+    r.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
+    r.add_argument("--precision", default="auto", choices=["auto", "single", "mixed", "double"],
+                   help="auto: double on the CPU, mixed on the GPU")
+    r.add_argument("--trajectory", help="write extended XYZ frames to this file")
+    r.add_argument("--trajectory-every", type=int, default=100, help="steps between frames (default 100)")
+    r.add_argument("--var", nargs=2, action="append", metavar=("NAME", "VALUE"),
+                   help="set a LAMMPS index variable, as lmp -var NAME VALUE")
+    r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
+                   help="progress bar (default: on a terminal, for runs longer than a few seconds)")
+    b = sub.add_parser("bench", help="benchmarks: lj (MD throughput), scan (prefix sums), precision (composite suite)")
+    b.add_argument("what", choices=["lj", "scan", "precision"])
+    return p
+
+
+def main(argv=None) -> int:
+    from .backend import BackendUnavailableError
+    from .io.config import ConfigError
+    from .io.lammps_script import LammpsScriptError
+    from .simulation import SimulationError
+    from .system import InputError
+
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if args.command != "bench" and rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    try:
+        return _run(args) if args.command == "run" else _bench(args, rest)
+    except (InputError, ConfigError, LammpsScriptError, BackendUnavailableError, FileNotFoundError,
+            NotImplementedError) as exc:
+        print(f"pycumd: error: {exc}", file=sys.stderr)
+        return 2
+    except SimulationError as exc:
+        print(f"pycumd: error: {exc}", file=sys.stderr)
+        return 1
+    except ValueError as exc:
+        print(f"pycumd: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+"""TOML run configurations: the schema, its checks, and the run they describe.
+
+Every key, with its default (``required`` where there is none)::
+
+    units = "lj"                      # lj | metal | real
+    device = "auto"                   # auto | cpu | cuda   (the command line overrides)
+    precision = "auto"                # auto | single | mixed | double
+
+    [system]                          # a lattice filled with one atom type
+    lattice = required                # sc | bcc | fcc
+    density = ...                     # reduced number density (lj units) ...
+    constant = ...                    # ... or the lattice constant (length units): exactly one
+    cells = required                  # int or [nx, ny, nz]
+    mass = 1.0                        # mass units
+
+    [velocity]                        # optional: initial velocities
+    temperature = required            # temperature units
+    seed = required                   # positive integer
+    distribution = "uniform"          # uniform | gaussian
+    loop = "geom"                     # geom | all | local  (see pycumd.system.create_velocities)
+    zero_momentum = true
+
+    [pair]
+    style = "lj/cut"
+    r_cut = required                  # length units
+    cutoff = "truncate"               # truncate | shift | shift_force
+    mixing = "geometric"              # geometric | arithmetic | sixthpower
+    [[pair.coeff]]                    # one table per type pair; types are 1-based as in LAMMPS
+    types = required                  # [i, j]
+    epsilon = required                # energy units
+    sigma = required                  # length units
+    r_cut = (pair.r_cut)
+
+    [neighbor]
+    skin = 0.3 (lj) or 2.0            # length units
+    every = 1
+    delay = 0
+    check = true
+
+    [integrator]
+    dt = (unit default)               # time units
+    thermostat = "none"               # none | langevin | nose-hoover
+    temperature = required with a thermostat   # or [start, stop]
+    damping = required with a thermostat       # time units
+    seed = required for langevin
+    chain = 3                         # nose-hoover chain length
+
+    [run]
+    steps = required
+    thermo = 100                      # thermo interval in steps (0: first and last only)
+    trajectory = ""                   # extended XYZ path, empty for none
+    trajectory_every = 100
+
+Unknown keys and missing required keys raise :class:`ConfigError` naming them.
+"""
+
+from __future__ import annotations
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
+
+REQUIRED = object()
+
+SCHEMA = {
+    "units": "lj", "device": "auto", "precision": "auto",
+    "system": {"lattice": REQUIRED, "density": None, "constant": None, "cells": REQUIRED, "mass": 1.0},
+    "velocity": {"temperature": REQUIRED, "seed": REQUIRED, "distribution": "uniform", "loop": "geom",
+                 "zero_momentum": True},
+    "pair": {"style": "lj/cut", "r_cut": REQUIRED, "cutoff": "truncate", "mixing": "geometric",
+             "coeff": [{"types": REQUIRED, "epsilon": REQUIRED, "sigma": REQUIRED, "r_cut": None}]},
+    "neighbor": {"skin": None, "every": 1, "delay": 0, "check": True},
+    "integrator": {"dt": None, "thermostat": "none", "temperature": None, "damping": None, "seed": None,
+                   "chain": 3},
+    "run": {"steps": REQUIRED, "thermo": 100, "trajectory": "", "trajectory_every": 100},
+}
+OPTIONAL_SECTIONS = {"velocity", "neighbor", "integrator"}
+
+
+class ConfigError(ValueError):
+    """A configuration key is unknown, missing or has a bad value (the message names it)."""
+
+
+def _fill(data: dict, schema: dict, where: str) -> dict:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where or 'config'} must be a table")
+    unknown = sorted(set(data) - set(schema))
+    if unknown:
+        raise ConfigError(f"unknown key(s) {', '.join(where + k for k in unknown)}; "
+                          f"allowed: {', '.join(where + k for k in schema)}")
+    out = {}
+    for key, default in schema.items():
+        if isinstance(default, dict):
+            if key in data:
+                out[key] = _fill(data[key], default, f"{where}{key}.")
+            elif key in OPTIONAL_SECTIONS:
+                out[key] = None if key == "velocity" else _fill({}, default, f"{where}{key}.")
+            else:
+                raise ConfigError(f"missing section [{where}{key}]")
+        elif isinstance(default, list):
+            items = data.get(key)
+            if not items:
+                raise ConfigError(f"missing {where}{key}: give at least one [[{where}{key}]] table")
+            out[key] = [_fill(item, default[0], f"{where}{key}[{n}].") for n, item in enumerate(items)]
+        elif key in data:
+            out[key] = data[key]
+        elif default is REQUIRED:
+            raise ConfigError(f"missing required key {where}{key}")
+        else:
+            out[key] = default
+    return out
+
+
+def load_config(text: str) -> dict:
+    """Parse TOML text and check it against the schema; returns the filled-in config."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"invalid TOML: {exc}") from None
+    return _fill(data, SCHEMA, "")
+
+
+def build_simulation(config: dict, device=None, precision=None):
+    """Build the :class:`~pycumd.simulation.Simulation` a checked config describes.
+
+    Returns ``(simulation, run_section)``.
+    """
+    from ..integrators import Langevin, NoseHoover, VelocityVerlet
+    from ..potentials import LennardJones
+    from ..simulation import Simulation
+    from ..system import create_velocities, lattice_system
+
+    sysc = config["system"]
+    system = lattice_system(sysc["lattice"], sysc["cells"], units=config["units"], density=sysc["density"],
+                            constant=sysc["constant"], mass=sysc["mass"])
+    if config["velocity"] is not None:
+        v = config["velocity"]
+        create_velocities(system, v["temperature"], v["seed"], distribution=v["distribution"], loop=v["loop"],
+                          zero_momentum=v["zero_momentum"])
+    pc = config["pair"]
+    if pc["style"] != "lj/cut":
+        raise ConfigError(f"pair.style {pc['style']!r} is not supported (lj/cut)")
+    pot = LennardJones(pc["r_cut"], cutoff=pc["cutoff"], mixing=pc["mixing"])
+    for c in pc["coeff"]:
+        i, j = c["types"]
+        extra = {} if c["r_cut"] is None else {"r_cut": c["r_cut"]}
+        pot.pair_coeff(i - 1, j - 1, epsilon=c["epsilon"], sigma=c["sigma"], **extra)
+    ic = config["integrator"]
+    thermostat = None
+    if ic["thermostat"] != "none":
+        for key in ("temperature", "damping"):
+            if ic[key] is None:
+                raise ConfigError(f"missing required key integrator.{key} for thermostat {ic['thermostat']!r}")
+        if ic["thermostat"] == "langevin":
+            if ic["seed"] is None:
+                raise ConfigError("missing required key integrator.seed for thermostat 'langevin'")
+            thermostat = Langevin(ic["temperature"], ic["damping"], ic["seed"])
+        elif ic["thermostat"] == "nose-hoover":
+            thermostat = NoseHoover(ic["temperature"], ic["damping"], ic["chain"])
+        else:
+            raise ConfigError(f"integrator.thermostat {ic['thermostat']!r}: choose none, langevin or nose-hoover")
+    nc = config["neighbor"]
+    sim = Simulation(system, pot, VelocityVerlet(ic["dt"], thermostat), skin=nc["skin"],
+                     neighbor_every=nc["every"], neighbor_delay=nc["delay"], neighbor_check=nc["check"],
+                     device=device or config["device"], precision=precision or config["precision"])
+    return sim, config["run"]

@@ -1,0 +1,404 @@
+"""Run LAMMPS input scripts unchanged, for the commands pycumd supports.
+
+:func:`run_lammps_script` reads a script with :mod:`pycumd.io.lammps_script` (variables,
+substitution, comments, continuation) and executes its commands in order on pycumd objects.
+Supported commands and keywords::
+
+    units lj|metal|real            atom_style atomic            dimension 3
+    lattice sc|bcc|fcc SCALE       region ID block xlo xhi ylo yhi zlo zhi [units lattice|box]
+    create_box N REGION            create_atoms TYPE box        mass TYPE VALUE
+    velocity all create T SEED [dist uniform|gaussian] [loop geom|all] [mom yes|no] [rot no]
+    pair_style lj/cut RC           pair_coeff I J EPS SIGMA [RC]   (I, J may be *)
+    pair_modify shift yes|no mix geometric|arithmetic|sixthpower
+    neighbor SKIN bin              neigh_modify every N delay N check yes|no
+    timestep DT                    fix ID all nve | nvt temp T0 T1 TDAMP [tchain N] |
+                                              langevin T0 T1 DAMP SEED
+    unfix ID                       thermo N            thermo_style one
+    run N                          print TEXT          echo/log/newton/processors (ignored)
+
+Anything else stops with an error naming the command and its line.  In ``lj`` units
+``lattice fcc 0.8442`` is the reduced density; otherwise the argument is the lattice constant.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..box import Box
+from ..integrators import Langevin, NoseHoover, VelocityVerlet
+from ..potentials import LennardJones
+from ..system import System, create_velocities, lattice_positions, lattice_spacing
+from ..units import get_units
+from .lammps_script import Command, LammpsScriptError, read_script, read_script_file
+from .thermo import ThermoReporter
+
+IGNORED = {"echo", "log", "newton", "processors", "print", "atom_modify", "comm_modify"}
+
+
+class UnsupportedCommandError(LammpsScriptError):
+    """A LAMMPS command or keyword that pycumd does not implement."""
+
+
+@dataclass
+class _Setup:
+    """What the script has set so far."""
+
+    units: str = "lj"
+    lattice: tuple | None = None          # (style, spacing)
+    regions: dict = field(default_factory=dict)
+    box: Box | None = None
+    n_types: int = 0
+    positions: list = field(default_factory=list)
+    types: list = field(default_factory=list)
+    masses: dict = field(default_factory=dict)
+    pair: LennardJones | None = None
+    pair_cutoff_mode: str = "truncate"
+    pair_mixing: str = "geometric"
+    pair_coeffs: list = field(default_factory=list)
+    skin: float | None = None
+    neigh: dict = field(default_factory=lambda: {"every": 1, "delay": 0, "check": True})
+    dt: float | None = None
+    fixes: dict = field(default_factory=dict)
+    thermo_every: int = 0
+    pending_velocity: list = field(default_factory=list)
+
+
+class LammpsRunner:
+    """Executes LAMMPS commands on pycumd objects; see the module docstring for what is supported.
+
+    Parameters
+    ----------
+    device, precision : passed to :class:`~pycumd.simulation.Simulation`
+    log : path, optional
+        CSV thermo log (all runs, one header).
+    screen : bool
+        Print thermo tables and a short description of each run.
+    trajectory : (path, every), optional
+        Extended XYZ frames.
+    progress : bool or None
+        Progress bar (None: only on a terminal for long runs).
+    """
+
+    def __init__(self, device="auto", precision="auto", log=None, screen=True, trajectory=None,
+                 progress=None):
+        self.device, self.precision = device, precision
+        self.screen, self.progress = screen, progress
+        self.setup = _Setup()
+        self.sim = None
+        self._system = None   # host System set by a command since the last run (e.g. velocity)
+        self._step = 0
+        self._dirty = True
+        self.thermo = ThermoReporter(every=0, log=log, screen=screen)
+        self._trajectory = trajectory
+        self._writers = []
+
+    # -- entry points -----------------------------------------------------------------------
+    def execute(self, commands: list[Command]) -> None:
+        for cmd in commands:
+            handler = getattr(self, "_cmd_" + cmd.name, None)
+            if handler is None and cmd.name not in IGNORED:
+                raise UnsupportedCommandError(f"unsupported command '{cmd.name}'", cmd.line, cmd.source)
+            try:
+                if handler is not None:
+                    handler(cmd.args)
+            except LammpsScriptError:
+                raise
+            except (ValueError, IndexError, KeyError, NotImplementedError) as exc:
+                msg = str(exc) if not isinstance(exc, IndexError) else "missing argument(s)"
+                raise LammpsScriptError(f"{cmd.name}: {msg}", cmd.line, cmd.source) from exc
+
+    def close(self) -> None:
+        self.thermo.close()
+        for w in self._writers:
+            w.close()
+
+    # -- system ------------------------------------------------------------------------------
+    def _cmd_units(self, a):
+        get_units(a[0])
+        self.setup.units = a[0]
+
+    def _cmd_atom_style(self, a):
+        if a[0] != "atomic":
+            raise ValueError(f"atom_style {a[0]} is not supported (only atomic)")
+
+    def _cmd_dimension(self, a):
+        if a[0] != "3":
+            raise ValueError("only dimension 3 is supported")
+
+    def _cmd_boundary(self, a):
+        if a != ["p", "p", "p"]:
+            raise ValueError("only periodic boundaries 'p p p' are supported")
+
+    def _cmd_lattice(self, a):
+        style, scale = a[0], float(a[1])
+        if len(a) > 2:
+            raise ValueError(f"lattice keywords {' '.join(a[2:])} are not supported")
+        if self.setup.units == "lj":
+            spacing = lattice_spacing(style, "lj", density=scale)
+        else:
+            spacing = lattice_spacing(style, self.setup.units, constant=scale)
+        self.setup.lattice = (style, spacing)
+
+    def _cmd_region(self, a):
+        rid, style = a[0], a[1]
+        if style != "block":
+            raise ValueError(f"region style {style} is not supported (only block)")
+        bounds = [float(x) for x in a[2:8]]
+        kw = dict(zip(a[8::2], a[9::2]))
+        unknown = set(kw) - {"units"}
+        if unknown:
+            raise ValueError(f"region keyword(s) {', '.join(sorted(unknown))} not supported")
+        if kw.get("units", "lattice") == "lattice":
+            if self.setup.lattice is None:
+                raise ValueError("region in lattice units needs a lattice command first")
+            bounds = [b * self.setup.lattice[1] for b in bounds]
+        self.setup.regions[rid] = np.array(bounds).reshape(3, 2)
+
+    def _cmd_create_box(self, a):
+        n_types, rid = int(a[0]), a[1]
+        if rid not in self.setup.regions:
+            raise ValueError(f"unknown region {rid!r}")
+        lo_hi = self.setup.regions[rid]
+        self.setup.box = Box(lo_hi[:, 1] - lo_hi[:, 0], lo_hi[:, 0])
+        self.setup.n_types = n_types
+
+    def _cmd_create_atoms(self, a):
+        atom_type, style = int(a[0]), a[1]
+        if style != "box":
+            raise ValueError(f"create_atoms style {style} is not supported (only box)")
+        if self.setup.box is None or self.setup.lattice is None:
+            raise ValueError("create_atoms needs create_box and lattice first")
+        if not 1 <= atom_type <= self.setup.n_types:
+            raise ValueError(f"atom type {atom_type} is out of range 1..{self.setup.n_types}")
+        style_name, a_lat = self.setup.lattice
+        box = self.setup.box
+        lo = np.asarray(box.origin)
+        hi = lo + box.L
+        n_lo = np.floor(lo / a_lat).astype(int) - 1
+        n_hi = np.ceil(hi / a_lat).astype(int) + 1
+        sites = lattice_positions(style_name, a_lat, n_hi - n_lo, first_cell=n_lo)
+        # LAMMPS keeps points in [lo - eps, hi - 2 eps) with eps = 1e-6 L for periodic boxes.
+        eps = 1e-6 * box.L
+        inside = ((sites >= lo - eps) & (sites < hi - 2 * eps)).all(axis=1)
+        self.setup.positions.append(sites[inside])
+        self.setup.types.append(np.full(inside.sum(), atom_type - 1, np.int32))
+        self._dirty = True
+
+    def _cmd_mass(self, a):
+        for t in _type_range(a[0], self.setup.n_types):
+            self.setup.masses[t] = float(a[1])
+        self._dirty = True
+
+    def _cmd_velocity(self, a):
+        if a[0] != "all" or a[1] != "create":
+            raise ValueError("only 'velocity all create T SEED ...' is supported")
+        temperature, seed = float(a[2]), int(a[3])
+        kw = dict(zip(a[4::2], a[5::2]))
+        unknown = set(kw) - {"dist", "loop", "mom", "rot"}
+        if unknown:
+            raise ValueError(f"velocity keyword(s) {', '.join(sorted(unknown))} not supported")
+        if kw.get("rot", "no") != "no":
+            raise ValueError("velocity rot yes is not supported")
+        loop = kw.get("loop", "all")
+        if loop not in ("geom", "all"):
+            raise ValueError(f"velocity loop {loop} is not supported (geom or all)")
+        args = dict(distribution=kw.get("dist", "uniform"), loop=loop, zero_momentum=kw.get("mom", "yes") == "yes")
+        system = self._current_system()
+        create_velocities(system, temperature, seed, **args)
+        self._set_system(system)
+
+    # -- interactions ------------------------------------------------------------------------
+    def _cmd_pair_style(self, a):
+        if a[0] != "lj/cut":
+            raise ValueError(f"pair_style {a[0]} is not supported (lj/cut)")
+        self.setup.pair = float(a[1])
+        self.setup.pair_coeffs = []
+        self._dirty = True
+
+    def _cmd_pair_coeff(self, a):
+        if self.setup.pair is None:
+            raise ValueError("pair_coeff before pair_style")
+        for i in _type_range(a[0], self.setup.n_types):
+            for j in _type_range(a[1], self.setup.n_types):
+                if i <= j:
+                    self.setup.pair_coeffs.append((i, j, [float(x) for x in a[2:]]))
+        self._dirty = True
+
+    def _cmd_pair_modify(self, a):
+        for key, value in zip(a[0::2], a[1::2]):
+            if key == "shift":
+                self.setup.pair_cutoff_mode = "shift" if value == "yes" else "truncate"
+            elif key == "mix":
+                self.setup.pair_mixing = value
+            else:
+                raise ValueError(f"pair_modify {key} is not supported")
+        self._dirty = True
+
+    def _cmd_neighbor(self, a):
+        if a[1] != "bin":
+            raise ValueError(f"neighbor style {a[1]} is not supported (bin)")
+        self.setup.skin = float(a[0])
+        self._dirty = True
+
+    def _cmd_neigh_modify(self, a):
+        for key, value in zip(a[0::2], a[1::2]):
+            if key in ("every", "delay"):
+                self.setup.neigh[key] = int(value)
+            elif key == "check":
+                self.setup.neigh["check"] = value == "yes"
+            else:
+                raise ValueError(f"neigh_modify {key} is not supported")
+        self._dirty = True
+
+    # -- dynamics ----------------------------------------------------------------------------
+    def _cmd_timestep(self, a):
+        self.setup.dt = float(a[0])
+        self._dirty = True
+
+    def _cmd_fix(self, a):
+        fid, group, style = a[0], a[1], a[2]
+        if group != "all":
+            raise ValueError("fixes apply to group all only")
+        if style == "nve":
+            self.setup.fixes[fid] = ("nve",)
+        elif style == "nvt":
+            if a[3] != "temp":
+                raise ValueError("fix nvt needs 'temp T0 T1 TDAMP'")
+            kw = dict(zip(a[7::2], a[8::2]))
+            if set(kw) - {"tchain"}:
+                raise ValueError(f"fix nvt keyword(s) {', '.join(sorted(set(kw) - {'tchain'}))} not supported")
+            self.setup.fixes[fid] = ("nvt", float(a[4]), float(a[5]), float(a[6]), int(kw.get("tchain", 3)))
+        elif style == "langevin":
+            if len(a) > 7:
+                raise ValueError(f"fix langevin keyword(s) {' '.join(a[7:])} not supported")
+            self.setup.fixes[fid] = ("langevin", float(a[3]), float(a[4]), float(a[5]), int(a[6]))
+        else:
+            raise ValueError(f"fix style {style} is not supported (nve, nvt, langevin)")
+        self._dirty = True
+
+    def _cmd_unfix(self, a):
+        self.setup.fixes.pop(a[0])
+        self._dirty = True
+
+    def _cmd_thermo(self, a):
+        self.setup.thermo_every = int(a[0])
+        self.thermo.every = self.setup.thermo_every
+
+    def _cmd_thermo_style(self, a):
+        if a != ["one"]:
+            raise ValueError("only thermo_style one is supported")
+
+    def _cmd_run(self, a):
+        steps = int(a[0])
+        if len(a) > 1:
+            raise ValueError(f"run keyword(s) {' '.join(a[1:])} not supported")
+        sim = self._simulation()
+        if self.screen:
+            print(sim.describe(), flush=True)
+        sim.run(steps, progress=self.progress)
+        if self.screen:
+            print(f"Run of {steps} steps done; neighbour list builds: {sim.neighbors.n_builds}", flush=True)
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _current_system(self) -> System:
+        if self._system is not None:
+            return self._system
+        if self.sim is not None:
+            return self.sim.system()
+        s = self.setup
+        if s.box is None:
+            raise ValueError("no box yet: use region + create_box + create_atoms first")
+        missing = [t + 1 for t in range(s.n_types) if t not in s.masses]
+        if missing:
+            raise ValueError(f"mass not set for atom type(s) {', '.join(map(str, missing))}")
+        positions = np.concatenate(s.positions) if s.positions else np.empty((0, 3))
+        types = np.concatenate(s.types) if s.types else np.empty(0, np.int32)
+        masses = [s.masses[t] for t in range(s.n_types)]
+        return System(s.box, positions - np.asarray(s.box.origin), masses, s.units, types=types)
+
+    def _set_system(self, system: System) -> None:
+        if self.sim is not None:
+            self._step = self.sim.state.step
+        self._system = system
+        self.sim = None
+        self._dirty = True
+
+    def _simulation(self):
+        from ..simulation import Simulation
+
+        if not self._dirty and self.sim is not None:
+            return self.sim
+        if self.sim is not None:
+            self._step = self.sim.state.step
+        system = self._current_system()
+        step = self._step
+        s = self.setup
+        if s.pair is None:
+            raise ValueError("run before pair_style")
+        pot = LennardJones(s.pair, cutoff=s.pair_cutoff_mode, mixing=s.pair_mixing)
+        for i, j, values in s.pair_coeffs:
+            names = ("epsilon", "sigma", "r_cut")
+            pot.pair_coeff(i, j, **dict(zip(names, values)))
+        integrators = [f for f in s.fixes.values() if f[0] in ("nve", "nvt")]
+        langevin = [f for f in s.fixes.values() if f[0] == "langevin"]
+        if len(integrators) != 1:
+            raise ValueError("exactly one of fix nve or fix nvt is needed to run")
+        thermostat = None
+        if integrators[0][0] == "nvt":
+            _, t0, t1, damp, chain = integrators[0]
+            thermostat = NoseHoover((t0, t1), damp, chain)
+        if langevin:
+            if thermostat is not None:
+                raise ValueError("fix langevin with fix nvt: use one thermostat")
+            _, t0, t1, damp, seed = langevin[0]
+            thermostat = Langevin((t0, t1), damp, seed)
+        sim = Simulation(system, pot, VelocityVerlet(s.dt, thermostat), skin=s.skin,
+                         neighbor_every=s.neigh["every"], neighbor_delay=s.neigh["delay"],
+                         neighbor_check=s.neigh["check"], device=self.device, precision=self.precision)
+        sim.state.step = step
+        sim.reporters.append(self.thermo)
+        if self._trajectory and not self._writers:
+            from .trajectory import ExtXYZWriter
+
+            self._writers.append(ExtXYZWriter(*self._trajectory))
+        sim.reporters.extend(self._writers)
+        self.sim = sim
+        self._system = None
+        self._dirty = False
+        return sim
+
+
+def _type_range(spec: str, n_types: int) -> range:
+    """LAMMPS type ranges: ``3``, ``*``, ``2*``, ``*3``, ``2*4`` (1-based) -> 0-based range."""
+    if n_types <= 0:
+        raise ValueError("types used before create_box")
+    if "*" in spec:
+        lo, hi = spec.split("*")
+        lo = int(lo) if lo else 1
+        hi = int(hi) if hi else n_types
+    else:
+        lo = hi = int(spec)
+    if not 1 <= lo <= hi <= n_types:
+        raise ValueError(f"type {spec} is out of range 1..{n_types}")
+    return range(lo - 1, hi)
+
+
+def run_lammps_script(path=None, text=None, variables=None, **runner_args) -> LammpsRunner:
+    """Read and execute a LAMMPS input (a file ``path`` or a string ``text``); returns the runner.
+
+    ``runner_args`` go to :class:`LammpsRunner` (device, precision, log, screen, trajectory).
+    """
+    if (path is None) == (text is None):
+        raise ValueError("give exactly one of path or text")
+    commands = read_script_file(path, variables) if path is not None else read_script(text, "<input>", variables)
+    runner = LammpsRunner(**runner_args)
+    try:
+        runner.execute(commands)
+    finally:
+        runner.close()
+    return runner
+
+
+__all__ = ["LammpsRunner", "UnsupportedCommandError", "run_lammps_script"]

@@ -1,0 +1,68 @@
+"""Small builders shared by the tests."""
+
+import numpy as np
+
+from pycumd.box import Box
+from pycumd.potentials import LennardJones
+from pycumd.system import System, create_velocities, lattice_system
+
+
+def lj(cutoff="truncate", r_cut=2.5):
+    return LennardJones(r_cut, cutoff=cutoff).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
+
+
+def melt_system(cells=6, temperature=1.44, seed=87287, density=0.8442):
+    """An fcc LJ solid at the in.lj density with loop-geom velocities."""
+    system = lattice_system("fcc", cells, density=density)
+    create_velocities(system, temperature, seed)
+    return system
+
+
+def random_liquid(rng, n=400, density=0.8, min_distance=0.85, n_types=1):
+    """Random positions without close contacts (rejection sampling), for LJ-like tests."""
+    L = (n / density) ** (1 / 3)
+    pos = np.empty((0, 3))
+    while len(pos) < n:
+        trial = rng.random(3) * L
+        d = pos - trial
+        d -= L * np.rint(d / L)
+        if len(pos) == 0 or (d * d).sum(axis=1).min() > min_distance**2:
+            pos = np.vstack([pos, trial])
+    types = rng.integers(0, n_types, n)
+    masses = np.linspace(1.0, 2.0, n_types)
+    system = System(Box([L, L, L]), pos, masses, "lj", types=types)
+    system.velocities = rng.standard_normal((n, 3)) * np.sqrt(1.0 / system.per_atom_mass)[:, None]
+    return system
+
+
+def brute_force_pairs(positions, L, r_list):
+    """All (i, j), i != j, with minimum-image distance < r_list, as a set."""
+    d = positions[:, None, :] - positions[None, :, :]
+    d -= L * np.rint(d / L)
+    r2 = (d * d).sum(axis=-1)
+    i, j = np.nonzero(r2 < r_list**2)
+    return {(a, b) for a, b in zip(i.tolist(), j.tolist()) if a != b}
+
+
+def brute_force_energy_forces(system, potential):
+    """Float64 all-pairs reference: total energy, forces (N, 3), virial trace."""
+    pos, L = system.positions, system.box.L
+    n_types = system.n_types
+    table = potential.table(n_types)
+    fn = potential.pair_function()
+    d = pos[:, None, :] - pos[None, :, :]
+    d -= L * np.rint(d / L)
+    r2 = (d * d).sum(axis=-1)
+    e_total, w = 0.0, 0.0
+    forces = np.zeros_like(pos)
+    for i in range(len(pos)):
+        for j in range(len(pos)):
+            if i == j:
+                continue
+            row = table[system.types[i] * n_types + system.types[j]]
+            if r2[i, j] < row[0]:
+                e, fr = fn(r2[i, j], row)
+                e_total += 0.5 * e
+                forces[i] += fr * d[i, j]
+                w += 0.5 * fr * r2[i, j]
+    return e_total, forces, w
