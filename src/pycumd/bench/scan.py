@@ -142,8 +142,8 @@ def _sweep(cp, dtype, repeat, copy_gbps):
     """Time the look-back kernel per (threads, rounds, min_blocks); keep the best at 2^27."""
     from pycumd.neighbors import scan
 
-    configs = [(t, r, b) for t in (128, 256, 512) for r in (2, 4, 8) for b in (1,)]
-    configs += [(256, 4, 4), (256, 4, 6), (128, 8, 4), (256, 8, 2), (512, 2, 2)]
+    configs = [(t, r, b) for t in (128, 256) for r in (4, 8, 12, 16) for b in (1,)]
+    configs += [(128, 8, 4), (256, 8, 2), (128, 12, 3), (128, 16, 2)]
     sizes = (2**16, 2**20, 2**24, 2**27)
     table = []
     for n in sizes:
