@@ -417,18 +417,34 @@ def test_gpu_eft_and_conversions_match_cpu_bitwise(backend, rng):
     np.testing.assert_array_equal(backend.to_host(back).view(np.uint64), ref_back.view(np.uint64))
 
 
-def test_gpu_results_do_not_depend_on_fast_math(backend, rng):
-    """The intrinsics stop NVRTC from contracting: --use_fast_math changes nothing (normal range)."""
+def test_gpu_results_do_not_depend_on_fast_math_or_ftz(backend, rng):
+    """Inline PTX roundings: --use_fast_math (contraction allowed, -ftz=true, approximate
+    division) changes no bit, not even where the low parts are subnormal (operands to 1e-18)."""
     if not backend.is_gpu:
         pytest.skip("GPU compile options")
-    # |x|, |y| in 2^-10..2^11 and cancellations down to 2^-70: every intermediate stays far
-    # above the subnormal range that --use_fast_math (-ftz=true) would flush
-    x = random_ff(rng, 20000, -10, 10)
-    y = random_ff(rng, 20000, -10, 10)
+    x = random_ff(rng, 20000, -60, 60)
+    y = random_ff(rng, 20000, -60, 60)
     y[:5000] = cancelling_partner(rng, x[:5000])
     for name, code in [(k, v[3]) for k, v in {**OPS, **OPS_F}.items()]:
-        fast = _gpu_binary(backend, code, x, y, options=("--use_fast_math",))
-        _same_bits(fast, _gpu_binary(backend, code, x, y), f"{name} with --use_fast_math")
+        ref = OPS[name][1](x, y) if name in OPS else OPS_F[name][1](x, y[:, 0])
+        _same_bits(_gpu_binary(backend, code, x, y), ref, f"{name} (CuPy's -ftz=true)")
+        _same_bits(_gpu_binary(backend, code, x, y, options=("--use_fast_math",)), ref, f"{name} with --use_fast_math")
+
+
+def test_gpu_two_prod_keeps_a_subnormal_error_term(backend):
+    """CuPy compiles with -ftz=true; the error term 2^-146 of this product must survive."""
+    a, b = F32(1 + 2.0**-23), F32(2.0**-100 * (1 + 2.0**-23))
+    expected_e = exact(a) * exact(b) - exact(np.float32(a * b))
+    assert expected_e == Fraction(2) ** -146
+    if backend.is_gpu:
+        out = backend.xp.full((1, 2), np.nan, dtype=F32)
+        mod = backend.kernel_module("composite/composite_suite.cu")
+        mod.get_function("ff_test_eft")((1,), (32,), (backend.asarray(np.array([a])), backend.asarray(np.array([b])),
+                                                     out, np.int32(1), np.int32(2)))
+        p, e = backend.to_host(out)[0]
+    else:
+        p, e = ffm.two_prod(a, b)
+    assert exact(p) + exact(e) == exact(a) * exact(b), (p, e)
 
 
 # --------------------------------------------------------------------------- the suite kernels

@@ -3,7 +3,7 @@
 //
 // Launched from pycumd/bench/precision.py and tests/test_composite.py through
 // backend.kernel_module("composite/composite_suite.cu").  Every rounding is an explicit
-// round-to-nearest intrinsic, so each kernel is bit-identical to its CPU twin in
+// round-to-nearest operation (float_float.cuh's ieee_* or __d*_rn), so each kernel is bit-identical to its CPU twin in
 // pycumd/bench/precision.py (float, double and composite alike).
 
 #include "composite/float_float.cuh"
@@ -56,18 +56,18 @@ __device__ __forceinline__ double acc_zero(double) { return 0.0; }
 __device__ __forceinline__ ff acc_zero(ff) { return ff_make(0.0f, 0.0f); }
 
 __device__ __forceinline__ void acc_from(float v, float& r) { r = v; }
-__device__ __forceinline__ void acc_from(float v, double& r) { r = (double)v; }  // exact
+__device__ __forceinline__ void acc_from(float v, double& r) { r = ieee_f2d(v); }  // exact
 __device__ __forceinline__ void acc_from(float v, ff& r) { r = ff_from_float(v); }
 
-__device__ __forceinline__ float acc_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ float acc_add(float a, float b) { return ieee_fadd(a, b); }
 __device__ __forceinline__ double acc_add(double a, double b) { return __dadd_rn(a, b); }
 __device__ __forceinline__ ff acc_add(ff a, ff b) { return ff_add(a, b); }
 
-__device__ __forceinline__ float acc_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ float acc_mul(float a, float b) { return ieee_fmul(a, b); }
 __device__ __forceinline__ double acc_mul(double a, double b) { return __dmul_rn(a, b); }
 __device__ __forceinline__ ff acc_mul(ff a, ff b) { return ff_mul(a, b); }
 
-__device__ __forceinline__ float acc_div(float a, float b) { return __fdiv_rn(a, b); }
+__device__ __forceinline__ float acc_div(float a, float b) { return ieee_fdiv(a, b); }
 __device__ __forceinline__ double acc_div(double a, double b) { return __ddiv_rn(a, b); }
 __device__ __forceinline__ ff acc_div(ff a, ff b) { return ff_div(a, b); }
 
@@ -126,8 +126,8 @@ __device__ __forceinline__ float next_operand(unsigned int& state, float lo, flo
     state ^= state << 13;
     state ^= state >> 17;
     state ^= state << 5;
-    const float unit = __fmul_rn((float)(state >> 8), 5.9604644775390625e-8f);  // exact
-    return __fadd_rn(lo, __fmul_rn(width, unit));
+    const float unit = ieee_fmul((float)(state >> 8), 5.9604644775390625e-8f);  // exact
+    return ieee_fadd(lo, ieee_fmul(width, unit));
 }
 
 // One thread, n_iter iterations of  x <- (x * y) / y  (order 0) or  x <- (x / y) * y  (order 1)

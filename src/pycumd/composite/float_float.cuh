@@ -14,11 +14,14 @@
 // assuming no overflow; for ff_mul, ff_mul_f and ff_div also no underflow (results and their
 // low parts above 2^-126 in magnitude; below that an absolute error of a few 2^-150 adds on).
 //
-// Every rounding is written as an explicit round-to-nearest intrinsic (__fadd_rn, __fsub_rn,
-// __fmul_rn, __fdiv_rn, __fmaf_rn): nvcc/NVRTC never contracts these into FMAs nor reorders
-// them, so the results do not depend on --fmad, -use_fast_math or the optimisation level, and
-// they are bit-identical to the CPU implementation in pycumd/composite/float_float.py.
-// -ftz=true would flush subnormal intermediates and break that identity near 1e-38: leave it off.
+// Every rounding is an explicit IEEE round-to-nearest PTX instruction written as inline assembly
+// (ieee_fadd, ieee_fmul, ieee_fmaf, ... below): the compiler can neither contract these into FMAs
+// nor reorder them, and -- unlike the __fadd_rn/__fmul_rn/__fmaf_rn intrinsics, which become
+// their .ftz forms under -ftz=true -- they keep subnormal numbers.  This matters because CuPy
+// appends -ftz=true to every NVRTC compile (seen with CuPy 13.5 and 14.2): with the intrinsics,
+// TwoProd loses its error term whenever that term is subnormal.  The results therefore do not
+// depend on -ftz, --fmad, -use_fast_math or the optimisation level, and they are bit-identical
+// to the CPU implementation in pycumd/composite/float_float.py, subnormals included.
 //
 // Include with  #include "composite/float_float.cuh"  (the package directory is on the path).
 #pragma once
@@ -27,6 +30,59 @@ struct __align__(8) ff {
     float hi;  // leading part: RN(hi + lo) == hi
     float lo;  // trailing part, |lo| <= ulp(hi)/2
 };
+
+// ---- IEEE-754 binary32 operations, round to nearest even, subnormals kept (inline PTX) ----
+__device__ __forceinline__ float ieee_fadd(float a, float b)
+{
+    float r;
+    asm("add.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+__device__ __forceinline__ float ieee_fsub(float a, float b)
+{
+    float r;
+    asm("sub.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+__device__ __forceinline__ float ieee_fmul(float a, float b)
+{
+    float r;
+    asm("mul.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+// RN(a*b + c) with a single rounding.
+__device__ __forceinline__ float ieee_fmaf(float a, float b, float c)
+{
+    float r;
+    asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(r) : "f"(a), "f"(b), "f"(c));
+    return r;
+}
+__device__ __forceinline__ float ieee_fdiv(float a, float b)
+{
+    float r;
+    asm("div.rn.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b));
+    return r;
+}
+__device__ __forceinline__ float ieee_fneg(float a)
+{
+    float r;
+    asm("neg.f32 %0, %1;" : "=f"(r) : "f"(a));
+    return r;
+}
+// RN32(d), subnormal results kept.
+__device__ __forceinline__ float ieee_d2f(double d)
+{
+    float r;
+    asm("cvt.rn.f32.f64 %0, %1;" : "=f"(r) : "d"(d));
+    return r;
+}
+// The double equal to a (exact, subnormal a included).
+__device__ __forceinline__ double ieee_f2d(float a)
+{
+    double r;
+    asm("cvt.f64.f32 %0, %1;" : "=d"(r) : "f"(a));
+    return r;
+}
 
 // Build a composite number from its two parts (no normalisation).
 __device__ __forceinline__ ff ff_make(float hi, float lo)
@@ -41,16 +97,16 @@ __device__ __forceinline__ ff ff_make(float hi, float lo)
 __device__ __forceinline__ ff ff_from_float(float a) { return ff_make(a, 0.0f); }
 
 // -x.  Exact.
-__device__ __forceinline__ ff ff_neg(ff x) { return ff_make(-x.hi, -x.lo); }
+__device__ __forceinline__ ff ff_neg(ff x) { return ff_make(ieee_fneg(x.hi), ieee_fneg(x.lo)); }
 
 // TwoSum (Knuth): s = RN(a + b), e = (a + b) - s exactly, for any finite a, b whose sum does
 // not overflow (also with subnormals).  6 flops.
 __device__ __forceinline__ ff two_sum(float a, float b)
 {
-    float s = __fadd_rn(a, b);
-    float bb = __fsub_rn(s, a);
-    float aa = __fsub_rn(s, bb);
-    float e = __fadd_rn(__fsub_rn(a, aa), __fsub_rn(b, bb));
+    float s = ieee_fadd(a, b);
+    float bb = ieee_fsub(s, a);
+    float aa = ieee_fsub(s, bb);
+    float e = ieee_fadd(ieee_fsub(a, aa), ieee_fsub(b, bb));
     return ff_make(s, e);
 }
 
@@ -58,9 +114,9 @@ __device__ __forceinline__ ff two_sum(float a, float b)
 // (e.g. |a| >= |b|) or a == 0.  3 flops.
 __device__ __forceinline__ ff fast_two_sum(float a, float b)
 {
-    float s = __fadd_rn(a, b);
-    float z = __fsub_rn(s, a);
-    float e = __fsub_rn(b, z);
+    float s = ieee_fadd(a, b);
+    float z = ieee_fsub(s, a);
+    float e = ieee_fsub(b, z);
     return ff_make(s, e);
 }
 
@@ -69,8 +125,8 @@ __device__ __forceinline__ ff fast_two_sum(float a, float b)
 // (no underflow in e).  2 flops.
 __device__ __forceinline__ ff two_prod(float a, float b)
 {
-    float p = __fmul_rn(a, b);
-    float e = __fmaf_rn(a, b, -p);
+    float p = ieee_fmul(a, b);
+    float e = ieee_fmaf(a, b, ieee_fneg(p));
     return ff_make(p, e);
 }
 
@@ -84,9 +140,9 @@ __device__ __forceinline__ ff ff_add(ff x, ff y)
 {
     ff s = two_sum(x.hi, y.hi);
     ff t = two_sum(x.lo, y.lo);
-    float c = __fadd_rn(s.lo, t.hi);
+    float c = ieee_fadd(s.lo, t.hi);
     ff v = fast_two_sum(s.hi, c);
-    float w = __fadd_rn(t.lo, v.lo);
+    float w = ieee_fadd(t.lo, v.lo);
     return fast_two_sum(v.hi, w);
 }
 
@@ -99,7 +155,7 @@ __device__ __forceinline__ ff ff_sub(ff x, ff y) { return ff_add(x, ff_neg(y)); 
 __device__ __forceinline__ ff ff_add_f(ff x, float b)
 {
     ff s = two_sum(x.hi, b);
-    float v = __fadd_rn(x.lo, s.lo);
+    float v = ieee_fadd(x.lo, s.lo);
     return fast_two_sum(s.hi, v);
 }
 
@@ -113,10 +169,10 @@ __device__ __forceinline__ ff ff_add_f(ff x, float b)
 __device__ __forceinline__ ff ff_mul(ff x, ff y)
 {
     ff c = two_prod(x.hi, y.hi);
-    float tl = __fmul_rn(x.hi, y.lo);
-    float th = __fmul_rn(x.lo, y.hi);
-    float cl2 = __fadd_rn(th, tl);
-    float cl3 = __fadd_rn(c.lo, cl2);
+    float tl = ieee_fmul(x.hi, y.lo);
+    float th = ieee_fmul(x.lo, y.hi);
+    float cl2 = ieee_fadd(th, tl);
+    float cl3 = ieee_fadd(c.lo, cl2);
     return fast_two_sum(c.hi, cl3);
 }
 
@@ -126,8 +182,8 @@ __device__ __forceinline__ ff ff_mul(ff x, ff y)
 __device__ __forceinline__ ff ff_mul_f(ff x, float b)
 {
     ff c = two_prod(x.hi, b);
-    float cl2 = __fmul_rn(x.lo, b);
-    float cl3 = __fadd_rn(c.lo, cl2);
+    float cl2 = ieee_fmul(x.lo, b);
+    float cl3 = ieee_fadd(c.lo, cl2);
     return fast_two_sum(c.hi, cl3);
 }
 
@@ -142,14 +198,14 @@ __device__ __forceinline__ ff ff_mul_f(ff x, float b)
 // flops.
 __device__ __forceinline__ ff ff_div(ff x, ff y)
 {
-    float q1 = __fdiv_rn(x.hi, y.hi);
+    float q1 = ieee_fdiv(x.hi, y.hi);
     ff p = two_prod(q1, y.hi);
-    float a = __fsub_rn(x.hi, p.hi);
-    float b = __fsub_rn(a, p.lo);
-    float c = __fadd_rn(b, x.lo);
-    float d = __fmul_rn(q1, y.lo);
-    float r = __fsub_rn(c, d);
-    float q2 = __fdiv_rn(r, y.hi);
+    float a = ieee_fsub(x.hi, p.hi);
+    float b = ieee_fsub(a, p.lo);
+    float c = ieee_fadd(b, x.lo);
+    float d = ieee_fmul(q1, y.lo);
+    float r = ieee_fsub(c, d);
+    float q2 = ieee_fdiv(r, y.hi);
     return fast_two_sum(q1, q2);
 }
 
@@ -157,13 +213,13 @@ __device__ __forceinline__ ff ff_div(ff x, ff y)
 // double).  |hi + lo - d| <= u^2 |d| (for |d| within the normal float32 range).
 __device__ __forceinline__ ff ff_from_double(double d)
 {
-    float hi = __double2float_rn(d);
-    float lo = __double2float_rn(__dsub_rn(d, (double)hi));
+    float hi = ieee_d2f(d);
+    float lo = ieee_d2f(__dsub_rn(d, ieee_f2d(hi)));
     return ff_make(hi, lo);
 }
 
 // The double nearest x.hi + x.lo (one rounding; exact when the two parts span <= 53 bits).
 __device__ __forceinline__ double ff_to_double(ff x)
 {
-    return __dadd_rn((double)x.hi, (double)x.lo);
+    return __dadd_rn(ieee_f2d(x.hi), ieee_f2d(x.lo));
 }

@@ -29,7 +29,7 @@ machine code and checks the transformations against exact rational arithmetic).
 
 The float32 FMA of ``two_prod``
 -------------------------------
-The GPU computes the product error as ``fmaf(a, b, -p)``.  NumPy and Python 3.11 have no
+The GPU computes the product error with one FMA, ``fma.rn.f32(a, b, -p)``.  NumPy and Python 3.11 have no
 float32 FMA, but none is needed: ``a`` and ``b`` carry 24 significant bits each, so their
 exact product carries at most 48 bits and is *exactly* representable in float64 (53 bits;
 the float64 exponent range also covers every float32 product, subnormals included).  Hence
@@ -39,7 +39,8 @@ the float64 exponent range also covers every float32 product, subnormals include
   product's last bit and differ by at most ``ulp32(p)/2``, which needs at most 24 + 1 bits);
 * rounding that exact difference to float32 is exactly what the FMA does: ``RN32(a*b - p)``.
 
-So the emulation equals ``__fmaf_rn(a, b, -p)`` bit for bit, underflow and overflow included.
+So the emulation equals the GPU's FMA bit for bit, underflow and overflow included (the
+CUDA side uses inline PTX, which keeps subnormals even though CuPy compiles with -ftz=true).
 (A *general* float32 FMA ``RN32(a*b + c)`` could not be emulated this way -- the float64 sum
 would round twice -- which is why ``ff_mul`` uses JMP's Algorithm 10, whose only FMA is the
 one inside ``two_prod``.)
