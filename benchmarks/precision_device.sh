@@ -20,6 +20,7 @@ fi
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
     $PY -c "import sys, numpy, numba, cupy, matplotlib, pytest; print('python', sys.version.split()[0], 'numpy', numpy.__version__, 'numba', numba.__version__, 'cupy', cupy.__version__, 'matplotlib', matplotlib.__version__, 'pytest', pytest.__version__); print('cuda runtime', cupy.cuda.runtime.runtimeGetVersion(), 'driver', cupy.cuda.runtime.driverGetVersion())"
     $PY -c "import hypothesis; print('hypothesis', hypothesis.__version__)"
+    grep -n "ftz" "$($PY -c 'import cupy.cuda.compiler as c; print(c.__file__)')" | head -5
     $PY -m pytest tests/test_composite.py -q -rs -p no:cacheprovider -s
 } 2>&1 | tee "$OUT/test_composite.log"
 test_rc=$?
