@@ -45,7 +45,7 @@ BL_THREADS = 512           # Blelloch block: 2 * 512 elements
 ADD_THREADS = 256
 # Decoupled look-back: tile = threads x rounds x 16 bytes; min_blocks is the occupancy
 # asked of the compiler (__launch_bounds__).  Chosen by the sweep of docs/notes-scan.md.
-LOOKBACK_CONFIG = {"threads": 128, "rounds": 8, "min_blocks": 4}
+LOOKBACK_CONFIG = {"threads": 256, "rounds": 12, "min_blocks": 1}
 
 # Measured choice of ``method="auto"``: list of (largest n, method), first match wins.
 # The decoupled look-back kernel is one launch at every size and was the fastest
