@@ -1,3 +1,31 @@
-"""pycumd: molecular dynamics on GPUs, in Python."""
+"""pycumd: molecular dynamics on GPUs, in Python.
+
+The public API, flat::
+
+    System, Box, lattice_system, create_velocities      what is simulated
+    LennardJones                                        how particles interact
+    VelocityVerlet, Langevin, NoseHoover                how they move
+    Simulation, ThermoReporter, ExtXYZWriter            running and reporting
+    prefix_sum, counting_sort                           the scan library
+    select_backend                                      cpu | cuda | auto
+"""
+
+from .backend import select as select_backend
+from .box import Box
+from .integrators import Langevin, NoseHoover, VelocityVerlet
+from .io.thermo import ThermoReporter
+from .io.trajectory import ExtXYZWriter
+from .neighbors.counting_sort import counting_sort
+from .neighbors.scan import prefix_sum
+from .potentials import LennardJones
+from .simulation import Simulation, SimulationError
+from .system import InputError, System, create_velocities, lattice_system
+from .units import get_units
 
 __version__ = "0.1.0"
+
+__all__ = [
+    "Box", "ExtXYZWriter", "InputError", "Langevin", "LennardJones", "NoseHoover", "Simulation",
+    "SimulationError", "System", "ThermoReporter", "VelocityVerlet", "counting_sort", "create_velocities",
+    "get_units", "lattice_system", "prefix_sum", "select_backend",
+]

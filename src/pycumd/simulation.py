@@ -109,6 +109,8 @@ class Simulation:
         return temperature(self.kinetic_energy(), self.state.n_atoms, self.units)
 
     def _ensure_energy(self) -> None:
+        if self.neighbors.n_builds == 0:
+            self._setup()
         if self._energy_step != self.state.step:
             self.forces.compute(self.state, self.neighbors, True)
             self._energy_step = self.state.step
@@ -156,7 +158,9 @@ class Simulation:
         5. thermostat ``post_force`` (Langevin: friction and noise forces);
         6. ``v += dt/2 f/m`` (final integrate);
         7. thermostat ``end_step`` (Nose-Hoover: chain half step, velocity scaling);
-        8. reporters due this step (thermo rows, trajectory frames), after a finiteness check.
+        8. reporters due this step (thermo rows, trajectory frames).
+
+        Positions and velocities are checked for finite values at every rebuild and report.
 
         A run that produces non-finite positions, velocities or energies stops with
         :class:`SimulationError` naming the step and the atom; reporters keep what they wrote.
@@ -180,6 +184,7 @@ class Simulation:
                     th.begin_step(self)
                 integ.initial_integrate(state)
                 if nl.needs_rebuild(state):
+                    self._check_finite()
                     nl.build(state)
                 forces.compute(state, nl, with_energy)
                 if th is not None:

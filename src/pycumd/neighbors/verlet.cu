@@ -77,7 +77,8 @@ extern "C" __global__ void displacement_exceeds(
     if (dx * dx + dy * dy + dz * dz > limit2) *flag = 1;
 }
 
-// Periodic wrap into [0, L) with image counters, done at rebuilds (as LAMMPS does at re-neighbouring).
+// Periodic wrap into [0, L) with image counters, done at rebuilds (as LAMMPS does at re-neighbouring):
+// x -= k L with k = floor(x / L), then one correction step for rounding.
 extern "C" __global__ void wrap_positions(real_t* __restrict__ pos4, int* __restrict__ image, int n_local,
                                           real_t Lx, real_t Ly, real_t Lz)
 {
@@ -86,8 +87,13 @@ extern "C" __global__ void wrap_positions(real_t* __restrict__ pos4, int* __rest
     real_t L[3] = {Lx, Ly, Lz};
     for (int d = 0; d < 3; ++d) {
         real_t x = pos4[4 * (size_t)i + d];
-        while (x < real_t(0)) { x += L[d]; image[3 * (size_t)i + d] -= 1; }
-        while (x >= L[d]) { x -= L[d]; image[3 * (size_t)i + d] += 1; }
-        pos4[4 * (size_t)i + d] = x;
+        if ((x < real_t(0) || x >= L[d]) && isfinite(x)) {   // non-finite: left for the blow-up check
+            real_t k = floor(x / L[d]);
+            x -= k * L[d];
+            if (x >= L[d]) { x -= L[d]; k += 1; }
+            if (x < real_t(0)) { x += L[d]; k -= 1; }
+            image[3 * (size_t)i + d] += (int)k;
+            pos4[4 * (size_t)i + d] = x;
+        }
     }
 }

@@ -36,17 +36,25 @@ class OverlapError(InputError):
 
 @numba.njit(cache=True)
 def _wrap_cpu(positions, images, L):
-    """Wrap into [0, L) and count images, exactly as the ``wrap_positions`` CUDA kernel does."""
+    """Wrap into [0, L) and count images, exactly as the ``wrap_positions`` CUDA kernel does.
+
+    ``x -= k L`` with ``k = floor(x / L)``; for the usual ``k = -1`` or ``1`` that is the single
+    ``x + L`` or ``x - L`` LAMMPS does.  Non-finite coordinates are left for the blow-up check.
+    """
     for i in range(positions.shape[0]):
         for d in range(3):
             x = positions[i, d]
-            while x < 0.0:
-                x += L[d]
-                images[i, d] -= 1
-            while x >= L[d]:
-                x -= L[d]
-                images[i, d] += 1
-            positions[i, d] = x
+            if (x < 0.0 or x >= L[d]) and math.isfinite(x):
+                k = math.floor(x / L[d])
+                x -= k * L[d]
+                if x >= L[d]:
+                    x -= L[d]
+                    k += 1
+                if x < 0.0:
+                    x += L[d]
+                    k -= 1
+                images[i, d] += k
+                positions[i, d] = x
 
 
 @numba.njit(parallel=True, cache=True)

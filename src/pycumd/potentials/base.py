@@ -114,11 +114,13 @@ class PairPotential:
         key = (min(type_i, type_j), max(type_i, type_j))
         if key in self._coeffs:
             return self._coeffs[key]
-        a, b = self._coeffs.get((key[0], key[0])), self._coeffs.get((key[1], key[1]))
-        if key[0] == key[1] or a is None or b is None:
+        missing_like = [t for t in key if (t, t) not in self._coeffs]
+        if missing_like:
+            t = missing_like[0]
             raise MissingParameterError(
-                f"{self.name}: no coefficients for types ({key[0] + 1}, {key[1] + 1})"
-                + ("" if key[0] == key[1] else " and they cannot be mixed from the like pairs"))
+                f"{self.name}: missing pair coefficients for types ({t + 1}, {t + 1})"
+                + ("" if key[0] == key[1] else f", needed to mix the pair ({key[0] + 1}, {key[1] + 1})"))
+        a, b = self._coeffs[(key[0], key[0])], self._coeffs[(key[1], key[1])]
         mixed = self._mix(a, b)
         mixed["r_cut"] = self._mix_distance(a["r_cut"], b["r_cut"])
         return mixed

@@ -1,0 +1,94 @@
+"""Verlet neighbour lists against brute force; storage growth; rebuild policy; box and overlap errors."""
+
+import numpy as np
+import pytest
+
+from pycumd.box import Box
+from pycumd.neighbors.verlet import NeighborList, OverlapError
+from pycumd.precision import get_precision
+from pycumd.state import State
+from pycumd.system import InputError, System, lattice_system
+
+from helpers import brute_force_pairs, random_liquid
+
+
+def _listed_pairs(nl, n):
+    return {(i, int(j)) for i in range(n) for j in nl.neighbors_of(i)}
+
+
+def _state(system, backend):
+    return State.from_system(system, backend, get_precision("double", backend.name))
+
+
+@pytest.mark.parametrize("n,density,r_cut,skin", [(500, 0.8, 2.5, 0.3), (300, 0.05, 3.0, 0.5), (2000, 0.9, 1.2, 0.1)])
+def test_list_equals_brute_force_random(backend, rng, n, density, r_cut, skin):
+    system = random_liquid(rng, n=n, density=density, min_distance=0.3)
+    nl = NeighborList(backend, r_cut, skin, overlap_distance=0.0)
+    state = _state(system, backend)
+    nl.build(state)
+    expected = brute_force_pairs(system.positions, system.box.L, r_cut + skin)
+    assert _listed_pairs(nl, n) == expected
+
+
+@pytest.mark.parametrize("cells", [2, 3, 5])
+def test_list_equals_brute_force_lattice_and_small_boxes(backend, cells):
+    """fcc lattices whose boxes hold only 1 or 2 cells per dimension (stencil deduplication)."""
+    system = lattice_system("fcc", cells, density=0.8442)
+    r_list = system.box.L[0] / 2 * 0.999
+    nl = NeighborList(backend, r_list - 0.2, 0.2)
+    nl.build(_state(system, backend))
+    assert _listed_pairs(nl, system.n_atoms) == brute_force_pairs(system.positions, system.box.L, r_list)
+
+
+def test_storage_grows_and_never_drops_a_pair(backend, rng):
+    system = random_liquid(rng, n=600, density=0.8)
+    nl = NeighborList(backend, 2.5, 0.3, capacity=3)
+    nl.build(_state(system, backend))
+    assert nl.capacity > 3
+    assert _listed_pairs(nl, 600) == brute_force_pairs(system.positions, system.box.L, 2.8)
+
+
+def test_rebuild_policy_displacement_and_every_delay(backend, rng):
+    system = random_liquid(rng, n=200, density=0.5)
+    state = _state(system, backend)
+    nl = NeighborList(backend, 2.5, 0.4)
+    nl.build(state)
+    assert not nl.needs_rebuild(state)
+    xp = backend.xp
+    state.positions[7, 0] += 0.21                  # more than skin / 2
+    assert nl.needs_rebuild(state)
+    state.positions[7, 0] -= 0.21
+    timed = NeighborList(backend, 2.5, 0.4, every=5, delay=10, check=False)
+    timed.build(state)
+    decisions = [timed.needs_rebuild(state) for _ in range(20)]
+    assert [i + 1 for i, d in enumerate(decisions) if d] == [10, 15, 20]
+    assert xp is backend.xp
+
+
+def test_box_smaller_than_twice_cutoff_plus_skin(backend):
+    system = lattice_system("fcc", 2, density=0.8442)     # L = 3.36 < 2 * (2.5 + 0.3)
+    nl = NeighborList(backend, 2.5, 0.3)
+    with pytest.raises(InputError, match=r"smaller than twice the cutoff plus skin"):
+        nl.build(_state(system, backend))
+
+
+def test_overlapping_atoms_are_reported(backend, rng):
+    system = random_liquid(rng, n=100, density=0.5)
+    pos = system.positions.copy()
+    pos[42] = pos[17] + 1e-3
+    bad = System(system.box, pos, system.masses, "lj")
+    with pytest.raises(OverlapError, match=r"atoms (17 and 42|42 and 17)"):
+        NeighborList(backend, 2.5, 0.3).build(_state(bad, backend))
+
+
+def test_positions_are_wrapped_with_image_counters(backend):
+    box = Box([10.0, 10.0, 10.0])
+    system = System(box, [[1.0, 1.0, 1.0], [5.0, 5.0, 5.0]], [1.0], "lj")
+    state = _state(system, backend)
+    state.positions[0, 0] = -0.5
+    state.positions[1, 2] = 10.25
+    NeighborList(backend, 2.5, 0.3).build(state)
+    pos = backend.to_host(state.positions)[:, :3]
+    img = backend.to_host(state.images)
+    assert pos[0, 0] == pytest.approx(9.5) and img[0, 0] == -1
+    assert pos[1, 2] == pytest.approx(0.25) and img[1, 2] == 1
