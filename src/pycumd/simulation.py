@@ -180,6 +180,7 @@ class Simulation:
                 step = state.step + 1
                 due = [r for r in self.reporters if r.wants(step, self._run_start, self._run_end)]
                 with_energy = any(r.needs_energy for r in due)
+                state.step = step              # as LAMMPS, the step number advances first
                 if th is not None:
                     th.begin_step(self)
                 integ.initial_integrate(state)
@@ -190,7 +191,6 @@ class Simulation:
                 if th is not None:
                     th.post_force(self)
                 integ.final_integrate(state)
-                state.step = step
                 if th is not None:
                     th.end_step(self)
                 if with_energy:

