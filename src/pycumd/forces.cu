@@ -19,13 +19,7 @@
 #ifndef SHIFT_FORCE
 #define SHIFT_FORCE 0
 #endif
-#ifndef POTENTIAL_HEADER_ID
-#define POTENTIAL_HEADER_ID 0
-#endif
-
-#if POTENTIAL_HEADER_ID == 0
-#include "potentials/lennard_jones.cuh"
-#endif
+#include "potentials/pair_select.cuh"   // POTENTIAL_HEADER_ID: 0 lennard_jones, 1 yukawa, 2 pasta
 #include "positions.cuh"
 
 extern "C" __global__ void pair_forces(

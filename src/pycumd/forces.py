@@ -16,6 +16,15 @@ import numpy as np
 
 BLOCK = 128
 _CPU_KERNELS: dict = {}
+#: compile-time id of each potential's CUDA header (``potentials/pair_select.cuh``)
+POTENTIAL_HEADER_IDS = {"potentials/lennard_jones.cuh": 0, "potentials/yukawa.cuh": 1,
+                        "potentials/pasta.cuh": 2}
+
+
+def potential_defines(potential) -> dict:
+    """The ``-D`` defines that select ``potential``'s pair function and cutoff treatment in a kernel."""
+    return {"POTENTIAL_HEADER_ID": POTENTIAL_HEADER_IDS[potential.cuda_header],
+            "SHIFT_FORCE": int(potential.cutoff == "shift_force")}
 
 
 def _make_cpu_kernel(pair_function):
@@ -81,7 +90,7 @@ class PairForces:
         table = potential.table(n_types)
         if backend.is_gpu:
             c = precision.cuda_defines
-            module = backend.kernel_module("forces.cu", {**c, "SHIFT_FORCE": int(potential.cutoff == "shift_force")})
+            module = backend.kernel_module("forces.cu", {**c, **potential_defines(potential)})
             self._kernel = module.get_function("pair_forces")
             self._table = backend.xp.asarray(table, dtype=precision.pair_dtype)
             self._real = precision.state_dtype

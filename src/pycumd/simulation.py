@@ -9,6 +9,7 @@ from .forces import PairForces
 from .integrators import VelocityVerlet
 from .io.progress import Progress
 from .io.thermo import ThermoReporter
+from .neighbors.allpairs import AllPairsForces, AllPairsNeighbors, choose_pair_method
 from .neighbors.verlet import NeighborList
 from .observables import kinetic_energy, pressure, temperature
 from .precision import get_precision
@@ -40,6 +41,11 @@ class Simulation:
     device : {"auto", "cpu", "cuda"}
     precision : {"auto", "single", "mixed", "double"}
         ``auto``: double on the CPU, mixed on the GPU.
+    pair_method : {"auto", "neighbor", "all_pairs"}
+        ``all_pairs``: every pair with the minimum image, no neighbour list
+        (:mod:`pycumd.neighbors.allpairs`); needs ``r_cut <= L/2`` when the cutoff is finite.
+        ``auto``: all pairs when the potential has no cutoff or ``r_cut + skin > 0.35 L_min``,
+        else the neighbour list.
 
     Examples
     --------
@@ -52,7 +58,7 @@ class Simulation:
 
     def __init__(self, system: System, potential, integrator=None, *, skin: float | None = None,
                  neighbor_every: int = 1, neighbor_delay: int = 0, neighbor_check: bool = True,
-                 device="auto", precision="auto"):
+                 device="auto", precision="auto", pair_method: str = "auto"):
         self.backend = _backend.select(device)
         self.precision = get_precision(precision, self.backend.name)
         self.units = system.units
@@ -65,11 +71,17 @@ class Simulation:
         if skin is None:
             skin = 0.3 if self.units.name == "lj" else 2.0
         r_cut = potential.max_cutoff(system.n_types)
-        self.neighbors = NeighborList(self.backend, r_cut, skin, every=neighbor_every,
-                                      delay=neighbor_delay, check=neighbor_check)
+        self.pair_method = choose_pair_method(pair_method, r_cut, skin, system.box.L)
+        if self.pair_method == "all_pairs":
+            self.neighbors = AllPairsNeighbors(self.backend, r_cut)
+            forces_class = AllPairsForces
+        else:
+            self.neighbors = NeighborList(self.backend, r_cut, skin, every=neighbor_every,
+                                          delay=neighbor_delay, check=neighbor_check)
+            forces_class = PairForces
         self.neighbors.check_box(system.box.L)
         self.state = State.from_system(system, self.backend, self.precision)
-        self.forces = PairForces(potential, system.n_types, self.backend, self.precision)
+        self.forces = forces_class(potential, system.n_types, self.backend, self.precision)
         self.reporters: list = []
         self._run_start = self._run_end = 0
         self._energy_step = None  # step whose per-atom energy/virial are current
@@ -95,11 +107,13 @@ class Simulation:
         return (self.state.step - self._run_start) / span if span else 0.0
 
     def system(self) -> System:
-        """A host copy of the current state as a :class:`System`."""
+        """A host copy of the current state as a :class:`System`, particles in id order."""
         b, s = self.backend, self.state
-        return System(self.box, s.host_positions(b), self._masses, self.units,
-                      types=b.to_host(s.types), velocities=b.to_host(s.velocities).astype(np.float64),
-                      images=b.to_host(s.images), ids=b.to_host(s.ids))
+        by_id = np.argsort(b.to_host(s.ids), kind="stable")
+        return System(self.box, s.host_positions(b)[by_id], self._masses, self.units,
+                      types=b.to_host(s.types)[by_id],
+                      velocities=b.to_host(s.velocities).astype(np.float64)[by_id],
+                      images=b.to_host(s.images)[by_id], ids=b.to_host(s.ids)[by_id])
 
     # -- observables -----------------------------------------------------------------------
     def kinetic_energy(self) -> float:

@@ -1,0 +1,268 @@
+"""All-pairs pair forces (no neighbour list): the tiled kernel of the seed (IUMD) for long-ranged ions.
+
+For interactions whose range is comparable to the box (screened Coulomb ions, ``r_cut = None``
+meaning *every* pair with the minimum image), a neighbour list holds nearly all particles and
+costs more than it saves.  :class:`AllPairsForces` evaluates the full N x N force matrix:
+
+``f_i = sum_{j != i} (F/r)(r_ij) r_ij``,  ``e_i = 1/2 sum_j E(r_ij)``,  ``W_i = 1/2 sum_j r_ij (x) r_ij (F/r)``
+
+GPU (``allpairs.cu``): each thread owns one target (in registers) and sums its own force, so no
+atomics; sources pass through shared memory in tiles.  The block shape ``(m, l)`` (m targets,
+l thread rows splitting each tile) is chosen on first use by timing a few candidates with CUDA
+events, and cached per (device, N, kernel).  CPU (Numba, below): parallel over targets, each
+summing ``j = 0 .. N-1`` in order, which is also the GPU's order when ``l = 1``.
+
+:class:`AllPairsNeighbors` stands in for the neighbour list in :class:`~pycumd.simulation.Simulation`:
+it builds no list; its "build" only wraps positions into the box (at the start of a run and every
+``wrap_every`` steps) so that coordinates stay small.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from ..system import InputError
+
+#: block shapes (m targets, l rows) timed on first use; l > 1 keeps small systems' GPUs busy
+BLOCK_CANDIDATES = ((128, 1), (256, 1), (64, 4), (32, 8))
+_TUNED: dict = {}
+_CPU_KERNELS: dict = {}
+
+
+def _make_cpu_kernel(pair_function):
+    @numba.njit(parallel=True)
+    def kernel(positions, types, L, invL, table, n_types, forces, energy, virial, with_energy):
+        n = positions.shape[0]
+        for i in numba.prange(n):
+            xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
+            base = types[i] * n_types
+            fx = fy = fz = 0.0
+            e = w0 = w1 = w2 = w3 = w4 = w5 = 0.0
+            for j in range(n):
+                if j == i:
+                    continue
+                dx = xi - positions[j, 0]
+                dy = yi - positions[j, 1]
+                dz = zi - positions[j, 2]
+                dx -= L[0] * np.rint(dx * invL[0])
+                dy -= L[1] * np.rint(dy * invL[1])
+                dz -= L[2] * np.rint(dz * invL[2])
+                r2 = dx * dx + dy * dy + dz * dz
+                row = table[base + types[j]]
+                if r2 < row[0]:
+                    ep, fr = pair_function(r2, row)
+                    fx += dx * fr
+                    fy += dy * fr
+                    fz += dz * fr
+                    if with_energy:
+                        e += ep
+                        w0 += dx * dx * fr
+                        w1 += dy * dy * fr
+                        w2 += dz * dz * fr
+                        w3 += dx * dy * fr
+                        w4 += dx * dz * fr
+                        w5 += dy * dz * fr
+            forces[i, 0] = fx
+            forces[i, 1] = fy
+            forces[i, 2] = fz
+            if with_energy:
+                energy[i] = 0.5 * e
+                virial[i, 0] = 0.5 * w0
+                virial[i, 1] = 0.5 * w1
+                virial[i, 2] = 0.5 * w2
+                virial[i, 3] = 0.5 * w3
+                virial[i, 4] = 0.5 * w4
+                virial[i, 5] = 0.5 * w5
+    return kernel
+
+
+def check_box_all_pairs(r_cut: float, L) -> None:
+    """Raise :class:`InputError` if a finite cutoff exceeds half a box edge (minimum image)."""
+    L = np.asarray(L, dtype=np.float64)
+    if math.isfinite(r_cut) and (L < 2.0 * r_cut).any():
+        d = int(np.argmin(L))
+        raise InputError(
+            f"box length {'xyz'[d]} = {L[d]:.6g} is smaller than twice the cutoff 2 * {r_cut:g}: "
+            f"all-pairs forces use the minimum image, which needs r_cut <= L/2; use a larger box "
+            f"or a shorter cutoff (or r_cut=None: all pairs, nearest image)")
+
+
+class AllPairsForces:
+    """Pair forces over all pairs (minimum image); same interface as :class:`~pycumd.forces.PairForces`.
+
+    Parameters
+    ----------
+    potential : PairPotential
+        Any pair potential; ``r_cut = inf`` (e.g. ``Yukawa(lambda, r_cut=None)``) means all pairs.
+    n_types : int
+    backend, precision : as chosen by the Simulation
+    block : (int, int), optional
+        GPU block shape (m targets, l rows); default: auto-tuned on first use.
+
+    ``compute(state, neighbors, with_energy)`` ignores ``neighbors``.
+    """
+
+    def __init__(self, potential, n_types: int, backend, precision, block=None):
+        from ..forces import potential_defines
+
+        self.potential = potential
+        self.n_types = n_types
+        self.backend = backend
+        self.block = tuple(block) if block is not None else None
+        table = potential.table(n_types)
+        if backend.is_gpu:
+            self._defines = {**precision.cuda_defines, **potential_defines(potential)}
+            module = backend.kernel_module("neighbors/allpairs.cu", self._defines)
+            self._kernel = module.get_function("allpairs_forces")
+            self._table = backend.xp.asarray(table, dtype=precision.pair_dtype)
+            self._real = precision.state_dtype
+            self._accum = precision.accum_dtype
+            self.compute = self._compute_cuda
+        else:
+            key = (type(potential), potential.cutoff)
+            if key not in _CPU_KERNELS:
+                _CPU_KERNELS[key] = _make_cpu_kernel(potential.pair_function())
+            self._kernel = _CPU_KERNELS[key]
+            self._table = table
+            self.compute = self._compute_cpu
+
+    # -- CPU ------------------------------------------------------------------------------
+    def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
+        L = np.asarray(state.box_lengths, dtype=np.float64)
+        self._kernel(state.positions, state.types, L, 1.0 / L, self._table, self.n_types,
+                     state.forces, state.energy, state.virial, with_energy)
+
+    # -- GPU ------------------------------------------------------------------------------
+    def _shared_bytes(self, block) -> int:
+        m, l = block
+        tile = m * l
+        real_size = np.dtype(self._real).itemsize
+        accum_size = np.dtype(self._accum).itemsize
+        tile_bytes = tile * (3 * real_size + 4)
+        tile_bytes = -(-tile_bytes // accum_size) * accum_size
+        return tile_bytes + (10 * tile * accum_size if l > 1 else 0)
+
+    def _launch(self, state, block, with_energy) -> None:
+        m, l = block
+        n = state.n_atoms
+        real = self._real
+        L = np.asarray(state.box_lengths, dtype=np.float64)
+        self._kernel(((n + m - 1) // m,), (m, l),
+                     (state.positions, np.int32(n), np.int32(n), self._table, np.int32(self.n_types),
+                      *[real(x) for x in L], *[real(x) for x in 1.0 / L],
+                      state.forces, state.energy, state.virial, np.int32(with_energy)),
+                     shared_mem=self._shared_bytes(block))
+
+    def tune(self, state, candidates=BLOCK_CANDIDATES, repeats: int = 3) -> dict:
+        """Time each block shape with CUDA events; keep the fastest.  Returns {shape: ms per call}."""
+        cp = self.backend.xp
+        timings = {}
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        for block in candidates:
+            self._launch(state, block, False)           # warm-up (and first-launch costs)
+            start.record()
+            for _ in range(repeats):
+                self._launch(state, block, False)
+            stop.record()
+            stop.synchronize()
+            timings[block] = cp.cuda.get_elapsed_time(start, stop) / repeats
+        self.block = min(timings, key=timings.get)
+        _TUNED[self._tune_key(state)] = self.block
+        self.timings = timings
+        return timings
+
+    def _tune_key(self, state):
+        return (self.backend.device_name, state.n_atoms, tuple(sorted(self._defines.items())))
+
+    def _compute_cuda(self, state, neighbors, with_energy: bool) -> None:
+        if self.block is None:
+            self.block = _TUNED.get(self._tune_key(state))
+            if self.block is None:
+                self.tune(state)
+        self._launch(state, self.block, with_energy)
+
+
+class AllPairsNeighbors:
+    """Stand-in for the neighbour list under all-pairs forces: no list, only periodic wrapping.
+
+    ``needs_rebuild`` says yes every ``wrap_every`` steps; ``build`` then wraps positions into the
+    box (updating image counters).  ``n_builds`` counts these wraps (the Simulation's bookkeeping
+    of "has the run been set up" reads it); ``nbr`` stays ``None``: no neighbour list exists.
+
+    Parameters
+    ----------
+    backend : Backend
+    r_cut : float
+        Largest cutoff; ``inf`` for all pairs.  A finite one must not exceed half a box edge.
+    wrap_every : int
+        Steps between wraps.
+    """
+
+    nbr = None
+    nbr_count = None
+
+    def __init__(self, backend, r_cut: float, wrap_every: int = 100):
+        self.backend = backend
+        self.r_cut = float(r_cut)
+        self.skin = 0.0
+        self.wrap_every = int(wrap_every)
+        self.n_builds = 0
+        self.steps_since_build = 0
+        self._wrap = None
+
+    def check_box(self, L) -> None:
+        check_box_all_pairs(self.r_cut, L)
+
+    def needs_rebuild(self, state) -> bool:
+        self.steps_since_build += 1
+        return self.steps_since_build >= self.wrap_every
+
+    def build(self, state) -> None:
+        """Wrap positions into the box (no neighbour list is built)."""
+        L = np.asarray(state.box_lengths, dtype=np.float64)
+        self.check_box(L)
+        n = state.n_atoms
+        if self.backend.is_gpu:
+            if self._wrap is None:
+                real_t = "float" if state.positions.dtype == np.float32 else "double"
+                module = self.backend.kernel_module("neighbors/verlet.cu", {"real_t": real_t})
+                self._wrap = module.get_function("wrap_positions")
+            real = state.positions.dtype.type
+            self._wrap(((n + 127) // 128,), (128,),
+                       (state.positions, state.images, np.int32(n), *[real(x) for x in L]))
+        else:
+            from .verlet import _wrap_cpu
+
+            _wrap_cpu(state.positions, state.images, L)
+        self.n_builds += 1
+        self.steps_since_build = 0
+
+    def describe(self) -> str:
+        return "all pairs (no neighbour list)"
+
+
+PAIR_METHODS = ("auto", "neighbor", "all_pairs")
+
+
+def choose_pair_method(pair_method: str, r_cut: float, skin: float, L) -> str:
+    """Resolve ``Simulation(pair_method=...)`` to ``"neighbor"`` or ``"all_pairs"``.
+
+    ``auto``: all pairs when there is no cutoff (``r_cut = inf``) or when ``r_cut + skin`` exceeds
+    0.35 of the shortest box edge (a neighbour list would then hold a large part of the system)
+    and ``r_cut <= L_min / 2``, else the neighbour list.  ``neighbor`` with no cutoff is an error.
+    """
+    if pair_method not in PAIR_METHODS:
+        raise InputError(f"unknown pair_method {pair_method!r}: choose one of {', '.join(PAIR_METHODS)}")
+    if r_cut is None or not math.isfinite(r_cut):
+        if pair_method == "neighbor":
+            raise InputError("pair_method 'neighbor' needs a finite cutoff; this potential has none "
+                             "(all pairs): use pair_method 'all_pairs' or 'auto'")
+        return "all_pairs"
+    if pair_method == "auto":
+        L_min = float(np.min(L))
+        # a box too small for either method is left to the neighbour list's own error message
+        return "all_pairs" if 0.35 * L_min < r_cut + skin and r_cut <= 0.5 * L_min else "neighbor"
+    return pair_method
