@@ -23,7 +23,7 @@ def _state(system, backend):
 @pytest.mark.parametrize("n,density,r_cut,skin", [(500, 0.8, 2.5, 0.3), (300, 0.05, 3.0, 0.5), (2000, 0.9, 1.2, 0.1)])
 def test_list_equals_brute_force_random(backend, rng, n, density, r_cut, skin):
     system = random_liquid(rng, n=n, density=density, min_distance=0.3)
-    nl = NeighborList(backend, r_cut, skin, overlap_distance=0.0)
+    nl = NeighborList(backend, r_cut, skin, overlap_distance=0.0, reorder=False)
     state = _state(system, backend)
     nl.build(state)
     expected = brute_force_pairs(system.positions, system.box.L, r_cut + skin)
@@ -35,14 +35,14 @@ def test_list_equals_brute_force_lattice_and_small_boxes(backend, cells):
     """fcc lattices whose boxes hold only 1 or 2 cells per dimension (stencil deduplication)."""
     system = lattice_system("fcc", cells, density=0.8442)
     r_list = system.box.L[0] / 2 * 0.999
-    nl = NeighborList(backend, r_list - 0.2, 0.2)
+    nl = NeighborList(backend, r_list - 0.2, 0.2, reorder=False)
     nl.build(_state(system, backend))
     assert _listed_pairs(nl, system.n_atoms) == brute_force_pairs(system.positions, system.box.L, r_list)
 
 
 def test_storage_grows_and_never_drops_a_pair(backend, rng):
     system = random_liquid(rng, n=600, density=0.8)
-    nl = NeighborList(backend, 2.5, 0.3, capacity=3)
+    nl = NeighborList(backend, 2.5, 0.3, capacity=3, reorder=False)
     nl.build(_state(system, backend))
     assert nl.capacity > 3
     assert _listed_pairs(nl, 600) == brute_force_pairs(system.positions, system.box.L, 2.8)
@@ -78,7 +78,7 @@ def test_overlapping_atoms_are_reported(backend, rng):
     pos[42] = pos[17] + 1e-3
     bad = System(system.box, pos, system.masses, "lj")
     with pytest.raises(OverlapError, match=r"atoms (17 and 42|42 and 17)"):
-        NeighborList(backend, 2.5, 0.3).build(_state(bad, backend))
+        NeighborList(backend, 2.5, 0.3, reorder=False).build(_state(bad, backend))
 
 
 def test_positions_are_wrapped_with_image_counters(backend):
@@ -87,8 +87,26 @@ def test_positions_are_wrapped_with_image_counters(backend):
     state = _state(system, backend)
     state.positions[0, 0] = -0.5
     state.positions[1, 2] = 10.25
-    NeighborList(backend, 2.5, 0.3).build(state)
+    NeighborList(backend, 2.5, 0.3, reorder=False).build(state)
     pos = backend.to_host(state.positions)[:, :3]
     img = backend.to_host(state.images)
     assert pos[0, 0] == pytest.approx(9.5) and img[0, 0] == -1
     assert pos[1, 2] == pytest.approx(0.25) and img[1, 2] == 1
+
+
+def test_reordering_by_cell_keeps_every_pair_and_identity(backend, rng):
+    """With reordering (the default) particles move in memory; mapped back through ids, the list
+    still equals brute force, and the particles are in cell order afterwards."""
+    system = random_liquid(rng, n=800, density=0.8)
+    state = _state(system, backend)
+    nl = NeighborList(backend, 2.5, 0.3)
+    nl.build(state)
+    ids = backend.to_host(state.ids) - 1                   # original index of each slot
+    assert sorted(ids.tolist()) == list(range(800)) and (ids != np.arange(800)).any()
+    pairs = {(int(ids[i]), int(ids[j])) for i in range(800) for j in nl.neighbors_of(i)}
+    assert pairs == brute_force_pairs(system.positions, system.box.L, 2.8)
+    pos = backend.to_host(state.positions)[:, :3]
+    assert np.allclose(pos, system.positions[ids])         # positions moved with their ids
+    from pycumd.neighbors.counting_sort import cell_index
+    keys = backend.to_host(cell_index(state.positions, system.box.L, nl.cells_per_dimension(system.box.L)))
+    assert (np.diff(keys) >= 0).all()                      # memory order is cell order

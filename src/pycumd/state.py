@@ -46,6 +46,10 @@ class State:
     box_lengths: tuple
     step: int = 0
 
+    def per_atom_arrays(self) -> tuple:
+        """The arrays that move with a particle when particles are reordered."""
+        return (self.positions, self.velocities, self.per_atom_mass, self.types, self.images, self.ids)
+
     @property
     def n_atoms(self) -> int:
         return len(self.types)

@@ -288,3 +288,31 @@ def reorder(order, *arrays):
             raise ValueError(f"array of shape {a.shape} does not have leading dimension {n}")
         out.append(xp.take(a, order, axis=0))
     return tuple(out)
+
+
+def reorder_in_place(order, *arrays, scratch: dict | None = None) -> None:
+    """Permute per-particle arrays in place, ``a[k] = a_old[order[k]]``.
+
+    Unlike :func:`reorder` the arrays keep their memory (a gather into a scratch buffer, then a
+    copy back), so kernels captured in a CUDA graph still point at the right data.
+
+    Parameters
+    ----------
+    order : array, shape (N,), integer
+        A permutation, on the backend of the arrays.
+    *arrays : arrays with leading dimension N
+    scratch : dict, optional
+        Reusable buffers, keyed by shape and dtype (kept between calls by the caller).
+    """
+    xp = array_backend(order).xp
+    scratch = {} if scratch is None else scratch
+    n = order.shape[0]
+    for a in arrays:
+        if a.ndim < 1 or a.shape[0] != n:
+            raise ValueError(f"array of shape {a.shape} does not have leading dimension {n}")
+        key = (a.shape, a.dtype.str)
+        buf = scratch.get(key)
+        if buf is None:
+            buf = scratch[key] = xp.empty_like(a)
+        xp.take(a, order, axis=0, out=buf)
+        a[...] = buf
