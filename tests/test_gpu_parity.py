@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from pycumd import ThermoReporter
 from pycumd.integrators import Langevin, VelocityVerlet
 from pycumd.simulation import Simulation
 
@@ -62,3 +63,33 @@ def test_langevin_noise_identical_on_both_backends():
         sim.run(50)
         out[device] = sim.system().velocities
     assert np.allclose(out["cuda"], out["cpu"], rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_graph_blocks_give_the_same_bits_as_step_by_step(precision):
+    """Captured blocks (rebuild decision on the device) and the host-driven loop: identical states."""
+    out = {}
+    for graphs in (False, True):
+        sim = Simulation(melt_system(8), lj(), device="cuda", precision=precision, use_graphs=graphs)
+        sim.reporters.append(ThermoReporter(every=100, screen=False))
+        sim.run(300)
+        out[graphs] = (sim.system(), sim.neighbors.n_builds, sim._step_graph)
+    a, b = out[False][0], out[True][0]
+    assert np.array_equal(a.positions, b.positions) and np.array_equal(a.velocities, b.velocities)
+    assert np.array_equal(a.images, b.images)
+    assert out[False][1] == out[True][1] > 5                # same rebuilds, several of them
+    graph = out[True][2]
+    assert graph is not None and graph.frozen_blocks > 0 and graph.blocks > graph.frozen_blocks
+
+
+def test_graph_recaptured_when_neighbor_storage_grows():
+    sim = Simulation(melt_system(6), lj(), device="cuda", precision="double")
+    sim.run(10)
+    sim.neighbors.capacity = int(sim.neighbors.nbr_count.max()) - 1   # too small: the next build grows it
+    sim.neighbors.nbr = sim.backend.xp.empty(sim.state.n_atoms * sim.neighbors.capacity, np.int32)
+    ref = Simulation(melt_system(6), lj(), device="cuda", precision="double", use_graphs=False)
+    ref.run(10)
+    sim.run(200)
+    ref.run(200)
+    assert sim.neighbors.capacity > int(ref.neighbors.nbr_count.max()) - 1
+    assert np.allclose(sim.system().positions, ref.system().positions, rtol=0, atol=1e-9)

@@ -23,14 +23,14 @@
 #include "positions.cuh"
 
 extern "C" __global__ void pair_forces(
-    const real_t* __restrict__ pos4, const int* __restrict__ nbr, const int* __restrict__ nbr_count,
+    const int* __restrict__ control, const real_t* __restrict__ pos4, const int* __restrict__ nbr, const int* __restrict__ nbr_count,
     int n_local, int stride, const pair_t* __restrict__ table, int n_types,
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz,
     accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,
     int with_energy)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n_local) return;
+    if (i >= n_local || control[0]) return;     // control[0]: the step block is frozen (see step_graph.py)
     real_t xi, yi, zi; int ti;
     load_position(pos4, i, xi, yi, zi, ti);
     accum_t fx = 0, fy = 0, fz = 0, e = 0;

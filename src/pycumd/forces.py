@@ -113,7 +113,7 @@ class PairForces:
         L = np.asarray(state.box_lengths)
         real = self._real
         self._kernel(((n + BLOCK - 1) // BLOCK,), (BLOCK,),
-                     (state.positions, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
+                     (state.control, state.positions, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
                       self._table, np.int32(self.n_types), *[real(x) for x in L],
                       *[real(x) for x in 1.0 / L], state.forces, state.energy, state.virial,
                       np.int32(with_energy)))

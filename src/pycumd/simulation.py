@@ -14,6 +14,7 @@ from .neighbors.verlet import NeighborList
 from .observables import kinetic_energy, pressure, temperature
 from .precision import get_precision
 from .state import State
+from .step_graph import CudaStepGraph
 from .system import System
 
 
@@ -46,6 +47,9 @@ class Simulation:
         (:mod:`pycumd.neighbors.allpairs`); needs ``r_cut <= L/2`` when the cutoff is finite.
         ``auto``: all pairs when the potential has no cutoff or ``r_cut + skin > 0.35 L_min``,
         else the neighbour list.
+    use_graphs : bool
+        On the GPU, run plain NVE steps between reports as CUDA-graph blocks (default True;
+        :mod:`pycumd.step_graph`).  False forces the step-by-step path (same results).
 
     Examples
     --------
@@ -58,7 +62,9 @@ class Simulation:
 
     def __init__(self, system: System, potential, integrator=None, *, skin: float | None = None,
                  neighbor_every: int = 1, neighbor_delay: int = 0, neighbor_check: bool = True,
-                 device="auto", precision="auto", pair_method: str = "auto"):
+                 device="auto", precision="auto", pair_method: str = "auto", use_graphs: bool = True):
+        self.use_graphs = use_graphs
+        self._step_graph = None
         self.backend = _backend.select(device)
         self.precision = get_precision(precision, self.backend.name)
         self.units = system.units
@@ -174,7 +180,11 @@ class Simulation:
         7. thermostat ``end_step`` (Nose-Hoover: chain half step, velocity scaling);
         8. reporters due this step (thermo rows, trajectory frames).
 
-        Positions and velocities are checked for finite values at every rebuild and report.
+        On the GPU, plain NVE steps between reports run in CUDA-graph blocks with the rebuild
+        decision on the device (:mod:`pycumd.step_graph`): the same kernels in the same order,
+        one host synchronisation per block instead of one per step.
+
+        Positions and velocities are checked for finite values at every report and at the end.
 
         A run that produces non-finite positions, velocities or energies stops with
         :class:`SimulationError` naming the step and the atom; reporters keep what they wrote.
@@ -188,36 +198,58 @@ class Simulation:
             r.begin_run()
         self._report(self.state.step)
         bar = Progress(steps, enabled=progress)
-        integ, th, nl, forces, state = self.integrator, self.thermostat, self.neighbors, self.forces, self.state
+        graph = None
+        if self.use_graphs and CudaStepGraph.applicable(self):
+            graph = self._step_graph = self._step_graph or CudaStepGraph(self)
+        state = self.state
         try:
-            for done in range(1, steps + 1):
+            while state.step < self._run_end:
                 step = state.step + 1
-                due = [r for r in self.reporters if r.wants(step, self._run_start, self._run_end)]
-                with_energy = any(r.needs_energy for r in due)
-                state.step = step              # as LAMMPS, the step number advances first
-                if th is not None:
-                    th.begin_step(self)
-                integ.initial_integrate(state)
-                if nl.needs_rebuild(state):
-                    self._check_finite()
-                    nl.build(state)
-                forces.compute(state, nl, with_energy)
-                if th is not None:
-                    th.post_force(self)
-                integ.final_integrate(state)
-                if th is not None:
-                    th.end_step(self)
-                if with_energy:
-                    self._energy_step = step
-                if due:
-                    self._check_finite()
-                    for r in due:
-                        r.report(self)
-                bar.update(done)
+                ordinary = self._next_report_step(step) - step     # steps before the next report
+                if graph is not None and ordinary > 1:
+                    graph.advance(ordinary)
+                else:
+                    self._one_step(step)
+                bar.update(state.step - self._run_start)
             self._check_finite()
         finally:
             self.backend.synchronize()
             bar.close()
+
+    def _one_step(self, step: int) -> None:
+        """One step on the host-driven path (the order of :meth:`run`'s docstring)."""
+        integ, th, nl, forces, state = self.integrator, self.thermostat, self.neighbors, self.forces, self.state
+        due = [r for r in self.reporters if r.wants(step, self._run_start, self._run_end)]
+        with_energy = any(r.needs_energy for r in due)
+        state.step = step              # as LAMMPS, the step number advances first
+        if th is not None:
+            th.begin_step(self)
+        integ.initial_integrate(state)
+        if nl.needs_rebuild(state):
+            nl.build(state)
+        forces.compute(state, nl, with_energy)
+        if th is not None:
+            th.post_force(self)
+        integ.final_integrate(state)
+        if th is not None:
+            th.end_step(self)
+        if with_energy:
+            self._energy_step = step
+        if due:
+            self._check_finite()
+            for r in due:
+                r.report(self)
+
+    def _next_report_step(self, step: int) -> int:
+        """The first step >= ``step`` that some reporter reports (the run's last step at the latest)."""
+        candidates = [self._run_end]
+        for r in self.reporters:
+            every = getattr(r, "every", 0)
+            if every > 0:
+                candidates.append(-(-step // every) * every)
+            if r.wants(step, self._run_start, self._run_end):
+                candidates.append(step)
+        return min(candidates)
 
     def _report(self, step: int) -> None:
         for r in self.reporters:

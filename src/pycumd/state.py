@@ -31,6 +31,9 @@ class State:
     virial : array, (N, 6) ``accum_t``: per-atom virial xx, yy, zz, xy, xz, yz
     box_lengths : tuple of 3 floats
     step : int
+    control : array, (2,) int32
+        Device flags of captured step blocks: ``[frozen, steps completed]`` (see step_graph.py);
+        zero outside them.
     """
 
     positions: object
@@ -45,6 +48,7 @@ class State:
     virial: object
     box_lengths: tuple
     step: int = 0
+    control: object = None
 
     def per_atom_arrays(self) -> tuple:
         """The arrays that move with a particle when particles are reordered."""
@@ -78,6 +82,7 @@ class State:
             energy=xp.zeros(n, dtype=accum),
             virial=xp.zeros((n, 6), dtype=accum),
             box_lengths=tuple(system.box.lengths),
+            control=xp.zeros(2, dtype=np.int32),
         )
 
     def host_positions(self, backend) -> np.ndarray:

@@ -17,21 +17,79 @@ from pycumd.simulation import Simulation
 from pycumd.system import create_velocities, lattice_system
 
 
-def measure(cells: int, precision: str, steps: int, device: str) -> dict:
+def measure(cells: int, precision: str, steps: int, device: str, use_graphs: bool = True) -> dict:
     system = lattice_system("fcc", cells, density=0.8442)
     create_velocities(system, 1.44, 87287)
     pot = LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
-    sim = Simulation(system, pot, skin=0.3, device=device, precision=precision)
+    sim = Simulation(system, pot, skin=0.3, device=device, precision=precision, use_graphs=use_graphs)
     sim.run(max(steps // 10, 20))                     # warm-up: compile, melt the lattice a bit
     builds0 = sim.neighbors.n_builds
     t0 = time.perf_counter()
     sim.run(steps)
     sim.backend.synchronize()
     seconds = time.perf_counter() - t0
+    sim._last_rebuilds = sim.neighbors.n_builds - builds0
     n = system.n_atoms
-    return {"N": n, "precision": precision, "device": sim.backend.device_name, "steps": steps,
+    total_energy = sim.thermo_row()["TotEng"]
+    split = time_split(sim, steps, seconds)
+    return {**split, "N": n, "precision": precision, "device": sim.backend.device_name, "steps": steps,
             "steps_per_s": steps / seconds, "atom_steps_per_s": n * steps / seconds,
-            "rebuilds": sim.neighbors.n_builds - builds0, "TotEng": sim.thermo_row()["TotEng"]}
+            "rebuilds": sim._last_rebuilds, "TotEng": total_energy,
+            "graphs": use_graphs}
+
+
+def _timer(backend):
+    """A callable timing ``fn`` repeated ``reps`` times, in seconds per call (events on the GPU)."""
+    def run(fn, reps):
+        fn()
+        backend.synchronize()
+        if backend.is_gpu:
+            cp = backend.xp
+            start, stop = cp.cuda.Event(), cp.cuda.Event()
+            start.record()
+            for _ in range(reps):
+                fn()
+            stop.record()
+            stop.synchronize()
+            return cp.cuda.get_elapsed_time(start, stop) / 1e3 / reps
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            fn()
+        return (time.perf_counter() - t0) / reps
+    return run
+
+
+def time_split(sim, steps: int, seconds: float) -> dict:
+    """Split a measured step into force / neighbour build / integration / other (seconds per step).
+
+    Each part is timed on its own (repeated on the final state); "other" is the rest of the
+    measured step time (launch gaps, host work, thermo at the ends).  Also the GPU memory per atom
+    and, on the GPU, the force kernel's bytes moved per second against a device-to-device copy.
+    """
+    b, state, nl, n = sim.backend, sim.state, sim.neighbors, sim.state.n_atoms
+    timer = _timer(b)
+    t_force = timer(lambda: sim.forces.compute(state, nl, False), 20)
+    t_build = timer(lambda: nl.build(state), 5)
+    t_integrate = timer(lambda: (sim.integrator.initial_integrate(state), sim.integrator.final_integrate(state)), 20)
+    step = seconds / steps
+    rebuild_rate = sim._last_rebuilds / steps if hasattr(sim, "_last_rebuilds") else 0.0
+    out = {"force_s": t_force, "build_s": t_build, "integrate_s": t_integrate, "step_s": step}
+    if b.is_gpu:
+        cp = b.xp
+        pool = cp.get_default_memory_pool()
+        out["gpu_bytes_per_atom"] = pool.used_bytes() / n
+        pairs = float(nl.nbr_count.sum())
+        real = state.positions.dtype.itemsize
+        # fewest bytes: each neighbour index once, each target row once, forces written once;
+        # the neighbour rows gathered come from the cache and are not counted
+        moved = pairs * 4 + n * (4 * real + 4) + state.forces.nbytes
+        src = cp.empty(1 << 28, dtype=cp.uint8)
+        dst = cp.empty_like(src)
+        t_copy = timer(lambda: cp.copyto(dst, src), 10)
+        out["copy_GBps"] = 2 * src.nbytes / t_copy / 1e9
+        out["force_GBps"] = moved / t_force / 1e9
+        del src, dst
+    return {**out, "rebuild_rate": rebuild_rate}
 
 
 def main(argv=None):
@@ -41,13 +99,17 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--json", help="append results as JSON lines to this file")
+    ap.add_argument("--no-graphs", action="store_true", help="step-by-step host loop (no CUDA graphs)")
     args = ap.parse_args(argv)
-    print(f"{'N':>10} {'precision':>9} {'steps/s':>10} {'atom-steps/s':>13} {'rebuilds':>8}")
+    print(f"{'N':>10} {'precision':>9} {'steps/s':>10} {'atom-steps/s':>13} {'rebuilds':>8} "
+          f"{'force us':>9} {'build us':>9} {'integ us':>9} {'B/atom':>7} {'force/copy BW':>13}")
     for cells in args.cells:
         for precision in args.precision:
-            r = measure(cells, precision, args.steps, args.device)
+            r = measure(cells, precision, args.steps, args.device, not args.no_graphs)
+            bw = f"{r['force_GBps'] / r['copy_GBps']:.2f}" if "copy_GBps" in r else "-"
             print(f"{r['N']:>10} {r['precision']:>9} {r['steps_per_s']:>10.1f} {r['atom_steps_per_s']:>13.3e} "
-                  f"{r['rebuilds']:>8}", flush=True)
+                  f"{r['rebuilds']:>8} {r['force_s'] * 1e6:>9.1f} {r['build_s'] * 1e6:>9.1f} "
+                  f"{r['integrate_s'] * 1e6:>9.1f} {r.get('gpu_bytes_per_atom', 0):>7.0f} {bw:>13}", flush=True)
             if args.json:
                 with open(args.json, "a") as f:
                     f.write(json.dumps(r) + "\n")

@@ -1,4 +1,6 @@
 // Integrator kernels: velocity Verlet half steps and the Langevin force, one thread per atom.
+// control[0] != 0 means the step block is frozen waiting for a neighbour rebuild (step_graph.py):
+// the kernels then do nothing.  control[1] counts completed steps of a captured block.
 #ifndef real_t
 #define real_t double
 #endif
@@ -7,12 +9,12 @@
 #endif
 
 // initial_integrate: v += (dtf / m) f;  x += dtv v     (LAMMPS fix nve, dtf = dt/2 * ftm2v)
-extern "C" __global__ void initial_integrate(real_t* __restrict__ pos4, real_t* __restrict__ vel,
+extern "C" __global__ void initial_integrate(const int* __restrict__ control, real_t* __restrict__ pos4, real_t* __restrict__ vel,
                                              const accum_t* __restrict__ force,
                                              const real_t* __restrict__ mass, int n, real_t dtf, real_t dtv)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= n || control[0]) return;
     real_t dtfm = dtf / mass[i];
     for (int d = 0; d < 3; ++d) {
         real_t v = vel[3 * (size_t)i + d] + dtfm * (real_t)force[3 * (size_t)i + d];
@@ -22,11 +24,12 @@ extern "C" __global__ void initial_integrate(real_t* __restrict__ pos4, real_t* 
 }
 
 // final_integrate: v += (dtf / m) f
-extern "C" __global__ void final_integrate(real_t* __restrict__ vel, const accum_t* __restrict__ force,
+extern "C" __global__ void final_integrate(int* __restrict__ control, int step_in_block, real_t* __restrict__ vel, const accum_t* __restrict__ force,
                                            const real_t* __restrict__ mass, int n, real_t dtf)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= n || control[0]) return;
+    if (i == 0) control[1] = step_in_block;
     real_t dtfm = dtf / mass[i];
     for (int d = 0; d < 3; ++d) vel[3 * (size_t)i + d] += dtfm * (real_t)force[3 * (size_t)i + d];
 }

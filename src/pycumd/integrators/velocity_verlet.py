@@ -57,19 +57,19 @@ class VelocityVerlet:
 
             def initial(state):
                 n = state.n_atoms
-                k1(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (state.positions, state.velocities, state.forces,
+                k1(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (state.control, state.positions, state.velocities, state.forces,
                    state.per_atom_mass, np.int32(n), real(self.dtf), real(self.dt)))
 
-            def final(state):
+            def final(state, step_in_block=0):
                 n = state.n_atoms
-                k2(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (state.velocities, state.forces,
+                k2(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (state.control, np.int32(step_in_block), state.velocities, state.forces,
                    state.per_atom_mass, np.int32(n), real(self.dtf)))
         else:
             def initial(state):
                 _initial_integrate_cpu(state.positions, state.velocities, state.forces,
                                        state.per_atom_mass, self.dtf, self.dt)
 
-            def final(state):
+            def final(state, step_in_block=0):
                 _final_integrate_cpu(state.velocities, state.forces, state.per_atom_mass, self.dtf)
         self.initial_integrate = initial
         self.final_integrate = final

@@ -105,3 +105,25 @@ cell_index_f64(const double* pos, int n, int stride, double lx, double ly, doubl
 {
     CELL_INDEX_BODY(double, floor)
 }
+
+// Gather several per-particle arrays at once: for array a (rows of row_words[a] 4-byte words),
+// dst[a][k] = src[a][order[k]].  The arrays' addresses come as device tables of pointers.
+// One thread per (particle, word) of the widest row.
+extern "C" __global__ void
+gather_rows(const unsigned long long* __restrict__ src, const unsigned long long* __restrict__ dst,
+            const int* __restrict__ row_words, int n_arrays, const int* __restrict__ order, int n,
+            int max_words)
+{
+    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= (long long)n * max_words) return;
+    int k = (int)(t / max_words), w = (int)(t % max_words);
+    int j = order[k];
+    for (int a = 0; a < n_arrays; ++a) {
+        int rw = row_words[a];
+        if (w < rw) {
+            const unsigned int* s = reinterpret_cast<const unsigned int*>(src[a]);
+            unsigned int* d = reinterpret_cast<unsigned int*>(dst[a]);
+            d[(size_t)k * rw + w] = s[(size_t)j * rw + w];
+        }
+    }
+}

@@ -304,15 +304,44 @@ def reorder_in_place(order, *arrays, scratch: dict | None = None) -> None:
     scratch : dict, optional
         Reusable buffers, keyed by shape and dtype (kept between calls by the caller).
     """
-    xp = array_backend(order).xp
+    backend = array_backend(order)
+    xp = backend.xp
     scratch = {} if scratch is None else scratch
     n = order.shape[0]
     for a in arrays:
         if a.ndim < 1 or a.shape[0] != n:
             raise ValueError(f"array of shape {a.shape} does not have leading dimension {n}")
+    if backend.is_gpu and n > 0 and all(a.nbytes % (4 * n) == 0 and a.flags.c_contiguous for a in arrays):
+        _gather_rows_gpu(backend, order, arrays, scratch)
+        return
+    for a in arrays:
         key = (a.shape, a.dtype.str)
         buf = scratch.get(key)
         if buf is None:
             buf = scratch[key] = xp.empty_like(a)
         xp.take(a, order, axis=0, out=buf)
         a[...] = buf
+
+
+def _gather_rows_gpu(backend, order, arrays, scratch) -> None:
+    """All arrays gathered by one kernel into scratch buffers, then copied back (one launch each way)."""
+    cp = backend.xp
+    n = order.shape[0]
+    key = ("gather",) + tuple((a.data.ptr, a.nbytes) for a in arrays)
+    plan = scratch.get("gather_plan")
+    if plan is None or plan[0] != key:
+        buffers = [cp.empty_like(a) for a in arrays]
+        words = [a.nbytes // (4 * n) for a in arrays]
+        src = cp.asarray([a.data.ptr for a in arrays], dtype=np.uint64)
+        dst = cp.asarray([b.data.ptr for b in buffers], dtype=np.uint64)
+        plan = (key, buffers, src, dst, cp.asarray(words, dtype=np.int32), max(words))
+        scratch["gather_plan"] = plan
+    _, buffers, src, dst, words, max_words = plan
+    total = n * max_words
+    _module(backend).get_function("gather_rows")(
+        (-(-total // THREADS),), (THREADS,),
+        (src, dst, words, np.int32(len(arrays)), order, np.int32(n), np.int32(max_words)))
+    for a, b in zip(arrays, buffers):
+        cp.cuda.runtime.memcpyAsync(a.data.ptr, b.data.ptr, a.nbytes,
+                                    cp.cuda.runtime.memcpyDeviceToDevice,
+                                    cp.cuda.get_current_stream().ptr)

@@ -59,14 +59,15 @@ extern "C" __global__ void build_neighbor_list(
     atomicMin(min_r2_bits, __float_as_uint((float)min_r2));
 }
 
-// Displacement check: flag = 1 if any atom moved more than sqrt(limit2) since the last build.
+// Displacement check: flag = 1 if any atom moved more than sqrt(limit2) since the last build
+// (does nothing once the flag is set: in a captured step block the flag freezes the block).
 extern "C" __global__ void displacement_exceeds(
     const real_t* __restrict__ pos4, const real_t* __restrict__ pos4_at_build, int n_local,
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, real_t limit2,
     int* __restrict__ flag)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n_local) return;
+    if (i >= n_local || *flag) return;
     real_t x, y, z, x0, y0, z0; int t;
     load_position(pos4, i, x, y, z, t);
     load_position(pos4_at_build, i, x0, y0, z0, t);

@@ -269,6 +269,7 @@ class _CudaBuild:
         self.backend = backend
         self.cp = backend.xp
         self._kernels = {}
+        self._flag = self.cp.zeros(1, np.int32)
 
     def _kernel(self, state, name):
         key = (state.positions.dtype.name, name)
@@ -283,15 +284,18 @@ class _CudaBuild:
         L = np.asarray(state.box_lengths, dtype=np.float64)
         return [real(x) for x in L] + [real(x) for x in 1.0 / L]
 
-    def displacement_exceeds(self, state, limit2) -> bool:
-        cp = self.cp
+    def displacement_exceeds(self, state, limit2, flag=None) -> bool | None:
+        """Launch the check; with ``flag`` given (a device int) only launch, without waiting."""
         n = state.n_atoms
-        flag = cp.zeros(1, np.int32)
+        wait = flag is None
+        if wait:
+            flag = self._flag
+            flag.fill(0)
         self._kernel(state, "displacement_exceeds")(
             ((n + BLOCK - 1) // BLOCK,), (BLOCK,),
             (state.positions, state.positions_at_build, np.int32(n), *self._box_args(state),
              state.positions.dtype.type(limit2), flag))
-        return bool(flag.get()[0])
+        return bool(flag.get()[0]) if wait else None
 
     def build(self, state, n_cells, r_list, capacity, nl):
         cp = self.cp
