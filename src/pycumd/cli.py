@@ -9,6 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 DEFAULT_INPUT = "melt.toml"
+BENCHMARKS = ["lj", "scan", "precision", "ions"]
 
 
 def _run(args) -> int:
@@ -29,7 +30,8 @@ def _run(args) -> int:
             text = Path(args.file).read_text()
         config = load_config(text)
         sim, run = build_simulation(config, device=device if device != "auto" else None,
-                                    precision=precision if precision != "auto" else None)
+                                    precision=precision if precision != "auto" else None,
+                                    deterministic=args.deterministic)
         sim.reporters.append(ThermoReporter(every=run["thermo"], log=args.log))
         path = args.trajectory or run["trajectory"]
         if path:
@@ -43,6 +45,7 @@ def _run(args) -> int:
     else:
         variables = dict(args.var or [])
         runner = run_lammps_script(path=args.file, variables=variables, device=device, precision=precision,
+                                   deterministic=args.deterministic,
                                    log=args.log, trajectory=trajectory, progress=args.progress)
         steps = runner.sim.state.step if runner.sim else 0
         n = runner.sim.state.n_atoms if runner.sim else 0
@@ -69,14 +72,18 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     r.add_argument("--precision", default="auto", choices=["auto", "single", "mixed", "double"],
                    help="auto: double on the CPU, mixed on the GPU")
+    r.add_argument("--deterministic", action="store_true",
+                   help="GPU kernels without FMA contraction: double-precision NVE gives the CPU's bits")
     r.add_argument("--trajectory", help="write extended XYZ frames to this file")
     r.add_argument("--trajectory-every", type=int, default=100, help="steps between frames (default 100)")
     r.add_argument("--var", nargs=2, action="append", metavar=("NAME", "VALUE"),
                    help="set a LAMMPS index variable, as lmp -var NAME VALUE")
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: on a terminal, for runs longer than a few seconds)")
-    b = sub.add_parser("bench", help="benchmarks: lj (MD throughput), scan (prefix sums), precision (composite suite)")
-    b.add_argument("what", choices=["lj", "scan", "precision"])
+    b = sub.add_parser("bench", help="benchmarks: lj (MD throughput), scan (prefix sums), precision "
+                                     "(composite suite), ions (all-pairs screened Coulomb); "
+                                     "pycumd bench NAME --help for each one's options")
+    b.add_argument("what", choices=BENCHMARKS)
     return p
 
 
@@ -87,8 +94,12 @@ def main(argv=None) -> int:
     from .simulation import SimulationError
     from .system import InputError
 
+    argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
-    args, rest = parser.parse_known_args(argv)
+    if len(argv) >= 2 and argv[0] == "bench" and argv[1] in BENCHMARKS:
+        args, rest = parser.parse_args(argv[:2]), argv[2:]     # the benchmark parses (and documents) the rest
+    else:
+        args, rest = parser.parse_known_args(argv)
     if args.command != "bench" and rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:

@@ -90,7 +90,8 @@ class PairForces:
         table = potential.table(n_types)
         if backend.is_gpu:
             c = precision.cuda_defines
-            module = backend.kernel_module("forces.cu", {**c, **potential_defines(potential)})
+            module = backend.kernel_module("forces.cu", {**c, **potential_defines(potential)},
+                                           options=precision.cuda_options)
             self._kernel = module.get_function("pair_forces")
             self._table = backend.xp.asarray(table, dtype=precision.pair_dtype)
             self._real = precision.state_dtype

@@ -15,6 +15,7 @@ so positions far from the origin lose no digits.  The CPU backend runs ``double`
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +31,14 @@ class Precision:
     state_dtype: type   #: positions, velocities
     pair_dtype: type    #: arithmetic inside the pair function
     accum_dtype: type   #: per-atom force, energy and virial sums
+    deterministic: bool = False  #: GPU kernels built without fused multiply-add contraction
+
+    @property
+    def cuda_options(self) -> tuple:
+        """NVRTC options: ``--fmad=false`` in deterministic mode, so that every product and sum
+        rounds as on the CPU (Numba never contracts) and double-precision NVE runs give the same
+        bits on both backends."""
+        return ("--fmad=false",) if self.deterministic else ()
 
     @property
     def cuda_defines(self) -> dict:
@@ -46,8 +55,14 @@ _POLICIES = {
 }
 
 
-def get_precision(name: str | Precision | None, backend_name: str) -> Precision:
-    """Resolve a precision name for a backend; ``None``/``"auto"`` gives double on the CPU, mixed on the GPU."""
+def get_precision(name: str | Precision | None, backend_name: str, deterministic: bool = False) -> Precision:
+    """Resolve a precision name for a backend; ``None``/``"auto"`` gives double on the CPU, mixed on the GPU.
+
+    ``deterministic`` (any precision) builds the GPU kernels without FMA contraction (see
+    :attr:`Precision.cuda_options`).  Runs are repeatable bit for bit in every mode: the force
+    sums run in a fixed order per atom, the counting sort is stable and no floating-point
+    atomics are used.
+    """
     if isinstance(name, Precision):
         name = name.name
     if name in (None, "auto"):
@@ -61,4 +76,5 @@ def get_precision(name: str | Precision | None, backend_name: str) -> Precision:
     if backend_name == "cpu" and name != "double":
         raise ValueError(f"the cpu backend runs in double precision only (asked for {name!r}); "
                          "use --device cuda for single or mixed")
-    return _POLICIES[name]
+    policy = _POLICIES[name]
+    return dataclasses.replace(policy, deterministic=True) if deterministic else policy

@@ -47,6 +47,10 @@ class Simulation:
         (:mod:`pycumd.neighbors.allpairs`); needs ``r_cut <= L/2`` when the cutoff is finite.
         ``auto``: all pairs when the potential has no cutoff or ``r_cut + skin > 0.35 L_min``,
         else the neighbour list.
+    deterministic : bool
+        Build the GPU kernels without fused multiply-add, so that a double-precision NVE run gives
+        the same bits on the CPU and the GPU (runs repeat bit for bit in every mode; see
+        :mod:`pycumd.precision`).
     use_graphs : bool
         On the GPU, run plain NVE steps between reports as CUDA-graph blocks (default True;
         :mod:`pycumd.step_graph`).  False forces the step-by-step path (same results).
@@ -62,11 +66,12 @@ class Simulation:
 
     def __init__(self, system: System, potential, integrator=None, *, skin: float | None = None,
                  neighbor_every: int = 1, neighbor_delay: int = 0, neighbor_check: bool = True,
-                 device="auto", precision="auto", pair_method: str = "auto", use_graphs: bool = True):
+                 device="auto", precision="auto", pair_method: str = "auto", use_graphs: bool = True,
+                 deterministic: bool = False):
         self.use_graphs = use_graphs
         self._step_graph = None
         self.backend = _backend.select(device)
-        self.precision = get_precision(precision, self.backend.name)
+        self.precision = get_precision(precision, self.backend.name, deterministic)
         self.units = system.units
         self.potential = potential
         self.n_types = system.n_types
@@ -83,7 +88,8 @@ class Simulation:
             forces_class = AllPairsForces
         else:
             self.neighbors = NeighborList(self.backend, r_cut, skin, every=neighbor_every,
-                                          delay=neighbor_delay, check=neighbor_check)
+                                          delay=neighbor_delay, check=neighbor_check,
+                                          cuda_options=self.precision.cuda_options)
             forces_class = PairForces
         self.neighbors.check_box(system.box.L)
         self.state = State.from_system(system, self.backend, self.precision)

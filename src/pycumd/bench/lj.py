@@ -17,11 +17,13 @@ from pycumd.simulation import Simulation
 from pycumd.system import create_velocities, lattice_system
 
 
-def measure(cells: int, precision: str, steps: int, device: str, use_graphs: bool = True) -> dict:
+def measure(cells: int, precision: str, steps: int, device: str, use_graphs: bool = True,
+            deterministic: bool = False) -> dict:
     system = lattice_system("fcc", cells, density=0.8442)
     create_velocities(system, 1.44, 87287)
     pot = LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
-    sim = Simulation(system, pot, skin=0.3, device=device, precision=precision, use_graphs=use_graphs)
+    sim = Simulation(system, pot, skin=0.3, device=device, precision=precision, use_graphs=use_graphs,
+                     deterministic=deterministic)
     sim.run(max(steps // 10, 20))                     # warm-up: compile, melt the lattice a bit
     builds0 = sim.neighbors.n_builds
     t0 = time.perf_counter()
@@ -35,7 +37,7 @@ def measure(cells: int, precision: str, steps: int, device: str, use_graphs: boo
     return {**split, "N": n, "precision": precision, "device": sim.backend.device_name, "steps": steps,
             "steps_per_s": steps / seconds, "atom_steps_per_s": n * steps / seconds,
             "rebuilds": sim._last_rebuilds, "TotEng": total_energy,
-            "graphs": use_graphs}
+            "graphs": use_graphs, "deterministic": deterministic}
 
 
 def _timer(backend):
@@ -95,17 +97,18 @@ def time_split(sim, steps: int, seconds: float) -> dict:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cells", type=int, nargs="+", default=[20, 63])
-    ap.add_argument("--precision", nargs="+", default=["mixed"])
+    ap.add_argument("--precision", nargs="+", default=["auto"])
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--device", default="auto")
     ap.add_argument("--json", help="append results as JSON lines to this file")
     ap.add_argument("--no-graphs", action="store_true", help="step-by-step host loop (no CUDA graphs)")
+    ap.add_argument("--deterministic", action="store_true", help="kernels without FMA contraction")
     args = ap.parse_args(argv)
     print(f"{'N':>10} {'precision':>9} {'steps/s':>10} {'atom-steps/s':>13} {'rebuilds':>8} "
           f"{'force us':>9} {'build us':>9} {'integ us':>9} {'B/atom':>7} {'force/copy BW':>13}")
     for cells in args.cells:
         for precision in args.precision:
-            r = measure(cells, precision, args.steps, args.device, not args.no_graphs)
+            r = measure(cells, precision, args.steps, args.device, not args.no_graphs, args.deterministic)
             bw = f"{r['force_GBps'] / r['copy_GBps']:.2f}" if "copy_GBps" in r else "-"
             print(f"{r['N']:>10} {r['precision']:>9} {r['steps_per_s']:>10.1f} {r['atom_steps_per_s']:>13.3e} "
                   f"{r['rebuilds']:>8} {r['force_s'] * 1e6:>9.1f} {r['build_s'] * 1e6:>9.1f} "

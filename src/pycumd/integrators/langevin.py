@@ -71,8 +71,8 @@ class Langevin:
         if sim.backend.is_gpu:
             c = sim.precision.cuda_defines
             k = sim.backend.kernel_module("integrators/integrate.cu",
-                                          {"real_t": c["real_t"], "accum_t": c["accum_t"]}
-                                          ).get_function("langevin_forces")
+                                          {"real_t": c["real_t"], "accum_t": c["accum_t"]},
+                                          options=sim.precision.cuda_options).get_function("langevin_forces")
 
             def apply(state, g1, g2):
                 n = state.n_atoms

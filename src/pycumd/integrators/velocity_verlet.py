@@ -52,7 +52,8 @@ class VelocityVerlet:
         if backend.is_gpu:
             c = precision.cuda_defines
             mod = backend.kernel_module("integrators/integrate.cu",
-                                        {"real_t": c["real_t"], "accum_t": c["accum_t"]})
+                                        {"real_t": c["real_t"], "accum_t": c["accum_t"]},
+                                        options=precision.cuda_options)
             k1, k2 = mod.get_function("initial_integrate"), mod.get_function("final_integrate")
 
             def initial(state):

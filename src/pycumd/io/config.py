@@ -121,7 +121,7 @@ def load_config(text: str) -> dict:
     return _fill(data, SCHEMA, "")
 
 
-def build_simulation(config: dict, device=None, precision=None):
+def build_simulation(config: dict, device=None, precision=None, deterministic: bool = False):
     """Build the :class:`~pycumd.simulation.Simulation` a checked config describes.
 
     Returns ``(simulation, run_section)``.
@@ -163,5 +163,6 @@ def build_simulation(config: dict, device=None, precision=None):
     nc = config["neighbor"]
     sim = Simulation(system, pot, VelocityVerlet(ic["dt"], thermostat), skin=nc["skin"],
                      neighbor_every=nc["every"], neighbor_delay=nc["delay"], neighbor_check=nc["check"],
-                     device=device or config["device"], precision=precision or config["precision"])
+                     device=device or config["device"], precision=precision or config["precision"],
+                     deterministic=deterministic)
     return sim, config["run"]

@@ -70,7 +70,7 @@ class LammpsRunner:
 
     Parameters
     ----------
-    device, precision : passed to :class:`~pycumd.simulation.Simulation`
+    device, precision, deterministic : passed to :class:`~pycumd.simulation.Simulation`
     log : path, optional
         CSV thermo log (all runs, one header).
     screen : bool
@@ -82,8 +82,8 @@ class LammpsRunner:
     """
 
     def __init__(self, device="auto", precision="auto", log=None, screen=True, trajectory=None,
-                 progress=None):
-        self.device, self.precision = device, precision
+                 progress=None, deterministic=False):
+        self.device, self.precision, self.deterministic = device, precision, deterministic
         self.screen, self.progress = screen, progress
         self.setup = _Setup()
         self.sim = None
@@ -356,7 +356,8 @@ class LammpsRunner:
             thermostat = Langevin((t0, t1), damp, seed)
         sim = Simulation(system, pot, VelocityVerlet(s.dt, thermostat), skin=s.skin,
                          neighbor_every=s.neigh["every"], neighbor_delay=s.neigh["delay"],
-                         neighbor_check=s.neigh["check"], device=self.device, precision=self.precision)
+                         neighbor_check=s.neigh["check"], device=self.device, precision=self.precision,
+                         deterministic=self.deterministic)
         sim.state.step = step
         sim.reporters.append(self.thermo)
         if self._trajectory and not self._writers:

@@ -142,11 +142,13 @@ class NeighborList:
         At the first build, two atoms closer than this raise :class:`OverlapError`.
     reorder : bool
         Reorder the particle arrays by cell at each build (default).
+    cuda_options : tuple of str
+        Extra NVRTC options for the kernels (the precision policy's).
     """
 
     def __init__(self, backend, r_cut: float, skin: float, *, every: int = 1, delay: int = 0,
                  check: bool = True, overlap_distance: float | None = None, capacity: int | None = None,
-                 reorder: bool = True):
+                 reorder: bool = True, cuda_options: tuple = ()):
         if skin < 0:
             raise InputError(f"neighbor skin must be >= 0, got {skin}")
         if every < 1 or delay < 0:
@@ -164,7 +166,7 @@ class NeighborList:
         self.nbr_count = None
         self.reorder = reorder
         self.scratch: dict = {}
-        self._impl = _CudaBuild(backend) if backend.is_gpu else _CpuBuild()
+        self._impl = _CudaBuild(backend, cuda_options) if backend.is_gpu else _CpuBuild()
 
     def cells_per_dimension(self, L: np.ndarray) -> np.ndarray:
         """Cells per box edge: ``floor(L / r_list)``, at least 1, at most 1024."""
@@ -265,8 +267,9 @@ class _CpuBuild:
 class _CudaBuild:
     """CUDA implementation (``verlet.cu``); storage ``nbr[k * N + i]`` (column-major, coalesced)."""
 
-    def __init__(self, backend):
+    def __init__(self, backend, cuda_options=()):
         self.backend = backend
+        self.cuda_options = tuple(cuda_options)
         self.cp = backend.xp
         self._kernels = {}
         self._flag = self.cp.zeros(1, np.int32)
@@ -275,7 +278,8 @@ class _CudaBuild:
         key = (state.positions.dtype.name, name)
         if key not in self._kernels:
             real_t = "float" if state.positions.dtype == np.float32 else "double"
-            module = self.backend.kernel_module("neighbors/verlet.cu", {"real_t": real_t})
+            module = self.backend.kernel_module("neighbors/verlet.cu", {"real_t": real_t},
+                                                options=self.cuda_options)
             self._kernels[key] = module.get_function(name)
         return self._kernels[key]
 
