@@ -76,3 +76,35 @@ def test_in_lj_against_the_oracle():
         for key in KEYS:
             assert ours[k][key] == pytest.approx(ref[key][k], rel=10**-digits, abs=10**-digits)
     assert np.isfinite(ref["TotEng"]).all()
+
+
+def _ion_data(path, n=400, box=14.0):
+    """A random +1/-1 ion mixture (types 1 and 2) on a jittered lattice, as a LAMMPS data file."""
+    rng = np.random.default_rng(7)
+    grid = np.stack(np.meshgrid(*[np.arange(8)] * 3, indexing="ij"), -1).reshape(-1, 3)[:n]
+    pos = grid * (box / 8) + rng.random((n, 3)) * 0.2
+    types = np.where(np.arange(n) % 3 == 0, 2, 1)
+    with open(path, "w") as f:
+        f.write(f"ions\n\n{n} atoms\n2 atom types\n\n0 {box} xlo xhi\n0 {box} ylo yhi\n0 {box} zlo zhi\n\n"
+                "Masses\n\n1 1.0\n2 2.0\n\nAtoms # charge\n\n")
+        for i in range(n):
+            q = -1.0 if types[i] == 2 else 1.0
+            f.write(f"{i + 1} {types[i]} {q} {pos[i, 0]:.10f} {pos[i, 1]:.10f} {pos[i, 2]:.10f}\n")
+
+
+@pytest.mark.parametrize("pair", ["pair_style yukawa 0.5 4.0\npair_coeff 1 1 1.0\npair_coeff 2 2 2.0",
+                                  "pair_style coul/debye 0.5 4.0\npair_coeff * *"], ids=["yukawa", "coul-debye"])
+def test_screened_coulomb_from_read_data_matches_lammps(tmp_path, pair):
+    _ion_data(tmp_path / "data.ions")
+    script = f"""units lj
+atom_style charge
+read_data {tmp_path / 'data.ions'}
+{pair}
+velocity all create 1.0 4928459 loop geom
+neighbor 0.3 bin
+fix 1 all nve
+timestep 0.002
+thermo 50
+run 100
+"""
+    _compare(script)

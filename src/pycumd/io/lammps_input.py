@@ -4,11 +4,14 @@
 substitution, comments, continuation) and executes its commands in order on pycumd objects.
 Supported commands and keywords::
 
-    units lj|metal|real            atom_style atomic            dimension 3
+    units lj|metal|real            dimension 3                  boundary p p p
     lattice sc|bcc|fcc SCALE       region ID block xlo xhi ylo yhi zlo zhi [units lattice|box]
     create_box N REGION            create_atoms TYPE box        mass TYPE VALUE
     velocity all create T SEED [dist uniform|gaussian] [loop geom|all] [mom yes|no] [rot no]
     pair_style lj/cut RC           pair_coeff I J EPS SIGMA [RC]   (I, J may be *)
+    pair_style yukawa KAPPA RC     pair_coeff I J A [RC]
+    pair_style coul/debye KAPPA RC pair_coeff * *   (charges per type from read_data)
+    atom_style atomic|charge       read_data FILE (Masses, Atoms, Velocities sections)
     pair_modify shift yes|no mix geometric|arithmetic|sixthpower
     neighbor SKIN bin              neigh_modify every N delay N check yes|no
     timestep DT                    fix ID all nve | nvt temp T0 T1 TDAMP [tchain N] |
@@ -23,18 +26,23 @@ Anything else stops with an error naming the command and its line.  In ``lj`` un
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from ..box import Box
 from ..integrators import Langevin, NoseHoover, VelocityVerlet
 from ..potentials import LennardJones
+from ..potentials.yukawa import Yukawa
 from ..system import System, create_velocities, lattice_positions, lattice_spacing
 from ..units import get_units
 from .lammps_script import Command, LammpsScriptError, read_script, read_script_file
+from .lammps_data import read_lammps_data
 from .thermo import ThermoReporter
 
 IGNORED = {"echo", "log", "newton", "processors", "print", "atom_modify", "comm_modify"}
+PAIR_STYLES = {"lj/cut": 1, "yukawa": 2, "coul/debye": 2}     # style: number of global arguments
+QQRD2E = {"lj": 1.0, "real": 332.06371, "metal": 14.399645}  # LAMMPS' Coulomb constants
 
 
 class UnsupportedCommandError(LammpsScriptError):
@@ -53,7 +61,9 @@ class _Setup:
     positions: list = field(default_factory=list)
     types: list = field(default_factory=list)
     masses: dict = field(default_factory=dict)
-    pair: LennardJones | None = None
+    pair: tuple | None = None            # (style, global arguments)
+    atom_style: str = "atomic"
+    charges: dict = field(default_factory=dict)   # per type, from read_data (atom_style charge)
     pair_cutoff_mode: str = "truncate"
     pair_mixing: str = "geometric"
     pair_coeffs: list = field(default_factory=list)
@@ -86,6 +96,7 @@ class LammpsRunner:
         self.device, self.precision, self.deterministic = device, precision, deterministic
         self.screen, self.progress = screen, progress
         self.setup = _Setup()
+        self.base_dir = None   # directory of the script, for read_data paths
         self.sim = None
         self._system = None   # host System set by a command since the last run (e.g. velocity)
         self._step = 0
@@ -120,8 +131,9 @@ class LammpsRunner:
         self.setup.units = a[0]
 
     def _cmd_atom_style(self, a):
-        if a[0] != "atomic":
-            raise ValueError(f"atom_style {a[0]} is not supported (only atomic)")
+        if a[0] not in ("atomic", "charge"):
+            raise ValueError(f"atom_style {a[0]} is not supported (atomic or charge)")
+        self.setup.atom_style = a[0]
 
     def _cmd_dimension(self, a):
         if a[0] != "3":
@@ -211,9 +223,11 @@ class LammpsRunner:
 
     # -- interactions ------------------------------------------------------------------------
     def _cmd_pair_style(self, a):
-        if a[0] != "lj/cut":
-            raise ValueError(f"pair_style {a[0]} is not supported (lj/cut)")
-        self.setup.pair = float(a[1])
+        if a[0] not in PAIR_STYLES:
+            raise ValueError(f"pair_style {a[0]} is not supported ({', '.join(PAIR_STYLES)})")
+        if len(a) != PAIR_STYLES[a[0]] + 1:
+            raise ValueError(f"pair_style {a[0]} takes {PAIR_STYLES[a[0]]} argument(s)")
+        self.setup.pair = (a[0], [float(x) for x in a[1:]])
         self.setup.pair_coeffs = []
         self._dirty = True
 
@@ -301,6 +315,56 @@ class LammpsRunner:
         if self.screen:
             print(f"Run of {steps} steps done; neighbour list builds: {sim.neighbors.n_builds}", flush=True)
 
+    def _potential(self):
+        """The pair potential of ``pair_style`` + ``pair_coeff`` (+ per-type charges for coul/debye)."""
+        s = self.setup
+        style, args = s.pair
+        if style == "lj/cut":
+            pot = LennardJones(args[0], cutoff=s.pair_cutoff_mode, mixing=s.pair_mixing)
+            names = ("epsilon", "sigma", "r_cut")
+        else:   # yukawa: A exp(-kappa r) / r;  coul/debye: qqrd2e q_i q_j exp(-kappa r) / r
+            kappa, r_cut = args
+            pot = Yukawa(1.0 / kappa, r_cut, cutoff=s.pair_cutoff_mode, mixing=s.pair_mixing)
+            names = ("prefactor", "r_cut")
+        if style == "coul/debye":
+            missing = [t + 1 for t in range(s.n_types) if t not in s.charges]
+            if missing:
+                raise ValueError(f"coul/debye needs per-atom charges (read_data with atom_style charge); "
+                                 f"none for type(s) {missing}")
+            qqrd2e = QQRD2E[s.units]
+            for i, j, values in s.pair_coeffs:
+                extra = {"r_cut": values[0]} if values else {}
+                pot.pair_coeff(i, j, prefactor=qqrd2e * s.charges[i] * s.charges[j], **extra)
+            for i in range(s.n_types):
+                for j in range(i, s.n_types):
+                    if (i, j) not in pot._coeffs:
+                        pot.pair_coeff(i, j, prefactor=qqrd2e * s.charges[i] * s.charges[j])
+            return pot
+        for i, j, values in s.pair_coeffs:
+            if len(values) > len(names):
+                raise ValueError(f"pair_coeff for {style} takes at most {len(names)} values")
+            pot.pair_coeff(i, j, **dict(zip(names, values)))
+        return pot
+
+    def _cmd_read_data(self, a):
+        if len(a) != 1:
+            raise ValueError("read_data keywords are not supported")
+        path = Path(a[0])
+        if not path.is_absolute() and self.base_dir is not None:
+            path = Path(self.base_dir) / path
+        data = read_lammps_data(path, self.setup.atom_style)
+        s = self.setup
+        s.box, s.n_types = data["box"], data["n_types"]
+        s.masses.update(data["masses"])
+        s.charges = data["charges"]
+        missing = [t + 1 for t in range(s.n_types) if t not in s.masses]
+        if missing:
+            raise ValueError(f"{path}: no Masses for type(s) {missing}")
+        masses = [s.masses[t] for t in range(s.n_types)]
+        self._set_system(System(s.box, data["positions"] - np.asarray(s.box.origin), masses, s.units,
+                                types=data["types"], velocities=data["velocities"], images=data["images"],
+                                ids=data["ids"]))
+
     # -- helpers -----------------------------------------------------------------------------
     def _current_system(self) -> System:
         if self._system is not None:
@@ -337,10 +401,7 @@ class LammpsRunner:
         s = self.setup
         if s.pair is None:
             raise ValueError("run before pair_style")
-        pot = LennardJones(s.pair, cutoff=s.pair_cutoff_mode, mixing=s.pair_mixing)
-        for i, j, values in s.pair_coeffs:
-            names = ("epsilon", "sigma", "r_cut")
-            pot.pair_coeff(i, j, **dict(zip(names, values)))
+        pot = self._potential()
         integrators = [f for f in s.fixes.values() if f[0] in ("nve", "nvt")]
         langevin = [f for f in s.fixes.values() if f[0] == "langevin"]
         if len(integrators) != 1:
@@ -395,6 +456,7 @@ def run_lammps_script(path=None, text=None, variables=None, **runner_args) -> La
         raise ValueError("give exactly one of path or text")
     commands = read_script_file(path, variables) if path is not None else read_script(text, "<input>", variables)
     runner = LammpsRunner(**runner_args)
+    runner.base_dir = Path(path).parent if path is not None else None
     try:
         runner.execute(commands)
     finally:
