@@ -1,15 +1,39 @@
 #!/usr/bin/env bash
-# The GPU test suite and the benchmarks, in one device call.  Run from the repo root on the device:
-#   bash benchmarks/gpu_suite.sh            (writes logs under $OUT, or ./gpu_out without it)
-# Prints a short table last.
+# The GPU test suite and the benchmarks, in one device call, from the repo root on the device:
+#
+#   bash benchmarks/gpu_suite.sh [tests] [bench] [peers] [extra]     (default: tests bench)
+#
+#   tests  pytest on every test (GPU tests run where CuPy sees a GPU), 4 workers
+#   bench  pycumd bench lj at BENCH_CELLS (default "20 40 63"), single and mixed precision
+#   peers  OpenMM and gamdpy on the same sizes (needs the wheels of benchmarks/peers/README.md
+#          carried in .whl/peers), then the plot docs/performance_lj.png and the ratio table
+#   extra  large sizes (EXTRA_CELLS, default "100 159"), graphs off and deterministic variants
+#
+# Logs and JSON lines go under $OUT (or ./gpu_out); a short table is printed last.
 set -o pipefail
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
 export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+parts=${*:-tests bench}
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
   python3 -c "import cupy, numpy, numba, sys; print('python', sys.version.split()[0], 'cupy', cupy.__version__, 'CUDA runtime', cupy.cuda.runtime.runtimeGetVersion(), 'numpy', numpy.__version__, 'numba', numba.__version__)"
 } 2>&1 | tee "$OUT/versions.txt"
-python3 -m pytest -q -p no:cacheprovider -n 4 tests ${PYCUMD_TESTS:-} 2>&1 | tee "$OUT/tests.log" | tail -n 25
-python3 -m pycumd.bench.lj --cells ${BENCH_CELLS:-20 63} --precision single mixed double --steps ${BENCH_STEPS:-500} \
-  --json "$OUT/bench_lj.jsonl" 2>&1 | tee "$OUT/bench_lj.txt"
-echo "== summary =="; tail -n 3 "$OUT/tests.log" | grep -E "passed|failed" ; cat "$OUT/bench_lj.txt"
+bench() { python3 -m pycumd.bench.lj "$@" --json "$OUT/bench_lj.jsonl" 2>&1 | tee -a "$OUT/bench_lj.txt"; }
+for part in $parts; do
+  case $part in
+  tests) python3 -m pytest -q -p no:cacheprovider -n 4 tests 2>&1 | tee "$OUT/tests.log" | tail -n 15 ;;
+  bench) bench --cells ${BENCH_CELLS:-20 40 63} --precision single mixed --steps ${BENCH_STEPS:-500} ;;
+  peers) PEER_CELLS="${BENCH_CELLS:-20 40 63}" PEER_OUT="$OUT" bash benchmarks/peers_device.sh > "$OUT/peers.log" 2>&1
+         tail -n 5 "$OUT/peers.log" ;;
+  extra) bench --cells ${EXTRA_CELLS:-100 159} --precision single mixed --steps 200
+         bench --cells 20 63 --precision single --steps 500 --no-graphs
+         bench --cells 20 63 --precision single mixed double --steps 500 --deterministic ;;
+  *) echo "gpu_suite.sh: unknown part $part (tests, bench, peers, extra)"; exit 2 ;;
+  esac
+done
+echo "== summary =="
+[ -f "$OUT/tests.log" ] && tail -n 3 "$OUT/tests.log" | grep -E "passed|failed"
+cat "$OUT/bench_lj.txt" 2>/dev/null
+if [ -f "$OUT/peers.jsonl" ]; then
+  python3 benchmarks/plot_performance.py "$OUT/bench_lj.jsonl" "$OUT/peers.jsonl" --out "$OUT/performance_lj.png"
+fi
