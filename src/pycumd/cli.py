@@ -9,7 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 DEFAULT_INPUT = "melt.toml"
-BENCHMARKS = ["lj", "scan", "precision", "ions"]
+BENCHMARKS = ["lj", "scan", "precision", "ions", "drift"]
 
 
 def _run(args) -> int:

@@ -9,12 +9,13 @@ decides when to rebuild, either by that displacement check or by LAMMPS' schedul
 Build, on both backends (``verlet.cu`` beside this file for the GPU):
 
 1. wrap positions into the box (updating image counters);
-2. bin atoms into cells of edge >= ``r_list`` (:func:`~pycumd.neighbors.counting_sort.cell_index`) and counting-sort them (histogram, exclusive
+2. bin atoms into cells of edge >= ``r_list / 2`` (:func:`~pycumd.neighbors.counting_sort.cell_index`) and counting-sort them (histogram, exclusive
    prefix sum, stable scatter: :mod:`pycumd.neighbors.counting_sort`);
 3. reorder the particle arrays by cell (neighbours then sit close in memory, so the force
    kernel's gathers hit the cache; ``State.ids`` keeps each particle's identity);
-4. for each atom, scan the 27 surrounding cells (fewer when a dimension has fewer than three
-   cells) in a fixed order and record neighbours;
+4. for each atom, scan the cells within two cells in each direction (fewer when a dimension has
+   fewer than five cells), skipping those whose nearest face is farther than ``r_list``, in a
+   fixed order, and record neighbours;
 5. if any atom has more neighbours than the storage holds, grow it and rebuild: no pair is
    ever dropped.
 """
@@ -60,6 +61,21 @@ def _wrap_cpu(positions, images, L):
                 positions[i, d] = x
 
 
+@numba.njit(inline="always")
+def _stencil(n):
+    """Cell offsets [lo, hi] visiting each of n cells at most once (at most -2..2)."""
+    return -min(2, (n - 1) // 2), min(2, n // 2)
+
+
+@numba.njit(inline="always")
+def _face_gap(x, c, d, w, n):
+    """Distance from x (in cell c of width w) to the nearest face of cell c + d; 0 if n < 5."""
+    if d == 0 or n < 5:
+        return 0.0
+    f = x - c * w
+    return d * w - f if d > 0 else f + (-d - 1) * w
+
+
 @numba.njit(parallel=True, cache=True)
 def _build_cpu(positions, keys, cell_start, cell_order, n_cells, L, invL, r_list2, nbr, nbr_count):
     """CPU twin of the ``build_neighbor_list`` kernel (row-major storage ``nbr[i, k]``).
@@ -69,28 +85,45 @@ def _build_cpu(positions, keys, cell_start, cell_order, n_cells, L, invL, r_list
     n = positions.shape[0]
     capacity = nbr.shape[1]
     nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
+    wx, wy, wz = L[0] / nx, L[1] / ny, L[2] / nz
+    skip2 = r_list2 * 1.001          # margin: rounding in the gaps never drops a pair
     min_r2_per_atom = np.full(n, r_list2)
     for i in numba.prange(n):
+        xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
         c = keys[i]
         cx = c % nx
         cy = (c // nx) % ny
         cz = c // (nx * ny)
         count = 0
         m = r_list2
-        for dz in range(-1 if nz >= 2 else 0, 2 if nz >= 3 else 1):
+        lo_z, hi_z = _stencil(nz)
+        lo_y, hi_y = _stencil(ny)
+        lo_x, hi_x = _stencil(nx)
+        for dz in range(lo_z, hi_z + 1):
+            gz = _face_gap(zi, cz, dz, wz, nz)
+            gz2 = gz * gz
+            if gz2 >= skip2:
+                continue
             z = (cz + dz) % nz
-            for dy in range(-1 if ny >= 2 else 0, 2 if ny >= 3 else 1):
+            for dy in range(lo_y, hi_y + 1):
+                gy = _face_gap(yi, cy, dy, wy, ny)
+                gyz2 = gz2 + gy * gy
+                if gyz2 >= skip2:
+                    continue
                 y = (cy + dy) % ny
-                for dx in range(-1 if nx >= 2 else 0, 2 if nx >= 3 else 1):
+                for dx in range(lo_x, hi_x + 1):
+                    gx = _face_gap(xi, cx, dx, wx, nx)
+                    if gyz2 + gx * gx >= skip2:
+                        continue
                     x = (cx + dx) % nx
                     cell = (z * ny + y) * nx + x
                     for s in range(cell_start[cell], cell_start[cell + 1]):
                         j = cell_order[s]
                         if j == i:
                             continue
-                        ddx = positions[i, 0] - positions[j, 0]
-                        ddy = positions[i, 1] - positions[j, 1]
-                        ddz = positions[i, 2] - positions[j, 2]
+                        ddx = xi - positions[j, 0]
+                        ddy = yi - positions[j, 1]
+                        ddz = zi - positions[j, 2]
                         ddx -= L[0] * np.rint(ddx * invL[0])
                         ddy -= L[1] * np.rint(ddy * invL[1])
                         ddz -= L[2] * np.rint(ddz * invL[2])
@@ -169,8 +202,8 @@ class NeighborList:
         self._impl = _CudaBuild(backend, cuda_options) if backend.is_gpu else _CpuBuild()
 
     def cells_per_dimension(self, L: np.ndarray) -> np.ndarray:
-        """Cells per box edge: ``floor(L / r_list)``, at least 1, at most 1024."""
-        return np.clip(np.floor(L / self.r_list).astype(np.int64), 1, 1024)
+        """Cells per box edge: ``floor(2 L / r_list)`` (cell edge >= r_list / 2), in [1, 1024]."""
+        return np.clip(np.floor(2.0 * L / self.r_list).astype(np.int64), 1, 1024)
 
     def check_box(self, L: np.ndarray) -> None:
         """Raise :class:`InputError` if a box edge is shorter than ``2 * (r_cut + skin)``."""
