@@ -3,10 +3,10 @@
 The public API, flat::
 
     System, Box, lattice_system, create_velocities      what is simulated
-    LennardJones                                        how particles interact
+    LennardJones, Yukawa, NuclearPasta                  how particles interact
     VelocityVerlet, Langevin, NoseHoover                how they move
     Simulation, ThermoReporter, ExtXYZWriter            running and reporting
-    prefix_sum, counting_sort                           the scan library
+    prefix_sum, counting_sort, cell_index, reorder      the scan library
     select_backend                                      cpu | cuda | auto
 """
 
@@ -15,9 +15,11 @@ from .box import Box
 from .integrators import Langevin, NoseHoover, VelocityVerlet
 from .io.thermo import ThermoReporter
 from .io.trajectory import ExtXYZWriter
-from .neighbors.counting_sort import counting_sort
+from .neighbors.counting_sort import CountingSortResult, cell_index, counting_sort, reorder
 from .neighbors.scan import prefix_sum
 from .potentials import LennardJones
+from .potentials.pasta import NuclearPasta
+from .potentials.yukawa import Yukawa
 from .simulation import Simulation, SimulationError
 from .system import InputError, System, create_velocities, lattice_system
 from .units import get_units
@@ -25,7 +27,8 @@ from .units import get_units
 __version__ = "0.1.0"
 
 __all__ = [
-    "Box", "ExtXYZWriter", "InputError", "Langevin", "LennardJones", "NoseHoover", "Simulation",
-    "SimulationError", "System", "ThermoReporter", "VelocityVerlet", "counting_sort", "create_velocities",
-    "get_units", "lattice_system", "prefix_sum", "select_backend",
+    "Box", "CountingSortResult", "ExtXYZWriter", "InputError", "Langevin", "LennardJones", "NoseHoover",
+    "NuclearPasta", "Simulation", "SimulationError", "System", "ThermoReporter", "VelocityVerlet", "Yukawa",
+    "cell_index", "counting_sort", "create_velocities", "get_units", "lattice_system", "prefix_sum",
+    "reorder", "select_backend",
 ]
