@@ -27,49 +27,68 @@ def potential_defines(potential) -> dict:
             "SHIFT_FORCE": int(potential.cutoff == "shift_force")}
 
 
+def make_pair_sums(pair_function):
+    """The per-pair work shared by the neighbour-list and all-pairs CPU kernels (twin of pair_sums.cuh).
+
+    Returns ``(add, store)``: ``add(sums, dx, dy, dz, L, invL, row, with_energy)`` applies the
+    minimum image and the cutoff test, evaluates the pair and returns the updated 10-tuple
+    ``(fx, fy, fz, e, wxx, wyy, wzz, wxy, wxz, wyz)``; ``store(sums, i, forces, energy, virial,
+    with_energy)`` writes it with the factor 1/2 of a full sum.
+    """
+    @numba.njit(inline="always")
+    def add(sums, dx, dy, dz, L, invL, row, with_energy):
+        dx -= L[0] * np.rint(dx * invL[0])
+        dy -= L[1] * np.rint(dy * invL[1])
+        dz -= L[2] * np.rint(dz * invL[2])
+        r2 = dx * dx + dy * dy + dz * dz
+        if not r2 < row[0]:
+            return sums
+        ep, fr = pair_function(r2, row)
+        fx, fy, fz, e, w0, w1, w2, w3, w4, w5 = sums
+        fx += dx * fr
+        fy += dy * fr
+        fz += dz * fr
+        if with_energy:
+            e += ep
+            w0 += dx * dx * fr
+            w1 += dy * dy * fr
+            w2 += dz * dz * fr
+            w3 += dx * dy * fr
+            w4 += dx * dz * fr
+            w5 += dy * dz * fr
+        return (fx, fy, fz, e, w0, w1, w2, w3, w4, w5)
+
+    @numba.njit(inline="always")
+    def store(sums, i, forces, energy, virial, with_energy):
+        forces[i, 0] = sums[0]
+        forces[i, 1] = sums[1]
+        forces[i, 2] = sums[2]
+        if with_energy:
+            energy[i] = 0.5 * sums[3]
+            for q in range(6):
+                virial[i, q] = 0.5 * sums[4 + q]
+
+    return add, store
+
+
+ZERO_SUMS = (0.0,) * 10
+
+
 def _make_cpu_kernel(pair_function):
+    add, store = make_pair_sums(pair_function)
+
     @numba.njit(parallel=True)
     def kernel(positions, types, L, invL, nbr, nbr_count, table, n_types, forces, energy, virial,
                with_energy):
         for i in numba.prange(positions.shape[0]):
             xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
             base = types[i] * n_types
-            fx = fy = fz = 0.0
-            e = w0 = w1 = w2 = w3 = w4 = w5 = 0.0
+            sums = ZERO_SUMS
             for k in range(nbr_count[i]):
                 j = nbr[i, k]
-                dx = xi - positions[j, 0]
-                dy = yi - positions[j, 1]
-                dz = zi - positions[j, 2]
-                dx -= L[0] * np.rint(dx * invL[0])
-                dy -= L[1] * np.rint(dy * invL[1])
-                dz -= L[2] * np.rint(dz * invL[2])
-                r2 = dx * dx + dy * dy + dz * dz
-                row = table[base + types[j]]
-                if r2 < row[0]:
-                    ep, fr = pair_function(r2, row)
-                    fx += dx * fr
-                    fy += dy * fr
-                    fz += dz * fr
-                    if with_energy:
-                        e += ep
-                        w0 += dx * dx * fr
-                        w1 += dy * dy * fr
-                        w2 += dz * dz * fr
-                        w3 += dx * dy * fr
-                        w4 += dx * dz * fr
-                        w5 += dy * dz * fr
-            forces[i, 0] = fx
-            forces[i, 1] = fy
-            forces[i, 2] = fz
-            if with_energy:
-                energy[i] = 0.5 * e
-                virial[i, 0] = 0.5 * w0
-                virial[i, 1] = 0.5 * w1
-                virial[i, 2] = 0.5 * w2
-                virial[i, 3] = 0.5 * w3
-                virial[i, 4] = 0.5 * w4
-                virial[i, 5] = 0.5 * w5
+                sums = add(sums, xi - positions[j, 0], yi - positions[j, 1], zi - positions[j, 2],
+                           L, invL, table[base + types[j]], with_energy)
+            store(sums, i, forces, energy, virial, with_energy)
     return kernel
 
 

@@ -27,6 +27,7 @@
 #endif
 #include "potentials/pair_select.cuh"
 #include "positions.cuh"
+#include "pair_sums.cuh"
 
 extern "C" __global__ void allpairs_forces(
     const real_t* __restrict__ pos4, int n_local, int n_total,
@@ -49,8 +50,8 @@ extern "C" __global__ void allpairs_forces(
     if (active) load_position(pos4, i, xi, yi, zi, ti);
     const pair_t* rows = table + (size_t)ti * n_types * PAIR_TABLE_COLUMNS;
 
-    accum_t fx = 0, fy = 0, fz = 0, e = 0;
-    accum_t w0 = 0, w1 = 0, w2 = 0, w3 = 0, w4 = 0, w5 = 0;
+    PairSums sums;
+    pair_sums_zero(sums);
     for (int base = 0; base < n_total; base += tile) {
         const int j_load = base + tid;
         if (j_load < n_total) {
@@ -63,32 +64,8 @@ extern "C" __global__ void allpairs_forces(
         const int k_end = min(ty * m + m, count);
         for (int k = ty * m; k < k_end; ++k) {
             if (base + k == i) continue;
-            real_t dxr = xi - sx[k], dyr = yi - sy[k], dzr = zi - sz[k];
-            dxr -= Lx * rint(dxr * invLx);
-            dyr -= Ly * rint(dyr * invLy);
-            dzr -= Lz * rint(dzr * invLz);
-            pair_t dx = (pair_t)dxr, dy = (pair_t)dyr, dz = (pair_t)dzr;
-            pair_t r2 = dx * dx + dy * dy + dz * dz;
-            const pair_t* row = rows + st[k] * PAIR_TABLE_COLUMNS;
-            if (r2 < __ldg(row)) {
-                pair_t ep, fr;
-                pair_raw(r2, row, ep, fr);
-#if SHIFT_FORCE
-                pair_t r = sqrt(r2);
-                ep = ep - row[2] + (r - row[1]) * row[3];
-                fr = fr - row[3] / r;
-#else
-                ep = ep - row[2];
-#endif
-                fx += (accum_t)(dx * fr);
-                fy += (accum_t)(dy * fr);
-                fz += (accum_t)(dz * fr);
-                if (with_energy) {
-                    e += (accum_t)ep;
-                    w0 += (accum_t)(dx * dx * fr); w1 += (accum_t)(dy * dy * fr); w2 += (accum_t)(dz * dz * fr);
-                    w3 += (accum_t)(dx * dy * fr); w4 += (accum_t)(dx * dz * fr); w5 += (accum_t)(dy * dz * fr);
-                }
-            }
+            pair_sums_add(sums, xi - sx[k], yi - sy[k], zi - sz[k], Lx, Ly, Lz, invLx, invLy, invLz,
+                          rows + st[k] * PAIR_TABLE_COLUMNS, with_energy);
         }
         __syncthreads();
     }
@@ -99,7 +76,8 @@ extern "C" __global__ void allpairs_forces(
         size_t tile_bytes = (size_t)tile * (3 * sizeof(real_t) + sizeof(int));
         tile_bytes = (tile_bytes + sizeof(accum_t) - 1) / sizeof(accum_t) * sizeof(accum_t);
         accum_t* red = reinterpret_cast<accum_t*>(smem + tile_bytes);
-        accum_t mine[10] = {fx, fy, fz, e, w0, w1, w2, w3, w4, w5};
+        accum_t mine[10] = {sums.f[0], sums.f[1], sums.f[2], sums.e, sums.w[0], sums.w[1], sums.w[2],
+                            sums.w[3], sums.w[4], sums.w[5]};
 #pragma unroll
         for (int q = 0; q < 10; ++q) if (q < nq) red[q * tile + tid] = mine[q];
         __syncthreads();
@@ -112,16 +90,11 @@ extern "C" __global__ void allpairs_forces(
                     mine[q] = s;
                 }
             }
-            fx = mine[0]; fy = mine[1]; fz = mine[2]; e = mine[3];
-            w0 = mine[4]; w1 = mine[5]; w2 = mine[6]; w3 = mine[7]; w4 = mine[8]; w5 = mine[9];
+            sums.f[0] = mine[0]; sums.f[1] = mine[1]; sums.f[2] = mine[2]; sums.e = mine[3];
+#pragma unroll
+            for (int q = 0; q < 6; ++q) sums.w[q] = mine[4 + q];
         }
     }
     if (ty != 0 || !active) return;
-    force[3 * (size_t)i + 0] = fx; force[3 * (size_t)i + 1] = fy; force[3 * (size_t)i + 2] = fz;
-    if (with_energy) {
-        energy[i] = accum_t(0.5) * e;
-        accum_t* w = virial + 6 * (size_t)i;
-        w[0] = accum_t(0.5) * w0; w[1] = accum_t(0.5) * w1; w[2] = accum_t(0.5) * w2;
-        w[3] = accum_t(0.5) * w3; w[4] = accum_t(0.5) * w4; w[5] = accum_t(0.5) * w5;
-    }
+    pair_sums_store(sums, i, force, energy, virial, with_energy);
 }

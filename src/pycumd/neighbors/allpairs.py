@@ -33,49 +33,23 @@ _CPU_KERNELS: dict = {}
 
 
 def _make_cpu_kernel(pair_function):
+    from ..forces import ZERO_SUMS, make_pair_sums
+
+    add, store = make_pair_sums(pair_function)
+
     @numba.njit(parallel=True)
     def kernel(positions, types, L, invL, table, n_types, forces, energy, virial, with_energy):
         n = positions.shape[0]
         for i in numba.prange(n):
             xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
             base = types[i] * n_types
-            fx = fy = fz = 0.0
-            e = w0 = w1 = w2 = w3 = w4 = w5 = 0.0
+            sums = ZERO_SUMS
             for j in range(n):
                 if j == i:
                     continue
-                dx = xi - positions[j, 0]
-                dy = yi - positions[j, 1]
-                dz = zi - positions[j, 2]
-                dx -= L[0] * np.rint(dx * invL[0])
-                dy -= L[1] * np.rint(dy * invL[1])
-                dz -= L[2] * np.rint(dz * invL[2])
-                r2 = dx * dx + dy * dy + dz * dz
-                row = table[base + types[j]]
-                if r2 < row[0]:
-                    ep, fr = pair_function(r2, row)
-                    fx += dx * fr
-                    fy += dy * fr
-                    fz += dz * fr
-                    if with_energy:
-                        e += ep
-                        w0 += dx * dx * fr
-                        w1 += dy * dy * fr
-                        w2 += dz * dz * fr
-                        w3 += dx * dy * fr
-                        w4 += dx * dz * fr
-                        w5 += dy * dz * fr
-            forces[i, 0] = fx
-            forces[i, 1] = fy
-            forces[i, 2] = fz
-            if with_energy:
-                energy[i] = 0.5 * e
-                virial[i, 0] = 0.5 * w0
-                virial[i, 1] = 0.5 * w1
-                virial[i, 2] = 0.5 * w2
-                virial[i, 3] = 0.5 * w3
-                virial[i, 4] = 0.5 * w4
-                virial[i, 5] = 0.5 * w5
+                sums = add(sums, xi - positions[j, 0], yi - positions[j, 1], zi - positions[j, 2],
+                           L, invL, table[base + types[j]], with_energy)
+            store(sums, i, forces, energy, virial, with_energy)
     return kernel
 
 
