@@ -14,7 +14,7 @@ from .backend import select as select_backend
 from .box import Box
 from .integrators import Langevin, NoseHoover, VelocityVerlet
 from .io.thermo import ThermoReporter
-from .io.trajectory import ExtXYZWriter
+from .io.trajectory import ExtXYZWriter, GSDWriter, LammpsDumpWriter, trajectory_writer
 from .neighbors.counting_sort import CountingSortResult, cell_index, counting_sort, reorder
 from .neighbors.scan import prefix_sum
 from .potentials import LennardJones
@@ -27,8 +27,8 @@ from .units import get_units
 __version__ = "0.1.0"
 
 __all__ = [
-    "Box", "CountingSortResult", "ExtXYZWriter", "InputError", "Langevin", "LennardJones", "NoseHoover",
+    "Box", "CountingSortResult", "ExtXYZWriter", "GSDWriter", "LammpsDumpWriter", "InputError", "Langevin", "LennardJones", "NoseHoover",
     "NuclearPasta", "Simulation", "SimulationError", "System", "ThermoReporter", "VelocityVerlet", "Yukawa",
     "cell_index", "counting_sort", "create_velocities", "get_units", "lattice_system", "prefix_sum",
-    "reorder", "select_backend",
+    "reorder", "select_backend", "trajectory_writer",
 ]

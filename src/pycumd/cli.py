@@ -16,7 +16,7 @@ def _run(args) -> int:
     from .io.config import build_simulation, load_config
     from .io.lammps_input import run_lammps_script
     from .io.thermo import ThermoReporter
-    from .io.trajectory import ExtXYZWriter
+    from .io.trajectory import trajectory_writer
 
     device, precision = args.device, args.precision
     trajectory = (args.trajectory, args.trajectory_every) if args.trajectory else None
@@ -35,7 +35,7 @@ def _run(args) -> int:
         sim.reporters.append(ThermoReporter(every=run["thermo"], log=args.log))
         path = args.trajectory or run["trajectory"]
         if path:
-            sim.reporters.append(ExtXYZWriter(path, args.trajectory_every if args.trajectory else run["trajectory_every"]))
+            sim.reporters.append(trajectory_writer(path, args.trajectory_every if args.trajectory else run["trajectory_every"]))
         print(sim.describe(), flush=True)
         try:
             sim.run(run["steps"], progress=args.progress)
@@ -74,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="auto: double on the CPU, mixed on the GPU")
     r.add_argument("--deterministic", action="store_true",
                    help="GPU kernels without FMA contraction: double-precision NVE gives the CPU's bits")
-    r.add_argument("--trajectory", help="write extended XYZ frames to this file")
+    r.add_argument("--trajectory", help="write frames to this file: .xyz (extended XYZ), .gsd, .lammpstrj (LAMMPS dump)")
     r.add_argument("--trajectory-every", type=int, default=100, help="steps between frames (default 100)")
     r.add_argument("--var", nargs=2, action="append", metavar=("NAME", "VALUE"),
                    help="set a LAMMPS index variable, as lmp -var NAME VALUE")

@@ -422,9 +422,9 @@ class LammpsRunner:
         sim.state.step = step
         sim.reporters.append(self.thermo)
         if self._trajectory and not self._writers:
-            from .trajectory import ExtXYZWriter
+            from .trajectory import trajectory_writer
 
-            self._writers.append(ExtXYZWriter(*self._trajectory))
+            self._writers.append(trajectory_writer(*self._trajectory))
         sim.reporters.extend(self._writers)
         self.sim = sim
         self._system = None

@@ -1,13 +1,43 @@
-"""Trajectory frames in extended XYZ (read by ASE, OVITO and freud)."""
+"""Trajectory frames in the formats OVITO, ASE and freud read: extended XYZ, GSD and LAMMPS dump.
+
+A writer is a reporter: every ``every`` steps it takes a host copy of the particles (in id order)
+and hands it to a background thread that formats and writes the frame, so the simulation goes
+on while the file is written.  At most ``max_pending`` frames wait in memory; beyond that the
+simulation waits for the writer.  Errors in the writer thread are raised at the next frame or
+at ``close()``: no frame is lost silently.
+
+``trajectory_writer(path, every)`` picks the format from the file name: ``.xyz`` / ``.extxyz``,
+``.gsd`` (needs the ``gsd`` package: ``pip install pycumd[io]``), ``.lammpstrj`` / ``.dump``.
+"""
 
 from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 
-class ExtXYZWriter:
-    """Appends a frame every ``every`` steps: species, positions (wrapped, box origin added),
-    velocities and ids, with the box as the ``Lattice`` and the step and time in the comment line.
+@dataclass
+class Frame:
+    """One frame on the host (particles in id order); positions wrapped, box origin added."""
+
+    step: int
+    time: float
+    lengths: np.ndarray
+    origin: np.ndarray
+    positions: np.ndarray
+    velocities: np.ndarray
+    images: np.ndarray
+    types: np.ndarray
+    ids: np.ndarray
+    type_names: list
+
+
+class TrajectoryWriter:
+    """Base class: the reporter side (which steps, a host copy) and the background writing thread.
 
     Parameters
     ----------
@@ -15,18 +45,25 @@ class ExtXYZWriter:
     every : int
         Interval in steps (> 0).
     type_names : list of str, optional
-        Species names per type (default ``"1", "2", ...`` as LAMMPS numbers them).
+        Names per type (default ``"1", "2", ...`` as LAMMPS numbers types).
+    max_pending : int
+        Frames that may wait for the writer thread before the simulation waits.
     """
 
     needs_energy = False
 
-    def __init__(self, path, every: int, type_names=None):
+    def __init__(self, path, every: int, type_names=None, max_pending: int = 4):
         if every <= 0:
             raise ValueError(f"trajectory interval must be > 0, got {every}")
+        self.path = Path(path)
         self.every = int(every)
         self.type_names = type_names
-        self._file = open(path, "w")
         self._last_step = None
+        self._open()
+        self._queue: queue.Queue = queue.Queue(maxsize=max_pending)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, name=f"pycumd-{self.path.name}", daemon=True)
+        self._thread.start()
 
     def wants(self, step: int, run_start: int, run_end: int) -> bool:
         return step % self.every == 0
@@ -34,26 +71,128 @@ class ExtXYZWriter:
     def report(self, sim) -> None:
         if sim.state.step == self._last_step:
             return
+        self._raise_pending_error()
         self._last_step = sim.state.step
         system = sim.system()
         names = self.type_names or [str(t + 1) for t in range(system.n_types)]
-        L = system.box.L
         origin = np.asarray(system.box.origin)
-        lattice = " ".join(f"{x:.10g}" for x in np.diag(L).ravel())
-        f = self._file
-        f.write(f"{system.n_atoms}\n")
-        f.write(f'Lattice="{lattice}" Origin="{" ".join(f"{x:.10g}" for x in origin)}" '
-                f'Properties=species:S:1:pos:R:3:velo:R:3:id:I:1 pbc="T T T" '
-                f'step={sim.state.step} time={sim.time:.10g}\n')
-        pos = system.positions + origin
-        for i in range(system.n_atoms):
-            p, v = pos[i], system.velocities[i]
-            f.write(f"{names[system.types[i]]} {p[0]:.10g} {p[1]:.10g} {p[2]:.10g} "
-                    f"{v[0]:.10g} {v[1]:.10g} {v[2]:.10g} {system.ids[i]}\n")
-        f.flush()
+        self._queue.put(Frame(sim.state.step, sim.time, system.box.L, origin, system.positions + origin,
+                              system.velocities, system.images, system.types, system.ids, names))
 
     def begin_run(self) -> None:
         pass
 
     def close(self) -> None:
+        """Wait for every queued frame to be written, then close the file."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        self._close()
+        self._raise_pending_error()
+
+    def _drain(self) -> None:
+        while True:
+            frame = self._queue.get()
+            if frame is None:
+                return
+            if self._error is None:
+                try:
+                    self._write(frame)
+                except BaseException as exc:      # reported in the simulation's thread
+                    self._error = exc
+
+    def _raise_pending_error(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise RuntimeError(f"writing {self.path} failed: {error}") from error
+
+    # -- per format ----------------------------------------------------------------------------
+    def _open(self) -> None:
+        raise NotImplementedError
+
+    def _write(self, frame: Frame) -> None:
+        raise NotImplementedError
+
+    def _close(self) -> None:
+        raise NotImplementedError
+
+
+class ExtXYZWriter(TrajectoryWriter):
+    """Extended XYZ: species, positions, velocities and ids; the box as ``Lattice``, step and time."""
+
+    def _open(self):
+        self._file = open(self.path, "w")
+
+    def _write(self, f: Frame):
+        lattice = " ".join(f"{x:.10g}" for x in np.diag(f.lengths).ravel())
+        header = (f'{len(f.ids)}\nLattice="{lattice}" Origin="{" ".join(f"{x:.10g}" for x in f.origin)}" '
+                  f'Properties=species:S:1:pos:R:3:velo:R:3:id:I:1 pbc="T T T" step={f.step} time={f.time:.10g}\n')
+        names = np.asarray(f.type_names, dtype=object)[f.types]
+        body = np.column_stack([names, f.positions, f.velocities, f.ids])
+        self._file.write(header)
+        np.savetxt(self._file, body, fmt=["%s"] + ["%.10g"] * 6 + ["%d"])
+        self._file.flush()
+
+    def _close(self):
         self._file.close()
+
+
+class LammpsDumpWriter(TrajectoryWriter):
+    """LAMMPS text dump (``dump custom ... id type x y z ix iy iz vx vy vz``), sorted by id."""
+
+    def _open(self):
+        self._file = open(self.path, "w")
+
+    def _write(self, f: Frame):
+        lo, hi = f.origin, f.origin + f.lengths
+        self._file.write(f"ITEM: TIMESTEP\n{f.step}\nITEM: NUMBER OF ATOMS\n{len(f.ids)}\n"
+                         "ITEM: BOX BOUNDS pp pp pp\n"
+                         + "".join(f"{lo[d]:.10g} {hi[d]:.10g}\n" for d in range(3))
+                         + "ITEM: ATOMS id type x y z ix iy iz vx vy vz\n")
+        body = np.column_stack([f.ids, f.types + 1, f.positions, f.images, f.velocities])
+        np.savetxt(self._file, body, fmt=["%d", "%d"] + ["%.10g"] * 3 + ["%d"] * 3 + ["%.10g"] * 3)
+        self._file.flush()
+
+    def _close(self):
+        self._file.close()
+
+
+class GSDWriter(TrajectoryWriter):
+    """GSD (HOOMD schema, the ``gsd`` package): positions centred in the box as HOOMD expects,
+    images, velocities, type ids and names; the step as ``configuration/step``."""
+
+    def _open(self):
+        try:
+            import gsd.hoomd
+        except ImportError:
+            raise ImportError("GSD output needs the gsd package: pip install 'pycumd[io]'") from None
+        self._gsd = gsd.hoomd
+        self._file = gsd.hoomd.open(str(self.path), mode="w")
+
+    def _write(self, f: Frame):
+        frame = self._gsd.Frame()
+        frame.configuration.step = int(f.step)
+        frame.configuration.box = [*f.lengths, 0.0, 0.0, 0.0]
+        frame.particles.N = len(f.ids)
+        frame.particles.types = list(f.type_names)
+        frame.particles.typeid = f.types.astype(np.uint32)
+        frame.particles.position = (f.positions - f.origin - 0.5 * f.lengths).astype(np.float32)
+        frame.particles.velocity = f.velocities.astype(np.float32)
+        frame.particles.image = f.images.astype(np.int32)
+        self._file.append(frame)
+        self._file.flush()
+
+    def _close(self):
+        self._file.close()
+
+
+FORMATS = {".xyz": ExtXYZWriter, ".extxyz": ExtXYZWriter, ".gsd": GSDWriter,
+           ".lammpstrj": LammpsDumpWriter, ".dump": LammpsDumpWriter}
+
+
+def trajectory_writer(path, every: int, **kwargs) -> TrajectoryWriter:
+    """A writer for ``path``, chosen by its extension (see module docstring)."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise ValueError(f"unknown trajectory format {suffix!r} for {path}: use one of {', '.join(FORMATS)}")
+    return FORMATS[suffix](path, every, **kwargs)
