@@ -1,0 +1,228 @@
+"""OpenMM on the pycumd LJ benchmark: LAMMPS bench/in.lj scaled up.
+
+fcc start at reduced density 0.8442 (a = (4/0.8442)^(1/3)), T 1.44 (random velocities, zero total
+momentum, 3N-3 degrees of freedom), LJ sigma 1, epsilon 1, mass 1, cutoff 2.5 (truncated, no switch,
+no dispersion correction), VerletIntegrator(0.005), NVE.  In OpenMM units (nm, ps, amu, kJ/mol) these
+numbers are the reduced LJ units directly (tau = 1 ps).
+
+The rate is whole steps between two step() batches, each ended by getState(getEnergy=True) (which
+waits for the GPU); the timed batch follows a warm-up batch.
+
+    python benchmarks/peers/openmm_lj.py --cells 20 63 --precision single mixed --steps 500 --json peers.jsonl
+
+Each (cells, precision) runs in its own child process, so that an out-of-memory or a broken CUDA
+context at one size is written as a JSON line with "error" and later sizes still run.
+Exits with status 0 and a message if OpenMM or (for --platform CUDA) a CUDA device is missing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+DENSITY = 0.8442
+TEMPERATURE = 1.44
+CUTOFF = 2.5
+DT = 0.005
+FCC_BASIS = np.array([[0.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.5, 0.0, 0.5], [0.0, 0.5, 0.5]])
+
+
+def fcc_lattice(cells: int, density: float = DENSITY):
+    """Sites (i + b) * a of an fcc lattice of cells^3 unit cells; returns (positions (N,3), box length)."""
+    a = (4.0 / density) ** (1.0 / 3.0)
+    g = np.arange(cells, dtype=np.float64)
+    ijk = np.stack(np.meshgrid(g, g, g, indexing="ij"), axis=-1).reshape(-1, 1, 3)
+    pos = ((ijk + FCC_BASIS[None, :, :]) * a).reshape(-1, 3)
+    return pos, cells * a
+
+
+def random_velocities(n: int, temperature: float = TEMPERATURE, seed: int = 87287):
+    """Gaussian velocities (mass 1), zero total momentum, scaled to T exactly with 3N-3 dof."""
+    rng = np.random.default_rng(seed)
+    v = rng.normal(0.0, np.sqrt(temperature), size=(n, 3))
+    v -= v.mean(axis=0)
+    t_now = (v * v).sum() / (3 * n - 3)
+    return v * np.sqrt(temperature / t_now)
+
+
+def gpu_name() -> str | None:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        names = [s.strip() for s in out.stdout.splitlines() if s.strip()]
+        return names[0] if out.returncode == 0 and names else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def measure(cells: int, precision: str, steps: int, warmup: int, platform_name: str) -> dict:
+    import openmm
+    from openmm import unit
+
+    pos, box = fcc_lattice(cells)
+    n = len(pos)
+    vel = random_velocities(n)
+
+    system = openmm.System()
+    system.setDefaultPeriodicBoxVectors(openmm.Vec3(box, 0, 0), openmm.Vec3(0, box, 0), openmm.Vec3(0, 0, box))
+    nb = openmm.NonbondedForce()
+    nb.setNonbondedMethod(openmm.NonbondedForce.CutoffPeriodic)
+    nb.setCutoffDistance(CUTOFF)
+    nb.setUseSwitchingFunction(False)
+    nb.setUseDispersionCorrection(False)
+    nb.setReactionFieldDielectric(1.0)   # charges are 0, so reaction field has nothing to act on
+    for _ in range(n):
+        system.addParticle(1.0)
+        nb.addParticle(0.0, 1.0, 1.0)
+    system.addForce(nb)
+
+    integrator = openmm.VerletIntegrator(DT)
+    platform = openmm.Platform.getPlatformByName(platform_name)
+    props = {}
+    if platform_name in ("CUDA", "OpenCL", "HIP"):
+        props["Precision"] = precision
+    t_setup = time.perf_counter()
+    context = openmm.Context(system, integrator, platform, props)
+    context.setPositions(pos)
+    context.setVelocities(vel)
+    e0 = context.getState(getEnergy=True)
+    setup_s = time.perf_counter() - t_setup
+
+    integrator.step(warmup)
+    s1 = context.getState(getEnergy=True)
+    t0 = time.perf_counter()
+    integrator.step(steps)
+    s2 = context.getState(getEnergy=True)
+    seconds = time.perf_counter() - t0
+
+    def tot(s):
+        return (s.getPotentialEnergy().value_in_unit(unit.kilojoule_per_mole)
+                + s.getKineticEnergy().value_in_unit(unit.kilojoule_per_mole)) / n
+
+    if platform_name == "CUDA":
+        device = platform.getPropertyValue(context, "DeviceName") if "DeviceName" in platform.getPropertyNames() \
+            else (gpu_name() or "CUDA")
+    else:
+        device = platform_name
+    prec = platform.getPropertyValue(context, "Precision") if "Precision" in platform.getPropertyNames() else precision
+    return {"engine": "openmm", "N": n, "cells": cells, "precision": prec, "steps": steps,
+            "steps_per_s": steps / seconds, "atom_steps_per_s": n * steps / seconds,
+            "device": device, "version": openmm.__version__, "platform": platform_name,
+            "warmup": warmup, "setup_s": round(setup_s, 2),
+            "TotEng0": tot(e0), "TotEng_start": tot(s1), "TotEng_end": tot(s2)}
+
+
+def child_main(args) -> int:
+    r = measure(args.cells[0], args.precision[0], args.steps, args.warmup, args.platform)
+    with open(args._result, "w") as f:
+        f.write(json.dumps(r) + "\n")
+    return 0
+
+
+def error_line(text: str) -> str:
+    """The line of a child's output that names the exception (ANSI colours removed), else its last line."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", s).strip() for s in text.splitlines()]
+    lines = [s for s in lines if s.strip("^~ ")]
+    for s in reversed(lines):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b", s) or "CUDA_ERROR" in s:
+            return s
+    return lines[-1] if lines else ""
+
+
+def run_one(cells: int, precision: str, args) -> dict:
+    """Run one size in a child process; a failure becomes a record with 'error'."""
+    fd, result = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    cmd = [sys.executable, os.path.abspath(__file__), "--_child", "--_result", result,
+           "--cells", str(cells), "--precision", precision, "--steps", str(args.steps),
+           "--warmup", str(args.warmup), "--platform", args.platform]
+    err = None
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                           timeout=args.timeout)
+        if p.returncode == 0:
+            sys.stdout.write(p.stdout)
+        else:
+            sys.stdout.write("\n".join(p.stdout.splitlines()[-25:]) + "\n")
+            err = f"exit {p.returncode}: {error_line(p.stdout)}"
+    except subprocess.TimeoutExpired:
+        err = f"timed out after {args.timeout} s"
+    rec = None
+    if err is None:
+        try:
+            with open(result) as f:
+                rec = json.loads(f.read())
+        except (OSError, ValueError) as e:
+            err = f"no result: {e}"
+    os.unlink(result)
+    if rec is None:
+        n = 4 * cells ** 3
+        rec = {"engine": "openmm", "N": n, "cells": cells, "precision": precision, "steps": args.steps,
+               "steps_per_s": None, "atom_steps_per_s": None, "device": args._device,
+               "version": args._version, "platform": args.platform, "error": err[-2000:]}
+    return rec
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--cells", type=int, nargs="+", default=[20, 63], help="fcc cells per edge (N = 4 cells^3)")
+    ap.add_argument("--precision", nargs="+", default=["single", "mixed"], choices=["single", "mixed", "double"])
+    ap.add_argument("--steps", type=int, default=500, help="timed steps")
+    ap.add_argument("--warmup", type=int, default=None, help="warm-up steps (default max(steps/10, 20))")
+    ap.add_argument("--platform", default="CUDA", help="OpenMM platform: CUDA (default), OpenCL, CPU, Reference")
+    ap.add_argument("--timeout", type=float, default=None, help="seconds allowed for each size")
+    ap.add_argument("--json", help="append results as JSON lines to this file")
+    ap.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--_result", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.warmup is None:
+        args.warmup = max(args.steps // 10, 20)
+    if args._child:
+        return child_main(args)
+
+    try:
+        import openmm
+    except ImportError as e:
+        print(f"openmm_lj: OpenMM is not installed ({e}); nothing measured.")
+        return 0
+    names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
+    if args.platform not in names:
+        print(f"openmm_lj: OpenMM {openmm.__version__} has no {args.platform} platform (it has {names}); "
+              f"load errors: {openmm.Platform.getPluginLoadFailures()}; nothing measured.")
+        return 0
+    args._version = openmm.__version__
+    args._device = args.platform
+    if args.platform == "CUDA":
+        name = gpu_name()
+        if name is None:
+            print("openmm_lj: no CUDA GPU found (nvidia-smi); nothing measured.")
+            return 0
+        args._device = name
+
+    print(f"OpenMM {openmm.__version__}, platform {args.platform}, device {args._device}", flush=True)
+    print(f"{'N':>10} {'precision':>9} {'steps/s':>10} {'atom-steps/s':>13}  note", flush=True)
+    for cells in args.cells:
+        for precision in args.precision:
+            r = run_one(cells, precision, args)
+            if "error" in r:
+                print(f"{r['N']:>10} {precision:>9} {'-':>10} {'-':>13}  ERROR {r['error']}", flush=True)
+            else:
+                drift = r["TotEng_end"] - r["TotEng_start"]
+                print(f"{r['N']:>10} {r['precision']:>9} {r['steps_per_s']:>10.1f} {r['atom_steps_per_s']:>13.3e}"
+                      f"  E/N {r['TotEng_start']:.4f} -> {r['TotEng_end']:.4f} (drift {drift:+.2e})", flush=True)
+            if args.json:
+                with open(args.json, "a") as f:
+                    f.write(json.dumps(r) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
