@@ -108,3 +108,37 @@ thermo 50
 run 100
 """
     _compare(script)
+
+
+def test_argon_sphere_example_matches_lammps():
+    """The seed's showcase input at 1/10 scale (1,021 atoms, metal units): same atoms, same thermo."""
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parent.parent / "examples" / "argon_sphere" / "in.argon_sphere").read_text()
+    variables = {"scale": "0.1", "steps": "300", "thermo_every": "100"}
+    ref = run_lammps(text, var=variables)
+    runner = run_lammps_script(text=text, variables=variables, screen=False, device="cpu")
+    assert runner.sim.state.n_atoms == 1021
+    ours = runner.thermo.rows
+    for k, row in enumerate(ours):
+        for key in KEYS:
+            assert row[key] == pytest.approx(ref.thermo[key][k], rel=2e-6, abs=2e-6), (row["Step"], key)
+
+
+def test_argon_sphere_has_the_seed_atom_count():
+    """Full size: 1,047,293 atoms, as the seed reports (and LAMMPS creates), from both inputs."""
+    from importlib import resources
+
+    from pycumd.io.config import load_config
+    from pycumd.io.lammps_input import LammpsRunner
+    from pycumd.io.lammps_script import read_script
+    from pycumd.system import lattice_system
+
+    text = resources.files("pycumd.data").joinpath("in.argon_sphere").read_text()
+    runner = LammpsRunner(screen=False, device="cpu")
+    runner.execute([c for c in read_script(text) if c.name != "run"])
+    assert sum(len(p) for p in runner.setup.positions) == 1_047_293
+    config = load_config(resources.files("pycumd.data").joinpath("argon_sphere.toml").read_text())
+    s = config["system"]
+    lattice = lattice_system(s["lattice"], s["cells"], units="metal", constant=s["constant"])
+    assert lattice.select(lattice.box.L / 2, s["sphere_radius"]).n_atoms == 1_047_293

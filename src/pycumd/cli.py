@@ -9,6 +9,7 @@ from importlib import resources
 from pathlib import Path
 
 DEFAULT_INPUT = "melt.toml"
+EXAMPLES = {"melt": "melt.toml", "argon-sphere": "in.argon_sphere", "argon-sphere-toml": "argon_sphere.toml"}
 BENCHMARKS = ["lj", "scan", "precision", "ions", "drift"]
 
 
@@ -21,6 +22,11 @@ def _run(args) -> int:
     device, precision = args.device, args.precision
     trajectory = (args.trajectory, args.trajectory_every) if args.trajectory else None
     t0 = time.perf_counter()
+    if args.example:
+        if args.file is not None:
+            raise ValueError("give either an input file or --example, not both")
+        args.file = str(resources.files("pycumd.data").joinpath(EXAMPLES[args.example]))
+        print(f"pycumd: running the built-in example {args.example} ({args.file})", flush=True)
     if args.file is None or str(args.file).endswith(".toml"):
         if args.file is None:
             text = resources.files("pycumd.data").joinpath(DEFAULT_INPUT).read_text()
@@ -68,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a simulation (TOML config or LAMMPS input; default: embedded LJ melt)")
     r.add_argument("file", nargs="?", help="a .toml config or a LAMMPS input script")
+    r.add_argument("--example", choices=sorted(EXAMPLES),
+                   help="a built-in example: melt (the default run), argon-sphere (the seed's collapsing sphere, "
+                        "LAMMPS input; --var scale 0.25 for a smaller one), argon-sphere-toml (the same as TOML)")
     r.add_argument("--log", help="write the thermo table as CSV (Step,Temp,E_pair,E_mol,TotEng,Press)")
     r.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     r.add_argument("--precision", default="auto", choices=["auto", "single", "mixed", "double"],

@@ -113,6 +113,13 @@ class System:
         return System(self.box, self.positions, self.masses, self.units, self.types,
                       self.velocities, self.images, self.ids)
 
+    def select(self, centre, radius: float) -> "System":
+        """The particles within ``radius`` of ``centre`` (LAMMPS ``region sphere``: sqrt(d.d) <= radius)."""
+        d = self.positions - np.asarray(centre, dtype=float)
+        keep = np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]) <= radius
+        return System(self.box, self.positions[keep], self.masses, self.units, self.types[keep],
+                      self.velocities[keep], self.images[keep], np.arange(1, keep.sum() + 1))
+
     def unwrapped_positions(self) -> np.ndarray:
         return self.positions + self.images * self.box.L
 

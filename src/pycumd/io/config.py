@@ -12,6 +12,8 @@ Every key, with its default (``required`` where there is none)::
     constant = ...                    # ... or the lattice constant (length units): exactly one
     cells = required                  # int or [nx, ny, nz]
     mass = 1.0                        # mass units
+    sphere_radius = 0 (none)          # keep only sites within this distance of the box centre
+                                      # (length units; LAMMPS region sphere + create_atoms region)
 
     [velocity]                        # optional: initial velocities
     temperature = required            # temperature units
@@ -65,7 +67,8 @@ REQUIRED = object()
 
 SCHEMA = {
     "units": "lj", "device": "auto", "precision": "auto",
-    "system": {"lattice": REQUIRED, "density": None, "constant": None, "cells": REQUIRED, "mass": 1.0},
+    "system": {"lattice": REQUIRED, "density": None, "constant": None, "cells": REQUIRED, "mass": 1.0,
+               "sphere_radius": 0.0},
     "velocity": {"temperature": REQUIRED, "seed": REQUIRED, "distribution": "uniform", "loop": "geom",
                  "zero_momentum": True},
     "pair": {"style": "lj/cut", "r_cut": REQUIRED, "cutoff": "truncate", "mixing": "geometric",
@@ -134,6 +137,8 @@ def build_simulation(config: dict, device=None, precision=None, deterministic: b
     sysc = config["system"]
     system = lattice_system(sysc["lattice"], sysc["cells"], units=config["units"], density=sysc["density"],
                             constant=sysc["constant"], mass=sysc["mass"])
+    if sysc["sphere_radius"] > 0:
+        system = system.select(system.box.L / 2, sysc["sphere_radius"])
     if config["velocity"] is not None:
         v = config["velocity"]
         create_velocities(system, v["temperature"], v["seed"], distribution=v["distribution"], loop=v["loop"],

@@ -6,7 +6,8 @@ Supported commands and keywords::
 
     units lj|metal|real            dimension 3                  boundary p p p
     lattice sc|bcc|fcc SCALE       region ID block xlo xhi ylo yhi zlo zhi [units lattice|box]
-    create_box N REGION            create_atoms TYPE box        mass TYPE VALUE
+                                   region ID sphere cx cy cz r [units lattice|box]
+    create_box N REGION            create_atoms TYPE box|region ID       mass TYPE VALUE
     velocity all create T SEED [dist uniform|gaussian] [loop geom|all] [mom yes|no] [rot no]
     pair_style lj/cut RC           pair_coeff I J EPS SIGMA [RC]   (I, J may be *)
     pair_style yukawa KAPPA RC     pair_coeff I J A [RC]
@@ -155,31 +156,37 @@ class LammpsRunner:
 
     def _cmd_region(self, a):
         rid, style = a[0], a[1]
-        if style != "block":
-            raise ValueError(f"region style {style} is not supported (only block)")
-        bounds = [float(x) for x in a[2:8]]
-        kw = dict(zip(a[8::2], a[9::2]))
+        n_args = {"block": 6, "sphere": 4}.get(style)
+        if n_args is None:
+            raise ValueError(f"region style {style} is not supported (block, sphere)")
+        values = [float(x) for x in a[2:2 + n_args]]
+        kw = dict(zip(a[2 + n_args::2], a[3 + n_args::2]))
         unknown = set(kw) - {"units"}
         if unknown:
             raise ValueError(f"region keyword(s) {', '.join(sorted(unknown))} not supported")
         if kw.get("units", "lattice") == "lattice":
             if self.setup.lattice is None:
                 raise ValueError("region in lattice units needs a lattice command first")
-            bounds = [b * self.setup.lattice[1] for b in bounds]
-        self.setup.regions[rid] = np.array(bounds).reshape(3, 2)
+            values = [v * self.setup.lattice[1] for v in values]
+        if style == "block":
+            self.setup.regions[rid] = ("block", np.array(values).reshape(3, 2))
+        else:
+            self.setup.regions[rid] = ("sphere", np.array(values[:3]), values[3])
 
     def _cmd_create_box(self, a):
         n_types, rid = int(a[0]), a[1]
         if rid not in self.setup.regions:
             raise ValueError(f"unknown region {rid!r}")
-        lo_hi = self.setup.regions[rid]
+        if self.setup.regions[rid][0] != "block":
+            raise ValueError("create_box needs a block region")
+        lo_hi = self.setup.regions[rid][1]
         self.setup.box = Box(lo_hi[:, 1] - lo_hi[:, 0], lo_hi[:, 0])
         self.setup.n_types = n_types
 
     def _cmd_create_atoms(self, a):
         atom_type, style = int(a[0]), a[1]
-        if style != "box":
-            raise ValueError(f"create_atoms style {style} is not supported (only box)")
+        if style not in ("box", "region"):
+            raise ValueError(f"create_atoms style {style} is not supported (box, region)")
         if self.setup.box is None or self.setup.lattice is None:
             raise ValueError("create_atoms needs create_box and lattice first")
         if not 1 <= atom_type <= self.setup.n_types:
@@ -194,6 +201,15 @@ class LammpsRunner:
         # LAMMPS keeps points in [lo - eps, hi - 2 eps) with eps = 1e-6 L for periodic boxes.
         eps = 1e-6 * box.L
         inside = ((sites >= lo - eps) & (sites < hi - 2 * eps)).all(axis=1)
+        if style == "region":
+            region = self.setup.regions.get(a[2])
+            if region is None:
+                raise ValueError(f"unknown region {a[2]!r}")
+            if region[0] == "sphere":          # LAMMPS RegSphere::inside: sqrt(dx^2 + dy^2 + dz^2) <= R
+                d = sites - region[1]
+                inside &= np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]) <= region[2]
+            else:
+                inside &= ((sites >= region[1][:, 0]) & (sites <= region[1][:, 1])).all(axis=1)
         self.setup.positions.append(sites[inside])
         self.setup.types.append(np.full(inside.sum(), atom_type - 1, np.int32))
         self._dirty = True
