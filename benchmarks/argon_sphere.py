@@ -191,7 +191,6 @@ def figures(out: Path, docs: Path) -> None:
         lines.append(f"| LAMMPS {name} | {r['atoms']:,} | {r['ranks']} MPI ranks, {r['cpu']} | {r['Mps']:.2f} |")
     for name, r in ours.items():
         lines.append(f"| pycumd {name} | {r['atoms']:,} | {r['device']} | {r['Mps']:.1f} |")
-    (docs / "argon_sphere_speed.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
