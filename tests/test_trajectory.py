@@ -9,8 +9,8 @@ from pycumd.simulation import Simulation
 from helpers import lj, melt_system
 
 
-def _run_with(path, every=20, steps=40):
-    sim = Simulation(melt_system(4), lj(), device="cpu")
+def _run_with(path, backend, every=20, steps=40):
+    sim = Simulation(melt_system(4), lj(), device=backend.name, precision="double")
     writer = trajectory_writer(path, every)
     sim.reporters.append(writer)
     sim.run(steps)
@@ -18,9 +18,9 @@ def _run_with(path, every=20, steps=40):
     return sim.system()
 
 
-def test_gsd_frames_read_back(tmp_path):
+def test_gsd_frames_read_back(tmp_path, backend):
     gsd_hoomd = pytest.importorskip("gsd.hoomd")
-    final = _run_with(tmp_path / "t.gsd")
+    final = _run_with(tmp_path / "t.gsd", backend)
     with gsd_hoomd.open(str(tmp_path / "t.gsd"), "r") as traj:
         assert [f.configuration.step for f in traj] == [0, 20, 40]
         last = traj[-1]
@@ -31,8 +31,9 @@ def test_gsd_frames_read_back(tmp_path):
         assert np.allclose(last.particles.velocity, final.velocities, atol=1e-6)
 
 
-def test_lammps_dump_frames_read_back(tmp_path):
-    final = _run_with(tmp_path / "t.lammpstrj")
+def test_lammps_dump_frames_read_back(tmp_path, backend):
+    """On the GPU this goes through the asynchronous snapshot and pinned-memory copy."""
+    final = _run_with(tmp_path / "t.lammpstrj", backend)
     text = (tmp_path / "t.lammpstrj").read_text().split("ITEM: TIMESTEP\n")[1:]
     assert [int(block.split("\n")[0]) for block in text] == [0, 20, 40]
     rows = np.loadtxt(text[-1].split("ITEM: ATOMS id type x y z ix iy iz vx vy vz\n")[1].splitlines())
@@ -41,8 +42,8 @@ def test_lammps_dump_frames_read_back(tmp_path):
     assert np.allclose(rows[:, 2:5] + rows[:, 5:8] * final.box.L, final.unwrapped_positions(), atol=1e-8)
 
 
-def test_extxyz_and_unknown_format(tmp_path):
-    final = _run_with(tmp_path / "t.xyz")
+def test_extxyz_and_unknown_format(tmp_path, backend):
+    final = _run_with(tmp_path / "t.xyz", backend)
     lines = (tmp_path / "t.xyz").read_text().splitlines()
     n = final.n_atoms
     assert lines[0] == str(n) and "step=40" in lines[2 * (n + 2) + 1]

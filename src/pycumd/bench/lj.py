@@ -96,7 +96,8 @@ def time_split(sim, steps: int, seconds: float) -> dict:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cells", type=int, nargs="+", default=[20, 63])
+    ap.add_argument("--cells", type=int, nargs="+", default=[20, 63], help="fcc cells per edge (N = 4 cells^3)")
+    ap.add_argument("--n", type=int, nargs="+", help="atom counts instead of --cells (rounded to the nearest 4 cells^3)")
     ap.add_argument("--precision", nargs="+", default=["auto"])
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--device", default="auto")
@@ -104,6 +105,8 @@ def main(argv=None):
     ap.add_argument("--no-graphs", action="store_true", help="step-by-step host loop (no CUDA graphs)")
     ap.add_argument("--deterministic", action="store_true", help="kernels without FMA contraction")
     args = ap.parse_args(argv)
+    if args.n:
+        args.cells = [max(1, round((n / 4) ** (1 / 3))) for n in args.n]
     print(f"{'N':>10} {'precision':>9} {'steps/s':>10} {'atom-steps/s':>13} {'rebuilds':>8} "
           f"{'force us':>9} {'build us':>9} {'integ us':>9} {'B/atom':>7} {'force/copy BW':>13}")
     for cells in args.cells:

@@ -1,8 +1,10 @@
 """Trajectory frames in the formats OVITO, ASE and freud read: extended XYZ, GSD and LAMMPS dump.
 
-A writer is a reporter: every ``every`` steps it takes a host copy of the particles (in id order)
-and hands it to a background thread that formats and writes the frame, so the simulation goes
-on while the file is written.  At most ``max_pending`` frames wait in memory; beyond that the
+A writer is a reporter: every ``every`` steps it snapshots the particle arrays and hands them to a
+background thread that formats and writes the frame, so the simulation goes on while the file is
+written.  On the GPU the snapshot is a device-to-device copy on the simulation's stream (a few
+microseconds), and the copy to pinned host memory runs on a side stream: the simulation does not
+wait for the transfer either.  At most ``max_pending`` frames wait in memory; beyond that the
 simulation waits for the writer.  Errors in the writer thread are raised at the next frame or
 at ``close()``: no frame is lost silently.
 
@@ -73,11 +75,42 @@ class TrajectoryWriter:
             return
         self._raise_pending_error()
         self._last_step = sim.state.step
-        system = sim.system()
-        names = self.type_names or [str(t + 1) for t in range(system.n_types)]
-        origin = np.asarray(system.box.origin)
-        self._queue.put(Frame(sim.state.step, sim.time, system.box.L, origin, system.positions + origin,
-                              system.velocities, system.images, system.types, system.ids, names))
+        s, backend = sim.state, sim.backend
+        arrays = (s.positions[:, :3], s.velocities, s.images, s.types, s.ids)
+        meta = (sim.state.step, sim.time, sim.box, sim.n_types)
+        if backend.is_gpu:
+            self._queue.put(("device", meta, *self._copy_async(backend, arrays)))
+        else:
+            self._queue.put(("host", meta, [np.array(a) for a in arrays], None, None))
+
+    def _copy_async(self, backend, arrays):
+        """Snapshot on the compute stream, then device-to-pinned-host copies on a side stream."""
+        cp = backend.xp
+        import cupyx
+
+        if getattr(self, "_copy_stream", None) is None:
+            self._copy_stream = cp.cuda.Stream(non_blocking=True)
+        snapshot = [cp.ascontiguousarray(a).copy() for a in arrays]
+        ready = cp.cuda.Event()
+        ready.record()
+        self._copy_stream.wait_event(ready)
+        host = [cupyx.empty_pinned(a.shape, a.dtype) for a in snapshot]
+        for h, d in zip(host, snapshot):
+            d.get(stream=self._copy_stream, out=h, blocking=False)
+        done = cp.cuda.Event()
+        done.record(self._copy_stream)
+        return host, done, snapshot          # the snapshot stays alive until the copy is done
+
+    def _frame(self, meta, host) -> Frame:
+        step, time, box, n_types = meta
+        positions, velocities, images, types, ids = host
+        by_id = np.argsort(ids, kind="stable")
+        names = self.type_names or [str(t + 1) for t in range(n_types)]
+        origin = np.asarray(box.origin)
+        images = images[by_id].astype(np.int32)
+        wrapped = box.wrap(positions[by_id].astype(np.float64), images)   # as System does
+        return Frame(step, time, box.L, origin, wrapped + origin, velocities[by_id].astype(np.float64),
+                     images, types[by_id], ids[by_id], names)
 
     def begin_run(self) -> None:
         pass
@@ -92,12 +125,15 @@ class TrajectoryWriter:
 
     def _drain(self) -> None:
         while True:
-            frame = self._queue.get()
-            if frame is None:
+            item = self._queue.get()
+            if item is None:
                 return
             if self._error is None:
                 try:
-                    self._write(frame)
+                    _, meta, host, done, _snapshot = item
+                    if done is not None:
+                        done.synchronize()
+                    self._write(self._frame(meta, host))
                 except BaseException as exc:      # reported in the simulation's thread
                     self._error = exc
 

@@ -33,7 +33,7 @@ import numba
 import numpy as np
 
 from pycumd.backend import Backend, array_backend, select
-from pycumd.neighbors.scan import prefix_sum
+from pycumd.neighbors.scan import _exclusive_scan_cpu, prefix_sum
 
 __all__ = ["CountingSortResult", "counting_sort", "cell_index", "reorder"]
 
@@ -68,11 +68,8 @@ def _counting_sort_cpu(keys, n_bins, order, bin_start, bin_count):
         bin_count[b] = 0
     for i in range(keys.shape[0]):
         bin_count[keys[i]] += 1
-    acc = 0
-    for b in range(n_bins):
-        bin_start[b] = acc
-        acc += bin_count[b]
-    bin_start[n_bins] = acc
+    _exclusive_scan_cpu(bin_count, bin_start[:n_bins], np.int32(0))   # the scan library's CPU scan
+    bin_start[n_bins] = bin_start[n_bins - 1] + bin_count[n_bins - 1]
     cursor = bin_start[:n_bins].copy()
     for i in range(keys.shape[0]):           # increasing i: stable
         b = keys[i]
