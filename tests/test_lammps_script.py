@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from lammps_oracle import lammps_available, new_lammps, run_lammps
+from lammps_oracle import IN_LJ, lammps_available, new_lammps, run_lammps
 from pycumd.io.lammps_script import (
     Command,
     LammpsScriptError,
@@ -14,23 +14,6 @@ from pycumd.io.lammps_script import (
     read_script_file,
 )
 
-# bench/in.lj as in /work/shared/reference/lammps-in.lj.md
-IN_LJ = """\
-units           lj
-atom_style      atomic
-lattice         fcc 0.8442
-region          box block 0 20 0 20 0 20
-create_box      1 box
-create_atoms    1 box
-mass            1 1.0
-velocity        all create 1.44 87287 loop geom
-pair_style      lj/cut 2.5
-pair_coeff      1 1 1.0 1.0 2.5
-neighbor        0.3 bin
-neigh_modify    delay 0 every 20 check no
-fix             1 all nve
-run             100
-"""
 
 # the form bench/in.lj has in the LAMMPS repository: scalable through -var x/y/z
 IN_LJ_VARS = """\

@@ -37,29 +37,7 @@ if not hasattr(np, "row_stack"):          # numpy 2.5 removed it; numba-cuda may
     np.row_stack = np.vstack
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
-DENSITY = 0.8442
-TEMPERATURE = 1.44
-CUTOFF = 2.5
-DT = 0.005
-FCC_BASIS = np.array([[0.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.5, 0.0, 0.5], [0.0, 0.5, 0.5]])
-
-
-def fcc_lattice(cells: int, density: float = DENSITY):
-    """Sites (i + b) * a of an fcc lattice of cells^3 unit cells; returns (positions (N,3), box length)."""
-    a = (4.0 / density) ** (1.0 / 3.0)
-    g = np.arange(cells, dtype=np.float64)
-    ijk = np.stack(np.meshgrid(g, g, g, indexing="ij"), axis=-1).reshape(-1, 1, 3)
-    pos = ((ijk + FCC_BASIS[None, :, :]) * a).reshape(-1, 3)
-    return pos, cells * a
-
-
-def random_velocities(n: int, temperature: float = TEMPERATURE, seed: int = 87287):
-    """Gaussian velocities (mass 1), zero total momentum, scaled to T exactly with 3N-3 dof."""
-    rng = np.random.default_rng(seed)
-    v = rng.normal(0.0, np.sqrt(temperature), size=(n, 3))
-    v -= v.mean(axis=0)
-    t_now = (v * v).sum() / (3 * n - 3)
-    return v * np.sqrt(temperature / t_now)
+from common import CUTOFF, DT, fcc_lattice, random_velocities  # noqa: E402 (same folder)
 
 
 def auto_max_nbs(n: int) -> int:

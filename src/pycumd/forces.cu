@@ -7,21 +7,7 @@
 // Types (compile-time, from pycumd.precision): real_t positions, pair_t pair arithmetic,
 // accum_t accumulation.  Positions are (N, 4): x, y, z, type (stored as a real number).
 // Neighbour storage is column-major: neighbor j of atom i is nbr[k * stride + i].
-#ifndef real_t
-#define real_t double
-#endif
-#ifndef pair_t
-#define pair_t double
-#endif
-#ifndef accum_t
-#define accum_t double
-#endif
-#ifndef SHIFT_FORCE
-#define SHIFT_FORCE 0
-#endif
-#include "potentials/pair_select.cuh"   // POTENTIAL_HEADER_ID: 0 lennard_jones, 1 yukawa, 2 pasta
-#include "positions.cuh"
-#include "pair_sums.cuh"
+#include "pair_sums.cuh"   // types, the potential, positions, the per-pair sums
 
 extern "C" __global__ void pair_forces(
     const int* __restrict__ control, const real_t* __restrict__ pos4, const int* __restrict__ nbr, const int* __restrict__ nbr_count,

@@ -92,6 +92,24 @@ def _make_cpu_kernel(pair_function):
     return kernel
 
 
+def pair_kernel(potential, table, backend, precision, source: str, name: str, make_cpu_kernel):
+    """The force kernel for a potential and the parameter table it reads, on one backend.
+
+    GPU: kernel ``name`` of ``source`` compiled with the precision's types and options and the
+    potential's header; the table in the pair precision.  CPU: the Numba kernel that
+    ``make_cpu_kernel(pair_function)`` builds (cached per potential class, cutoff treatment and
+    builder); the table in float64.
+    """
+    if backend.is_gpu:
+        module = backend.kernel_module(source, {**precision.cuda_defines, **potential_defines(potential)},
+                                       options=precision.cuda_options)
+        return module.get_function(name), backend.xp.asarray(table, dtype=precision.pair_dtype)
+    key = (type(potential), potential.cutoff, make_cpu_kernel)
+    if key not in _CPU_KERNELS:
+        _CPU_KERNELS[key] = make_cpu_kernel(potential.pair_function())
+    return _CPU_KERNELS[key], table
+
+
 class PairForces:
     """Evaluates one pair potential over a :class:`~pycumd.neighbors.verlet.NeighborList`.
 
@@ -107,21 +125,10 @@ class PairForces:
         self.n_types = n_types
         self.backend = backend
         table = potential.table(n_types)
-        if backend.is_gpu:
-            c = precision.cuda_defines
-            module = backend.kernel_module("forces.cu", {**c, **potential_defines(potential)},
-                                           options=precision.cuda_options)
-            self._kernel = module.get_function("pair_forces")
-            self._table = backend.xp.asarray(table, dtype=precision.pair_dtype)
-            self._real = precision.state_dtype
-            self.compute = self._compute_cuda
-        else:
-            key = (type(potential), potential.cutoff)
-            if key not in _CPU_KERNELS:
-                _CPU_KERNELS[key] = _make_cpu_kernel(potential.pair_function())
-            self._kernel = _CPU_KERNELS[key]
-            self._table = table
-            self.compute = self._compute_cpu
+        self._kernel, self._table = pair_kernel(potential, table, backend, precision, "forces.cu", "pair_forces",
+                                                _make_cpu_kernel)
+        self._real = precision.state_dtype
+        self.compute = self._compute_cuda if backend.is_gpu else self._compute_cpu
 
     def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
         L = np.asarray(state.box_lengths)

@@ -4,6 +4,22 @@
 //   f += (F/r) r_ij,   e += E,   w += r_ij (x) r_ij (F/r)      (e, w only if with_energy)
 // and storing them with the factor 1/2 of a full (both-direction) sum.
 #pragma once
+// Compile-time types (from pycumd.precision; defaults for the nvcc compile test): real_t positions,
+// pair_t pair arithmetic, accum_t sums.  SHIFT_FORCE: the shifted-force cutoff treatment.
+#ifndef real_t
+#define real_t double
+#endif
+#ifndef pair_t
+#define pair_t double
+#endif
+#ifndef accum_t
+#define accum_t double
+#endif
+#ifndef SHIFT_FORCE
+#define SHIFT_FORCE 0
+#endif
+#include "potentials/pair_select.cuh"   // POTENTIAL_HEADER_ID: 0 lennard_jones, 1 yukawa, 2 pasta
+#include "positions.cuh"
 
 struct PairSums {
     accum_t f[3];

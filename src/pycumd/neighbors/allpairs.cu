@@ -13,21 +13,7 @@
 //
 // Types and outputs as forces.cu: real_t positions ((N, 4) rows x, y, z, type), pair_t pair
 // arithmetic, accum_t sums; force (n_local, 3), energy (n_local,), virial (n_local, 6).
-#ifndef real_t
-#define real_t double
-#endif
-#ifndef pair_t
-#define pair_t double
-#endif
-#ifndef accum_t
-#define accum_t double
-#endif
-#ifndef SHIFT_FORCE
-#define SHIFT_FORCE 0
-#endif
-#include "potentials/pair_select.cuh"
-#include "positions.cuh"
-#include "pair_sums.cuh"
+#include "pair_sums.cuh"   // types, the potential, positions, the per-pair sums
 
 extern "C" __global__ void allpairs_forces(
     const real_t* __restrict__ pos4, int n_local, int n_total,

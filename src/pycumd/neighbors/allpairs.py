@@ -29,7 +29,6 @@ from ..system import InputError
 #: block shapes (m targets, l rows) timed on first use; l > 1 keeps small systems' GPUs busy
 BLOCK_CANDIDATES = ((128, 1), (256, 1), (64, 4), (32, 8))
 _TUNED: dict = {}
-_CPU_KERNELS: dict = {}
 
 
 def _make_cpu_kernel(pair_function):
@@ -80,28 +79,19 @@ class AllPairsForces:
     """
 
     def __init__(self, potential, n_types: int, backend, precision, block=None):
-        from ..forces import potential_defines
+        from ..forces import pair_kernel, potential_defines
 
         self.potential = potential
         self.n_types = n_types
         self.backend = backend
         self.block = tuple(block) if block is not None else None
         table = potential.table(n_types)
-        if backend.is_gpu:
-            self._defines = {**precision.cuda_defines, **potential_defines(potential)}
-            module = backend.kernel_module("neighbors/allpairs.cu", self._defines)
-            self._kernel = module.get_function("allpairs_forces")
-            self._table = backend.xp.asarray(table, dtype=precision.pair_dtype)
-            self._real = precision.state_dtype
-            self._accum = precision.accum_dtype
-            self.compute = self._compute_cuda
-        else:
-            key = (type(potential), potential.cutoff)
-            if key not in _CPU_KERNELS:
-                _CPU_KERNELS[key] = _make_cpu_kernel(potential.pair_function())
-            self._kernel = _CPU_KERNELS[key]
-            self._table = table
-            self.compute = self._compute_cpu
+        self._kernel, self._table = pair_kernel(potential, table, backend, precision, "neighbors/allpairs.cu",
+                                                "allpairs_forces", _make_cpu_kernel)
+        self._defines = {**precision.cuda_defines, **potential_defines(potential)}
+        self._real = precision.state_dtype
+        self._accum = precision.accum_dtype
+        self.compute = self._compute_cuda if backend.is_gpu else self._compute_cpu
 
     # -- CPU ------------------------------------------------------------------------------
     def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
