@@ -22,6 +22,26 @@ Every key, with its default (``required`` where there is none)::
     loop = "geom"                     # geom | all | local  (see pycumd.system.create_velocities)
     zero_momentum = true
 
+    # ... or, instead of [system] and [pair], one of (nuclear units; see pycumd.ions):
+    [ions]                            # screened-Coulomb ion mixture (e.g. C/O white-dwarf matter)
+    charges = required                # Z per species, e.g. [6, 8]
+    mass_numbers = required           # masses in u, e.g. [12.0, 16.0]
+    fractions = required              # number fractions, e.g. [0.5, 0.5]
+    n_ions = required
+    number_density = required         # ions per fm^3
+    gamma = ...                       # Coulomb coupling <Z^2> e^2 / (a kT) ...
+    temperature = ...                 # ... or kT in MeV: exactly one
+    screening_length = (2 a)          # fm
+    r_cut = (none: all pairs)         # fm
+    seed = 1
+    [pasta]                           # nuclear pasta (protons type 1, neutrons type 2)
+    n_nucleons = required
+    proton_fraction = required
+    number_density = required         # nucleons per fm^3
+    temperature = required            # kT, MeV
+    seed = 1
+    a = 110.0, b = -26.0, c = 24.0, Lambda = 1.25, screening_length = 10.0, r_cut = 20.0
+
     [pair]
     style = "lj/cut"
     r_cut = required                  # length units
@@ -67,6 +87,12 @@ REQUIRED = object()
 
 SCHEMA = {
     "units": "lj", "device": "auto", "precision": "auto",
+    "ions": {"charges": REQUIRED, "mass_numbers": REQUIRED, "fractions": REQUIRED, "n_ions": REQUIRED,
+             "number_density": REQUIRED, "gamma": None, "temperature": None, "screening_length": None,
+             "screening_in_a": 2.0, "r_cut": None, "seed": 1},
+    "pasta": {"n_nucleons": REQUIRED, "proton_fraction": REQUIRED, "number_density": REQUIRED,
+              "temperature": REQUIRED, "seed": 1, "a": 110.0, "b": -26.0, "c": 24.0, "Lambda": 1.25,
+              "screening_length": 10.0, "r_cut": 20.0},
     "system": {"lattice": REQUIRED, "density": None, "constant": None, "cells": REQUIRED, "mass": 1.0,
                "sphere_radius": 0.0},
     "velocity": {"temperature": REQUIRED, "seed": REQUIRED, "distribution": "uniform", "loop": "geom",
@@ -79,6 +105,7 @@ SCHEMA = {
     "run": {"steps": REQUIRED, "thermo": 100, "trajectory": "", "trajectory_every": 100},
 }
 OPTIONAL_SECTIONS = {"velocity", "neighbor", "integrator"}
+SYSTEM_SECTIONS = {"lattice": ("system", "pair"), "ions": ("ions",), "pasta": ("pasta",)}
 
 
 class ConfigError(ValueError):
@@ -121,7 +148,14 @@ def load_config(text: str) -> dict:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML: {exc}") from None
-    return _fill(data, SCHEMA, "")
+    kinds = [k for k in ("ions", "pasta") if k in data]
+    if len(kinds) > 1 or (kinds and ("system" in data or "pair" in data)):
+        raise ConfigError("describe the particles with exactly one of [system] + [pair], [ions] or [pasta]")
+    kind = kinds[0] if kinds else "lattice"
+    skipped = {name for k, names in SYSTEM_SECTIONS.items() if k != kind for name in names}
+    config = _fill(data, {k: v for k, v in SCHEMA.items() if k not in skipped}, "")
+    config["kind"] = kind
+    return config
 
 
 def build_simulation(config: dict, device=None, precision=None, deterministic: bool = False):
@@ -134,6 +168,8 @@ def build_simulation(config: dict, device=None, precision=None, deterministic: b
     from ..simulation import Simulation
     from ..system import create_velocities, lattice_system
 
+    if config["kind"] != "lattice":
+        return _build_nuclear(config, device, precision, deterministic)
     sysc = config["system"]
     system = lattice_system(sysc["lattice"], sysc["cells"], units=config["units"], density=sysc["density"],
                             constant=sysc["constant"], mass=sysc["mass"])
@@ -170,4 +206,33 @@ def build_simulation(config: dict, device=None, precision=None, deterministic: b
                      neighbor_every=nc["every"], neighbor_delay=nc["delay"], neighbor_check=nc["check"],
                      device=device or config["device"], precision=precision or config["precision"],
                      deterministic=deterministic)
+    return sim, config["run"]
+
+
+def _build_nuclear(config: dict, device, precision, deterministic):
+    """The Simulation of an [ions] or [pasta] config (nuclear units, NVE or thermostat as given)."""
+    from .. import ions
+    from ..integrators import Langevin, NoseHoover, VelocityVerlet
+    from ..simulation import Simulation
+
+    if config["units"] not in ("lj", "nuclear"):
+        raise ConfigError(f"[{config['kind']}] systems are in nuclear units; units = {config['units']!r}")
+    if config["kind"] == "ions":
+        c = dict(config["ions"])
+        system, potential, dt = ions.ion_mixture(c.pop("charges"), c.pop("mass_numbers"), c.pop("fractions"),
+                                                 c.pop("n_ions"), c.pop("number_density"), **c)
+    else:
+        c = dict(config["pasta"])
+        system, potential, dt = ions.pasta(c.pop("n_nucleons"), c.pop("proton_fraction"),
+                                           c.pop("number_density"), c.pop("temperature"), **c)
+    ic = config["integrator"]
+    thermostat = None
+    if ic["thermostat"] == "langevin":
+        thermostat = Langevin(ic["temperature"], ic["damping"], ic["seed"])
+    elif ic["thermostat"] == "nose-hoover":
+        thermostat = NoseHoover(ic["temperature"], ic["damping"], ic["chain"])
+    nc = config["neighbor"]
+    sim = Simulation(system, potential, VelocityVerlet(ic["dt"] or dt, thermostat),
+                     skin=nc["skin"] if nc["skin"] is not None else 2.0, device=device or config["device"],
+                     precision=precision or config["precision"], deterministic=deterministic)
     return sim, config["run"]
