@@ -37,8 +37,7 @@ def random_liquid(rng, n=400, density=0.8, min_distance=0.85, n_types=1):
 
 def brute_force_pairs(positions, L, r_list):
     """All (i, j), i != j, with minimum-image distance < r_list, as a set."""
-    d = positions[:, None, :] - positions[None, :, :]
-    d -= L * np.rint(d / L)
+    d = Box(L).minimum_image(positions[:, None, :] - positions[None, :, :])
     r2 = (d * d).sum(axis=-1)
     i, j = np.nonzero(r2 < r_list**2)
     return {(a, b) for a, b in zip(i.tolist(), j.tolist()) if a != b}
@@ -50,8 +49,7 @@ def brute_force_energy_forces(system, potential):
     n_types = system.n_types
     table = potential.table(n_types)
     fn = potential.pair_function()
-    d = pos[:, None, :] - pos[None, :, :]
-    d -= L * np.rint(d / L)
+    d = system.box.minimum_image(pos[:, None, :] - pos[None, :, :])
     r2 = (d * d).sum(axis=-1)
     e_total, w = 0.0, 0.0
     forces = np.zeros_like(pos)

@@ -75,3 +75,15 @@ def test_blow_up_names_step_and_atom_and_keeps_output(tmp_path):
     sim.close()
     lines = open(tmp_path / "t.csv").read().splitlines()
     assert lines[0] == "Step,Temp,E_pair,E_mol,TotEng,Press" and len(lines) >= 2
+
+
+def test_total_momentum_is_zero_and_conserved(backend):
+    """create_velocities removes the total momentum; pair forces (Newton's third law) keep it zero."""
+    from pycumd.observables import momentum
+
+    system = melt_system(5)
+    assert np.abs(momentum(system.velocities, system.per_atom_mass)).max() < 1e-12
+    sim = Simulation(system, lj("shift_force"), device=backend.name, precision="double")
+    sim.run(500)
+    final = sim.system()
+    assert np.abs(momentum(final.velocities, final.per_atom_mass)).max() < 1e-10
