@@ -7,6 +7,11 @@ steps; the drift is the slope of a linear fit, in k_B T per atom per 1,000 tau, 
 of a step beside it.
 
     pycumd bench drift --cells 20 --steps 100000 --precision single mixed double
+    pycumd bench drift --system ions --steps 20000      # C/O ions, all pairs, Gamma = 20
+
+With ``--system ions`` the liquid is the carbon-oxygen white-dwarf mixture of pycumd.ions (3,456
+ions, Gamma = 20, screening length 2 a, all pairs, dt = 0.05 / omega_p), and the drift is per
+1,000 / omega_p instead of per 1,000 tau.
 """
 
 from __future__ import annotations
@@ -39,8 +44,23 @@ def equilibrated_liquid(cells: int, device: str):
     return sim.system(), pot
 
 
-def drift(system, pot, precision: str, deterministic: bool, steps: int, every: int, device: str) -> dict:
-    sim = Simulation(system.copy(), pot, VelocityVerlet(DT), device=device, precision=precision,
+def ion_liquid(n_ions: int = 3456):
+    """The C/O white-dwarf liquid (Gamma = 20): (system, potential, dt, kT, time unit = 1/omega_p)."""
+    import math
+
+    from ..ions import ion_mixture
+    from ..units import E2_MEV_FM
+
+    density = 4.3e-11
+    system, pot, dt = ion_mixture([6, 8], [12.0, 16.0], [0.5, 0.5], n_ions, density, gamma=20.0, seed=3)
+    a = (3 / (4 * math.pi * density)) ** (1 / 3)
+    kT = 50.0 * E2_MEV_FM / (a * 20.0)
+    return system, pot, dt, kT, dt / 0.05
+
+
+def drift(system, pot, precision: str, deterministic: bool, steps: int, every: int, device: str,
+          dt: float = DT, kT: float = TEMPERATURE, time_unit: float = 1.0) -> dict:
+    sim = Simulation(system.copy(), pot, VelocityVerlet(dt), device=device, precision=precision,
                      deterministic=deterministic)
     thermo = ThermoReporter(every=every, screen=False)
     sim.reporters.append(thermo)
@@ -51,18 +71,20 @@ def drift(system, pot, precision: str, deterministic: bool, steps: int, every: i
     sim.backend.synchronize()
     seconds = time.perf_counter() - t0
     step = np.array([r["Step"] for r in thermo.rows], float)
-    e = np.array([r["TotEng"] for r in thermo.rows])          # per atom (lj units)
-    t = (step - step[0]) * DT
-    slope = np.polyfit(t, e, 1)[0]                            # epsilon per atom per tau
+    n_norm = 1 if sim.units.normalize_thermo else system.n_atoms
+    e = np.array([r["TotEng"] for r in thermo.rows]) / n_norm   # per atom
+    t = (step - step[0]) * dt / time_unit
+    slope = np.polyfit(t, e, 1)[0]                            # energy per atom per time unit
     return {"precision": precision, "deterministic": deterministic, "N": system.n_atoms, "steps": steps,
-            "drift_kT_per_atom_per_1000tau": slope * 1000.0 / TEMPERATURE,
-            "fluctuation_kT_per_atom": float(np.std(e - np.polyval(np.polyfit(t, e, 1), t))) / TEMPERATURE,
+            "drift_kT_per_atom_per_1000tau": slope * 1000.0 / kT,
+            "fluctuation_kT_per_atom": float(np.std(e - np.polyval(np.polyfit(t, e, 1), t))) / kT,
             "us_per_step": seconds / steps * 1e6, "device": sim.backend.device_name,
             "time": t.tolist(), "energy": e.tolist()}
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--system", choices=["lj", "ions"], default="lj")
     ap.add_argument("--cells", type=int, default=20, help="fcc cells per edge (20: 32,000 atoms)")
     ap.add_argument("--steps", type=int, default=100_000)
     ap.add_argument("--every", type=int, default=1000, help="steps between energy samples")
@@ -70,18 +92,21 @@ def main(argv=None):
     ap.add_argument("--device", default="auto")
     ap.add_argument("--out-dir", default="docs", help="where drift.json and drift.png go")
     args = ap.parse_args(argv)
-    system, pot = equilibrated_liquid(args.cells, args.device)
+    if args.system == "ions":
+        system, pot, dt, kT, unit = ion_liquid()
+    else:
+        (system, pot), dt, kT, unit = equilibrated_liquid(args.cells, args.device), DT, TEMPERATURE, 1.0
     results = []
     print(f"{'precision':>9} {'determ.':>7} {'drift kT/atom/1000tau':>22} {'fluct. kT/atom':>15} {'us/step':>8}")
     for precision in args.precision:
         for deterministic in (False, True):
-            r = drift(system, pot, precision, deterministic, args.steps, args.every, args.device)
+            r = drift(system, pot, precision, deterministic, args.steps, args.every, args.device, dt, kT, unit)
             results.append(r)
             print(f"{precision:>9} {str(deterministic):>7} {r['drift_kT_per_atom_per_1000tau']:>22.3e} "
                   f"{r['fluctuation_kT_per_atom']:>15.3e} {r['us_per_step']:>8.1f}", flush=True)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "drift.json").write_text(json.dumps(results))
+    (out / f"drift_{args.system}.json").write_text(json.dumps(results))
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -96,10 +121,10 @@ def main(argv=None):
             ax.plot(r["time"], (e - e[0]) / TEMPERATURE, label=r["precision"])
     ax.set_xlabel("time (tau)")
     ax.set_ylabel("E(t) - E(0)  (k_B T per atom)")
-    ax.set_title(f"NVE energy drift, LJ shifted-force, N = {system.n_atoms}, dt = {DT}")
+    ax.set_title(f"NVE energy drift ({args.system}), N = {system.n_atoms}")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(out / "drift.png", dpi=120)
+    fig.savefig(out / f"drift_{args.system}.png", dpi=120)
 
 
 if __name__ == "__main__":
