@@ -168,3 +168,19 @@ def test_trajectory_written_as_extended_xyz(tmp_path):
     lines = traj.read_text().splitlines()
     assert lines[0] == "4000" and "Lattice=" in lines[1] and "step=0" in lines[1]
     assert sum(1 for line in lines if line.startswith("Lattice=")) == 3     # steps 0, 125, 250
+
+
+def test_progress_bar_shows_rate_and_eta():
+    import io
+
+    from pycumd.io.progress import Progress
+
+    stream = io.StringIO()
+    bar = Progress(1000, stream=stream, enabled=True, interval=0.0)
+    bar.update(250)
+    bar.close()
+    text = stream.getvalue()
+    assert "250/1000 steps" in text and "steps/s" in text and "ETA" in text
+    quiet = io.StringIO()
+    Progress(1000, stream=quiet, enabled=None, interval=0.0).update(10)   # not a terminal: silent
+    assert quiet.getvalue() == ""
