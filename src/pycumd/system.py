@@ -207,9 +207,6 @@ def create_velocities(system: System, temperature: float, seed: int, *,
         LAMMPS ``loop all`` (its default): one generator drawn in atom-id order.  ``local`` draws
         from NumPy's PCG64 generator in atom order (not a LAMMPS mode).
     """
-    from .observables import kinetic_energy
-    from .observables import temperature as temperature_of
-
     if temperature <= 0:
         raise InputError(f"velocity temperature must be positive, got {temperature}")
     if seed <= 0:
@@ -236,9 +233,7 @@ def create_velocities(system: System, temperature: float, seed: int, *,
         raw = rng.random((n, 3)) - 0.5 if distribution == "uniform" else rng.standard_normal((n, 3))
     else:
         raise InputError(f"unknown velocity loop {loop!r}: geom, all or local")
-    mass = system.per_atom_mass
-    v = raw / np.sqrt(mass)[:, None]
-    if zero_momentum and n > 0:
-        v -= (mass[:, None] * v).sum(axis=0) / mass.sum()
-    t_now = temperature_of(kinetic_energy(v, mass, system.units), n, system.units)
-    system.velocities = v * np.sqrt(temperature / t_now)
+    from .io.lammps_random import finish_velocity_create
+
+    system.velocities = finish_velocity_create(raw, system.per_atom_mass, temperature, zero_momentum,
+                                               mvv2e=system.units.mvv2e, boltz=system.units.boltz)

@@ -427,9 +427,22 @@ def velocity_create_loop_geom(positions, temperature: float, seed: int, masses=1
     not supported (it needs unwrapped coordinates and the inertia tensor).  Summations
     run in array order, as LAMMPS does on one rank; agreement is to round-off.
     """
+    raw = loop_geom_velocities(positions, seed, distribution)
+    return finish_velocity_create(raw, masses, temperature, zero_momentum, dimension, extra_dof, fix_dof,
+                                  mvv2e, boltz)
+
+
+def finish_velocity_create(raw, masses, temperature: float, zero_momentum: bool = True, dimension: int = 3,
+                           extra_dof: int | None = None, fix_dof: int = 0, mvv2e: float = 1.0,
+                           boltz: float = 1.0) -> np.ndarray:
+    """The steps of ``velocity create`` after the raw draws, in LAMMPS' order and summation order.
+
+    ``raw * 1/sqrt(m)``; subtract the centre-of-mass velocity (if ``zero_momentum``); rescale by
+    ``sqrt(T / T_current)`` with :func:`lammps_temperature`.  Returns a new (N, 3) float64 array.
+    """
     if dimension not in (2, 3):
         raise ValueError(f"dimension must be 2 or 3, got {dimension}")
-    raw = loop_geom_velocities(positions, seed, distribution)
+    raw = np.asarray(raw, dtype=np.float64)
     n = raw.shape[0]
     m = np.broadcast_to(np.asarray(masses, dtype=np.float64), (n,))
     factor = 1.0 / np.sqrt(m)
