@@ -18,16 +18,22 @@ def melt_system(cells=6, temperature=1.44, seed=87287, density=0.8442):
     return system
 
 
+def random_positions(rng, n, box_length, min_distance):
+    """n random points in a periodic cube, none closer than min_distance (rejection sampling)."""
+    box = Box([box_length] * 3)
+    pos = np.empty((0, 3))
+    while len(pos) < n:
+        trial = rng.random(3) * box_length
+        d = box.minimum_image(pos - trial)
+        if len(pos) == 0 or (d * d).sum(axis=1).min() > min_distance**2:
+            pos = np.vstack([pos, trial])
+    return pos
+
+
 def random_liquid(rng, n=400, density=0.8, min_distance=0.85, n_types=1):
     """Random positions without close contacts (rejection sampling), for LJ-like tests."""
     L = (n / density) ** (1 / 3)
-    pos = np.empty((0, 3))
-    while len(pos) < n:
-        trial = rng.random(3) * L
-        d = pos - trial
-        d -= L * np.rint(d / L)
-        if len(pos) == 0 or (d * d).sum(axis=1).min() > min_distance**2:
-            pos = np.vstack([pos, trial])
+    pos = random_positions(rng, n, L, min_distance)
     types = rng.integers(0, n_types, n)
     masses = np.linspace(1.0, 2.0, n_types)
     system = System(Box([L, L, L]), pos, masses, "lj", types=types)

@@ -14,7 +14,7 @@ from pycumd.simulation import Simulation
 from pycumd.system import InputError, System
 from pycumd.units import AMU_MEV, E2_MEV_FM, amu_to_mev, get_units
 
-from helpers import brute_force_energy_forces
+from helpers import brute_force_energy_forces, random_positions
 
 E2 = E2_MEV_FM
 
@@ -113,13 +113,7 @@ def ion_mixture(rng, n=160, density=2e-6, z_fraction=0.5):
     """C/O ions (types 0, 1: Z = 6, 8, masses 12, 16 u) at random positions, no close contacts."""
     L = (n / density) ** (1 / 3)
     a_ws = (3 / (4 * math.pi * density)) ** (1 / 3)
-    pos = np.empty((0, 3))
-    while len(pos) < n:
-        trial = rng.random(3) * L
-        d = pos - trial
-        d -= L * np.rint(d / L)
-        if len(pos) == 0 or (d * d).sum(axis=1).min() > (0.8 * a_ws) ** 2:
-            pos = np.vstack([pos, trial])
+    pos = random_positions(rng, n, L, 0.8 * a_ws)
     types = (rng.random(n) < z_fraction).astype(np.int32)
     return System(Box([L] * 3), pos, amu_to_mev(np.array([12.0, 16.0])), "nuclear", types=types)
 
@@ -152,13 +146,7 @@ def test_yukawa_ions_energy_matches_numpy(backend, rng):
 
 def pasta_system(rng, n=600, density=0.05, proton_fraction=0.35, min_distance=0.9):
     L = (n / density) ** (1 / 3)
-    pos = np.empty((0, 3))
-    while len(pos) < n:
-        trial = rng.random(3) * L
-        d = pos - trial
-        d -= L * np.rint(d / L)
-        if len(pos) == 0 or (d * d).sum(axis=1).min() > min_distance**2:
-            pos = np.vstack([pos, trial])
+    pos = random_positions(rng, n, L, min_distance)
     types = np.where(np.arange(n) < round(proton_fraction * n), 0, 1).astype(np.int32)
     return System(Box([L] * 3), pos, [938.272, 939.565], "nuclear", types=types)
 
