@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 DENSITY = 0.8442
@@ -27,3 +29,13 @@ def random_velocities(n: int, temperature: float = TEMPERATURE, seed: int = 8728
     v -= v.mean(axis=0)
     t_now = (v * v).sum() / (3 * n - 3)
     return v * np.sqrt(temperature / t_now)
+
+
+def error_line(text: str) -> str:
+    """The line of a child's output that names the exception (ANSI colours removed), else its last line."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", s).strip() for s in text.splitlines()]
+    lines = [s for s in lines if s.strip("^~ ")]
+    for s in reversed(lines):
+        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b", s) or "CUDA_ERROR" in s:
+            return s
+    return lines[-1] if lines else ""

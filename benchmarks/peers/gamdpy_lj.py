@@ -37,7 +37,7 @@ if not hasattr(np, "row_stack"):          # numpy 2.5 removed it; numba-cuda may
     np.row_stack = np.vstack
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
-from common import CUTOFF, DT, fcc_lattice, random_velocities  # noqa: E402 (same folder)
+from common import CUTOFF, DT, error_line, fcc_lattice, random_velocities  # noqa: E402 (same folder)
 
 
 def auto_max_nbs(n: int) -> int:
@@ -129,16 +129,6 @@ def child_main(args) -> int:
     with open(args._result, "w") as f:
         f.write(json.dumps(r) + "\n")
     return 0
-
-
-def error_line(text: str) -> str:
-    """The line of a child's output that names the exception (ANSI colours removed), else its last line."""
-    lines = [re.sub(r"\x1b\[[0-9;]*m", "", s).strip() for s in text.splitlines()]
-    lines = [s for s in lines if s.strip("^~ ")]
-    for s in reversed(lines):
-        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b", s) or "CUDA_ERROR" in s:
-            return s
-    return lines[-1] if lines else ""
 
 
 def run_one(cells: int, gridsync: str, args) -> dict:

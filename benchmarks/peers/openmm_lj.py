@@ -20,15 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 import time
 
-import numpy as np
 
-from common import CUTOFF, DT, fcc_lattice, random_velocities  # noqa: E402 (same folder)
+from common import CUTOFF, DT, error_line, fcc_lattice, random_velocities  # noqa: E402 (same folder)
 
 
 def gpu_name() -> str | None:
@@ -103,16 +101,6 @@ def child_main(args) -> int:
     with open(args._result, "w") as f:
         f.write(json.dumps(r) + "\n")
     return 0
-
-
-def error_line(text: str) -> str:
-    """The line of a child's output that names the exception (ANSI colours removed), else its last line."""
-    lines = [re.sub(r"\x1b\[[0-9;]*m", "", s).strip() for s in text.splitlines()]
-    lines = [s for s in lines if s.strip("^~ ")]
-    for s in reversed(lines):
-        if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b", s) or "CUDA_ERROR" in s:
-            return s
-    return lines[-1] if lines else ""
 
 
 def run_one(cells: int, precision: str, args) -> dict:
