@@ -51,7 +51,7 @@ def brute_force_pairs(positions, L, r_list):
 
 def brute_force_energy_forces(system, potential):
     """Float64 all-pairs reference: total energy, forces (N, 3), virial trace."""
-    pos, L = system.positions, system.box.L
+    pos = system.positions
     n_types = system.n_types
     table = potential.table(n_types)
     fn = potential.pair_function()

@@ -158,12 +158,28 @@ def load_config(text: str) -> dict:
     return config
 
 
+def _thermostat(ic: dict):
+    """The thermostat an [integrator] table asks for (None for "none"), with its keys checked."""
+    from ..integrators import Langevin, NoseHoover
+
+    if ic["thermostat"] == "none":
+        return None
+    if ic["thermostat"] not in ("langevin", "nose-hoover"):
+        raise ConfigError(f"integrator.thermostat {ic['thermostat']!r}: choose none, langevin or nose-hoover")
+    for key in ("temperature", "damping") + (("seed",) if ic["thermostat"] == "langevin" else ()):
+        if ic[key] is None:
+            raise ConfigError(f"missing required key integrator.{key} for thermostat {ic['thermostat']!r}")
+    if ic["thermostat"] == "langevin":
+        return Langevin(ic["temperature"], ic["damping"], ic["seed"])
+    return NoseHoover(ic["temperature"], ic["damping"], ic["chain"])
+
+
 def build_simulation(config: dict, device=None, precision=None, deterministic: bool = False):
     """Build the :class:`~pycumd.simulation.Simulation` a checked config describes.
 
     Returns ``(simulation, run_section)``.
     """
-    from ..integrators import Langevin, NoseHoover, VelocityVerlet
+    from ..integrators import VelocityVerlet
     from ..potentials import LennardJones
     from ..simulation import Simulation
     from ..system import create_velocities, lattice_system
@@ -188,19 +204,7 @@ def build_simulation(config: dict, device=None, precision=None, deterministic: b
         extra = {} if c["r_cut"] is None else {"r_cut": c["r_cut"]}
         pot.pair_coeff(i - 1, j - 1, epsilon=c["epsilon"], sigma=c["sigma"], **extra)
     ic = config["integrator"]
-    thermostat = None
-    if ic["thermostat"] != "none":
-        for key in ("temperature", "damping"):
-            if ic[key] is None:
-                raise ConfigError(f"missing required key integrator.{key} for thermostat {ic['thermostat']!r}")
-        if ic["thermostat"] == "langevin":
-            if ic["seed"] is None:
-                raise ConfigError("missing required key integrator.seed for thermostat 'langevin'")
-            thermostat = Langevin(ic["temperature"], ic["damping"], ic["seed"])
-        elif ic["thermostat"] == "nose-hoover":
-            thermostat = NoseHoover(ic["temperature"], ic["damping"], ic["chain"])
-        else:
-            raise ConfigError(f"integrator.thermostat {ic['thermostat']!r}: choose none, langevin or nose-hoover")
+    thermostat = _thermostat(ic)
     nc = config["neighbor"]
     sim = Simulation(system, pot, VelocityVerlet(ic["dt"], thermostat), skin=nc["skin"],
                      neighbor_every=nc["every"], neighbor_delay=nc["delay"], neighbor_check=nc["check"],
@@ -212,7 +216,7 @@ def build_simulation(config: dict, device=None, precision=None, deterministic: b
 def _build_nuclear(config: dict, device, precision, deterministic):
     """The Simulation of an [ions] or [pasta] config (nuclear units, NVE or thermostat as given)."""
     from .. import ions
-    from ..integrators import Langevin, NoseHoover, VelocityVerlet
+    from ..integrators import VelocityVerlet
     from ..simulation import Simulation
 
     if config["units"] not in ("lj", "nuclear"):
@@ -226,11 +230,7 @@ def _build_nuclear(config: dict, device, precision, deterministic):
         system, potential, dt = ions.pasta(c.pop("n_nucleons"), c.pop("proton_fraction"),
                                            c.pop("number_density"), c.pop("temperature"), **c)
     ic = config["integrator"]
-    thermostat = None
-    if ic["thermostat"] == "langevin":
-        thermostat = Langevin(ic["temperature"], ic["damping"], ic["seed"])
-    elif ic["thermostat"] == "nose-hoover":
-        thermostat = NoseHoover(ic["temperature"], ic["damping"], ic["chain"])
+    thermostat = _thermostat(ic)
     nc = config["neighbor"]
     sim = Simulation(system, potential, VelocityVerlet(ic["dt"] or dt, thermostat),
                      skin=nc["skin"] if nc["skin"] is not None else 2.0, device=device or config["device"],
