@@ -19,7 +19,7 @@ def _state_hash(sim) -> str:
     return h.hexdigest()
 
 
-@pytest.mark.parametrize("precision", ["double", "mixed", "single"])
+@pytest.mark.parametrize("precision", ["double", "mixed", "single", "composite"])
 def test_repeated_runs_are_bit_identical(backend, precision):
     """Two runs through many rebuilds and reorderings: identical hashes of positions and velocities."""
     if backend.name == "cpu" and precision != "double":

@@ -12,18 +12,20 @@ from helpers import lj, melt_system, random_liquid
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU")]
 
-TOLERANCE = {"double": 1e-10, "mixed": 2e-5, "single": 2e-4}
+TOLERANCE = {"double": 1e-10, "mixed": 2e-5, "single": 2e-4, "composite": 2e-5}
 
 
 def _forces_energy(system, potential, device, precision):
     sim = Simulation(system.copy(), potential, device=device, precision=precision)
     sim.state.forces[...] = np.nan          # poison: every entry must be written
+    if sim.state.lo is not None:
+        sim.state.lo["forces"][...] = np.nan
     sim._setup()
-    f = sim.backend.to_host(sim.state.forces).astype(np.float64)
+    f = sim.state.host_values("forces", sim.backend)
     return f, sim.potential_energy(), sim.virial_trace()
 
 
-@pytest.mark.parametrize("precision", ["double", "mixed", "single"])
+@pytest.mark.parametrize("precision", ["double", "mixed", "single", "composite"])
 @pytest.mark.parametrize("cutoff", ["truncate", "shift", "shift_force"])
 def test_forces_match_cpu(precision, cutoff, rng):
     system = random_liquid(rng, n=3000, n_types=2)
@@ -37,7 +39,7 @@ def test_forces_match_cpu(precision, cutoff, rng):
     assert abs(w_gpu - w_cpu) / abs(w_cpu) < tol
 
 
-@pytest.mark.parametrize("precision", ["double", "mixed", "single"])
+@pytest.mark.parametrize("precision", ["double", "mixed", "single", "composite"])
 def test_trajectory_matches_cpu(precision):
     """200 NVE steps of the melt (rebuilds by displacement check) stay together."""
     rows = {}
@@ -46,7 +48,7 @@ def test_trajectory_matches_cpu(precision):
         sim.run(200)
         rows[device] = sim.thermo_row()
         rows[device + "_builds"] = sim.neighbors.n_builds
-    tol = {"double": 1e-9, "mixed": 1e-4, "single": 1e-3}[precision]
+    tol = {"double": 1e-9, "mixed": 1e-4, "single": 1e-3, "composite": 1e-4}[precision]
     for key in ("Temp", "E_pair", "TotEng", "Press"):
         assert rows["cuda"][key] == pytest.approx(rows["cpu"][key], rel=tol, abs=tol)
     if precision == "double":
@@ -65,7 +67,7 @@ def test_langevin_noise_identical_on_both_backends():
     assert np.allclose(out["cuda"], out["cpu"], rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("precision", ["double", "single"])
+@pytest.mark.parametrize("precision", ["double", "single", "composite"])
 def test_graph_blocks_give_the_same_bits_as_step_by_step(precision):
     """Captured blocks (rebuild decision on the device) and the host-driven loop: identical states."""
     out = {}

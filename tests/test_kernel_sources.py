@@ -9,6 +9,9 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "pycumd"
 SOURCES = sorted(PACKAGE.rglob("*.cu"))
 NVCC = shutil.which("nvcc")
+#: sources with a composite-precision part (#if COMPOSITE), compiled again with its defines
+COMPOSITE_SOURCES = [p for p in SOURCES if "#if COMPOSITE" in p.read_text()]
+COMPOSITE_DEFINES = ["-DCOMPOSITE=1", "-Dreal_t=float", "-Dpair_t=float", "-Daccum_t=float"]
 
 
 def test_sources_found():
@@ -19,8 +22,24 @@ def test_sources_found():
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_compiles(source, arch, tmp_path):
+    _compile(source, arch, tmp_path, [])
+
+
+def test_composite_sources_found():
+    names = {p.name for p in COMPOSITE_SOURCES}
+    assert {"forces.cu", "integrate.cu", "verlet.cu"} <= names
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("source", COMPOSITE_SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_compiles_composite(source, arch, tmp_path):
+    _compile(source, arch, tmp_path, COMPOSITE_DEFINES)
+
+
+def _compile(source, arch, tmp_path, defines):
     cmd = [NVCC, "-std=c++17", f"-arch={arch}", "--cubin", f"-I{source.parent}",
-           f"-I{PACKAGE}", "-o", str(tmp_path / "kernel.cubin"), str(source)]
+           f"-I{PACKAGE}", *defines, "-o", str(tmp_path / "kernel.cubin"), str(source)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}"
     assert (tmp_path / "kernel.cubin").stat().st_size > 0

@@ -8,6 +8,8 @@ import time
 from importlib import resources
 from pathlib import Path
 
+from .precision import PRECISION_NAMES
+
 DEFAULT_INPUT = "melt.toml"
 EXAMPLES = {"melt": "melt.toml", "argon-sphere": "in.argon_sphere", "argon-sphere-toml": "argon_sphere.toml"}
 BENCHMARKS = ["lj", "scan", "precision", "ions", "drift"]
@@ -79,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "LAMMPS input; --var scale 0.25 for a smaller one), argon-sphere-toml (the same as TOML)")
     r.add_argument("--log", help="write the thermo table as CSV (Step,Temp,E_pair,E_mol,TotEng,Press)")
     r.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
-    r.add_argument("--precision", default="auto", choices=["auto", "single", "mixed", "double"],
+    r.add_argument("--precision", default="auto", choices=["auto", *PRECISION_NAMES],
                    help="auto: double on the CPU, mixed on the GPU")
     r.add_argument("--deterministic", action="store_true",
                    help="GPU kernels without FMA contraction: double-precision NVE gives the CPU's bits")

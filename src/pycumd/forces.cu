@@ -33,3 +33,39 @@ extern "C" __global__ void pair_forces(
     }
     pair_sums_store(sums, i, force, energy, virial, with_energy);
 }
+
+#if COMPOSITE
+// The composite-precision twin (pycumd.precision): positions hi (pos4, the rows above) + lo
+// (pos_lo, (N, 4) with w unused), box lengths as L + L_lo; each separation formed from both
+// parts and rounded to float once (ff_separation), the pair in float, the sums compensated;
+// every output as hi and lo arrays.  Same neighbour order as pair_forces.
+extern "C" __global__ void pair_forces_composite(
+    const int* __restrict__ control, const float* __restrict__ pos4, const float* __restrict__ pos_lo,
+    const int* __restrict__ nbr, const int* __restrict__ nbr_count, int n_local, int stride,
+    const float* __restrict__ table, int n_types,
+    float Lx, float Ly, float Lz, float Lx_lo, float Ly_lo, float Lz_lo, float invLx, float invLy, float invLz,
+    float* __restrict__ force, float* __restrict__ force_lo, float* __restrict__ energy,
+    float* __restrict__ energy_lo, float* __restrict__ virial, float* __restrict__ virial_lo, int with_energy)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_local || control[0]) return;
+    float xi, yi, zi; int ti;
+    load_position(pos4, i, xi, yi, zi, ti);
+    float4 li = __ldg(reinterpret_cast<const float4*>(pos_lo) + i);
+    PairSumsFF sums;
+    pair_sums_ff_zero(sums);
+    const float* rows = table + (size_t)ti * n_types * PAIR_TABLE_COLUMNS;
+    int count = nbr_count[i];
+    for (int k = 0; k < count; ++k) {
+        int j = __ldg(nbr + (size_t)k * stride + i);
+        float xj, yj, zj; int tj;
+        load_position(pos4, j, xj, yj, zj, tj);
+        float4 lj = __ldg(reinterpret_cast<const float4*>(pos_lo) + j);
+        float dx = ff_separation(xi, li.x, xj, lj.x, Lx, Lx_lo, invLx);
+        float dy = ff_separation(yi, li.y, yj, lj.y, Ly, Ly_lo, invLy);
+        float dz = ff_separation(zi, li.z, zj, lj.z, Lz, Lz_lo, invLz);
+        pair_sums_ff_add(sums, dx, dy, dz, rows + tj * PAIR_TABLE_COLUMNS, with_energy);
+    }
+    pair_sums_ff_store(sums, i, force, force_lo, energy, energy_lo, virial, virial_lo, with_energy);
+}
+#endif

@@ -14,6 +14,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .composite import ff_parts
+
 BLOCK = 128
 _CPU_KERNELS: dict = {}
 #: compile-time id of each potential's CUDA header (``potentials/pair_select.cuh``)
@@ -125,10 +127,14 @@ class PairForces:
         self.n_types = n_types
         self.backend = backend
         table = potential.table(n_types)
-        self._kernel, self._table = pair_kernel(potential, table, backend, precision, "forces.cu", "pair_forces",
+        name = "pair_forces_composite" if precision.composite else "pair_forces"
+        self._kernel, self._table = pair_kernel(potential, table, backend, precision, "forces.cu", name,
                                                 _make_cpu_kernel)
         self._real = precision.state_dtype
-        self.compute = self._compute_cuda if backend.is_gpu else self._compute_cpu
+        if precision.composite:
+            self.compute = self._compute_composite
+        else:
+            self.compute = self._compute_cuda if backend.is_gpu else self._compute_cpu
 
     def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
         L = np.asarray(state.box_lengths)
@@ -144,3 +150,14 @@ class PairForces:
                       self._table, np.int32(self.n_types), *[real(x) for x in L],
                       *[real(x) for x in 1.0 / L], state.forces, state.energy, state.virial,
                       np.int32(with_energy)))
+
+    def _compute_composite(self, state, neighbors, with_energy: bool) -> None:
+        n = state.n_atoms
+        L = np.asarray(state.box_lengths)
+        L_hi, L_lo = zip(*(ff_parts(x) for x in L))
+        lo = state.lo
+        self._kernel(((n + BLOCK - 1) // BLOCK,), (BLOCK,),
+                     (state.control, state.positions, lo["positions"], neighbors.nbr, neighbors.nbr_count,
+                      np.int32(n), np.int32(n), self._table, np.int32(self.n_types), *L_hi, *L_lo,
+                      *[np.float32(x) for x in 1.0 / L], state.forces, lo["forces"], state.energy,
+                      lo["energy"], state.virial, lo["virial"], np.int32(with_energy)))

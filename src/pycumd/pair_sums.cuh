@@ -2,7 +2,8 @@
 // minimum image, cutoff test, the potential (pair_select.cuh) with its cutoff treatment, and the
 // sums of one target atom:
 //   f += (F/r) r_ij,   e += E,   w += r_ij (x) r_ij (F/r)      (e, w only if with_energy)
-// and storing them with the factor 1/2 of a full (both-direction) sum.
+// and storing them with the factor 1/2 of a full (both-direction) sum.  With COMPOSITE (float
+// pair arithmetic, float-float positions and sums) the same work for the composite precision.
 #pragma once
 // Compile-time types (from pycumd.precision; defaults for the nvcc compile test): real_t positions,
 // pair_t pair arithmetic, accum_t sums.  SHIFT_FORCE: the shifted-force cutoff treatment.
@@ -17,6 +18,9 @@
 #endif
 #ifndef SHIFT_FORCE
 #define SHIFT_FORCE 0
+#endif
+#ifndef COMPOSITE
+#define COMPOSITE 0
 #endif
 #include "potentials/pair_select.cuh"   // POTENTIAL_HEADER_ID: 0 lennard_jones, 1 yukawa, 2 pasta
 #include "positions.cuh"
@@ -35,6 +39,20 @@ __device__ __forceinline__ void pair_sums_zero(PairSums& s) {
     for (int q = 0; q < 6; ++q) s.w[q] = 0;
 }
 
+// E and F/r of one pair at squared distance r2 with the cutoff treatment; false beyond the cutoff.
+__device__ __forceinline__ bool pair_energy_force(pair_t r2, const pair_t* __restrict__ row, pair_t& ep, pair_t& fr) {
+    if (!(r2 < __ldg(row))) return false;
+    pair_raw(r2, row, ep, fr);
+#if SHIFT_FORCE
+    pair_t r = sqrt(r2);
+    ep = ep - row[2] + (r - row[1]) * row[3];
+    fr = fr - row[3] / r;
+#else
+    ep = ep - row[2];
+#endif
+    return true;
+}
+
 __device__ __forceinline__ void pair_sums_add(
     PairSums& s, real_t dxr, real_t dyr, real_t dzr,
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz,
@@ -44,17 +62,8 @@ __device__ __forceinline__ void pair_sums_add(
     dyr -= Ly * rint(dyr * invLy);
     dzr -= Lz * rint(dzr * invLz);
     pair_t dx = (pair_t)dxr, dy = (pair_t)dyr, dz = (pair_t)dzr;
-    pair_t r2 = dx * dx + dy * dy + dz * dz;
-    if (!(r2 < __ldg(row))) return;
     pair_t ep, fr;
-    pair_raw(r2, row, ep, fr);
-#if SHIFT_FORCE
-    pair_t r = sqrt(r2);
-    ep = ep - row[2] + (r - row[1]) * row[3];
-    fr = fr - row[3] / r;
-#else
-    ep = ep - row[2];
-#endif
+    if (!pair_energy_force(dx * dx + dy * dy + dz * dz, row, ep, fr)) return;
     s.f[0] += (accum_t)(dx * fr);
     s.f[1] += (accum_t)(dy * fr);
     s.f[2] += (accum_t)(dz * fr);
@@ -75,3 +84,87 @@ __device__ __forceinline__ void pair_sums_store(const PairSums& s, int i, accum_
         for (int q = 0; q < 6; ++q) virial[6 * (size_t)i + q] = accum_t(0.5) * s.w[q];
     }
 }
+
+#if COMPOSITE
+// ---- composite (float-float) precision: positions hi + lo, float32 pairs, compensated sums ----
+#include "composite/float_float.cuh"
+
+// One coordinate of r_i - r_j with the minimum image, from float-float positions, rounded to
+// float once.  k = rint((xi - xj) / L) is -1, 0 or 1; the image shift is applied to the part
+// near the upper box edge (xi - L when k = 1, xj - L when k = -1), which is exact (Sterbenz:
+// that coordinate lies in [L/2, 2L]); the low parts take L's low part.  What is left to round
+// is the difference of two nearby numbers, |dx| <= r_list.
+__device__ __forceinline__ float ff_separation(float xi, float xi_lo, float xj, float xj_lo,
+                                               float L, float L_lo, float invL) {
+    float k = rintf((xi - xj) * invL);
+    float si = fmaxf(k, 0.0f), sj = fmaxf(-k, 0.0f);
+    float ah = ieee_fmaf(-si, L, xi), bh = ieee_fmaf(-sj, L, xj);
+    float al = ieee_fmaf(-si, L_lo, xi_lo), bl = ieee_fmaf(-sj, L_lo, xj_lo);
+    return ieee_fadd(ieee_fsub(ah, bh), ieee_fsub(al, bl));
+}
+
+// A compensated sum (Neumaier): hi collects the rounded sum, lo the exact TwoSum errors.
+struct CompensatedSum { float hi, lo; };
+
+__device__ __forceinline__ void csum_add(CompensatedSum& s, float b) {
+    ff t = two_sum(s.hi, b);
+    s.hi = t.hi;
+    s.lo = ieee_fadd(s.lo, t.lo);
+}
+
+// hi + lo as a normalised float-float number, times `scale` (a power of two: exact).
+__device__ __forceinline__ ff csum_value(const CompensatedSum& s, float scale) {
+    ff t = two_sum(s.hi, s.lo);
+    return ff_make(t.hi * scale, t.lo * scale);
+}
+
+struct PairSumsFF {
+    CompensatedSum f[3];
+    CompensatedSum e;
+    CompensatedSum w[6];
+};
+
+__device__ __forceinline__ void pair_sums_ff_zero(PairSumsFF& s) {
+#pragma unroll
+    for (int q = 0; q < 3; ++q) s.f[q].hi = s.f[q].lo = 0.0f;
+    s.e.hi = s.e.lo = 0.0f;
+#pragma unroll
+    for (int q = 0; q < 6; ++q) s.w[q].hi = s.w[q].lo = 0.0f;
+}
+
+// The pair at separation (dx, dy, dz) (already the minimum image), float32 arithmetic.
+__device__ __forceinline__ void pair_sums_ff_add(PairSumsFF& s, float dx, float dy, float dz,
+                                                 const float* __restrict__ row, int with_energy) {
+    float ep, fr;
+    if (!pair_energy_force(dx * dx + dy * dy + dz * dz, row, ep, fr)) return;
+    csum_add(s.f[0], dx * fr);
+    csum_add(s.f[1], dy * fr);
+    csum_add(s.f[2], dz * fr);
+    if (with_energy) {
+        csum_add(s.e, ep);
+        csum_add(s.w[0], dx * dx * fr); csum_add(s.w[1], dy * dy * fr); csum_add(s.w[2], dz * dz * fr);
+        csum_add(s.w[3], dx * dy * fr); csum_add(s.w[4], dx * dz * fr); csum_add(s.w[5], dy * dz * fr);
+    }
+}
+
+// Store as hi and lo arrays (same layouts as pair_sums_store), energy and virial with the factor 1/2.
+__device__ __forceinline__ void pair_sums_ff_store(const PairSumsFF& s, int i, float* __restrict__ force,
+                                                   float* __restrict__ force_lo, float* __restrict__ energy,
+                                                   float* __restrict__ energy_lo, float* __restrict__ virial,
+                                                   float* __restrict__ virial_lo, int with_energy) {
+#pragma unroll
+    for (int q = 0; q < 3; ++q) {
+        ff v = csum_value(s.f[q], 1.0f);
+        force[3 * (size_t)i + q] = v.hi; force_lo[3 * (size_t)i + q] = v.lo;
+    }
+    if (with_energy) {
+        ff v = csum_value(s.e, 0.5f);
+        energy[i] = v.hi; energy_lo[i] = v.lo;
+#pragma unroll
+        for (int q = 0; q < 6; ++q) {
+            ff w = csum_value(s.w[q], 0.5f);
+            virial[6 * (size_t)i + q] = w.hi; virial_lo[6 * (size_t)i + q] = w.lo;
+        }
+    }
+}
+#endif

@@ -6,11 +6,17 @@ mode        positions/velocities pair arithmetic   force and energy accumulation
 single      float32            float32             float32
 mixed       float64            float32             float64
 double      float64            float64             float64
+composite   float-float        float32             float-float
 ==========  =================  ==================  ==================================
 
 In ``mixed`` the separation ``r_i - r_j`` is formed in float64 and then rounded to float32,
-so positions far from the origin lose no digits.  The CPU backend runs ``double`` only.
-``composite`` (float-float) is planned (see docs/precision.md) and raises until it lands.
+so positions far from the origin lose no digits.  ``composite`` keeps every position,
+velocity, mass, force, energy and virial as an unevaluated sum ``hi + lo`` of two float32
+numbers (about 48 significant bits, :mod:`pycumd.composite`) and uses no float64 on the GPU:
+the separation is formed from both parts (the periodic image shift applied exactly) and
+rounded to float32 once, the pair function runs in float32, the per-atom sums are compensated
+(TwoSum) and the velocity Verlet updates use the float-float operations.  The low parts live
+in :attr:`pycumd.state.State.lo`.  The CPU backend runs ``double`` only.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-PRECISION_NAMES = ("single", "mixed", "double")
+PRECISION_NAMES = ("single", "mixed", "double", "composite")
 
 
 @dataclass(frozen=True)
@@ -32,6 +38,7 @@ class Precision:
     pair_dtype: type    #: arithmetic inside the pair function
     accum_dtype: type   #: per-atom force, energy and virial sums
     deterministic: bool = False  #: GPU kernels built without fused multiply-add contraction
+    composite: bool = False      #: float-float state and sums (the ``*_dtype`` are the parts' type)
 
     @property
     def cuda_options(self) -> tuple:
@@ -45,13 +52,14 @@ class Precision:
         """Compile-time type names for the CUDA kernels."""
         c = {np.float32: "float", np.float64: "double"}
         return {"real_t": c[self.state_dtype], "pair_t": c[self.pair_dtype],
-                "accum_t": c[self.accum_dtype]}
+                "accum_t": c[self.accum_dtype], "COMPOSITE": int(self.composite)}
 
 
 _POLICIES = {
     "single": Precision("single", np.float32, np.float32, np.float32),
     "mixed": Precision("mixed", np.float64, np.float32, np.float64),
     "double": Precision("double", np.float64, np.float64, np.float64),
+    "composite": Precision("composite", np.float32, np.float32, np.float32, composite=True),
 }
 
 
@@ -67,14 +75,10 @@ def get_precision(name: str | Precision | None, backend_name: str, deterministic
         name = name.name
     if name in (None, "auto"):
         name = "mixed" if backend_name == "cuda" else "double"
-    if name == "composite":
-        raise NotImplementedError(
-            "precision 'composite' (float-float) is not implemented in the MD engine yet; "
-            "use single, mixed or double")
     if name not in _POLICIES:
         raise ValueError(f"unknown precision {name!r}: choose one of {', '.join(PRECISION_NAMES)}")
     if backend_name == "cpu" and name != "double":
         raise ValueError(f"the cpu backend runs in double precision only (asked for {name!r}); "
-                         "use --device cuda for single or mixed")
+                         "use --device cuda for single, mixed or composite")
     policy = _POLICIES[name]
     return dataclasses.replace(policy, deterministic=True) if deterministic else policy

@@ -40,7 +40,7 @@ class Simulation:
         LAMMPS ``neigh_modify every/delay/check``; default: check every step, rebuild when an atom
         has moved half the skin.
     device : {"auto", "cpu", "cuda"}
-    precision : {"auto", "single", "mixed", "double"}
+    precision : {"auto", "single", "mixed", "double", "composite"}
         ``auto``: double on the CPU, mixed on the GPU.
     pair_method : {"auto", "neighbor", "all_pairs"}
         ``all_pairs``: every pair with the minimum image, no neighbour list
@@ -83,13 +83,16 @@ class Simulation:
             skin = 0.3 if self.units.name == "lj" else 2.0
         r_cut = potential.max_cutoff(system.n_types)
         self.pair_method = choose_pair_method(pair_method, r_cut, skin, system.box.L)
+        if self.precision.composite:
+            _check_composite_supported(self.pair_method, self.thermostat)
         if self.pair_method == "all_pairs":
             self.neighbors = AllPairsNeighbors(self.backend, r_cut)
             forces_class = AllPairsForces
         else:
             self.neighbors = NeighborList(self.backend, r_cut, skin, every=neighbor_every,
                                           delay=neighbor_delay, check=neighbor_check,
-                                          cuda_options=self.precision.cuda_options)
+                                          cuda_options=self.precision.cuda_options,
+                                          position_error=_storage_rounding(self.precision, system.box.L))
             forces_class = PairForces
         self.neighbors.check_box(system.box.L)
         self.state = State.from_system(system, self.backend, self.precision)
@@ -124,12 +127,13 @@ class Simulation:
         by_id = np.argsort(b.to_host(s.ids), kind="stable")
         return System(self.box, s.host_positions(b)[by_id], self._masses, self.units,
                       types=b.to_host(s.types)[by_id],
-                      velocities=b.to_host(s.velocities).astype(np.float64)[by_id],
+                      velocities=s.host_values("velocities", b)[by_id],
                       images=b.to_host(s.images)[by_id], ids=b.to_host(s.ids)[by_id])
 
     # -- observables -----------------------------------------------------------------------
     def kinetic_energy(self) -> float:
-        return kinetic_energy(self.state.velocities, self.state.per_atom_mass, self.units)
+        s, b = self.state, self.backend
+        return kinetic_energy(s.values("velocities", b), s.values("per_atom_mass", b), self.units)
 
     def temperature(self) -> float:
         return temperature(self.kinetic_energy(), self.state.n_atoms, self.units)
@@ -144,12 +148,12 @@ class Simulation:
     def potential_energy(self) -> float:
         """Total pair energy (energy units) at the current step."""
         self._ensure_energy()
-        return float(self.state.energy.sum())
+        return float(self.state.values("energy", self.backend).sum())
 
     def virial_trace(self) -> float:
         """Sum over pairs of r_ij . f_ij (energy units) at the current step."""
         self._ensure_energy()
-        return float(self.state.virial[:, :3].sum())
+        return float(self.state.values("virial", self.backend)[:, :3].sum())
 
     def thermo_row(self) -> dict:
         """Step, Temp, E_pair, E_mol, TotEng, Press, normalised as LAMMPS does."""
@@ -289,6 +293,26 @@ class Simulation:
                 f"pair {self.potential.describe()}, skin {self.neighbors.skin}\n"
                 f"{self.integrator.describe()}\n"
                 f"device {self.backend.name} ({self.backend.device_name}), precision {self.precision.name}")
+
+
+def _check_composite_supported(pair_method: str, thermostat) -> None:
+    """Composite precision covers NVE and Nose-Hoover over a neighbour list; say what it does not."""
+    if pair_method == "all_pairs":
+        raise NotImplementedError("composite precision is not implemented for the all-pairs force kernel; "
+                                  "use pair_method='neighbor' (a cutoff shorter than half the box) or "
+                                  "precision 'single', 'mixed' or 'double'")
+    if thermostat is not None and type(thermostat).__name__ == "Langevin":
+        raise NotImplementedError("composite precision is not implemented for the Langevin thermostat "
+                                  "(its noise kernel works in float64); use NVE or Nose-Hoover, or "
+                                  "precision 'mixed' or 'double'")
+
+
+def _storage_rounding(precision, box_lengths) -> float:
+    """How far float32-stored positions (single, and composite's high parts, from which the
+    neighbour list is built) may be from the positions the forces use: 4 ulps of the box length."""
+    if precision.state_dtype != np.float32:
+        return 0.0
+    return 4.0 * float(np.finfo(np.float32).eps) * float(np.max(box_lengths))
 
 
 __all__ = ["Simulation", "SimulationError", "ThermoReporter"]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .composite import ff_from_double_array
 from .precision import Precision
 from .system import System
 
@@ -34,6 +35,10 @@ class State:
     control : array, (2,) int32
         Device flags of captured step blocks: ``[frozen, steps completed]`` (see step_graph.py);
         zero outside them.
+    lo : dict or None
+        Composite precision only: the float32 low parts of ``positions`` ((N, 4), the type
+        column 0), ``velocities``, ``per_atom_mass``, ``forces``, ``energy`` and ``virial``,
+        each the same shape as its high part; a value is ``hi + lo`` (see :meth:`values`).
     """
 
     positions: object
@@ -49,10 +54,22 @@ class State:
     box_lengths: tuple
     step: int = 0
     control: object = None
+    lo: dict | None = None
 
     def per_atom_arrays(self) -> tuple:
         """The arrays that move with a particle when particles are reordered."""
-        return (self.positions, self.velocities, self.per_atom_mass, self.types, self.images, self.ids)
+        arrays = (self.positions, self.velocities, self.per_atom_mass, self.types, self.images, self.ids)
+        if self.lo is not None:
+            arrays += tuple(self.lo[name] for name in ("positions", "velocities", "per_atom_mass"))
+        return arrays
+
+    def values(self, name: str, backend):
+        """The array ``name`` as numbers: the backend array itself, or in composite precision
+        the host float64 array ``hi + lo`` (so that no float64 arithmetic runs on the GPU)."""
+        hi = getattr(self, name)
+        if self.lo is None:
+            return hi
+        return backend.to_host(hi).astype(np.float64) + backend.to_host(self.lo[name]).astype(np.float64)
 
     @property
     def n_atoms(self) -> int:
@@ -64,12 +81,21 @@ class State:
         n = system.n_atoms
         real, accum = precision.state_dtype, precision.accum_dtype
         if backend.is_gpu:
-            host = np.empty((n, 4), dtype=real)
+            host = np.empty((n, 4), dtype=np.float64)
             host[:, :3] = system.positions
             host[:, 3] = system.types
-            positions = xp.asarray(host)
+            positions = xp.asarray(host.astype(real))
         else:
             positions = system.positions.astype(real, copy=True)
+        lo = None
+        if precision.composite:
+            if not backend.is_gpu:
+                raise ValueError("composite precision runs on the GPU only")
+            lo = {"positions": host, "velocities": system.velocities,
+                  "per_atom_mass": system.per_atom_mass}
+            lo = {k: xp.asarray(ff_from_double_array(v)[..., 1]) for k, v in lo.items()}
+            lo.update(forces=xp.zeros((n, 3), np.float32), energy=xp.zeros(n, np.float32),
+                      virial=xp.zeros((n, 6), np.float32))
         return cls(
             positions=positions,
             velocities=xp.asarray(system.velocities, dtype=real),
@@ -83,8 +109,15 @@ class State:
             virial=xp.zeros((n, 6), dtype=accum),
             box_lengths=tuple(system.box.lengths),
             control=xp.zeros(2, dtype=np.int32),
+            lo=lo,
         )
+
+    def host_values(self, name: str, backend) -> np.ndarray:
+        """The array ``name`` on the host as float64 (``hi + lo`` in composite precision)."""
+        if self.lo is not None:
+            return self.values(name, backend)
+        return backend.to_host(getattr(self, name)).astype(np.float64)
 
     def host_positions(self, backend) -> np.ndarray:
         """Positions on the host, (N, 3) float64."""
-        return backend.to_host(self.positions[:, :3]).astype(np.float64)
+        return self.host_values("positions", backend)[:, :3]

@@ -61,7 +61,7 @@ class CudaStepGraph:
         graph = self._graphs.get(k)
         if graph is None:
             sim, state = self.sim, self.sim.state
-            limit2 = (0.5 * nl.skin) ** 2
+            limit2 = nl.displacement_limit2
             with self.stream:
                 self.stream.begin_capture()
                 for step_in_block in range(1, k + 1):

@@ -6,8 +6,9 @@ equilibrated, then run for ``--steps`` steps with the total energy recorded ever
 steps; the drift is the slope of a linear fit, in k_B T per atom per 1,000 tau, with the cost
 of a step beside it.
 
-    pycumd bench drift --cells 20 --steps 100000 --precision single mixed double
+    pycumd bench drift --cells 20 --steps 100000 --precision single mixed double composite
     pycumd bench drift --system ions --steps 20000      # C/O ions, all pairs, Gamma = 20
+    pycumd bench drift --merge a/drift_lj.json b/drift_lj.json   # table + plot of separate runs
 
 With ``--system ions`` the liquid is the carbon-oxygen white-dwarf mixture of pycumd.ions (3,456
 ions, Gamma = 20, screening length 2 a, all pairs, dt = 0.05 / omega_p), and the drift is per
@@ -59,27 +60,74 @@ def ion_liquid(n_ions: int = 3456):
 
 
 def drift(system, pot, precision: str, deterministic: bool, steps: int, every: int, device: str,
-          dt: float = DT, kT: float = TEMPERATURE, time_unit: float = 1.0) -> dict:
+          dt: float = DT, kT: float = TEMPERATURE, time_unit: float = 1.0,
+          max_seconds: float | None = None) -> dict:
+    """One NVE run; returns the drift fit, the energy series and the cost per step.
+
+    With ``max_seconds`` the run stops early (at a multiple of ``50 * every`` steps) once that
+    much wall time has passed; ``steps`` in the result is the number actually run.
+    """
     sim = Simulation(system.copy(), pot, VelocityVerlet(dt), device=device, precision=precision,
                      deterministic=deterministic)
     thermo = ThermoReporter(every=every, screen=False)
     sim.reporters.append(thermo)
     sim.run(10)                                              # compile, warm up
     thermo.rows.clear()
+    chunk = steps if max_seconds is None else min(steps, 50 * every)
     t0 = time.perf_counter()
-    sim.run(steps)
+    done = 0
+    while done < steps:
+        sim.run(min(chunk, steps - done))
+        done = sim.step - 10
+        if max_seconds is not None and time.perf_counter() - t0 > max_seconds:
+            break
     sim.backend.synchronize()
     seconds = time.perf_counter() - t0
-    step = np.array([r["Step"] for r in thermo.rows], float)
+    by_step = {r["Step"]: r["TotEng"] for r in thermo.rows}   # a row repeats where a chunk starts
+    step = np.array(sorted(by_step), float)
     n_norm = 1 if sim.units.normalize_thermo else system.n_atoms
-    e = np.array([r["TotEng"] for r in thermo.rows]) / n_norm   # per atom
+    e = np.array([by_step[k] for k in sorted(by_step)]) / n_norm   # per atom
     t = (step - step[0]) * dt / time_unit
-    slope = np.polyfit(t, e, 1)[0]                            # energy per atom per time unit
-    return {"precision": precision, "deterministic": deterministic, "N": system.n_atoms, "steps": steps,
-            "drift_kT_per_atom_per_1000tau": slope * 1000.0 / kT,
-            "fluctuation_kT_per_atom": float(np.std(e - np.polyval(np.polyfit(t, e, 1), t))) / kT,
-            "us_per_step": seconds / steps * 1e6, "device": sim.backend.device_name,
-            "time": t.tolist(), "energy": e.tolist()}
+    fit = np.polyfit(t, e, 1)
+    return {"precision": precision, "deterministic": deterministic, "N": system.n_atoms, "steps": done,
+            "drift_kT_per_atom_per_1000tau": fit[0] * 1000.0 / kT,
+            "fluctuation_kT_per_atom": float(np.std(e - np.polyval(fit, t))) / kT,
+            "us_per_step": seconds / done * 1e6, "device": sim.backend.device_name,
+            "time": t.tolist(), "energy": e.tolist(), "kT": kT, "time_unit": time_unit}
+
+
+def print_table(results) -> None:
+    print(f"{'precision':>9} {'determ.':>7} {'steps':>9} {'drift kT/atom/1000tau':>22} {'fluct. kT/atom':>15} "
+          f"{'us/step':>8}")
+    for r in results:
+        print(f"{r['precision']:>9} {str(r['deterministic']):>7} {r['steps']:>9} "
+              f"{r['drift_kT_per_atom_per_1000tau']:>22.3e} {r['fluctuation_kT_per_atom']:>15.3e} "
+              f"{r['us_per_step']:>8.1f}", flush=True)
+
+
+def plot(results, path: Path, title: str) -> None:
+    """E(t) - E(0) in k_B T per atom, one line per precision (deterministic dashed)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib not installed: no plot")
+        return
+    fig, ax = plt.subplots(figsize=(7.5, 4.8))
+    colors = {}
+    for r in results:
+        e = np.array(r["energy"])
+        color = colors.setdefault(r["precision"], f"C{len(colors)}")
+        ax.plot(r["time"], (e - e[0]) / r.get("kT", TEMPERATURE), color=color, lw=0.8,
+                ls="--" if r["deterministic"] else "-",
+                label=r["precision"] + (" (deterministic)" if r["deterministic"] else ""))
+    ax.set_xlabel("time (tau)" if results[0].get("time_unit", 1.0) == 1.0 else "time (1/omega_p)")
+    ax.set_ylabel("E(t) - E(0)  (k_B T per atom)")
+    ax.set_title(title)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
 
 
 def main(argv=None):
@@ -88,43 +136,37 @@ def main(argv=None):
     ap.add_argument("--cells", type=int, default=20, help="fcc cells per edge (20: 32,000 atoms)")
     ap.add_argument("--steps", type=int, default=100_000)
     ap.add_argument("--every", type=int, default=1000, help="steps between energy samples")
-    ap.add_argument("--precision", nargs="+", default=["single", "mixed", "double"])
+    ap.add_argument("--precision", nargs="+", default=["single", "mixed", "double", "composite"])
+    ap.add_argument("--deterministic", choices=["both", "off", "on"], default="both",
+                    help="run each precision without and/or with deterministic=True")
+    ap.add_argument("--max-seconds", type=float, help="stop each run early after this much wall time")
+    ap.add_argument("--merge", nargs="+", metavar="JSON",
+                    help="no runs: combine the result files of earlier runs into one table and plot")
     ap.add_argument("--device", default="auto")
-    ap.add_argument("--out-dir", default="docs", help="where drift.json and drift.png go")
+    ap.add_argument("--out-dir", default="docs", help="where drift_<system>.json and .png go")
     args = ap.parse_args(argv)
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if args.merge:
+        results = [r for f in args.merge for r in json.loads(Path(f).read_text())]
+        print_table(results)
+        (out / f"drift_{args.system}.json").write_text(json.dumps(results))
+        plot(results, out / f"drift_{args.system}.png",
+             f"NVE energy drift ({args.system}), N = {results[0]['N']}, {results[0]['device']}")
+        return
     if args.system == "ions":
         system, pot, dt, kT, unit = ion_liquid()
     else:
         (system, pot), dt, kT, unit = equilibrated_liquid(args.cells, args.device), DT, TEMPERATURE, 1.0
+    modes = {"both": (False, True), "off": (False,), "on": (True,)}[args.deterministic]
     results = []
-    print(f"{'precision':>9} {'determ.':>7} {'drift kT/atom/1000tau':>22} {'fluct. kT/atom':>15} {'us/step':>8}")
     for precision in args.precision:
-        for deterministic in (False, True):
-            r = drift(system, pot, precision, deterministic, args.steps, args.every, args.device, dt, kT, unit)
-            results.append(r)
-            print(f"{precision:>9} {str(deterministic):>7} {r['drift_kT_per_atom_per_1000tau']:>22.3e} "
-                  f"{r['fluctuation_kT_per_atom']:>15.3e} {r['us_per_step']:>8.1f}", flush=True)
-    out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / f"drift_{args.system}.json").write_text(json.dumps(results))
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib not installed: no plot")
-        return
-    fig, ax = plt.subplots(figsize=(7, 4.5))
-    for r in results:
-        if not r["deterministic"]:
-            e = np.array(r["energy"])
-            ax.plot(r["time"], (e - e[0]) / TEMPERATURE, label=r["precision"])
-    ax.set_xlabel("time (tau)")
-    ax.set_ylabel("E(t) - E(0)  (k_B T per atom)")
-    ax.set_title(f"NVE energy drift ({args.system}), N = {system.n_atoms}")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(out / f"drift_{args.system}.png", dpi=120)
+        for deterministic in modes:
+            results.append(drift(system, pot, precision, deterministic, args.steps, args.every, args.device,
+                                 dt, kT, unit, args.max_seconds))
+            print_table(results[-1:])
+            (out / f"drift_{args.system}.json").write_text(json.dumps(results))   # kept if a later run dies
+    plot(results, out / f"drift_{args.system}.png", f"NVE energy drift ({args.system}), N = {system.n_atoms}")
 
 
 if __name__ == "__main__":

@@ -81,10 +81,11 @@ def time_split(sim, steps: int, seconds: float) -> dict:
         pool = cp.get_default_memory_pool()
         out["gpu_bytes_per_atom"] = pool.used_bytes() / n
         pairs = float(nl.nbr_count.sum())
+        parts = 1 if state.lo is None else 2          # composite: hi and lo arrays
         real = state.positions.dtype.itemsize
         # fewest bytes: each neighbour index once, each target row once, forces written once;
         # the neighbour rows gathered come from the cache and are not counted
-        moved = pairs * 4 + n * (4 * real + 4) + state.forces.nbytes
+        moved = pairs * 4 + n * (4 * real * parts + 4) + state.forces.nbytes * parts
         src = cp.empty(1 << 28, dtype=cp.uint8)
         dst = cp.empty_like(src)
         t_copy = timer(lambda: cp.copyto(dst, src), 10)

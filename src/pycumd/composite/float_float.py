@@ -228,6 +228,13 @@ def ff_from_double(d):
     return hi, lo
 
 
+def ff_parts(d) -> tuple:
+    """``(hi, lo)`` of the composite number nearest the float ``d``, as two ``numpy.float32``
+    (kernel arguments: a Python float would be passed to CUDA as a double)."""
+    hi, lo = ff_from_double(float(d))
+    return np.float32(hi), np.float32(lo)
+
+
 @njit(_f64(_FF), **_jit)
 def ff_to_double(x):
     """``RN64(hi + lo)``."""

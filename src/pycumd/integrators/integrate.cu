@@ -1,4 +1,5 @@
-// Integrator kernels: velocity Verlet half steps and the Langevin force, one thread per atom.
+// Integrator kernels: velocity Verlet half steps and the Langevin force, one thread per atom
+// (with COMPOSITE also their float-float twins, at the end).
 // control[0] != 0 means the step block is frozen waiting for a neighbour rebuild (step_graph.py):
 // the kernels then do nothing.  control[1] counts completed steps of a captured block.
 #ifndef real_t
@@ -6,6 +7,9 @@
 #endif
 #ifndef accum_t
 #define accum_t double
+#endif
+#ifndef COMPOSITE
+#define COMPOSITE 0
 #endif
 
 // initial_integrate: v += (dtf / m) f;  x += dtv v     (LAMMPS fix nve, dtf = dt/2 * ftm2v)
@@ -53,3 +57,59 @@ extern "C" __global__ void langevin_forces(const real_t* __restrict__ vel, accum
         force[3 * (size_t)i + d] += (accum_t)(g1 * (double)vel[3 * (size_t)i + d] + g2 * (u - 0.5));
     }
 }
+
+#if COMPOSITE
+#include "composite/float_float.cuh"
+// Composite precision (float-float, no float64): every quantity as hi and lo arrays of the same
+// layout (positions (N, 4) rows; velocities and forces (N, 3); masses (N,)); dtf and dtv as
+// float-float numbers.  Same updates as above:
+//   initial_integrate_composite: v += (dtf / m) f;  x += dtv v
+//   final_integrate_composite:   v += (dtf / m) f
+__device__ __forceinline__ ff dtf_over_mass(float dtf, float dtf_lo, const float* mass, const float* mass_lo, int i) {
+    return ff_div(ff_make(dtf, dtf_lo), ff_make(mass[i], mass_lo[i]));
+}
+
+extern "C" __global__ void initial_integrate_composite(
+    const int* __restrict__ control, float* __restrict__ pos4, float* __restrict__ pos_lo,
+    float* __restrict__ vel, float* __restrict__ vel_lo, const float* __restrict__ force,
+    const float* __restrict__ force_lo, const float* __restrict__ mass, const float* __restrict__ mass_lo,
+    int n, float dtf, float dtf_lo, float dtv, float dtv_lo)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || control[0]) return;
+    ff dtfm = dtf_over_mass(dtf, dtf_lo, mass, mass_lo, i);
+    for (int d = 0; d < 3; ++d) {
+        size_t a = 3 * (size_t)i + d, p = 4 * (size_t)i + d;
+        ff v = ff_add(ff_make(vel[a], vel_lo[a]), ff_mul(dtfm, ff_make(force[a], force_lo[a])));
+        vel[a] = v.hi; vel_lo[a] = v.lo;
+        ff x = ff_add(ff_make(pos4[p], pos_lo[p]), ff_mul(ff_make(dtv, dtv_lo), v));
+        pos4[p] = x.hi; pos_lo[p] = x.lo;
+    }
+}
+
+extern "C" __global__ void final_integrate_composite(
+    int* __restrict__ control, int step_in_block, float* __restrict__ vel, float* __restrict__ vel_lo,
+    const float* __restrict__ force, const float* __restrict__ force_lo, const float* __restrict__ mass,
+    const float* __restrict__ mass_lo, int n, float dtf, float dtf_lo)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || control[0]) return;
+    if (i == 0) control[1] = step_in_block;
+    ff dtfm = dtf_over_mass(dtf, dtf_lo, mass, mass_lo, i);
+    for (int d = 0; d < 3; ++d) {
+        size_t a = 3 * (size_t)i + d;
+        ff v = ff_add(ff_make(vel[a], vel_lo[a]), ff_mul(dtfm, ff_make(force[a], force_lo[a])));
+        vel[a] = v.hi; vel_lo[a] = v.lo;
+    }
+}
+
+// v *= scale (float-float scale; a thermostat's velocity scaling), n rows of 3.
+extern "C" __global__ void scale_velocities_composite(float* __restrict__ vel, float* __restrict__ vel_lo, int n,
+                                                      float scale, float scale_lo)
+{
+    int a = blockIdx.x * blockDim.x + threadIdx.x;
+    if (a >= 3 * n) return;
+    ff v = ff_mul(ff_make(vel[a], vel_lo[a]), ff_make(scale, scale_lo));
+    vel[a] = v.hi; vel_lo[a] = v.lo;
+}
+#endif

@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from ..observables import degrees_of_freedom, kinetic_energy
+from ..observables import degrees_of_freedom
 from .langevin import _temperature_pair
 
 
@@ -60,8 +60,7 @@ class NoseHoover:
         self.eta_mass[0] = self._dof * boltz * t_target / omega2
 
     def _temperature(self, sim) -> float:
-        s = sim.state
-        return 2.0 * kinetic_energy(s.velocities, s.per_atom_mass, sim.units) / (self._dof * sim.units.boltz)
+        return 2.0 * sim.kinetic_energy() / (self._dof * sim.units.boltz)
 
     def target(self, sim) -> float:
         return self.t_start + (self.t_stop - self.t_start) * sim.run_fraction()
@@ -81,8 +80,7 @@ class NoseHoover:
         f = math.exp(-dt8 * ed[1]) if self.chain > 1 else 1.0
         ed[0] = (ed[0] * f + edd[0] * dt4) * f
         scale = math.exp(-dthalf * ed[0])
-        s = sim.state
-        s.velocities *= s.velocities.dtype.type(scale)
+        sim.integrator.scale_velocities(sim.state, scale)
         self._t_current *= scale * scale
         edd[0] = (self._dof * boltz * self._t_current - ke_target) / m[0]
         self.eta += dthalf * ed[:self.chain]

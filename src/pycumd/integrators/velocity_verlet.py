@@ -5,6 +5,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..composite import ff_parts
+
 BLOCK = 128
 
 
@@ -49,6 +51,9 @@ class VelocityVerlet:
         self.backend = backend
         self.dtf = 0.5 * self.dt * units.ftm2v
         real = precision.state_dtype
+        if precision.composite:
+            self._bind_composite(backend, precision)
+            return
         if backend.is_gpu:
             c = precision.cuda_defines
             mod = backend.kernel_module("integrators/integrate.cu",
@@ -74,6 +79,41 @@ class VelocityVerlet:
                 _final_integrate_cpu(state.velocities, state.forces, state.per_atom_mass, self.dtf)
         self.initial_integrate = initial
         self.final_integrate = final
+
+        def scale(state, factor):
+            state.velocities *= state.velocities.dtype.type(factor)
+        self.scale_velocities = scale
+
+    def _bind_composite(self, backend, precision) -> None:
+        """The float-float kernels (``integrate.cu`` with COMPOSITE): dtf and dt as composite numbers."""
+        c = precision.cuda_defines
+        mod = backend.kernel_module("integrators/integrate.cu",
+                                    {"real_t": c["real_t"], "accum_t": c["accum_t"], "COMPOSITE": 1},
+                                    options=precision.cuda_options)
+        k1, k2, k3 = (mod.get_function(f"{name}_composite")
+                      for name in ("initial_integrate", "final_integrate", "scale_velocities"))
+        dtf, dtv = ff_parts(self.dtf), ff_parts(self.dt)
+
+        def grid(n):
+            return ((n + BLOCK - 1) // BLOCK,)
+
+        def initial(state):
+            n, lo = state.n_atoms, state.lo
+            k1(grid(n), (BLOCK,), (state.control, state.positions, lo["positions"], state.velocities,
+                                   lo["velocities"], state.forces, lo["forces"], state.per_atom_mass,
+                                   lo["per_atom_mass"], np.int32(n), *dtf, *dtv))
+
+        def final(state, step_in_block=0):
+            n, lo = state.n_atoms, state.lo
+            k2(grid(n), (BLOCK,), (state.control, np.int32(step_in_block), state.velocities, lo["velocities"],
+                                   state.forces, lo["forces"], state.per_atom_mass, lo["per_atom_mass"],
+                                   np.int32(n), *dtf))
+
+        def scale(state, factor):
+            n = state.n_atoms
+            k3(grid(3 * n), (BLOCK,), (state.velocities, state.lo["velocities"], np.int32(n), *ff_parts(factor)))
+
+        self.initial_integrate, self.final_integrate, self.scale_velocities = initial, final, scale
 
     def describe(self) -> str:
         text = f"velocity Verlet, dt = {self.dt}"

@@ -4,7 +4,7 @@ Every key, with its default (``required`` where there is none)::
 
     units = "lj"                      # lj | metal | real
     device = "auto"                   # auto | cpu | cuda   (the command line overrides)
-    precision = "auto"                # auto | single | mixed | double
+    precision = "auto"                # auto | single | mixed | double | composite
 
     [system]                          # a lattice filled with one atom type
     lattice = required                # sc | bcc | fcc

@@ -77,6 +77,8 @@ class TrajectoryWriter:
         self._last_step = sim.state.step
         s, backend = sim.state, sim.backend
         arrays = (s.positions[:, :3], s.velocities, s.images, s.types, s.ids)
+        if s.lo is not None:                      # composite precision: the low parts too
+            arrays += (s.lo["positions"][:, :3], s.lo["velocities"])
         meta = (sim.state.step, sim.time, sim.box, sim.n_types)
         if backend.is_gpu:
             self._queue.put(("device", meta, *self._copy_async(backend, arrays)))
@@ -103,13 +105,17 @@ class TrajectoryWriter:
 
     def _frame(self, meta, host) -> Frame:
         step, time, box, n_types = meta
-        positions, velocities, images, types, ids = host
+        positions, velocities, images, types, ids = host[:5]
+        positions, velocities = positions.astype(np.float64), velocities.astype(np.float64)
+        if len(host) == 7:                        # composite precision: value = hi + lo
+            positions = positions + host[5]
+            velocities = velocities + host[6]
         by_id = np.argsort(ids, kind="stable")
         names = self.type_names or [str(t + 1) for t in range(n_types)]
         origin = np.asarray(box.origin)
         images = images[by_id].astype(np.int32)
-        wrapped = box.wrap(positions[by_id].astype(np.float64), images)   # as System does
-        return Frame(step, time, box.L, origin, wrapped + origin, velocities[by_id].astype(np.float64),
+        wrapped = box.wrap(positions[by_id], images)   # as System does
+        return Frame(step, time, box.L, origin, wrapped + origin, velocities[by_id],
                      images, types[by_id], ids[by_id], names)
 
     def begin_run(self) -> None:

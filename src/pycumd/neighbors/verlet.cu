@@ -11,6 +11,9 @@
 #ifndef real_t
 #define real_t double
 #endif
+#ifndef COMPOSITE
+#define COMPOSITE 0
+#endif
 #include "positions.cuh"
 
 __device__ __forceinline__ int stencil_lo(int n) { int a = (n - 1) / 2; return -(a < 2 ? a : 2); }
@@ -120,3 +123,30 @@ extern "C" __global__ void wrap_positions(real_t* __restrict__ pos4, int* __rest
         }
     }
 }
+
+#if COMPOSITE
+#include "composite/float_float.cuh"
+// The composite-precision wrap: the float-float coordinate x = hi + lo (pos4, pos_lo) becomes
+// x - k (L + L_lo) with k = floor(hi / L), then one correction step for rounding, so that hi is
+// in [0, L).  Float-float arithmetic throughout (no float64).
+extern "C" __global__ void wrap_positions_composite(float* __restrict__ pos4, float* __restrict__ pos_lo,
+                                                    int* __restrict__ image, int n_local,
+                                                    float Lx, float Ly, float Lz, float Lx_lo, float Ly_lo, float Lz_lo)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_local) return;
+    const ff L[3] = {ff_make(Lx, Lx_lo), ff_make(Ly, Ly_lo), ff_make(Lz, Lz_lo)};
+    for (int d = 0; d < 3; ++d) {
+        size_t p = 4 * (size_t)i + d;
+        ff x = ff_make(pos4[p], pos_lo[p]);
+        if ((x.hi < 0.0f || x.hi >= L[d].hi) && isfinite(x.hi)) {   // non-finite: left for the blow-up check
+            float k = floorf(x.hi / L[d].hi);
+            x = ff_sub(x, ff_mul_f(L[d], k));
+            if (x.hi >= L[d].hi) { x = ff_sub(x, L[d]); k += 1.0f; }
+            if (x.hi < 0.0f) { x = ff_add(x, L[d]); k -= 1.0f; }
+            image[3 * (size_t)i + d] += (int)k;
+            pos4[p] = x.hi; pos_lo[p] = x.lo;
+        }
+    }
+}
+#endif

@@ -28,6 +28,7 @@ import numba
 import numpy as np
 
 from ..backend import array_backend
+from ..composite import ff_parts
 from ..system import InputError
 from .counting_sort import cell_index, counting_sort, reorder_in_place
 
@@ -177,11 +178,15 @@ class NeighborList:
         Reorder the particle arrays by cell at each build (default).
     cuda_options : tuple of str
         Extra NVRTC options for the kernels (the precision policy's).
+    position_error : float
+        Bound on how far the positions the list is built from may be from the positions the
+        forces use (length units): float32 storage rounding; the displacement check triggers
+        that much earlier, so that no pair is lost (0 for float64 positions).
     """
 
     def __init__(self, backend, r_cut: float, skin: float, *, every: int = 1, delay: int = 0,
                  check: bool = True, overlap_distance: float | None = None, capacity: int | None = None,
-                 reorder: bool = True, cuda_options: tuple = ()):
+                 reorder: bool = True, cuda_options: tuple = (), position_error: float = 0.0):
         if skin < 0:
             raise InputError(f"neighbor skin must be >= 0, got {skin}")
         if every < 1 or delay < 0:
@@ -198,6 +203,7 @@ class NeighborList:
         self.nbr = None
         self.nbr_count = None
         self.reorder = reorder
+        self.position_error = float(position_error)
         self.scratch: dict = {}
         self._impl = _CudaBuild(backend, cuda_options) if backend.is_gpu else _CpuBuild()
 
@@ -226,8 +232,12 @@ class NeighborList:
             return False
         if not self.check:
             return True
-        limit2 = (0.5 * self.skin) ** 2
-        return self._impl.displacement_exceeds(state, limit2)
+        return self._impl.displacement_exceeds(state, self.displacement_limit2)
+
+    @property
+    def displacement_limit2(self) -> float:
+        """Squared displacement that triggers a rebuild: ``(skin/2 - position_error)^2``."""
+        return max(0.5 * self.skin - self.position_error, 0.0) ** 2
 
     def build(self, state) -> None:
         """Wrap positions, counting-sort atoms into cells and rebuild the list (growing storage as needed)."""
@@ -311,8 +321,8 @@ class _CudaBuild:
         key = (state.positions.dtype.name, name)
         if key not in self._kernels:
             real_t = "float" if state.positions.dtype == np.float32 else "double"
-            module = self.backend.kernel_module("neighbors/verlet.cu", {"real_t": real_t},
-                                                options=self.cuda_options)
+            defines = {"real_t": real_t, "COMPOSITE": int(name.endswith("_composite"))}
+            module = self.backend.kernel_module("neighbors/verlet.cu", defines, options=self.cuda_options)
             self._kernels[key] = module.get_function(name)
         return self._kernels[key]
 
@@ -340,8 +350,13 @@ class _CudaBuild:
         real = state.positions.dtype.type
         L = np.asarray(state.box_lengths, dtype=np.float64)
         grid = ((n + BLOCK - 1) // BLOCK,)
-        self._kernel(state, "wrap_positions")(
-            grid, (BLOCK,), (state.positions, state.images, np.int32(n), *[real(x) for x in L]))
+        if state.lo is None:
+            self._kernel(state, "wrap_positions")(
+                grid, (BLOCK,), (state.positions, state.images, np.int32(n), *[real(x) for x in L]))
+        else:
+            L_hi, L_lo = zip(*(ff_parts(x) for x in L))
+            self._kernel(state, "wrap_positions_composite")(
+                grid, (BLOCK,), (state.positions, state.lo["positions"], state.images, np.int32(n), *L_hi, *L_lo))
         keys = cell_index(state.positions, L, n_cells)
         self.sort = counting_sort(keys, int(np.prod(n_cells)))
         if nl.reorder:

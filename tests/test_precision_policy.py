@@ -1,0 +1,29 @@
+"""Precision names and their rules (no GPU needed)."""
+
+import numpy as np
+import pytest
+
+from pycumd.precision import PRECISION_NAMES, get_precision
+
+
+def test_every_name_resolves_on_the_gpu():
+    for name in PRECISION_NAMES:
+        p = get_precision(name, "cuda", deterministic=True)
+        assert p.name == name and p.deterministic and p.cuda_options == ("--fmad=false",)
+
+
+def test_composite_policy_is_float_parts_without_float64():
+    p = get_precision("composite", "cuda")
+    assert p.composite and p.state_dtype is np.float32 and p.accum_dtype is np.float32
+    assert p.cuda_defines == {"real_t": "float", "pair_t": "float", "accum_t": "float", "COMPOSITE": 1}
+
+
+@pytest.mark.parametrize("name", ["single", "mixed", "composite"])
+def test_cpu_runs_double_only(name):
+    with pytest.raises(ValueError, match="double precision only"):
+        get_precision(name, "cpu")
+
+
+def test_unknown_precision_is_named():
+    with pytest.raises(ValueError, match="quad"):
+        get_precision("quad", "cuda")
