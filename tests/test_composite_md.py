@@ -85,7 +85,7 @@ def test_nose_hoover_composite_follows_double():
 
 def test_trajectory_frames_carry_the_low_parts(tmp_path):
     """A frame written in composite precision has the float-float value, not the float32 part."""
-    sim = Simulation(melt_system(4), lj(), device="cuda", precision="composite")
+    sim = Simulation(melt_system(6), lj(), device="cuda", precision="composite")
     path = tmp_path / "traj.xyz"
     writer = trajectory_writer(path, every=20)
     sim.reporters.append(writer)
@@ -94,17 +94,17 @@ def test_trajectory_frames_carry_the_low_parts(tmp_path):
     last = path.read_text().strip().splitlines()[-sim.state.n_atoms:]
     written = np.array([[float(x) for x in line.split()[1:4]] for line in last])
     expected = sim.system()
-    assert np.allclose(written, expected.positions, rtol=0, atol=1e-9)
+    assert np.allclose(written, expected.positions, rtol=0, atol=6e-9)    # %.10g of numbers < 100
     by_id = np.argsort(sim.backend.to_host(sim.state.ids))
     hi_only = sim.backend.to_host(sim.state.positions[:, :3]).astype(np.float64)[by_id]
     d = hi_only - expected.positions
     d -= expected.box.L * np.rint(d / expected.box.L)
-    assert np.abs(d).max() > 1e-8                  # the float32 parts alone would fail the check above
+    assert np.abs(d).max() > 5e-8                  # the float32 parts alone would fail the check above
 
 
 def test_unsupported_combinations_say_so():
     with pytest.raises(NotImplementedError, match="Langevin"):
-        Simulation(melt_system(4), lj(), VelocityVerlet(0.005, Langevin(1.0, 0.5, seed=1)),
+        Simulation(melt_system(6), lj(), VelocityVerlet(0.005, Langevin(1.0, 0.5, seed=1)),
                    device="cuda", precision="composite")
     system = System(Box([40.0] * 3), np.random.default_rng(3).random((50, 3)) * 40.0, [1.0], "lj")
     with pytest.raises(NotImplementedError, match="all-pairs"):

@@ -9,6 +9,7 @@ rebuild by displacement check.  Whole steps after a warm-up run; thermo only at 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import time
 
@@ -19,6 +20,7 @@ from pycumd.system import create_velocities, lattice_system
 
 def measure(cells: int, precision: str, steps: int, device: str, use_graphs: bool = True,
             deterministic: bool = False) -> dict:
+    gc.collect()                                      # earlier measurements' arrays out of the memory count
     system = lattice_system("fcc", cells, density=0.8442)
     create_velocities(system, 1.44, 87287)
     pot = LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
