@@ -52,6 +52,11 @@ def test_free_flight_keeps_composite_digits(precision):
         assert error < 1e-9
 
 
+def _forces_by_id(sim):
+    """Forces (hi + lo in composite) on the host, float64, in particle id order."""
+    return sim.state.host_values("forces", sim.backend)[np.argsort(sim.backend.to_host(sim.state.ids))]
+
+
 def test_separation_across_the_boundary_is_exact():
     """Two atoms on either side of the periodic boundary of a box whose length is not a float32:
     the composite force equals the float64 force to float32 rounding of the separation only."""
@@ -65,8 +70,7 @@ def test_separation_across_the_boundary_is_exact():
     sim.state.forces[...] = np.nan
     sim.state.lo["forces"][...] = np.nan
     sim._setup()
-    f_ref = ref.state.forces
-    f = sim.state.host_values("forces", sim.backend)
+    f_ref, f = _forces_by_id(ref), _forces_by_id(sim)
     assert np.abs(f - f_ref).max() < 1e-5 * np.abs(f_ref).max()
     assert sim.potential_energy() == pytest.approx(ref.potential_energy(), rel=1e-6)
 
@@ -111,3 +115,21 @@ def test_unsupported_combinations_say_so():
         Simulation(system, Yukawa(screening_length=5.0).charges([1.0]), device="cuda",
                    precision="composite", pair_method="all_pairs")
 
+
+
+def test_atom_a_hair_below_the_box_edge_keeps_its_neighbours():
+    """x = L - 5e-8 with L = 10 + 1e-7: the float32 high part rounds up to L (which the cell
+    binning reads as 0); the wrap must keep hi below L, or the stencil skips the neighbour at
+    x = 9.2 and the pair is lost (found by the 1,000,000-step drift study)."""
+    L = 10.0 + 1e-7
+    positions = np.array([[L - 5e-8, 5.0, 5.0], [9.2, 5.0, 5.0], [3.0, 2.0, 7.0]])
+    system = System(Box([L] * 3), positions, [1.0], "lj")
+    ref = Simulation(system.copy(), lj(), device="cpu", precision="double")
+    ref._setup()
+    sim = Simulation(system.copy(), lj(), device="cuda", precision="composite")
+    sim._setup()
+    assert np.all(sim.backend.to_host(sim.state.positions[:, :3]) < np.float32(L))
+    f_ref, f = _forces_by_id(ref), _forces_by_id(sim)
+    assert np.abs(f_ref[0]).max() > 0.1                         # the pair interacts
+    assert np.abs(f - f_ref).max() < 1e-5 * np.abs(f_ref).max()
+    assert np.allclose(sim.system().positions, ref.system().positions, rtol=0, atol=1e-12)

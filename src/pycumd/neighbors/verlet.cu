@@ -128,7 +128,8 @@ extern "C" __global__ void wrap_positions(real_t* __restrict__ pos4, int* __rest
 #include "composite/float_float.cuh"
 // The composite-precision wrap: the float-float coordinate x = hi + lo (pos4, pos_lo) becomes
 // x - k (L + L_lo) with k = floor(hi / L), then one correction step for rounding, so that hi is
-// in [0, L).  Float-float arithmetic throughout (no float64).
+// in [0, L) as the cell binning and the neighbour stencil require (the value hi + lo may be a
+// hair below 0).  Float-float arithmetic throughout (no float64).
 extern "C" __global__ void wrap_positions_composite(float* __restrict__ pos4, float* __restrict__ pos_lo,
                                                     int* __restrict__ image, int n_local,
                                                     float Lx, float Ly, float Lz, float Lx_lo, float Ly_lo, float Lz_lo)
@@ -144,6 +145,13 @@ extern "C" __global__ void wrap_positions_composite(float* __restrict__ pos4, fl
             x = ff_sub(x, ff_mul_f(L[d], k));
             if (x.hi >= L[d].hi) { x = ff_sub(x, L[d]); k += 1.0f; }
             if (x.hi < 0.0f) { x = ff_add(x, L[d]); k -= 1.0f; }
+            if (x.hi >= L[d].hi) {
+                // x in [L - ulp/2, L) rounds its high part up to L, which the cell binning and
+                // the stencil would read as 0: keep hi just below L and put the rest in lo
+                // (|lo| <= ulp(hi), slightly above the normalised bound; rounding error <= 2^-24 ulp(L)).
+                float below = nextafterf(L[d].hi, 0.0f);
+                x = ff_make(below, ieee_fadd(ieee_fsub(x.hi, below), x.lo));
+            }
             image[3 * (size_t)i + d] += (int)k;
             pos4[p] = x.hi; pos_lo[p] = x.lo;
         }
