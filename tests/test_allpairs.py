@@ -6,12 +6,14 @@ import numpy as np
 import pytest
 
 from pycumd.integrators import VelocityVerlet
-from pycumd.neighbors.allpairs import (BLOCK_CANDIDATES, AllPairsForces, AllPairsNeighbors,
-                                       choose_pair_method)
+from pycumd.neighbors.allpairs import (BLOCK_CANDIDATES, LOG2_E, AllPairsForces,
+                                       AllPairsNeighbors, choose_pair_method, yukawa_fast_params)
+from pycumd.precision import get_precision
 from pycumd.potentials.pasta import NuclearPasta
 from pycumd.potentials.yukawa import Yukawa
 from pycumd.simulation import Simulation
-from pycumd.system import InputError, create_velocities, lattice_system
+from pycumd.box import Box
+from pycumd.system import InputError, System, create_velocities, lattice_system
 from pycumd.units import E2_MEV_FM, amu_to_mev
 
 from conftest import HAVE_CUDA
@@ -109,33 +111,142 @@ def test_nve_energy_conservation_ions(backend, r_cut):
     assert sim.neighbors.n_builds <= 8 * 1 + 8        # one setup per run plus wraps, never a list
 
 
-@pytest.mark.parametrize("precision", ["double", "mixed", "single"])
-@pytest.mark.parametrize("pot_name", ["yukawa", "pasta"])
-@pytest.mark.parametrize("block", BLOCK_CANDIDATES)
-def test_gpu_matches_cpu(rng, precision, pot_name, block):
-    if not HAVE_CUDA:
-        pytest.skip("no CUDA GPU")
+def _gpu_forces(system, pot, precision, block, fast=True, exact_separation=True, with_energy=False,
+                shift=None):
+    """GPU all-pairs forces (float64, (N, 3)), energy and virial trace with one launch shape."""
     from pycumd import backend as _backend
-    from pycumd.precision import get_precision
 
-    system = random_liquid(rng, n=1500, density=0.05, min_distance=0.9, n_types=2)
-    pot = (Yukawa(screening_length=3.0).charges([1.0, 2.0]) if pot_name == "yukawa"
-           else NuclearPasta(r_cut=None))
-    _, f_cpu = _state_after_setup(system, pot, "cpu", "double", "all_pairs")
     gpu = _backend.select("cuda")
     sim = Simulation(system.copy(), pot, device="cuda", precision=precision, pair_method="all_pairs")
-    sim.forces = AllPairsForces(pot, 2, gpu, get_precision(precision, "cuda"), block=block)
-    sim.state.forces[...] = np.nan
+    sim.forces = AllPairsForces(pot, system.n_types, gpu, get_precision(precision, "cuda"), block=block,
+                                fast=fast, exact_separation=exact_separation)
     sim._setup()
-    f_gpu = gpu.to_host(sim.state.forces).astype(np.float64)
-    tol = {"double": 1e-11, "mixed": 1e-5, "single": 1e-4}[precision]
-    assert np.abs(f_gpu - f_cpu).max() < tol * np.abs(f_cpu).max()
+    if shift is not None:                         # positions outside the box: the kernel must wrap them
+        sim.state.positions[:, :3] += gpu.xp.asarray(shift, dtype=sim.state.positions.dtype)
+    sim.state.forces[...] = np.nan                # every entry must be written
+    sim.state.energy[...] = np.nan
+    sim.forces.compute(sim.state, sim.neighbors, with_energy)
+    f = gpu.to_host(sim.state.forces).astype(np.float64)
+    e = float(gpu.to_host(sim.state.energy).astype(np.float64).sum()) if with_energy else None
+    w = float(gpu.to_host(sim.state.virial)[:, :3].astype(np.float64).sum()) if with_energy else None
+    return sim, f, e, w
+
+
+@pytest.mark.parametrize("precision", ["double", "mixed", "single"])
+@pytest.mark.parametrize("pot_name", ["yukawa", "pasta", "yukawa_generic"])
+def test_gpu_matches_cpu(rng, precision, pot_name):
+    """Every launch shape of the kernel that the precision and potential select, against the CPU."""
+    if not HAVE_CUDA:
+        pytest.skip("no CUDA GPU")
+    system = random_liquid(rng, n=1500, density=0.05, min_distance=0.9, n_types=2)
+    pot = (NuclearPasta(r_cut=None) if pot_name == "pasta"
+           else Yukawa(screening_length=3.0).charges([1.0, 2.0]))
+    fast = pot_name == "yukawa"
+    _, f_cpu = _state_after_setup(system, pot, "cpu", "double", "all_pairs")
     cpu = Simulation(system.copy(), pot, device="cpu", pair_method="all_pairs")
-    assert sim.potential_energy() == pytest.approx(cpu.potential_energy(), rel=10 * tol)
-    assert sim.virial_trace() == pytest.approx(cpu.virial_trace(), rel=10 * tol, abs=tol)
+    e_cpu, w_cpu = cpu.potential_energy(), cpu.virial_trace()
+    tol = {"double": 1e-11, "mixed": 1e-5, "single": 1e-4}[precision]
+    sim, *_ = _gpu_forces(system, pot, precision, None, fast=fast)
+    assert sim.forces.fast == (fast and precision != "double")
+    for block in sim.forces.candidates:
+        _, f_gpu, e_gpu, w_gpu = _gpu_forces(system, pot, precision, block, fast=fast, with_energy=True)
+        err = np.abs(f_gpu - f_cpu).max() / np.abs(f_cpu).max()
+        assert err < tol, (block, err)
+        assert e_gpu == pytest.approx(e_cpu, rel=10 * tol), block
+        assert w_gpu == pytest.approx(w_cpu, rel=10 * tol, abs=tol), block
 
 
 test_gpu_matches_cpu = pytest.mark.cuda(test_gpu_matches_cpu)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU")
+def test_gpu_yukawa_fast_path(rng):
+    """Fast path, single and mixed, both separation modes, cubic and not: 2 or 4 targets per thread,
+    source chunks (S > 1), an N that fills no block evenly, positions far outside the box, bitwise
+    repeatability."""
+    cube = random_liquid(rng, n=1001, density=0.03, min_distance=0.8, n_types=3)
+    stretch = np.array([1.0, 1.15, 0.9])
+    box = System(Box(cube.box.L * stretch), cube.positions * stretch, cube.masses, "lj", types=cube.types)
+    pot = Yukawa(screening_length=2.5).charges([1.0, 3.0, 0.0])        # a neutral species too
+    refs = {id(system): brute_force_energy_forces(system, pot) for system in (cube, box)}
+    for system, precision, exact in ((cube, "single", True), (cube, "mixed", True), (cube, "single", False),
+                                     (box, "single", True), (box, "mixed", True), (box, "mixed", False)):
+        e_ref, f_ref, w_ref = refs[id(system)]
+        shift = np.round(rng.uniform(-3, 3, (1001, 3))) * system.box.L     # whole box lengths, up to 3
+        tol = {"mixed": 1e-5, "single": 1e-4}[precision]
+        for block in ((32, 1, 2, 1), (64, 2, 2, 5), (32, 4, 4, 0), (128, 2, 2, 0), (64, 1, 4, 32)):
+            case = (system is cube, precision, exact, block)
+            sim, f, e, w = _gpu_forces(system, pot, precision, block, exact_separation=exact, with_energy=True,
+                                       shift=shift)
+            assert sim.forces.fast and sim.forces.exact_separation == exact
+            err = np.abs(f - f_ref).max() / np.abs(f_ref).max()
+            assert err < tol, (case, err)
+            assert e == pytest.approx(e_ref, rel=10 * tol), case
+            assert w == pytest.approx(w_ref, rel=10 * tol), case
+            sim.forces.compute(sim.state, sim.neighbors, False)
+            first = sim.backend.to_host(sim.state.forces).copy()
+            assert np.abs(first - f).max() <= 1e-6 * np.abs(f).max(), case   # force-only kernel: same sums
+            for _ in range(2):                                              # tickets reset by the last block
+                sim.forces.compute(sim.state, sim.neighbors, False)
+                assert np.array_equal(first, sim.backend.to_host(sim.state.forces)), case
+
+
+def _fast_path_emulation(system, pot, exact):
+    """The fast path's arithmetic in float64 on the host (fixed-point minimum image, scaled units,
+    p = a_j 2^-r', fr' = p rinv'^2 (rinv' + ln 2)), for a check without a GPU."""
+    a, kappa = yukawa_fast_params(pot, pot.table(system.n_types), system.n_types, get_precision("single", "cuda"))
+    alpha = kappa * LOG2_E
+    L = system.box.L
+    X = np.floor((system.positions / L) % 1.0 * 2.0**32 + 0.5).astype(np.int64) % 2**32
+    d = (X[:, None, :] - X[None, :, :]) % 2**32
+    d = np.where(d >= 2**31, d - 2**32, d)                              # as int32: the minimum image
+    if not exact:
+        d = np.floor((d + 256) / 512.0) * 512.0                          # the top 23 bits, rounded
+    dx = d * (alpha * L / 2.0**32)
+    r2 = (dx * dx).sum(axis=-1)
+    np.fill_diagonal(r2, 1.0)
+    ri = 1.0 / np.sqrt(r2)
+    np.fill_diagonal(ri, 0.0)                                           # the self pair, masked
+    t = system.types
+    p = a[t][None, :] * 2.0 ** (-r2 * ri)
+    fr = p * ri * ri * (ri + math.log(2.0))
+    f = a[t][:, None] * alpha**2 * (fr[..., None] * dx).sum(axis=1)
+    e = 0.5 * alpha * (a[t][:, None] * p * ri).sum()
+    w = 0.5 * alpha * (a[t][:, None, None] * fr[..., None] * dx * dx).sum()
+    return f, e, w
+
+
+@pytest.mark.parametrize("exact", [False, True])
+def test_yukawa_fast_path_arithmetic(rng, exact):
+    """The fast path's formulas (emulated on the host) give the Yukawa forces, energy and virial."""
+    system = random_liquid(rng, n=300, density=0.05, min_distance=0.9, n_types=2)
+    system.positions[:] += np.round(rng.uniform(-2, 2, (300, 3))) * system.box.L     # outside the box
+    pot = Yukawa(screening_length=3.0).charges([1.0, 2.0])
+    e_ref, f_ref, w_ref = brute_force_energy_forces(system, pot)
+    f, e, w = _fast_path_emulation(system, pot, exact)
+    err = np.abs(f - f_ref).max() / np.abs(f_ref).max()
+    assert err < (1e-8 if exact else 1e-5)
+    assert e == pytest.approx(e_ref, rel=1e-8)
+    assert w == pytest.approx(w_ref, rel=1e-7)
+
+
+def test_yukawa_fast_path_applies():
+    single, mixed, double = (get_precision(p, "cuda") for p in ("single", "mixed", "double"))
+    pot = Yukawa(screening_length=3.0).charges([6.0, 8.0])
+    a, kappa = yukawa_fast_params(pot, pot.table(2), 2, single)
+    assert np.allclose(a**2, [36 * pot.e2, 64 * pot.e2]) and kappa == pytest.approx(1 / 3.0)
+    assert yukawa_fast_params(pot, pot.table(2), 2, mixed) is not None
+    assert yukawa_fast_params(pot, pot.table(2), 2, double) is None
+    opposite = Yukawa(screening_length=3.0).charges([1.0, -1.0])          # A_01 < 0
+    assert yukawa_fast_params(opposite, opposite.table(2), 2, single) is None
+    not_rank_one = Yukawa(screening_length=3.0).pair_coeff(0, 0, prefactor=1.0).pair_coeff(
+        1, 1, prefactor=4.0).pair_coeff(0, 1, prefactor=1.0)
+    assert yukawa_fast_params(not_rank_one, not_rank_one.table(2), 2, single) is None
+    cut = Yukawa(screening_length=3.0, r_cut=10.0).charges([1.0])
+    assert yukawa_fast_params(cut, cut.table(1), 1, single) is None
+    pasta = NuclearPasta(r_cut=None)
+    assert yukawa_fast_params(pasta, pasta.table(2), 2, single) is None
 
 
 @pytest.mark.cuda
@@ -146,6 +257,7 @@ def test_gpu_autotune_and_repeatability(rng):
     sim = Simulation(system, pot, device="cuda", precision="mixed")
     assert sim.pair_method == "all_pairs"
     sim._setup()
+    assert not sim.forces.fast and sim.forces.candidates == BLOCK_CANDIDATES
     assert sim.forces.block in BLOCK_CANDIDATES
     assert set(sim.forces.timings) == set(BLOCK_CANDIDATES)
     first = sim.backend.to_host(sim.state.forces).copy()

@@ -84,3 +84,330 @@ extern "C" __global__ void allpairs_forces(
     if (ty != 0 || !active) return;
     pair_sums_store(sums, i, force, energy, virial, with_energy);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Fast path: screened Coulomb (Yukawa) without cutoff, A_ij = a_i a_j (a_t >= 0), float pairs
+// (single and mixed precision).  Same sums, with the arithmetic rearranged (docs/ions.md):
+//
+//  * Lengths in units of 1 / alpha, alpha = kappa log2(e): r' = alpha r, exp(-kappa r) = 2^-r'.
+//  * Minimum image in 32-bit fixed point: X = frac(x / L) 2^32 (uint32, computed once per staged
+//    particle, in float64, so any x wraps).  X_i - X_j wraps modulo 2^32, which IS the minimum
+//    image; its top 23 bits (rounded) placed in a float's mantissa give dx' with one IADD, one
+//    LEA and one FFMA (EXACT_SEPARATION: all 32 bits through I2F, one IADD, I2F, FMUL).
+//  * p = a_j 2^-r' = ex2(log2 a_j - r2' rinv') with log2 a_j staged beside the source, and
+//    fr' = p rinv'^2 (rinv' + ln 2):  f_i = a_i alpha^2 sum fr' dx',  e_i = 1/2 a_i alpha sum p rinv',
+//    W_i = 1/2 a_i alpha sum dx' dx' fr'.  rsqrt and ex2 are the hardware approximations
+//    (MUFU.RSQ, MUFU.EX2; relative error ~1e-7).
+//  * Each thread owns R targets (one shared-memory source read serves R pairs); the block's
+//    l thread rows split each tile; grid.y = S splits the sources into chunks.  Partial sums of
+//    the rows are added in row order in shared memory, those of the S chunks in chunk order by
+//    the block that finishes last (an integer ticket per target block, reset by that block): no
+//    floating-point atomics, every sum in a fixed order whatever the scheduling.
+//  * Single precision sums in float32; mixed sums each tile's pairs in float32, then in float64.
+//  * The self pair and the sources past the chunk are masked (rinv' = 0) only in the tiles where
+//    they can occur.
+#ifndef EXACT_SEPARATION
+#define EXACT_SEPARATION 0
+#endif
+
+__device__ __forceinline__ float ap_rsqrt(float x) {
+    float y;
+    asm("rsqrt.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+__device__ __forceinline__ float ap_ex2(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
+
+// x -> round(frac(x / L) 2^32) as uint32 (the periodic coordinate in fixed point)
+__device__ __forceinline__ unsigned int ap_fixed(double x, double invL) {
+    double t = x * invL;
+    t -= floor(t);
+    return (unsigned int)__double2ll_rn(t * 4294967296.0);
+}
+
+// One minimum-image separation in scaled units from two fixed-point coordinates.
+// Default: g = round((Xi - Xj) / 2^9) (the bias 2^8 is in Xi), f = 1.5 2^23 + g exactly, dx' = f s + c
+// with c = -1.5 2^23 s exact.  EXACT_SEPARATION: dx' = float(int(Xi - Xj)) s.
+__device__ __forceinline__ float ap_separation(unsigned int xi, unsigned int xj, float s, float c) {
+#if EXACT_SEPARATION
+    return __fmul_rn(__int2float_rn((int)(xi - xj)), s);
+#else
+    int g = ((int)(xi - xj)) >> 9;
+    return __fmaf_rn(__int_as_float(g + 0x4B400000), s, c);
+#endif
+}
+
+struct YukawaConsts {
+    double invL[3];
+    float s[3], c[3];
+    float s_grid, ln2s;     // CUBIC: scaled length of one fixed-point step, and s_grid ln 2; else 0, ln 2
+};
+
+template <int R, bool E>
+struct YukawaSums {
+    float f[R][3];
+    float e[R];
+    float w[R][6];
+};
+
+template <int R, bool E>
+__device__ __forceinline__ void yk_zero(YukawaSums<R, E>& a) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        a.f[r][0] = a.f[r][1] = a.f[r][2] = 0.0f;
+        if (E) {
+            a.e[r] = 0.0f;
+#pragma unroll
+            for (int q = 0; q < 6; ++q) a.w[r][q] = 0.0f;
+        }
+    }
+}
+
+// The pairs of R targets with sources src[0 .. count-1]; MASK: source index j0 + k, skip j == i_r and
+// j >= j_end.
+template <int R, bool E, bool CUBIC, bool MASK>
+__device__ __forceinline__ void yk_row(YukawaSums<R, E>& a, const uint4* __restrict__ src, int count,
+                                       const unsigned int (&X)[R][3], const float (&s)[3], const float (&c)[3],
+                                       float s_grid, float ln2s, int j0, int j_end, const int (&idx)[R])
+{
+#pragma unroll 8
+    for (int k = 0; k < count; ++k) {
+        const uint4 q = src[k];
+        const float lq = __uint_as_float(q.w);
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            float dx, dy, dz;
+            if (CUBIC) {           // grid units: dx'' = X_i - X_j exactly rounded, r' = s r''
+                dx = __int2float_rn((int)(X[r][0] - q.x));
+                dy = __int2float_rn((int)(X[r][1] - q.y));
+                dz = __int2float_rn((int)(X[r][2] - q.z));
+            } else {
+                dx = ap_separation(X[r][0], q.x, s[0], c[0]);
+                dy = ap_separation(X[r][1], q.y, s[1], c[1]);
+                dz = ap_separation(X[r][2], q.z, s[2], c[2]);
+            }
+            float r2 = __fmaf_rn(dz, dz, __fmaf_rn(dy, dy, __fmul_rn(dx, dx)));
+            float ri = ap_rsqrt(r2);
+            if (MASK) {
+                const int j = j0 + k;
+                if (j == idx[r] || j >= j_end) ri = 0.0f;
+            }
+            float p = ap_ex2(__fmaf_rn(CUBIC ? -__fmul_rn(r2, s_grid) : -r2, ri, lq));
+            float u = __fmul_rn(p, ri);
+            float fr = __fmul_rn(__fmul_rn(u, ri), __fadd_rn(ri, ln2s));
+            a.f[r][0] = __fmaf_rn(dx, fr, a.f[r][0]);
+            a.f[r][1] = __fmaf_rn(dy, fr, a.f[r][1]);
+            a.f[r][2] = __fmaf_rn(dz, fr, a.f[r][2]);
+            if (E) {
+                a.e[r] += u;
+                float fx = dx * fr, fy = dy * fr;
+                a.w[r][0] = __fmaf_rn(dx, fx, a.w[r][0]);
+                a.w[r][1] = __fmaf_rn(dy, fy, a.w[r][1]);
+                a.w[r][2] = __fmaf_rn(dz, dz * fr, a.w[r][2]);
+                a.w[r][3] = __fmaf_rn(dy, fx, a.w[r][3]);
+                a.w[r][4] = __fmaf_rn(dz, fx, a.w[r][4]);
+                a.w[r][5] = __fmaf_rn(dz, fy, a.w[r][5]);
+            }
+        }
+    }
+}
+
+template <int R, bool E>
+__device__ __forceinline__ void yk_flush(accum_t (&acc)[R][10], YukawaSums<R, E>& a) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+        for (int q = 0; q < 3; ++q) acc[r][q] += (accum_t)a.f[r][q];
+        if (E) {
+            acc[r][3] += (accum_t)a.e[r];
+#pragma unroll
+            for (int q = 0; q < 6; ++q) acc[r][4 + q] += (accum_t)a.w[r][q];
+        }
+    }
+}
+
+__device__ __forceinline__ void yk_stage(uint4* dst, const real_t* __restrict__ pos4, int j, int n_total,
+                                         const float* __restrict__ log2a, const YukawaConsts& K)
+{
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);     // past the end: masked, log2 a = 0 keeps p finite
+    if (j < n_total) {
+        real_t x, y, z; int t;
+        load_position(pos4, j, x, y, z, t);
+        v.x = ap_fixed((double)x, K.invL[0]);
+        v.y = ap_fixed((double)y, K.invL[1]);
+        v.z = ap_fixed((double)z, K.invL[2]);
+        v.w = __float_as_uint(__ldg(log2a + t));
+    }
+    *dst = v;
+}
+
+template <int R, bool E, bool CUBIC>
+__device__ void yukawa_body(const real_t* __restrict__ pos4, int n_local, int n_total,
+                            const float* __restrict__ log2a, const accum_t* __restrict__ a_type,
+                            const YukawaConsts& K, accum_t scale_f, accum_t scale_e,
+                            accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,
+                            accum_t* __restrict__ partial, int* __restrict__ tickets)
+{
+    extern __shared__ __align__(16) unsigned char yk_smem[];
+    uint4* tile_src = reinterpret_cast<uint4*>(yk_smem);
+    const int m = blockDim.x, l = blockDim.y, tile = m * l;
+    const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * m + tx;
+    const int nq = E ? 10 : 3;
+    const int i0 = blockIdx.x * (m * R);
+    const int S = gridDim.y, chunk_id = blockIdx.y;
+    // sources of this block: [j_begin, j_end), a multiple of m long except the last chunk
+    const int per = ((n_total + S - 1) / S + m - 1) / m * m;
+    const int j_begin = min(chunk_id * per, n_total), j_end = min(j_begin + per, n_total);
+
+    unsigned int X[R][3];
+    int idx[R];
+    const float s[3] = {K.s[0], K.s[1], K.s[2]};
+    const float c[3] = {K.c[0], K.c[1], K.c[2]};
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        idx[r] = i0 + r * m + tx;
+        real_t x = 0, y = 0, z = 0; int t;
+        if (idx[r] < n_local) load_position(pos4, idx[r], x, y, z, t);
+        X[r][0] = ap_fixed((double)x, K.invL[0]);
+        X[r][1] = ap_fixed((double)y, K.invL[1]);
+        X[r][2] = ap_fixed((double)z, K.invL[2]);
+#if !EXACT_SEPARATION
+        if (!CUBIC) {
+#pragma unroll
+            for (int d = 0; d < 3; ++d) X[r][d] += 256u;     // rounding bias of the >> 9
+        }
+#endif
+    }
+
+    accum_t acc[R][10];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int q = 0; q < 10; ++q) acc[r][q] = 0;
+    YukawaSums<R, E> a;
+    yk_zero(a);
+
+    for (int base = j_begin; base < j_end; base += tile) {
+        __syncthreads();
+        yk_stage(tile_src + tid, pos4, base + tid, n_total, log2a, K);
+        __syncthreads();
+        const int j0 = base + ty * m;                 // this row's sources j0 .. j0 + m - 1
+        if (j0 >= j_end) continue;
+        const bool mask = j0 + m > j_end || (j0 < i0 + m * R && j0 + m > i0);
+        if (mask) yk_row<R, E, CUBIC, true>(a, tile_src + ty * m, m, X, s, c, K.s_grid, K.ln2s, j0, j_end, idx);
+        else yk_row<R, E, CUBIC, false>(a, tile_src + ty * m, m, X, s, c, K.s_grid, K.ln2s, j0, j_end, idx);
+        if constexpr (sizeof(accum_t) > sizeof(float)) {   // mixed: each tile's float sums into float64
+            yk_flush(acc, a);
+            yk_zero(a);
+        }
+    }
+    if constexpr (sizeof(accum_t) == sizeof(float)) yk_flush(acc, a);
+
+    // rows 0 .. l-1 added in order, one quantity at a time, in the tile buffer
+    accum_t* red = reinterpret_cast<accum_t*>(yk_smem);
+    if (l > 1) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+#pragma unroll
+            for (int q = 0; q < 10; ++q) {
+                if (q >= nq) continue;
+                __syncthreads();
+                red[tid] = acc[r][q];
+                __syncthreads();
+                if (ty == 0) {
+                    accum_t v = red[tx];
+                    for (int row = 1; row < l; ++row) v += red[row * m + tx];
+                    acc[r][q] = v;
+                }
+            }
+        }
+    }
+
+    if (S > 1) {
+        // write this chunk's partial sums; the last block of the target block adds them in chunk order
+        if (ty == 0) {
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                if (idx[r] >= n_local) continue;
+#pragma unroll
+                for (int q = 0; q < 10; ++q)
+                    if (q < nq) partial[((size_t)chunk_id * nq + q) * n_local + idx[r]] = acc[r][q];
+            }
+        }
+        __threadfence();
+        __syncthreads();
+        __shared__ int last;
+        if (tid == 0) {
+            int ticket = atomicAdd(tickets + blockIdx.x, 1);
+            last = ticket == S - 1;
+            if (last) tickets[blockIdx.x] = 0;        // ready for the next launch
+        }
+        __syncthreads();
+        if (!last) return;
+        __threadfence();
+        if (ty == 0) {
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                if (idx[r] >= n_local) continue;
+#pragma unroll
+                for (int q = 0; q < 10; ++q) {
+                    if (q >= nq) continue;
+                    accum_t v = __ldcg(partial + (size_t)q * n_local + idx[r]);
+                    for (int ch = 1; ch < S; ++ch) v += __ldcg(partial + ((size_t)ch * nq + q) * n_local + idx[r]);
+                    acc[r][q] = v;
+                }
+            }
+        }
+    }
+
+    if (ty != 0) return;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        const int i = idx[r];
+        if (i >= n_local) continue;
+        real_t x, y, z; int t;
+        load_position(pos4, i, x, y, z, t);
+        const accum_t ai = a_type[t];
+        const accum_t cf = ai * scale_f, ce = ai * scale_e;
+        force[3 * (size_t)i + 0] = cf * acc[r][0];
+        force[3 * (size_t)i + 1] = cf * acc[r][1];
+        force[3 * (size_t)i + 2] = cf * acc[r][2];
+        if (E) {
+            energy[i] = ce * acc[r][3];
+#pragma unroll
+            for (int q = 0; q < 6; ++q) virial[6 * (size_t)i + q] = ce * acc[r][4 + q];
+        }
+    }
+}
+
+// Kernels allpairs_yukawa_<f|e><R>[c]: f forces, e forces + energy + virial; R = 2 or 4 targets per
+// thread; c: cubic box, everything in fixed-point grid units (dx'' = float(X_i - X_j), one I2F per
+// dimension, no scaling; r' = s_grid r'').  Separate kernels, so that the force-only ones keep their own
+// (smaller) register budgets.  scale_f, scale_e: alpha^2, alpha / 2 (cubic: alpha^2 / s_grid^2,
+// alpha / (2 s_grid)); s, c: scaled units per fixed-point step (see ap_separation); partial:
+// S x nq x n_local; tickets: one int per target block, zero before the first launch.
+#define YUKAWA_KERNEL(NAME, R, E, CUBIC)                                                                   \
+extern "C" __global__ void NAME(                                                                          \
+    const real_t* __restrict__ pos4, int n_local, int n_total,                                            \
+    const float* __restrict__ log2a, const accum_t* __restrict__ a_type,                                  \
+    double invLx, double invLy, double invLz, float sx, float sy, float sz, float cx, float cy, float cz, \
+    float s_grid, float ln2s, accum_t scale_f, accum_t scale_e,                                           \
+    accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,             \
+    accum_t* __restrict__ partial, int* __restrict__ tickets)                                             \
+{                                                                                                          \
+    YukawaConsts K = {{invLx, invLy, invLz}, {sx, sy, sz}, {cx, cy, cz}, s_grid, ln2s};                   \
+    yukawa_body<R, E, CUBIC>(pos4, n_local, n_total, log2a, a_type, K, scale_f, scale_e, force, energy,  \
+                             virial, partial, tickets);                                                    \
+}
+YUKAWA_KERNEL(allpairs_yukawa_f2, 2, false, false)
+YUKAWA_KERNEL(allpairs_yukawa_f4, 4, false, false)
+YUKAWA_KERNEL(allpairs_yukawa_e2, 2, true, false)
+YUKAWA_KERNEL(allpairs_yukawa_e4, 4, true, false)
+YUKAWA_KERNEL(allpairs_yukawa_f2c, 2, false, true)
+YUKAWA_KERNEL(allpairs_yukawa_f4c, 4, false, true)
+YUKAWA_KERNEL(allpairs_yukawa_e2c, 2, true, true)
+YUKAWA_KERNEL(allpairs_yukawa_e4c, 4, true, true)

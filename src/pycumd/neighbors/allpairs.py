@@ -6,11 +6,20 @@ costs more than it saves.  :class:`AllPairsForces` evaluates the full N x N forc
 
 ``f_i = sum_{j != i} (F/r)(r_ij) r_ij``,  ``e_i = 1/2 sum_j E(r_ij)``,  ``W_i = 1/2 sum_j r_ij (x) r_ij (F/r)``
 
-GPU (``allpairs.cu``): each thread owns one target (in registers) and sums its own force, so no
-atomics; sources pass through shared memory in tiles.  The block shape ``(m, l)`` (m targets,
-l thread rows splitting each tile) is chosen on first use by timing a few candidates with CUDA
-events, and cached per (device, N, kernel).  CPU (Numba, below): parallel over targets, each
-summing ``j = 0 .. N-1`` in order, which is also the GPU's order when ``l = 1``.
+GPU (``allpairs.cu``): each thread owns its targets (in registers) and sums their forces, so no
+floating-point atomics; sources pass through shared memory in tiles.  Two kernels:
+
+* ``allpairs_forces``, any potential and precision: one target per thread, block shape
+  ``(m, l)`` (m targets, l thread rows splitting each tile).
+* ``allpairs_yukawa_*``, the fast path for screened Coulomb without cutoff in single and mixed
+  precision (prefactors ``A_ij = a_i a_j``): fixed-point minimum image, the hardware rsqrt and
+  ex2, R targets per thread and the sources split into S chunks; launch shape ``(m, l, R, S)``
+  (``S = 0``: chosen so that the blocks spread evenly over the multiprocessors).  See the
+  kernel's comments and docs/ions.md.
+
+The launch shape is chosen on first use by timing a few candidates with CUDA events, and cached
+per (device, N, kernel).  CPU (Numba, below): parallel over targets, each summing ``j = 0 .. N-1``
+in order, which is also the GPU generic kernel's order when ``l = 1``.
 
 :class:`AllPairsNeighbors` stands in for the neighbour list in :class:`~pycumd.simulation.Simulation`:
 it builds no list; its "build" only wraps positions into the box (at the start of a run and every
@@ -28,7 +37,35 @@ from ..system import InputError
 
 #: block shapes (m targets, l rows) timed on first use; l > 1 keeps small systems' GPUs busy
 BLOCK_CANDIDATES = ((128, 1), (256, 1), (64, 4), (32, 8))
+#: launch shapes (m, l, R targets per thread, S source chunks; 0 = balanced) of the Yukawa fast path
+YUKAWA_CANDIDATES = ((32, 8, 2, 0), (64, 4, 2, 0), (128, 2, 2, 0), (32, 4, 4, 0), (64, 2, 4, 0),
+                     (32, 8, 4, 0), (128, 1, 2, 0), (64, 4, 2, 1))
 _TUNED: dict = {}
+LOG2_E = 1.4426950408889634
+
+
+def yukawa_fast_params(potential, table, n_types: int, precision):
+    """Per-type ``a_t`` with ``A_ij = a_i a_j`` and ``kappa`` if the Yukawa fast path applies, else None.
+
+    It applies to :class:`~pycumd.potentials.yukawa.Yukawa` without cutoff (every row's ``rc^2``
+    infinite, no energy shift), one screening length, non-negative prefactors that factor as
+    ``a_i a_j`` (charges of one sign, e.g. ``charges([6, 8])``), in single or mixed precision.
+    """
+    if getattr(potential, "cuda_header", None) != "potentials/yukawa.cuh":
+        return None
+    if precision.name not in ("single", "mixed") or getattr(precision, "composite", False):
+        return None
+    t = np.asarray(table, dtype=np.float64).reshape(n_types, n_types, -1)
+    if not (np.isinf(t[..., 0]).all() and (t[..., 2] == 0).all() and (t[..., 3] == 0).all()):
+        return None
+    kappa = t[0, 0, 5]
+    A = t[..., 4]
+    if not (t[..., 5] == kappa).all() or not (A >= 0).all() or not kappa > 0:
+        return None
+    a = np.sqrt(np.diagonal(A))
+    if not np.allclose(np.outer(a, a), A, rtol=1e-12, atol=0.0):
+        return None
+    return a, float(kappa)
 
 
 def _make_cpu_kernel(pair_function):
@@ -72,13 +109,23 @@ class AllPairsForces:
         Any pair potential; ``r_cut = inf`` (e.g. ``Yukawa(lambda, r_cut=None)``) means all pairs.
     n_types : int
     backend, precision : as chosen by the Simulation
-    block : (int, int), optional
-        GPU block shape (m targets, l rows); default: auto-tuned on first use.
+    block : tuple of int, optional
+        GPU launch shape: ``(m, l)`` for the generic kernel, ``(m, l, R, S)`` for the Yukawa fast
+        path (see the module docstring); default: auto-tuned on first use.
+    fast : bool
+        Use the Yukawa fast path where it applies (GPU, single or mixed; see
+        :func:`yukawa_fast_params`).  ``False``: always the generic kernel.
+    exact_separation : bool
+        Fast path only: form each separation from all 32 fixed-point bits (``True``, the default:
+        as exact as rounding the float64 difference to float32, and in a cubic box the fastest
+        form) or from the top 23 (``False``: an absolute error of at most L 2^-24, as float32
+        coordinates in [0, L) have).
 
     ``compute(state, neighbors, with_energy)`` ignores ``neighbors``.
     """
 
-    def __init__(self, potential, n_types: int, backend, precision, block=None):
+    def __init__(self, potential, n_types: int, backend, precision, block=None, fast: bool = True,
+                 exact_separation: bool = True):
         from ..forces import pair_kernel, potential_defines
 
         self.potential = potential
@@ -86,11 +133,20 @@ class AllPairsForces:
         self.backend = backend
         self.block = tuple(block) if block is not None else None
         table = potential.table(n_types)
-        self._kernel, self._table = pair_kernel(potential, table, backend, precision, "neighbors/allpairs.cu",
-                                                "allpairs_forces", _make_cpu_kernel)
         self._defines = {**precision.cuda_defines, **potential_defines(potential)}
         self._real = precision.state_dtype
         self._accum = precision.accum_dtype
+        fast_params = yukawa_fast_params(potential, table, n_types, precision) if backend.is_gpu and fast else None
+        self.fast = fast_params is not None
+        if self.fast:
+            self.exact_separation = bool(exact_separation)
+            self._setup_fast(fast_params, precision)
+            self.candidates = YUKAWA_CANDIDATES
+            self.compute = self._compute_fast
+            return
+        self._kernel, self._table = pair_kernel(potential, table, backend, precision, "neighbors/allpairs.cu",
+                                                "allpairs_forces", _make_cpu_kernel)
+        self.candidates = BLOCK_CANDIDATES
         self.compute = self._compute_cuda if backend.is_gpu else self._compute_cpu
 
     # -- CPU ------------------------------------------------------------------------------
@@ -120,16 +176,17 @@ class AllPairsForces:
                       state.forces, state.energy, state.virial, np.int32(with_energy)),
                      shared_mem=self._shared_bytes(block))
 
-    def tune(self, state, candidates=BLOCK_CANDIDATES, repeats: int = 3) -> dict:
-        """Time each block shape with CUDA events; keep the fastest.  Returns {shape: ms per call}."""
+    def tune(self, state, candidates=None, repeats: int = 3) -> dict:
+        """Time each launch shape with CUDA events; keep the fastest.  Returns {shape: ms per call}."""
         cp = self.backend.xp
+        launch = self._launch_fast if self.fast else self._launch
         timings = {}
         start, stop = cp.cuda.Event(), cp.cuda.Event()
-        for block in candidates:
-            self._launch(state, block, False)           # warm-up (and first-launch costs)
+        for block in candidates or self.candidates:
+            launch(state, block, False)           # warm-up (and first-launch costs)
             start.record()
             for _ in range(repeats):
-                self._launch(state, block, False)
+                launch(state, block, False)
             stop.record()
             stop.synchronize()
             timings[block] = cp.cuda.get_elapsed_time(start, stop) / repeats
@@ -139,7 +196,8 @@ class AllPairsForces:
         return timings
 
     def _tune_key(self, state):
-        return (self.backend.device_name, state.n_atoms, tuple(sorted(self._defines.items())))
+        fast = ("fast", self.exact_separation) if self.fast else ("generic",)
+        return (self.backend.device_name, state.n_atoms, tuple(sorted(self._defines.items())), fast)
 
     def _compute_cuda(self, state, neighbors, with_energy: bool) -> None:
         if self.block is None:
@@ -147,6 +205,86 @@ class AllPairsForces:
             if self.block is None:
                 self.tune(state)
         self._launch(state, self.block, with_energy)
+
+    # -- GPU, Yukawa fast path ----------------------------------------------------------------
+    def _setup_fast(self, params, precision) -> None:
+        a, kappa = params
+        xp = self.backend.xp
+        defines = {**self._defines, "EXACT_SEPARATION": int(self.exact_separation)}
+        module = self.backend.kernel_module("neighbors/allpairs.cu", defines, options=precision.cuda_options)
+        self._fast_kernels = {(r, e, c): module.get_function(f"allpairs_yukawa_{'e' if e else 'f'}{r}{'c' if c else ''}")
+                              for r in (2, 4) for e in (False, True) for c in (False, True)}
+        self.alpha = kappa * LOG2_E                      # lengths in units of 1 / alpha: exp(-kappa r) = 2^-r'
+        with np.errstate(divide="ignore"):
+            self._log2a = xp.asarray(np.log2(a), dtype=np.float32)
+        self._a = xp.asarray(a, dtype=self._accum)
+        self._scratch: dict = {}
+        self._box_key = None
+
+    def _fast_box_args(self, L) -> tuple:
+        """(cubic, kernel arguments of the box): invL x3 (float64); s x3, c x3 (float32: fixed-point
+        step in scaled units and -1.5 2^23 s, see ap_separation); s_grid, ln2s; scale_f, scale_e."""
+        key = tuple(L)
+        if key != self._box_key:
+            alpha, accum = self.alpha, self._accum
+            cubic = self.exact_separation and L[0] == L[1] == L[2]
+            s, c = [], []
+            for length in L:
+                if self.exact_separation:
+                    s.append(np.float32(alpha * length / 2.0**32))
+                    c.append(np.float32(0.0))
+                else:
+                    mant, ex = math.frexp(alpha * length / 2.0**23)
+                    step = math.ldexp(round(mant * 2.0**22) / 2.0**22, ex)   # 22 significant bits:
+                    s.append(np.float32(step))                                # then 1.5 2^23 s is exact,
+                    c.append(np.float32(-1.5 * 2.0**23 * step))               # and dx' = f s + c rounds once
+            if cubic:      # grid units: r' = s_grid r'', forces / s_grid^2, energy and virial / s_grid
+                s_grid = float(s[0])
+                extra = (np.float32(s_grid), np.float32(s_grid * math.log(2.0)),
+                         accum(alpha**2 / s_grid**2), accum(0.5 * alpha / s_grid))
+            else:
+                extra = (np.float32(0.0), np.float32(math.log(2.0)), accum(alpha**2), accum(0.5 * alpha))
+            self._box_args = (cubic, (*[np.float64(1.0 / x) for x in L], *s, *c, *extra))
+            self._box_key = key
+        return self._box_args
+
+    def _fast_shape(self, block, n: int):
+        """(grid, threads, S, target blocks) of a launch shape (m, l, R, S) for n targets."""
+        m, l, r, chunks = block
+        n_tb = -(-n // (m * r))
+        if chunks == 0:                           # balanced: n_tb * S a multiple of the SM count, or large
+            sms = self.backend.xp.cuda.Device().attributes["MultiProcessorCount"]
+            chunks = 1
+            while (n_tb * chunks) % sms and n_tb * chunks < 8 * sms:
+                chunks += 1
+        chunks = max(1, min(chunks, -(-n // (m * l))))     # at least one tile per chunk
+        return (n_tb, chunks), (m, l), chunks, n_tb
+
+    def _launch_fast(self, state, block, with_energy) -> None:
+        xp = self.backend.xp
+        m, l, r, _ = block
+        n = state.n_atoms
+        grid, threads, chunks, n_tb = self._fast_shape(block, n)
+        nq = 10 if with_energy else 3
+        key = (chunks, nq, n, n_tb)
+        if key not in self._scratch:
+            partial = xp.empty(chunks * nq * n if chunks > 1 else 1, dtype=self._accum)
+            self._scratch[key] = (partial, xp.zeros(n_tb, dtype=np.int32))
+        partial, tickets = self._scratch[key]
+        smem = max(m * l * 16, m * l * np.dtype(self._accum).itemsize)
+        cubic, box_args = self._fast_box_args(np.asarray(state.box_lengths, dtype=np.float64))
+        self._fast_kernels[(r, bool(with_energy), cubic)](
+            grid, threads,
+            (state.positions, np.int32(n), np.int32(n), self._log2a, self._a, *box_args,
+             state.forces, state.energy, state.virial, partial, tickets),
+            shared_mem=smem)
+
+    def _compute_fast(self, state, neighbors, with_energy: bool) -> None:
+        if self.block is None:
+            self.block = _TUNED.get(self._tune_key(state))
+            if self.block is None:
+                self.tune(state)
+        self._launch_fast(state, self.block, with_energy)
 
 
 class AllPairsNeighbors:
