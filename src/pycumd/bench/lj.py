@@ -94,7 +94,29 @@ def time_split(sim, steps: int, seconds: float) -> dict:
         out["copy_GBps"] = 2 * src.nbytes / t_copy / 1e9
         out["force_GBps"] = moved / t_force / 1e9
         del src, dst
+    if b.is_gpu:
+        out["build_phases_s"] = build_phases(sim)
     return {**out, "rebuild_rate": rebuild_rate}
+
+
+def build_phases(sim, reps: int = 5) -> dict:
+    """GPU time of each phase of a neighbour-list build (CUDA events between phases, mean over
+    ``reps`` builds), plus ``host``: the wall time of a whole build call with synchronisation.
+    A phase's time includes the launch gaps in it: a phase made of many small launches is host-bound
+    when its time exceeds its kernels' run time."""
+    impl, state, nl = sim.neighbors._impl, sim.state, sim.neighbors
+    totals: dict = {}
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        impl.phase_events = []
+        nl.build(state)
+        events = impl.phase_events
+        events[-1][1].synchronize()
+        for (_, a), (name, b) in zip(events, events[1:]):
+            totals[name] = totals.get(name, 0.0) + sim.backend.xp.cuda.get_elapsed_time(a, b) / 1e3 / reps
+    impl.phase_events = None
+    totals["host"] = (time.perf_counter() - t0) / reps
+    return totals
 
 
 def main(argv=None):
@@ -119,6 +141,9 @@ def main(argv=None):
             print(f"{r['N']:>10} {r['precision']:>9} {r['steps_per_s']:>10.1f} {r['atom_steps_per_s']:>13.3e} "
                   f"{r['rebuilds']:>8} {r['force_s'] * 1e6:>9.1f} {r['build_s'] * 1e6:>9.1f} "
                   f"{r['integrate_s'] * 1e6:>9.1f} {r.get('gpu_bytes_per_atom', 0):>7.0f} {bw:>13}", flush=True)
+            if "build_phases_s" in r:
+                print(" " * 11 + "build phases (us): " + ", ".join(
+                    f"{k} {v * 1e6:.0f}" for k, v in r["build_phases_s"].items()), flush=True)
             if args.json:
                 with open(args.json, "a") as f:
                     f.write(json.dumps(r) + "\n")

@@ -316,6 +316,14 @@ class _CudaBuild:
         self.cp = backend.xp
         self._kernels = {}
         self._flag = self.cp.zeros(1, np.int32)
+        #: set to a list to record (phase, CUDA event) pairs during builds (pycumd bench lj --build-split)
+        self.phase_events: list | None = None
+
+    def _mark(self, phase: str) -> None:
+        if self.phase_events is not None:
+            event = self.cp.cuda.Event()
+            event.record()
+            self.phase_events.append((phase, event))
 
     def _kernel(self, state, name):
         key = (state.positions.dtype.name, name)
@@ -350,6 +358,7 @@ class _CudaBuild:
         real = state.positions.dtype.type
         L = np.asarray(state.box_lengths, dtype=np.float64)
         grid = ((n + BLOCK - 1) // BLOCK,)
+        self._mark("start")
         if state.lo is None:
             self._kernel(state, "wrap_positions")(
                 grid, (BLOCK,), (state.positions, state.images, np.int32(n), *[real(x) for x in L]))
@@ -357,10 +366,14 @@ class _CudaBuild:
             L_hi, L_lo = zip(*(ff_parts(x) for x in L))
             self._kernel(state, "wrap_positions_composite")(
                 grid, (BLOCK,), (state.positions, state.lo["positions"], state.images, np.int32(n), *L_hi, *L_lo))
+        self._mark("wrap")
         keys = cell_index(state.positions, L, n_cells)
+        self._mark("cell index")
         self.sort = counting_sort(keys, int(np.prod(n_cells)))
+        self._mark("counting sort")
         if nl.reorder:
             self.sort = _sorted_identity(state, keys, self.sort, nl)
+        self._mark("reorder")
         if nl.nbr is None or nl.nbr.size != n * capacity:
             nl.nbr = cp.empty(n * capacity, np.int32)
             nl.nbr_count = cp.empty(n, np.int32)
@@ -371,8 +384,10 @@ class _CudaBuild:
              *[np.int32(c) for c in n_cells], *self._box_args(state), real(r_list * r_list),
              nl.nbr, nl.nbr_count, np.int32(capacity), np.int32(n), stats[0:1].view(np.int32),
              stats[1:2]))
+        self._mark("list kernel")
         cp.copyto(state.positions_at_build, state.positions)
         host = stats.get()
+        self._mark("snapshot + stats")
         return int(host[0]), float(host[1:2].view(np.float32)[0])
 
     def closest_pair(self, state, nl):
