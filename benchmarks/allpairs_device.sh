@@ -9,7 +9,7 @@ SIZES=${SIZES:-"1152 6912 27648"}
 { nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,power.limit --format=csv
   python3 -c "import cupy; print('cupy', cupy.__version__, 'runtime', cupy.cuda.runtime.runtimeGetVersion(), 'nvrtc', cupy.cuda.nvrtc.getVersion())"
   date -u; } 2>&1 | tee "$OUT/env.txt"
-timeout ${T_TESTS:-115} python3 -m pytest -q -p no:cacheprovider -x tests/test_allpairs.py tests/test_yukawa_pasta.py \
+timeout ${T_TESTS:-170} python3 -m pytest -q -p no:cacheprovider -x tests/test_allpairs.py tests/test_yukawa_pasta.py \
     2>&1 | tee "$OUT/tests.log" | tail -4
 timeout ${T_SWEEP:-40} python3 benchmarks/allpairs_fast.py --n 27648 --repeats 20 ${SWEEP_ARGS} --json "$OUT/variants.jsonl" \
     2>&1 | tee "$OUT/variants.log" | grep -E "best|Error|error" 
