@@ -59,6 +59,8 @@ def main(argv=None):
     ap.add_argument("--variants", nargs="+", default=["single:exact", "mixed:exact", "single:rounded",
                                                         "double:generic"])
     ap.add_argument("--shapes", nargs="*", help="fast-path shapes m,l,R,S (default: the candidates)")
+    ap.add_argument("--min-blocks", type=int, default=0,
+                    help="fast path: __launch_bounds__(256, MIN_BLOCKS) register cap (0: none)")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     system, pot, dt = white_dwarf_liquid(args.n)
@@ -73,7 +75,8 @@ def main(argv=None):
         sim = Simulation(system.copy(), pot, device="cuda", precision=precision, pair_method="all_pairs")
         prec = get_precision(precision, "cuda")
         fast = mode != "generic"
-        forces = AllPairsForces(pot, 2, sim.backend, prec, fast=fast, exact_separation=(mode == "exact"))
+        forces = AllPairsForces(pot, 2, sim.backend, prec, fast=fast, exact_separation=(mode == "exact"),
+                                min_blocks_per_sm=args.min_blocks)
         sim.forces = forces
         state = sim.state
         sim.neighbors.build(state)
@@ -88,7 +91,7 @@ def main(argv=None):
                   f"{err:9.2e}", flush=True)
         ms, block, err = min(results)
         ms_e = time_launches(forces, state, launch, block, max(3, args.repeats // 4), with_energy=True)
-        row = {"variant": variant, "n": n, "best_shape": list(block), "ms": ms, "ms_with_energy": ms_e,
+        row = {"variant": variant, "min_blocks": args.min_blocks, "n": n, "best_shape": list(block), "ms": ms, "ms_with_energy": ms_e,
                "pairs_per_s": n * (n - 1) / ms * 1e3, "max_rel_err": err,
                "all": {"x".join(map(str, b)): m for m, b, _ in results}, "device": sim.backend.device_name}
         print(f"{variant:>16} best {'x'.join(map(str, block))}: {ms:.4f} ms ({row['pairs_per_s']:.3e} pairs/s), "

@@ -390,8 +390,18 @@ __device__ void yukawa_body(const real_t* __restrict__ pos4, int n_local, int n_
 // (smaller) register budgets.  scale_f, scale_e: alpha^2, alpha / 2 (cubic: alpha^2 / s_grid^2,
 // alpha / (2 s_grid)); s, c: scaled units per fixed-point step (see ap_separation); partial:
 // S x nq x n_local; tickets: one int per target block, zero before the first launch.
+// YUKAWA_MIN_BLOCKS > 0: __launch_bounds__(256, YUKAWA_MIN_BLOCKS), a register cap that lets that
+// many 256-thread blocks share an SM (every fast-path shape has at most 256 threads).
+#ifndef YUKAWA_MIN_BLOCKS
+#define YUKAWA_MIN_BLOCKS 0
+#endif
+#if YUKAWA_MIN_BLOCKS > 0
+#define YUKAWA_BOUNDS __launch_bounds__(256, YUKAWA_MIN_BLOCKS)
+#else
+#define YUKAWA_BOUNDS
+#endif
 #define YUKAWA_KERNEL(NAME, R, E, CUBIC)                                                                   \
-extern "C" __global__ void NAME(                                                                          \
+extern "C" __global__ void YUKAWA_BOUNDS NAME(                                                            \
     const real_t* __restrict__ pos4, int n_local, int n_total,                                            \
     const float* __restrict__ log2a, const accum_t* __restrict__ a_type,                                  \
     double invLx, double invLy, double invLz, float sx, float sy, float sz, float cx, float cy, float cz, \

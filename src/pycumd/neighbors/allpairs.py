@@ -125,7 +125,7 @@ class AllPairsForces:
     """
 
     def __init__(self, potential, n_types: int, backend, precision, block=None, fast: bool = True,
-                 exact_separation: bool = True):
+                 exact_separation: bool = True, min_blocks_per_sm: int = 0):
         from ..forces import pair_kernel, potential_defines
 
         self.potential = potential
@@ -140,6 +140,7 @@ class AllPairsForces:
         self.fast = fast_params is not None
         if self.fast:
             self.exact_separation = bool(exact_separation)
+            self.min_blocks_per_sm = int(min_blocks_per_sm)
             self._setup_fast(fast_params, precision)
             self.candidates = YUKAWA_CANDIDATES
             self.compute = self._compute_fast
@@ -210,7 +211,8 @@ class AllPairsForces:
     def _setup_fast(self, params, precision) -> None:
         a, kappa = params
         xp = self.backend.xp
-        defines = {**self._defines, "EXACT_SEPARATION": int(self.exact_separation)}
+        defines = {**self._defines, "EXACT_SEPARATION": int(self.exact_separation),
+                   "YUKAWA_MIN_BLOCKS": self.min_blocks_per_sm}
         module = self.backend.kernel_module("neighbors/allpairs.cu", defines, options=precision.cuda_options)
         self._fast_kernels = {(r, e, c): module.get_function(f"allpairs_yukawa_{'e' if e else 'f'}{r}{'c' if c else ''}")
                               for r in (2, 4) for e in (False, True) for c in (False, True)}
