@@ -309,7 +309,8 @@ def _check_composite_supported(pair_method: str, thermostat) -> None:
 
 def _storage_rounding(precision, box_lengths) -> float:
     """How far float32-stored positions (single, and composite's high parts, from which the
-    neighbour list is built) may be from the positions the forces use: 4 * 2^-23 * L (4 to 8 float32 ulps of L)."""
+    neighbour list is built) may be from the positions the forces use: ``4 * 2^-23 * L``
+    (4 to 8 float32 ulps of L)."""
     if precision.state_dtype != np.float32:
         return 0.0
     return 4.0 * float(np.finfo(np.float32).eps) * float(np.max(box_lengths))
