@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..backend import select as select_backend
 from ..integrators import Langevin, VelocityVerlet
 from ..io.thermo import ThermoReporter
 from ..potentials import LennardJones
@@ -147,7 +148,8 @@ def main(argv=None):
     ap.add_argument("--cells", type=int, default=20, help="fcc cells per edge (20: 32,000 atoms)")
     ap.add_argument("--steps", type=int, default=100_000)
     ap.add_argument("--every", type=int, default=1000, help="steps between energy samples")
-    ap.add_argument("--precision", nargs="+", default=["single", "mixed", "double", "composite"])
+    ap.add_argument("--precision", nargs="+",
+                    help="default: single mixed double composite on the GPU, double on the CPU")
     ap.add_argument("--deterministic", choices=["both", "off", "on"], default="both",
                     help="run each precision without and/or with deterministic=True")
     ap.add_argument("--max-seconds", type=float, help="stop each run early after this much wall time")
@@ -171,6 +173,9 @@ def main(argv=None):
         (system, pot), dt, kT, unit = equilibrated_liquid(args.cells, args.device), DT, TEMPERATURE, 1.0
     modes = {"both": (False, True), "off": (False,), "on": (True,)}[args.deterministic]
     results = []
+    if args.precision is None:
+        on_gpu = select_backend(args.device).is_gpu
+        args.precision = ["single", "mixed", "double", "composite"] if on_gpu else ["double"]
     for precision in args.precision:
         for deterministic in modes:
             results.append(drift(system, pot, precision, deterministic, args.steps, args.every, args.device,
