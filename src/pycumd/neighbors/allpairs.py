@@ -120,6 +120,10 @@ class AllPairsForces:
         as exact as rounding the float64 difference to float32, and in a cubic box the fastest
         form) or from the top 23 (``False``: an absolute error of at most L 2^-24, as float32
         coordinates in [0, L) have).
+    min_blocks_per_sm : int
+        Fast path only: ``> 0`` compiles the kernels with ``__launch_bounds__(256,
+        min_blocks_per_sm)`` (a register cap for occupancy).  Default 0 (no cap): 6 was measured
+        slower on the H100 (docs/ions.md).
 
     ``compute(state, neighbors, with_energy)`` ignores ``neighbors``.
     """
