@@ -1,8 +1,14 @@
-"""What the peer drivers share: the in.lj system (fcc lattice, velocities) built the same way."""
+"""What the peer drivers share: the in.lj system (fcc lattice, velocities) built the same way, and
+running one measurement in a child process."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+import tempfile
 
 import numpy as np
 
@@ -39,3 +45,34 @@ def error_line(text: str) -> str:
         if re.match(r"^[A-Za-z_][\w.]*(Error|Exception|Exit)\b", s) or "CUDA_ERROR" in s:
             return s
     return lines[-1] if lines else ""
+
+
+def run_child(script: str, child_args: list, timeout: float) -> tuple:
+    """Run ``script --_child --_result FILE *child_args`` in a fresh Python process.
+
+    The child writes its record as JSON to FILE.  Its output is echoed (the last 25 lines when it
+    fails).  Returns ``(record or None, error or None, output)``: a failure, a timeout or a missing
+    result gives no record and a one-line error.
+    """
+    fd, result = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    cmd = [sys.executable, os.path.abspath(script), "--_child", "--_result", result, *child_args]
+    err, out, rec = None, "", None
+    try:
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        out = p.stdout
+        if p.returncode == 0:
+            sys.stdout.write(p.stdout)
+        else:
+            sys.stdout.write("\n".join(p.stdout.splitlines()[-25:]) + "\n")
+            err = f"exit {p.returncode}: {error_line(p.stdout)}"
+    except subprocess.TimeoutExpired:
+        err = f"timed out after {timeout} s"
+    if err is None:
+        try:
+            with open(result) as f:
+                rec = json.loads(f.read())
+        except (OSError, ValueError) as e:
+            err = f"no result: {e}"
+    os.unlink(result)
+    return rec, err, out

@@ -26,9 +26,7 @@ import argparse
 import json
 import os
 import re
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
@@ -37,7 +35,7 @@ if not hasattr(np, "row_stack"):          # numpy 2.5 removed it; numba-cuda may
     np.row_stack = np.vstack
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
-from common import CUTOFF, DT, error_line, fcc_lattice, random_velocities  # noqa: E402 (same folder)
+from common import CUTOFF, DT, fcc_lattice, random_velocities, run_child  # noqa: E402 (same folder)
 
 
 def auto_max_nbs(n: int) -> int:
@@ -133,33 +131,11 @@ def child_main(args) -> int:
 
 def run_one(cells: int, gridsync: str, args) -> dict:
     """Run one size in a child process; a failure becomes a record with 'error'."""
-    fd, result = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    cmd = [sys.executable, os.path.abspath(__file__), "--_child", "--_result", result,
-           "--cells", str(cells), "--steps", str(args.steps), "--warmup", str(args.warmup),
-           "--gridsync", gridsync, "--skin", str(args.skin)]
+    child_args = ["--cells", str(cells), "--steps", str(args.steps), "--warmup", str(args.warmup),
+                  "--gridsync", gridsync, "--skin", str(args.skin)]
     if args.max_nbs:
-        cmd += ["--max-nbs", str(args.max_nbs)]
-    err, out = None, ""
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=args.timeout)
-        out = p.stdout
-        if p.returncode == 0:
-            sys.stdout.write(p.stdout)
-        else:
-            sys.stdout.write("\n".join(p.stdout.splitlines()[-25:]) + "\n")
-            err = f"exit {p.returncode}: {error_line(p.stdout)}"
-    except subprocess.TimeoutExpired:
-        err = f"timed out after {args.timeout} s"
-    rec = None
-    if err is None:
-        try:
-            with open(result) as f:
-                rec = json.loads(f.read())
-        except (OSError, ValueError) as e:
-            err = f"no result: {e}"
-    os.unlink(result)
+        child_args += ["--max-nbs", str(args.max_nbs)]
+    rec, err, out = run_child(__file__, child_args, args.timeout)
     if rec is None:
         rec = {"engine": "gamdpy", "N": 4 * cells ** 3, "cells": cells, "precision": "single",
                "steps": args.steps, "steps_per_s": None, "atom_steps_per_s": None, "device": args._device,

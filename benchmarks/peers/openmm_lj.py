@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
-import tempfile
 import time
 
 
-from common import CUTOFF, DT, error_line, fcc_lattice, random_velocities  # noqa: E402 (same folder)
+from common import CUTOFF, DT, fcc_lattice, random_velocities, run_child  # noqa: E402 (same folder)
 
 
 def gpu_name() -> str | None:
@@ -105,30 +103,8 @@ def child_main(args) -> int:
 
 def run_one(cells: int, precision: str, args) -> dict:
     """Run one size in a child process; a failure becomes a record with 'error'."""
-    fd, result = tempfile.mkstemp(suffix=".json")
-    os.close(fd)
-    cmd = [sys.executable, os.path.abspath(__file__), "--_child", "--_result", result,
-           "--cells", str(cells), "--precision", precision, "--steps", str(args.steps),
-           "--warmup", str(args.warmup), "--platform", args.platform]
-    err = None
-    try:
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=args.timeout)
-        if p.returncode == 0:
-            sys.stdout.write(p.stdout)
-        else:
-            sys.stdout.write("\n".join(p.stdout.splitlines()[-25:]) + "\n")
-            err = f"exit {p.returncode}: {error_line(p.stdout)}"
-    except subprocess.TimeoutExpired:
-        err = f"timed out after {args.timeout} s"
-    rec = None
-    if err is None:
-        try:
-            with open(result) as f:
-                rec = json.loads(f.read())
-        except (OSError, ValueError) as e:
-            err = f"no result: {e}"
-    os.unlink(result)
+    rec, err, _ = run_child(__file__, ["--cells", str(cells), "--precision", precision, "--steps", str(args.steps),
+                                       "--warmup", str(args.warmup), "--platform", args.platform], args.timeout)
     if rec is None:
         n = 4 * cells ** 3
         rec = {"engine": "openmm", "N": n, "cells": cells, "precision": precision, "steps": args.steps,
