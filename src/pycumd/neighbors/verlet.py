@@ -33,6 +33,7 @@ from ..system import InputError
 from .counting_sort import cell_index, counting_sort, reorder_in_place
 
 BLOCK = 128
+LIST_WARPS = 4          # warps per block of build_neighbor_list (LIST_WARPS in verlet.cu)
 
 
 class OverlapError(InputError):
@@ -378,17 +379,34 @@ class _CudaBuild:
             nl.nbr = cp.empty(n * capacity, np.int32)
             nl.nbr_count = cp.empty(n, np.int32)
         stats = cp.array([0, 0x7F7FFFFF], dtype=np.uint32)   # max count, min r^2 as float bits
-        self._kernel(state, "build_neighbor_list")(
-            grid, (BLOCK,),
-            (state.positions, keys, self.sort.bin_start, self.sort.order, np.int32(n),
-             *[np.int32(c) for c in n_cells], *self._box_args(state), real(r_list * r_list),
-             nl.nbr, nl.nbr_count, np.int32(capacity), np.int32(n), stats[0:1].view(np.int32),
-             stats[1:2]))
+        self._launch_list_kernel(state, keys, n_cells, r_list, capacity, nl, stats)
         self._mark("list kernel")
         cp.copyto(state.positions_at_build, state.positions)
         host = stats.get()
         self._mark("snapshot + stats")
         return int(host[0]), float(host[1:2].view(np.float32)[0])
+
+    def _launch_list_kernel(self, state, keys, n_cells, r_list, capacity, nl, stats):
+        """Launch ``build_neighbor_list``: one warp per 32 consecutive atoms of one cell row.
+
+        The grid holds ``chunks_per_row`` warps per cell row (y, z), enough for a row of the mean
+        occupancy plus four standard deviations; a fuller row is finished by its warps in strides.
+        Boxes with fewer than 7 cells along some edge use the kernel's rint variant (see verlet.cu).
+        """
+        n = state.n_atoms
+        nx, ny, nz = (int(c) for c in n_cells)
+        n_rows = ny * nz
+        mean = n / n_rows
+        chunks_per_row = max(1, math.ceil((mean + 4.0 * math.sqrt(mean) + 1.0) / 32.0))
+        warps = n_rows * chunks_per_row
+        name = "build_neighbor_list" if min(nx, ny, nz) >= 7 else "build_neighbor_list_rint"
+        self._kernel(state, name)(
+            ((warps + LIST_WARPS - 1) // LIST_WARPS,), (32 * LIST_WARPS,),
+            (state.positions, keys, self.sort.bin_start, self.sort.order, np.int32(bool(nl.reorder)),
+             np.int32(nx), np.int32(ny), np.int32(nz), np.int32(chunks_per_row),
+             *self._box_args(state), state.positions.dtype.type(r_list * r_list),
+             nl.nbr, nl.nbr_count, np.int32(capacity), np.int32(n), stats[0:1].view(np.int32),
+             stats[1:2]))
 
     def closest_pair(self, state, nl):
         host = _host_copy_for_overlap(state, nl, self.cp)
