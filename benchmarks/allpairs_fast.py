@@ -16,7 +16,7 @@ import json
 import numpy as np
 
 from pycumd.bench.ions import white_dwarf_liquid
-from pycumd.neighbors.allpairs import BLOCK_CANDIDATES, YUKAWA_CANDIDATES, AllPairsForces
+from pycumd.neighbors.allpairs import BLOCK_CANDIDATES, NEWTON_CANDIDATES, YUKAWA_CANDIDATES, AllPairsForces
 from pycumd.precision import get_precision
 from pycumd.simulation import Simulation
 
@@ -58,7 +58,9 @@ def main(argv=None):
     ap.add_argument("--repeats", type=int, default=20)
     ap.add_argument("--variants", nargs="+", default=["single:exact", "mixed:exact", "single:rounded",
                                                         "double:generic"])
-    ap.add_argument("--shapes", nargs="*", help="fast-path shapes m,l,R,S (default: the candidates)")
+    ap.add_argument("--shapes", nargs="*",
+                    help="fast-path shapes m,l,R,S or newton,W,R (default: the candidates)")
+    ap.add_argument("--newton-unroll", type=int, default=4, help="Newton shapes: unroll of the 32-step loop")
     ap.add_argument("--min-blocks", type=int, default=0,
                     help="fast path: __launch_bounds__(256, MIN_BLOCKS) register cap (0: none)")
     ap.add_argument("--json")
@@ -68,7 +70,8 @@ def main(argv=None):
     rng = np.random.default_rng(1)
     idx = np.sort(rng.choice(n, 512, replace=False))
     f_ref = reference_forces(system, pot, idx)
-    shapes = [tuple(int(x) for x in s.split(",")) for s in args.shapes] if args.shapes else YUKAWA_CANDIDATES
+    shapes = ([tuple(x if x == "newton" else int(x) for x in s.split(",")) for s in args.shapes] if args.shapes
+              else YUKAWA_CANDIDATES + NEWTON_CANDIDATES)
     print(f"{'variant':>16} {'shape':>12} {'ms':>8} {'pairs/s':>10} {'max err':>9}", flush=True)
     for variant in args.variants:
         precision, mode = variant.split(":")
@@ -76,7 +79,7 @@ def main(argv=None):
         prec = get_precision(precision, "cuda")
         fast = mode != "generic"
         forces = AllPairsForces(pot, 2, sim.backend, prec, fast=fast, exact_separation=(mode == "exact"),
-                                min_blocks_per_sm=args.min_blocks)
+                                min_blocks_per_sm=args.min_blocks, newton_unroll=args.newton_unroll)
         sim.forces = forces
         state = sim.state
         sim.neighbors.build(state)
@@ -89,9 +92,10 @@ def main(argv=None):
             results.append((ms, block, err))
             print(f"{variant:>16} {'x'.join(map(str, block)):>12} {ms:8.4f} {n * (n - 1) / ms * 1e3:10.3e} "
                   f"{err:9.2e}", flush=True)
-        ms, block, err = min(results)
+        ms, block, err = min(results, key=lambda result: result[0])
         ms_e = time_launches(forces, state, launch, block, max(3, args.repeats // 4), with_energy=True)
-        row = {"variant": variant, "min_blocks": args.min_blocks, "n": n, "best_shape": list(block), "ms": ms, "ms_with_energy": ms_e,
+        row = {"variant": variant, "min_blocks": args.min_blocks, "newton_unroll": args.newton_unroll, "n": n,
+               "best_shape": list(block), "ms": ms, "ms_with_energy": ms_e,
                "pairs_per_s": n * (n - 1) / ms * 1e3, "max_rel_err": err,
                "all": {"x".join(map(str, b)): m for m, b, _ in results}, "device": sim.backend.device_name}
         print(f"{variant:>16} best {'x'.join(map(str, block))}: {ms:.4f} ms ({row['pairs_per_s']:.3e} pairs/s), "

@@ -163,8 +163,8 @@ test_gpu_matches_cpu = pytest.mark.cuda(test_gpu_matches_cpu)
 @pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU")
 def test_gpu_yukawa_fast_path(rng):
     """Fast path, single and mixed, both separation modes, cubic and not: 2 or 4 targets per thread,
-    source chunks (S > 1), an N that fills no block evenly, positions far outside the box, bitwise
-    repeatability."""
+    source chunks (S > 1), Newton shapes (one super-group, several, padding), an N that fills no
+    block evenly, positions far outside the box, bitwise repeatability."""
     cube = random_liquid(rng, n=1001, density=0.03, min_distance=0.8, n_types=3)
     stretch = np.array([1.0, 1.15, 0.9])
     box = System(Box(cube.box.L * stretch), cube.positions * stretch, cube.masses, "lj", types=cube.types)
@@ -175,7 +175,8 @@ def test_gpu_yukawa_fast_path(rng):
         e_ref, f_ref, w_ref = refs[id(system)]
         shift = np.round(rng.uniform(-3, 3, (1001, 3))) * system.box.L     # whole box lengths, up to 3
         tol = {"mixed": 1e-5, "single": 1e-4}[precision]
-        for block in ((32, 1, 2, 1), (64, 2, 2, 5), (32, 4, 4, 0), (128, 2, 2, 0), (64, 1, 4, 32)):
+        for block in ((32, 1, 2, 1), (64, 2, 2, 5), (32, 4, 4, 0), (128, 2, 2, 0), (64, 1, 4, 32),
+                      ("newton", 8, 4), ("newton", 4, 2), ("newton", 1, 2), ("newton", 2, 4)):
             case = (system is cube, precision, exact, block)
             sim, f, e, w = _gpu_forces(system, pot, precision, block, exact_separation=exact, with_energy=True,
                                        shift=shift)
@@ -186,7 +187,11 @@ def test_gpu_yukawa_fast_path(rng):
             assert w == pytest.approx(w_ref, rel=10 * tol), case
             sim.forces.compute(sim.state, sim.neighbors, False)
             first = sim.backend.to_host(sim.state.forces).copy()
-            assert np.abs(first - f).max() <= 1e-6 * np.abs(f).max(), case   # force-only kernel: same sums
+            # the force-only kernel sums in the same order (Newton shapes whose energy launch needs fewer
+            # warps for its shared memory: another grouping, so rounding differences)
+            same_order = block[0] != "newton" or (sim.forces._newton_shape(block, 1001, True)[0]
+                                                  == sim.forces._newton_shape(block, 1001, False)[0])
+            assert np.abs(first - f).max() <= (1e-6 if same_order else tol) * np.abs(f).max(), case
             for _ in range(2):                                              # tickets reset by the last block
                 sim.forces.compute(sim.state, sim.neighbors, False)
                 assert np.array_equal(first, sim.backend.to_host(sim.state.forces)), case

@@ -167,6 +167,53 @@ __device__ __forceinline__ void yk_zero(YukawaSums<R, E>& a) {
     }
 }
 
+// One pair in scaled units: separation d' = r_i' - r_j' (minimum image) from the fixed-point
+// coordinates Xi and q.xyz; lq = log2 of the prefactor (log2 a_j here, log2 a_i + log2 a_j in the
+// Newton kernels); masked pairs (MASK and masked) give u = fr = 0.  Out: u = p rinv' (energy term),
+// fr = p rinv'^2 (rinv' + ln 2) (force over distance, scaled).
+template <bool CUBIC, bool MASK>
+__device__ __forceinline__ void yk_pair(const unsigned int (&Xi)[3], const uint4& q, float lq, bool masked,
+                                        const float (&s)[3], const float (&c)[3], float s_grid, float ln2s,
+                                        float& dx, float& dy, float& dz, float& u, float& fr)
+{
+    if (CUBIC) {           // grid units: dx'' = X_i - X_j exactly rounded, r' = s r''
+        dx = __int2float_rn((int)(Xi[0] - q.x));
+        dy = __int2float_rn((int)(Xi[1] - q.y));
+        dz = __int2float_rn((int)(Xi[2] - q.z));
+    } else {
+        dx = ap_separation(Xi[0], q.x, s[0], c[0]);
+        dy = ap_separation(Xi[1], q.y, s[1], c[1]);
+        dz = ap_separation(Xi[2], q.z, s[2], c[2]);
+    }
+    float r2 = __fmaf_rn(dz, dz, __fmaf_rn(dy, dy, __fmul_rn(dx, dx)));
+    float ri = ap_rsqrt(r2);
+    if (MASK && masked) ri = 0.0f;
+    float p = ap_ex2(__fmaf_rn(CUBIC ? -__fmul_rn(r2, s_grid) : -r2, ri, lq));
+    u = __fmul_rn(p, ri);
+    fr = __fmul_rn(__fmul_rn(u, ri), __fadd_rn(ri, ln2s));
+}
+
+// Adds one pair's force, energy and virial terms to sums f (3), e, w (6) with sign +1 or -1 on the force.
+template <bool E, int SIGN>
+__device__ __forceinline__ void yk_add(float (&f)[3], float& e, float (&w)[6], float dx, float dy, float dz,
+                                       float u, float fr)
+{
+    const float sfr = SIGN > 0 ? fr : -fr;
+    f[0] = __fmaf_rn(dx, sfr, f[0]);
+    f[1] = __fmaf_rn(dy, sfr, f[1]);
+    f[2] = __fmaf_rn(dz, sfr, f[2]);
+    if (E) {
+        e += u;
+        float fx = dx * fr, fy = dy * fr;
+        w[0] = __fmaf_rn(dx, fx, w[0]);
+        w[1] = __fmaf_rn(dy, fy, w[1]);
+        w[2] = __fmaf_rn(dz, dz * fr, w[2]);
+        w[3] = __fmaf_rn(dy, fx, w[3]);
+        w[4] = __fmaf_rn(dz, fx, w[4]);
+        w[5] = __fmaf_rn(dz, fy, w[5]);
+    }
+}
+
 // The pairs of R targets with sources src[0 .. count-1]; MASK: source index j0 + k, skip j == i_r and
 // j >= j_end.
 template <int R, bool E, bool CUBIC, bool MASK>
@@ -180,38 +227,11 @@ __device__ __forceinline__ void yk_row(YukawaSums<R, E>& a, const uint4* __restr
         const float lq = __uint_as_float(q.w);
 #pragma unroll
         for (int r = 0; r < R; ++r) {
-            float dx, dy, dz;
-            if (CUBIC) {           // grid units: dx'' = X_i - X_j exactly rounded, r' = s r''
-                dx = __int2float_rn((int)(X[r][0] - q.x));
-                dy = __int2float_rn((int)(X[r][1] - q.y));
-                dz = __int2float_rn((int)(X[r][2] - q.z));
-            } else {
-                dx = ap_separation(X[r][0], q.x, s[0], c[0]);
-                dy = ap_separation(X[r][1], q.y, s[1], c[1]);
-                dz = ap_separation(X[r][2], q.z, s[2], c[2]);
-            }
-            float r2 = __fmaf_rn(dz, dz, __fmaf_rn(dy, dy, __fmul_rn(dx, dx)));
-            float ri = ap_rsqrt(r2);
-            if (MASK) {
-                const int j = j0 + k;
-                if (j == idx[r] || j >= j_end) ri = 0.0f;
-            }
-            float p = ap_ex2(__fmaf_rn(CUBIC ? -__fmul_rn(r2, s_grid) : -r2, ri, lq));
-            float u = __fmul_rn(p, ri);
-            float fr = __fmul_rn(__fmul_rn(u, ri), __fadd_rn(ri, ln2s));
-            a.f[r][0] = __fmaf_rn(dx, fr, a.f[r][0]);
-            a.f[r][1] = __fmaf_rn(dy, fr, a.f[r][1]);
-            a.f[r][2] = __fmaf_rn(dz, fr, a.f[r][2]);
-            if (E) {
-                a.e[r] += u;
-                float fx = dx * fr, fy = dy * fr;
-                a.w[r][0] = __fmaf_rn(dx, fx, a.w[r][0]);
-                a.w[r][1] = __fmaf_rn(dy, fy, a.w[r][1]);
-                a.w[r][2] = __fmaf_rn(dz, dz * fr, a.w[r][2]);
-                a.w[r][3] = __fmaf_rn(dy, fx, a.w[r][3]);
-                a.w[r][4] = __fmaf_rn(dz, fx, a.w[r][4]);
-                a.w[r][5] = __fmaf_rn(dz, fy, a.w[r][5]);
-            }
+            float dx, dy, dz, u, fr;
+            const int j = j0 + k;
+            yk_pair<CUBIC, MASK>(X[r], q, lq, MASK && (j == idx[r] || j >= j_end), s, c, s_grid, ln2s,
+                                 dx, dy, dz, u, fr);
+            yk_add<E, 1>(a.f[r], a.e[r], a.w[r], dx, dy, dz, u, fr);
         }
     }
 }
@@ -421,3 +441,232 @@ YUKAWA_KERNEL(allpairs_yukawa_f2c, 2, false, true)
 YUKAWA_KERNEL(allpairs_yukawa_f4c, 4, false, true)
 YUKAWA_KERNEL(allpairs_yukawa_e2c, 2, true, true)
 YUKAWA_KERNEL(allpairs_yukawa_e4c, 4, true, true)
+
+// ---------------------------------------------------------------------------------------------
+// Fast path with Newton's third law: each unordered pair {i, j} evaluated once, its force added to
+// i and subtracted from j; same arithmetic as above (yk_pair), with p = a_i a_j 2^-r' (the exponent
+// carries log2 a_i + log2 a_j), so the outputs need no per-atom factor.  Still no floating-point
+// atomics and every sum in a fixed order:
+//
+//  * Particles in groups of 32 R (a warp's targets: lane, lane + 32, ... lane + 32 (R-1)) and
+//    super-groups of G = W 32 R (a block of W warps).  Block (I, J), I <= J, pairs super-group I
+//    (targets, warp w owns group I W + w) with super-group J (sources, staged in shared memory).
+//    Blocks with I < J first (P (P - 1) / 2 of them), then the P diagonal blocks.
+//  * In phase v = 0 .. W-1 warp w takes source group u = (w + v) mod W, one 32-particle subgroup at
+//    a time: lane L holds the subgroup's source (L + k) mod 32 at step k = 0 .. 31 (read from shared
+//    memory) and the reaction sums of that source, which pass to lane L - 1 after each step
+//    (__shfl_sync), so after 32 steps lane L holds the sums of source L.  The warp adds them to the
+//    block's source sums in shared memory: in a phase no two warps share a source group, and over
+//    the phases the warps come in a fixed order.  Target sums stay in registers.
+//  * Diagonal blocks (I = J): warp w takes source groups u > w with the reaction, its own group
+//    (u = w) without it (every ordered pair, the self pair masked), and skips u < w.
+//  * Each block writes its sums to partial[o][q][p] (q: quantity, p: particle), o = the other
+//    super-group (J for the targets, I for the sources; diagonal blocks add their target and source
+//    sums); every slot is written by exactly one block.  allpairs_yukawa_newton_sum then adds
+//    o = 0 .. P-1 in order.
+//  * Single precision sums in float32; mixed sums each subgroup's 32 pairs in float32, then in float64.
+//  * Padding particles (index >= n) and the self pair are masked only in the groups where they occur.
+// YUKAWA_NEWTON_UNROLL: unroll factor of the 32-step loop (registers against instruction overlap)
+#ifndef YUKAWA_NEWTON_UNROLL
+#define YUKAWA_NEWTON_UNROLL 4
+#endif
+#define YK_STRING(x) #x
+#define YK_PRAGMA(x) _Pragma(YK_STRING(x))
+
+template <int R, bool E, bool CUBIC, bool MASK, bool REACTION>
+__device__ __forceinline__ void yk_newton_subgroup(
+    YukawaSums<R, E>& a, const uint4* __restrict__ src, int j_base, const unsigned int (&X)[R][3],
+    const float (&lqi)[R], const int (&idx)[R], int n, const float (&s)[3], const float (&c)[3],
+    float s_grid, float ln2s, float (&jf)[3], float& je, float (&jw)[6])
+{
+    const int lane = threadIdx.x;
+    jf[0] = jf[1] = jf[2] = 0.0f;
+    je = 0.0f;
+#pragma unroll
+    for (int q = 0; q < 6; ++q) jw[q] = 0.0f;
+    YK_PRAGMA(unroll YUKAWA_NEWTON_UNROLL)
+    for (int k = 0; k < 32; ++k) {
+        const int from = (lane + k) & 31;
+        const uint4 q = src[from];
+        const float lqj = __uint_as_float(q.w);
+        const int j = j_base + from;
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            float dx, dy, dz, u, fr;
+            yk_pair<CUBIC, MASK>(X[r], q, lqi[r] + lqj, MASK && (j == idx[r] || j >= n || idx[r] >= n),
+                                 s, c, s_grid, ln2s, dx, dy, dz, u, fr);
+            yk_add<E, 1>(a.f[r], a.e[r], a.w[r], dx, dy, dz, u, fr);
+            if (REACTION) yk_add<E, -1>(jf, je, jw, dx, dy, dz, u, fr);
+        }
+        if (REACTION) {          // the sums of source (lane + k + 1) mod 32 come from lane + 1
+            const int next = (lane + 1) & 31;
+#pragma unroll
+            for (int d = 0; d < 3; ++d) jf[d] = __shfl_sync(0xffffffffu, jf[d], next);
+            if (E) {
+                je = __shfl_sync(0xffffffffu, je, next);
+#pragma unroll
+                for (int d = 0; d < 6; ++d) jw[d] = __shfl_sync(0xffffffffu, jw[d], next);
+            }
+        }
+    }
+}
+
+template <int R, bool E, bool CUBIC>
+__device__ void yukawa_newton_body(const real_t* __restrict__ pos4, int n, const float* __restrict__ log2a,
+                                   const YukawaConsts& K, accum_t* __restrict__ partial)
+{
+    extern __shared__ __align__(16) unsigned char yk_smem[];
+    constexpr int nq = E ? 10 : 3;
+    const int W = blockDim.y, w = threadIdx.y, lane = threadIdx.x, tid = w * 32 + lane;
+    const int G = W * 32 * R;
+    uint4* stage = reinterpret_cast<uint4*>(yk_smem);                    // G sources
+    accum_t* src_sums = reinterpret_cast<accum_t*>(stage + G);           // nq x G reaction sums
+    const int P = (n + G - 1) / G;
+
+    // block -> (I, J): blocks t < P (P - 1) / 2 are the pairs I < J (J = 1: t = 0; J = 2: t = 1, 2; ...)
+    const long long t = blockIdx.x, off = (long long)P * (P - 1) / 2;
+    int I, J;
+    if (t < off) {
+        J = (int)((1.0 + sqrt(1.0 + 8.0 * (double)t)) * 0.5);
+        while ((long long)J * (J - 1) / 2 > t) --J;
+        while ((long long)(J + 1) * J / 2 <= t) ++J;
+        I = (int)(t - (long long)J * (J - 1) / 2);
+    } else {
+        I = J = (int)(t - off);
+    }
+    const bool diagonal = I == J;
+
+    // stage super-group J (fixed point, log2 a; padding: zeros, masked) and clear the reaction sums
+    for (int p = tid; p < G; p += W * 32) yk_stage(stage + p, pos4, J * G + p, n, log2a, K);
+    for (int p = tid; p < nq * G; p += W * 32) src_sums[p] = 0;
+
+    unsigned int X[R][3];
+    float lqi[R];
+    int idx[R];
+    const int i_group = I * G + w * 32 * R;
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        idx[r] = i_group + r * 32 + lane;
+        uint4 v;
+        yk_stage(&v, pos4, idx[r], n, log2a, K);
+        X[r][0] = v.x; X[r][1] = v.y; X[r][2] = v.z;
+        lqi[r] = __uint_as_float(v.w);
+#if !EXACT_SEPARATION
+        if (!CUBIC) {
+#pragma unroll
+            for (int d = 0; d < 3; ++d) X[r][d] += 256u;     // rounding bias of the >> 9
+        }
+#endif
+    }
+    const float s[3] = {K.s[0], K.s[1], K.s[2]};
+    const float c[3] = {K.c[0], K.c[1], K.c[2]};
+    const bool i_padded = i_group + 32 * R > n;
+
+    accum_t acc[R][10];
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+        for (int q = 0; q < 10; ++q) acc[r][q] = 0;
+    YukawaSums<R, E> a;
+    yk_zero(a);
+    __syncthreads();
+
+    for (int v = 0; v < W; ++v) {
+        const int u = (w + v) % W;
+        if (!(diagonal && u < w)) {
+            const bool reaction = !(diagonal && u == w);
+            for (int sg = 0; sg < R; ++sg) {
+                const int local = u * 32 * R + sg * 32;            // subgroup's first source in the stage
+                const int j_base = J * G + local;
+                const bool mask = !reaction || i_padded || j_base + 32 > n;
+                float jf[3], je, jw[6];
+                const uint4* src = stage + local;
+                if (!reaction)
+                    yk_newton_subgroup<R, E, CUBIC, true, false>(a, src, j_base, X, lqi, idx, n, s, c, K.s_grid,
+                                                                 K.ln2s, jf, je, jw);
+                else if (mask)
+                    yk_newton_subgroup<R, E, CUBIC, true, true>(a, src, j_base, X, lqi, idx, n, s, c, K.s_grid,
+                                                                K.ln2s, jf, je, jw);
+                else
+                    yk_newton_subgroup<R, E, CUBIC, false, true>(a, src, j_base, X, lqi, idx, n, s, c, K.s_grid,
+                                                                 K.ln2s, jf, je, jw);
+                if (reaction) {
+                    const int p = local + lane;
+                    src_sums[0 * G + p] += (accum_t)jf[0];
+                    src_sums[1 * G + p] += (accum_t)jf[1];
+                    src_sums[2 * G + p] += (accum_t)jf[2];
+                    if (E) {
+                        src_sums[3 * G + p] += (accum_t)je;
+#pragma unroll
+                        for (int q = 0; q < 6; ++q) src_sums[(4 + q) * G + p] += (accum_t)jw[q];
+                    }
+                }
+                if constexpr (sizeof(accum_t) > sizeof(float)) {   // mixed: each subgroup's float sums into float64
+                    yk_flush(acc, a);
+                    yk_zero(a);
+                }
+            }
+        }
+        __syncthreads();
+    }
+    if constexpr (sizeof(accum_t) == sizeof(float)) yk_flush(acc, a);
+
+    // targets: slot o = J (diagonal: plus the reaction sums of the same particles)
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+        if (idx[r] >= n) continue;
+        const int local = w * 32 * R + r * 32 + lane;
+#pragma unroll
+        for (int q = 0; q < nq; ++q) {
+            accum_t value = acc[r][q];
+            if (diagonal) value += src_sums[q * G + local];
+            partial[((size_t)J * nq + q) * n + idx[r]] = value;
+        }
+    }
+    // sources: slot o = I
+    if (!diagonal) {
+        for (int p = tid; p < G; p += W * 32) {
+            if (J * G + p >= n) break;
+#pragma unroll
+            for (int q = 0; q < nq; ++q) partial[((size_t)I * nq + q) * n + J * G + p] = src_sums[q * G + p];
+        }
+    }
+}
+
+// Kernels allpairs_yukawa_newton_<f|e><R>[c] (as allpairs_yukawa_*): grid P (P + 1) / 2 blocks of
+// (32, W) threads, P = ceil(n / (32 W R)); shared memory G (16 + nq sizeof(accum_t)) bytes;
+// partial: P x nq x n.  Then allpairs_yukawa_newton_sum.
+#define YUKAWA_NEWTON_KERNEL(NAME, R, E, CUBIC)                                                            \
+extern "C" __global__ void YUKAWA_BOUNDS NAME(                                                            \
+    const real_t* __restrict__ pos4, int n, const float* __restrict__ log2a,                              \
+    double invLx, double invLy, double invLz, float sx, float sy, float sz, float cx, float cy, float cz, \
+    float s_grid, float ln2s, accum_t* __restrict__ partial)                                              \
+{                                                                                                          \
+    YukawaConsts K = {{invLx, invLy, invLz}, {sx, sy, sz}, {cx, cy, cz}, s_grid, ln2s};                   \
+    yukawa_newton_body<R, E, CUBIC>(pos4, n, log2a, K, partial);                                          \
+}
+YUKAWA_NEWTON_KERNEL(allpairs_yukawa_newton_f2, 2, false, false)
+YUKAWA_NEWTON_KERNEL(allpairs_yukawa_newton_f4, 4, false, false)
+YUKAWA_NEWTON_KERNEL(allpairs_yukawa_newton_e2, 2, true, false)
+YUKAWA_NEWTON_KERNEL(allpairs_yukawa_newton_e4, 4, true, false)
+YUKAWA_NEWTON_KERNEL(allpairs_yukawa_newton_f2c, 2, false, true)
+YUKAWA_NEWTON_KERNEL(allpairs_yukawa_newton_f4c, 4, false, true)
+YUKAWA_NEWTON_KERNEL(allpairs_yukawa_newton_e2c, 2, true, true)
+YUKAWA_NEWTON_KERNEL(allpairs_yukawa_newton_e4c, 4, true, true)
+
+// The sums of the P slots of each particle, in slot order, scaled: force = scale_f sum, energy and
+// virial = scale_e sum.
+extern "C" __global__ void allpairs_yukawa_newton_sum(
+    const accum_t* __restrict__ partial, int n, int P, int nq, accum_t scale_f, accum_t scale_e,
+    accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    for (int q = 0; q < nq; ++q) {
+        accum_t v = partial[(size_t)q * n + i];
+        for (int o = 1; o < P; ++o) v += partial[((size_t)o * nq + q) * n + i];
+        if (q < 3) force[3 * (size_t)i + q] = scale_f * v;
+        else if (q == 3) energy[i] = scale_e * v;
+        else virial[6 * (size_t)i + (q - 4)] = scale_e * v;
+    }
+}

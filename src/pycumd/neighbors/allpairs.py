@@ -14,8 +14,12 @@ floating-point atomics; sources pass through shared memory in tiles.  Two kernel
 * ``allpairs_yukawa_*``, the fast path for screened Coulomb without cutoff in single and mixed
   precision (prefactors ``A_ij = a_i a_j``): fixed-point minimum image, the hardware rsqrt and
   ex2, R targets per thread and the sources split into S chunks; launch shape ``(m, l, R, S)``
-  (``S = 0``: chosen so that the blocks spread evenly over the multiprocessors).  See the
-  kernel's comments and docs/ions.md.
+  (``S = 0``: chosen so that the blocks spread evenly over the multiprocessors).
+* ``allpairs_yukawa_newton_*``, the same pair arithmetic with Newton's third law: each unordered
+  pair once, the reaction carried around the warp by shuffles and the partial sums of each particle
+  added in a fixed order by ``allpairs_yukawa_newton_sum`` (still no atomics); launch shape
+  ``("newton", W, R)``: W warps per block, R targets per lane.  See the kernels' comments and
+  docs/ions.md.
 
 The launch shape is chosen on first use by timing a few candidates with CUDA events, and cached
 per (device, N, kernel).  CPU (Numba, below): parallel over targets, each summing ``j = 0 .. N-1``
@@ -40,6 +44,12 @@ BLOCK_CANDIDATES = ((128, 1), (256, 1), (64, 4), (32, 8))
 #: launch shapes (m, l, R targets per thread, S source chunks; 0 = balanced) of the Yukawa fast path
 YUKAWA_CANDIDATES = ((32, 8, 2, 0), (64, 4, 2, 0), (128, 2, 2, 0), (32, 4, 4, 0), (64, 2, 4, 0),
                      (32, 8, 4, 0), (128, 1, 2, 0), (64, 4, 2, 1))
+#: launch shapes ("newton", W warps per block, R targets per lane) of the fast path with Newton's third law
+NEWTON_CANDIDATES = (("newton", 8, 4), ("newton", 4, 4), ("newton", 8, 2), ("newton", 4, 2), ("newton", 2, 4))
+#: largest partial-sum buffer (bytes) of a Newton launch shape; shapes needing more are not tuned
+NEWTON_MAX_PARTIAL_BYTES = 1 << 30
+#: shared memory a block may use without opting in (bytes)
+SHARED_LIMIT = 48 * 1024
 _TUNED: dict = {}
 LOG2_E = 1.4426950408889634
 
@@ -110,8 +120,8 @@ class AllPairsForces:
     n_types : int
     backend, precision : as chosen by the Simulation
     block : tuple of int, optional
-        GPU launch shape: ``(m, l)`` for the generic kernel, ``(m, l, R, S)`` for the Yukawa fast
-        path (see the module docstring); default: auto-tuned on first use.
+        GPU launch shape: ``(m, l)`` for the generic kernel, ``(m, l, R, S)`` or ``("newton", W, R)``
+        for the Yukawa fast path (see the module docstring); default: auto-tuned on first use.
     fast : bool
         Use the Yukawa fast path where it applies (GPU, single or mixed; see
         :func:`yukawa_fast_params`).  ``False``: always the generic kernel.
@@ -124,12 +134,15 @@ class AllPairsForces:
         Fast path only: ``> 0`` compiles the kernels with ``__launch_bounds__(256,
         min_blocks_per_sm)`` (a register cap for occupancy).  Default 0 (no cap): 6 was measured
         slower on the H100 (docs/ions.md).
+    newton_unroll : int
+        Newton launch shapes only: unroll factor of the kernel's 32-step loop (1, 2 or 4; more
+        overlap against more registers; 4, the default, was measured fastest on the H100).
 
     ``compute(state, neighbors, with_energy)`` ignores ``neighbors``.
     """
 
     def __init__(self, potential, n_types: int, backend, precision, block=None, fast: bool = True,
-                 exact_separation: bool = True, min_blocks_per_sm: int = 0):
+                 exact_separation: bool = True, min_blocks_per_sm: int = 0, newton_unroll: int = 4):
         from ..forces import pair_kernel, potential_defines
 
         self.potential = potential
@@ -145,8 +158,11 @@ class AllPairsForces:
         if self.fast:
             self.exact_separation = bool(exact_separation)
             self.min_blocks_per_sm = int(min_blocks_per_sm)
+            if newton_unroll not in (1, 2, 4):
+                raise InputError(f"newton_unroll must be 1, 2 or 4, got {newton_unroll!r}")
+            self.newton_unroll = int(newton_unroll)
             self._setup_fast(fast_params, precision)
-            self.candidates = YUKAWA_CANDIDATES
+            self.candidates = YUKAWA_CANDIDATES + NEWTON_CANDIDATES
             self.compute = self._compute_fast
             return
         self._kernel, self._table = pair_kernel(potential, table, backend, precision, "neighbors/allpairs.cu",
@@ -188,6 +204,8 @@ class AllPairsForces:
         timings = {}
         start, stop = cp.cuda.Event(), cp.cuda.Event()
         for block in candidates or self.candidates:
+            if block[0] == "newton" and not self.newton_applies(block, state.n_atoms):
+                continue
             launch(state, block, False)           # warm-up (and first-launch costs)
             start.record()
             for _ in range(repeats):
@@ -201,7 +219,8 @@ class AllPairsForces:
         return timings
 
     def _tune_key(self, state):
-        fast = ("fast", self.exact_separation) if self.fast else ("generic",)
+        fast = (("fast", self.exact_separation, self.min_blocks_per_sm, self.newton_unroll) if self.fast
+                else ("generic",))
         return (self.backend.device_name, state.n_atoms, tuple(sorted(self._defines.items())), fast)
 
     def _compute_cuda(self, state, neighbors, with_energy: bool) -> None:
@@ -216,10 +235,12 @@ class AllPairsForces:
         a, kappa = params
         xp = self.backend.xp
         defines = {**self._defines, "EXACT_SEPARATION": int(self.exact_separation),
-                   "YUKAWA_MIN_BLOCKS": self.min_blocks_per_sm}
+                   "YUKAWA_MIN_BLOCKS": self.min_blocks_per_sm, "YUKAWA_NEWTON_UNROLL": self.newton_unroll}
         module = self.backend.kernel_module("neighbors/allpairs.cu", defines, options=precision.cuda_options)
-        self._fast_kernels = {(r, e, c): module.get_function(f"allpairs_yukawa_{'e' if e else 'f'}{r}{'c' if c else ''}")
-                              for r in (2, 4) for e in (False, True) for c in (False, True)}
+        self._fast_kernels = {
+            (kind, r, e, c): module.get_function(f"allpairs_yukawa_{kind}{'e' if e else 'f'}{r}{'c' if c else ''}")
+            for kind in ("", "newton_") for r in (2, 4) for e in (False, True) for c in (False, True)}
+        self._newton_sum = module.get_function("allpairs_yukawa_newton_sum")
         self.alpha = kappa * LOG2_E                      # lengths in units of 1 / alpha: exp(-kappa r) = 2^-r'
         with np.errstate(divide="ignore"):
             self._log2a = xp.asarray(np.log2(a), dtype=np.float32)
@@ -266,7 +287,46 @@ class AllPairsForces:
         chunks = max(1, min(chunks, -(-n // (m * l))))     # at least one tile per chunk
         return (n_tb, chunks), (m, l), chunks, n_tb
 
+    def _newton_shape(self, block, n: int, with_energy: bool):
+        """(warps, R, P super-groups, shared bytes, partial elements) of a Newton launch for n particles;
+        the warps are halved (from W) until the block's shared memory fits in SHARED_LIMIT."""
+        _, warps, r = block
+        nq = 10 if with_energy else 3
+        per_particle = 16 + nq * np.dtype(self._accum).itemsize
+        while warps > 1 and warps * 32 * r * per_particle > SHARED_LIMIT:
+            warps //= 2
+        group = warps * 32 * r
+        n_super = -(-n // group)
+        return warps, r, n_super, group * per_particle, n_super * nq * n
+
+    def newton_applies(self, block, n: int) -> bool:
+        """Whether the Newton launch shape's partial sums (energy launches: the largest) fit in
+        NEWTON_MAX_PARTIAL_BYTES for n particles."""
+        elements = self._newton_shape(block, n, True)[4]
+        return elements * np.dtype(self._accum).itemsize <= NEWTON_MAX_PARTIAL_BYTES
+
+    def _launch_newton(self, state, block, with_energy) -> None:
+        xp = self.backend.xp
+        n = state.n_atoms
+        warps, r, n_super, smem, elements = self._newton_shape(block, n, with_energy)
+        key = ("newton", elements)
+        if key not in self._scratch:
+            self._scratch[key] = xp.empty(elements, dtype=self._accum)
+        partial = self._scratch[key]
+        cubic, box_args = self._fast_box_args(np.asarray(state.box_lengths, dtype=np.float64))
+        self._fast_kernels[("newton_", r, bool(with_energy), cubic)](
+            (n_super * (n_super + 1) // 2,), (32, warps),
+            (state.positions, np.int32(n), self._log2a, *box_args[:11], partial),
+            shared_mem=smem)
+        scale_f, scale_e = box_args[11:]
+        self._newton_sum(((n + 127) // 128,), (128,),
+                         (partial, np.int32(n), np.int32(n_super), np.int32(10 if with_energy else 3),
+                          scale_f, scale_e, state.forces, state.energy, state.virial))
+
     def _launch_fast(self, state, block, with_energy) -> None:
+        if block[0] == "newton":
+            self._launch_newton(state, block, with_energy)
+            return
         xp = self.backend.xp
         m, l, r, _ = block
         n = state.n_atoms
@@ -279,7 +339,7 @@ class AllPairsForces:
         partial, tickets = self._scratch[key]
         smem = max(m * l * 16, m * l * np.dtype(self._accum).itemsize)
         cubic, box_args = self._fast_box_args(np.asarray(state.box_lengths, dtype=np.float64))
-        self._fast_kernels[(r, bool(with_energy), cubic)](
+        self._fast_kernels[("", r, bool(with_energy), cubic)](
             grid, threads,
             (state.positions, np.int32(n), np.int32(n), self._log2a, self._a, *box_args,
              state.forces, state.energy, state.virial, partial, tickets),
