@@ -22,7 +22,7 @@
 //   the same absolute stencil rows.  A grid of n_rows * chunks_per_row tasks; a row with more than
 //   chunks_per_row * 32 atoms is finished by its tasks in strides.
 // * Staging.  For each stencil row the warp loads the union of its lanes' candidate ranges
-//   (cells u0 .. u1) from global memory once, coalesced, into shared memory (STAGE candidates at a
+//   (cells u0 .. u1) from global memory once, coalesced, into shared memory (LIST_STAGE candidates at a
 //   time), and each lane then tests its own atom against its own contiguous part [ta, tb) of the
 //   staged range, in order.  Cells whose face is beyond r_list are dropped from the two ends of a
 //   lane's range (the face gap grows with |dx|), as the rule skips them.
@@ -31,7 +31,7 @@
 //   a candidate that did not cross the periodic boundary and +-1 for one that did, and which one is
 //   known from the cell row (y, z: the same for the warp) or the staged position (x).  The test
 //   subtracts that shift (0 or +-L, the exact product L * rint(...)), so r^2 is bit for bit the
-//   rule's, without three roundings to integer (quarter-rate instructions) per candidate.  Smaller
+//   rule's, without three roundings to integer per candidate.  Smaller
 //   boxes use the rule's rint (build_neighbor_list_rint).
 // * Statistics (largest count, smallest r^2) are reduced in the warp, one atomic each per warp.
 #ifndef real_t
