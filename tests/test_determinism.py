@@ -36,13 +36,15 @@ def test_repeated_runs_are_bit_identical(backend, precision):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU")
-def test_cpu_and_gpu_double_nve_are_bit_identical():
+@pytest.mark.parametrize("lanes", [1, 2, 4, 8])
+def test_cpu_and_gpu_double_nve_are_bit_identical(lanes):
     """With deterministic=True (no FMA contraction on the GPU) the same double-precision NVE run
-    gives the same bits on both backends: same cell order, neighbour order, summation order and
-    correctly rounded operations."""
+    gives the same bits on both backends: same cell order, neighbour order, summation order (for
+    every number of lanes per atom of the force kernel) and correctly rounded operations."""
     out = {}
     for device in ("cpu", "cuda"):
         sim = Simulation(melt_system(6), lj("shift_force"), device=device, precision="double", deterministic=True)
+        sim.forces.lanes = lanes
         sim.run(500)
         out[device] = sim.system()
     assert np.array_equal(out["cpu"].positions, out["cuda"].positions)

@@ -44,3 +44,21 @@ def test_force_is_minus_gradient_of_total_energy(backend, rng, cutoff):
             minus[i, d] -= h
             numeric = -(energy(plus) - energy(minus)) / (2 * h)
             assert f[i, d] == pytest.approx(numeric, rel=1e-5, abs=1e-6)
+
+
+@pytest.mark.parametrize("lanes", [2, 4, 8])
+def test_lanes_change_only_the_summation_order(backend, rng, lanes):
+    """Forces, energy and virial with several threads per atom equal the one-lane sums to rounding."""
+    from pycumd.forces import default_lanes
+
+    system = random_liquid(rng, n=600, density=0.8, min_distance=0.85)
+    sims = {}
+    for k in (1, lanes):
+        sim = Simulation(system.copy(), lj(), device=backend.name, precision="double")
+        sim.forces.lanes = k
+        sim._setup()
+        sim.forces.compute(sim.state, sim.neighbors, True)
+        sims[k] = [backend.to_host(a).copy() for a in (sim.state.forces, sim.state.energy, sim.state.virial)]
+    for a, b in zip(sims[1], sims[lanes]):
+        assert np.allclose(a, b, rtol=1e-12, atol=1e-12 * np.abs(a).max())
+    assert default_lanes(32_000) == 4 and default_lanes(256_000) == 2 and default_lanes(10**6) == 1

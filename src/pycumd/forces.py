@@ -1,12 +1,15 @@
 """Pair forces over a Verlet neighbour list, with per-atom energy and virial on demand.
 
-CPU (Numba, below) and GPU (``forces.cu``) run the same algorithm: one pass per target atom
-over its full neighbour list, in list order, summing
+CPU (Numba, below) and GPU (``forces.cu``) run the same algorithm: for each target atom,
+``lanes`` partial sums over its full neighbour list (lane ``l`` takes the neighbours ``l, l +
+lanes, ...`` in list order), added pairwise ((s0 + s1) + (s2 + s3), ...), of
 
 ``f_i = sum_j (F/r)(r_ij) r_ij``,   ``e_i = 1/2 sum_j E(r_ij)``,   ``W_i = 1/2 sum_j r_ij (x) r_ij (F/r)``
 
 with the minimum-image separation ``r_ij = r_i - r_j``.  Energy and virial are computed only
-when asked (reporting steps).
+when asked (reporting steps).  On the GPU the lanes are threads (more threads per atom keep a
+small system's GPU busy); the CPU keeps their summation order, so both give the same bits in
+double precision with ``deterministic=True``.  :func:`default_lanes` picks ``lanes`` from N.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import numba
 import numpy as np
 
 from .composite import ff_parts
+from .system import InputError
 
 BLOCK = 128
 _CPU_KERNELS: dict = {}
@@ -74,23 +78,56 @@ def make_pair_sums(pair_function):
 
 
 ZERO_SUMS = (0.0,) * 10
+LANE_CHOICES = (1, 2, 4, 8)
+#: lanes per atom of the neighbour-list force kernel, by system size: (largest N, lanes), first match.
+#: Measured (H100, in.lj single, docs/notes-lj-performance.md): force kernel 32,000 atoms 44.0 /
+#: 25.1 / 15.8 / 16.6 us with 1 / 2 / 4 / 8 lanes; 256,000: 131 / 107 / 109 / 112 us; 1,000,188:
+#: 348 / 354 / 369 / 401 us.
+LANES_BY_SIZE = ((65_536, 4), (524_288, 2))
+
+
+def default_lanes(n_atoms: int) -> int:
+    """Threads per target atom of the neighbour-list force kernel for ``n_atoms`` (LANES_BY_SIZE; 1 above)."""
+    for largest, lanes in LANES_BY_SIZE:
+        if n_atoms <= largest:
+            return lanes
+    return 1
 
 
 def _make_cpu_kernel(pair_function):
     add, store = make_pair_sums(pair_function)
 
+    @numba.njit(inline="always")
+    def plus(a, b):
+        return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4], a[5] + b[5], a[6] + b[6],
+                a[7] + b[7], a[8] + b[8], a[9] + b[9])
+
     @numba.njit(parallel=True)
     def kernel(positions, types, L, invL, nbr, nbr_count, table, n_types, forces, energy, virial,
-               with_energy):
+               with_energy, lanes):
         for i in numba.prange(positions.shape[0]):
             xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
             base = types[i] * n_types
-            sums = ZERO_SUMS
-            for k in range(nbr_count[i]):
-                j = nbr[i, k]
-                sums = add(sums, xi - positions[j, 0], yi - positions[j, 1], zi - positions[j, 2],
-                           L, invL, table[base + types[j]], with_energy)
-            store(sums, i, forces, energy, virial, with_energy)
+            # lane l: the neighbours l, l + lanes, ... in list order; the lanes' sums added as the GPU's
+            # butterfly does: (s0 + s1), ((s0 + s1) + (s2 + s3)), then the two quads of 8 lanes
+            two = four = eight = sums = ZERO_SUMS
+            for lane in range(lanes):
+                sums = ZERO_SUMS
+                for k in range(lane, nbr_count[i], lanes):
+                    j = nbr[i, k]
+                    sums = add(sums, xi - positions[j, 0], yi - positions[j, 1], zi - positions[j, 2],
+                               L, invL, table[base + types[j]], with_energy)
+                if lane % 2 == 0:
+                    two = sums
+                    continue
+                two = plus(two, sums)
+                if lane % 4 == 1:
+                    four = two
+                    continue
+                four = plus(four, two)
+                eight = four if lane == 3 else plus(eight, four)
+            total = sums if lanes == 1 else two if lanes == 2 else four if lanes == 4 else eight
+            store(total, i, forces, energy, virial, with_energy)
     return kernel
 
 
@@ -120,12 +157,18 @@ class PairForces:
     potential : PairPotential
     n_types : int
     backend, precision : as chosen by the Simulation
+    lanes : int, optional
+        Threads per target atom (1, 2, 4 or 8; the CPU sums in the same order); default
+        :func:`default_lanes` of the system size at the first call.  Composite precision: always 1.
     """
 
-    def __init__(self, potential, n_types: int, backend, precision):
+    def __init__(self, potential, n_types: int, backend, precision, lanes: int | None = None):
+        if lanes is not None and lanes not in LANE_CHOICES:
+            raise InputError(f"lanes must be 1, 2, 4 or 8 threads per atom, got {lanes!r}")
         self.potential = potential
         self.n_types = n_types
         self.backend = backend
+        self.lanes = lanes
         table = potential.table(n_types)
         name = "pair_forces_composite" if precision.composite else "pair_forces"
         self._kernel, self._table = pair_kernel(potential, table, backend, precision, "forces.cu", name,
@@ -136,20 +179,27 @@ class PairForces:
         else:
             self.compute = self._compute_cuda if backend.is_gpu else self._compute_cpu
 
+    def _lanes(self, n_atoms: int) -> int:
+        if self.lanes is None:
+            self.lanes = default_lanes(n_atoms)
+        return self.lanes
+
     def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
         L = np.asarray(state.box_lengths)
         self._kernel(state.positions, state.types, L, 1.0 / L, neighbors.nbr, neighbors.nbr_count,
-                     self._table, self.n_types, state.forces, state.energy, state.virial, with_energy)
+                     self._table, self.n_types, state.forces, state.energy, state.virial, with_energy,
+                     self._lanes(state.n_atoms))
 
     def _compute_cuda(self, state, neighbors, with_energy: bool) -> None:
         n = state.n_atoms
         L = np.asarray(state.box_lengths)
         real = self._real
-        self._kernel(((n + BLOCK - 1) // BLOCK,), (BLOCK,),
+        lanes = self._lanes(n)
+        self._kernel(((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
                      (state.control, state.positions, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
                       self._table, np.int32(self.n_types), *[real(x) for x in L],
                       *[real(x) for x in 1.0 / L], state.forces, state.energy, state.virial,
-                      np.int32(with_energy)))
+                      np.int32(with_energy), np.int32(lanes)))
 
     def _compute_composite(self, state, neighbors, with_energy: bool) -> None:
         n = state.n_atoms

@@ -19,13 +19,15 @@ from pycumd.system import create_velocities, lattice_system
 
 
 def measure(cells: int, precision: str, steps: int, device: str, use_graphs: bool = True,
-            deterministic: bool = False) -> dict:
+            deterministic: bool = False, lanes: int | None = None) -> dict:
     gc.collect()                                      # earlier measurements' arrays out of the memory count
     system = lattice_system("fcc", cells, density=0.8442)
     create_velocities(system, 1.44, 87287)
     pot = LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
     sim = Simulation(system, pot, skin=0.3, device=device, precision=precision, use_graphs=use_graphs,
                      deterministic=deterministic)
+    if lanes is not None:
+        sim.forces.lanes = lanes                      # threads per atom of the force kernel (default: by N)
     sim.run(max(steps // 10, 20))                     # warm-up: compile, melt the lattice a bit
     builds0 = sim.neighbors.n_builds
     t0 = time.perf_counter()
@@ -39,7 +41,7 @@ def measure(cells: int, precision: str, steps: int, device: str, use_graphs: boo
     return {**split, "N": n, "precision": precision, "device": sim.backend.device_name, "steps": steps,
             "steps_per_s": steps / seconds, "atom_steps_per_s": n * steps / seconds,
             "rebuilds": sim._last_rebuilds, "TotEng": total_energy,
-            "graphs": use_graphs, "deterministic": deterministic}
+            "graphs": use_graphs, "deterministic": deterministic, "lanes": getattr(sim.forces, "lanes", None)}
 
 
 def _timer(backend):
@@ -129,16 +131,18 @@ def main(argv=None):
     ap.add_argument("--json", help="append results as JSON lines to this file")
     ap.add_argument("--no-graphs", action="store_true", help="step-by-step host loop (no CUDA graphs)")
     ap.add_argument("--deterministic", action="store_true", help="kernels without FMA contraction")
+    ap.add_argument("--lanes", type=int, nargs="+", default=[None],
+                    help="threads per atom of the force kernel to compare (default: pycumd.forces.default_lanes)")
     args = ap.parse_args(argv)
     if args.n:
         args.cells = [max(1, round((n / 4) ** (1 / 3))) for n in args.n]
     print(f"{'N':>10} {'precision':>9} {'steps/s':>10} {'atom-steps/s':>13} {'rebuilds':>8} "
           f"{'force us':>9} {'build us':>9} {'integ us':>9} {'B/atom':>7} {'force/copy BW':>13}")
     for cells in args.cells:
-        for precision in args.precision:
-            r = measure(cells, precision, args.steps, args.device, not args.no_graphs, args.deterministic)
+        for precision, lanes in [(p, k) for p in args.precision for k in args.lanes]:
+            r = measure(cells, precision, args.steps, args.device, not args.no_graphs, args.deterministic, lanes)
             bw = f"{r['force_GBps'] / r['copy_GBps']:.2f}" if "copy_GBps" in r else "-"
-            print(f"{r['N']:>10} {r['precision']:>9} {r['steps_per_s']:>10.1f} {r['atom_steps_per_s']:>13.3e} "
+            print(f"{r['N']:>10} {r['precision'] + ('' if lanes is None else f'/{lanes}'):>9} {r['steps_per_s']:>10.1f} {r['atom_steps_per_s']:>13.3e} "
                   f"{r['rebuilds']:>8} {r['force_s'] * 1e6:>9.1f} {r['build_s'] * 1e6:>9.1f} "
                   f"{r['integrate_s'] * 1e6:>9.1f} {r.get('gpu_bytes_per_atom', 0):>7.0f} {bw:>13}", flush=True)
             if "build_phases_s" in r:
