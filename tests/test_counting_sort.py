@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pycumd.neighbors.counting_sort import cell_index, counting_sort, reorder
+from pycumd.neighbors.counting_sort import SPARE_ALIGN, cell_index, counting_sort, reorder, reorder_in_place, spare_layout
 
 
 def _check_sorted(keys, n_bins, result, backend):
@@ -136,3 +136,42 @@ def test_sort_positions_into_cells(backend, rng):
     assert np.all(np.diff(sorted_keys) >= 0)
     with pytest.raises(ValueError, match="leading dimension"):
         reorder(result.order, backend.asarray(pos[:10]))
+
+
+def test_spare_layout_places_without_overlap():
+    """Largest first, first fit, aligned; what does not fit is None."""
+    sizes = [16 * 1000, 12 * 1000, 4 * 1000, 4 * 1000, 4 * 1000, 12 * 1000, 8 * 1000]
+    spare = [16 * 1000, 12 * 1000, 4 * 1000, 24 * 1000]
+    layout = spare_layout(sizes, spare)
+    taken = {}
+    for size, place in zip(sizes, layout):
+        if place is None:
+            continue
+        region, offset = place
+        assert offset % SPARE_ALIGN == 0 and offset + size <= spare[region]
+        for lo, hi in taken.get(region, []):
+            assert offset + size <= lo or offset >= hi         # no two buffers overlap
+        taken.setdefault(region, []).append((offset, offset + size))
+    assert layout[0] == (0, 0)                                 # the largest goes to the first region
+    assert sum(p is None for p in layout) == 1                 # 60 B of buffers per atom, 56 B of spare
+    assert spare_layout([10], []) == [None]
+
+
+def test_reorder_in_place_with_spare_memory(backend, rng):
+    """Gathering through spare arrays gives the same bits as a plain gather, for the arrays placed in
+    the spare memory and for the one that does not fit; the arrays keep their memory."""
+    n = 3001
+    pos = rng.standard_normal((n, 4)).astype(np.float32)
+    vel = rng.standard_normal((n, 3)).astype(np.float32)
+    ids = rng.permutation(n).astype(np.int64)
+    keys = rng.integers(0, 50, n).astype(np.int32)
+    order = rng.permutation(n).astype(np.int32)
+    arrays = [backend.asarray(a.copy()) for a in (pos, vel, ids, keys)]
+    pointers = [a.ctypes.data if not backend.is_gpu else a.data.ptr for a in arrays]
+    spare = [backend.xp.full((n, 4), np.nan, np.float32), backend.xp.zeros((n, 2), np.float32)]
+    layout = spare_layout([a.nbytes for a in arrays], [s.nbytes for s in spare])
+    assert layout == [(0, 0), None, (1, 0), None]          # velocities and keys do not fit
+    reorder_in_place(backend.asarray(order), *arrays, scratch={}, spare=spare)
+    for a, ref, ptr in zip(arrays, (pos, vel, ids, keys), pointers):
+        np.testing.assert_array_equal(backend.to_host(a), ref[order])
+        assert ptr == (a.ctypes.data if not backend.is_gpu else a.data.ptr)

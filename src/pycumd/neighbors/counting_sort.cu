@@ -127,3 +127,11 @@ gather_rows(const unsigned long long* __restrict__ src, const unsigned long long
         }
     }
 }
+
+// out[k] = k for k < n (the identity permutation).
+extern "C" __global__ void
+iota(int* out, int n)
+{
+    int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < n) out[k] = k;
+}

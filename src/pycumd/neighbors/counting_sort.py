@@ -287,11 +287,11 @@ def reorder(order, *arrays):
     return tuple(out)
 
 
-def reorder_in_place(order, *arrays, scratch: dict | None = None) -> None:
+def reorder_in_place(order, *arrays, scratch: dict | None = None, spare=()) -> None:
     """Permute per-particle arrays in place, ``a[k] = a_old[order[k]]``.
 
-    Unlike :func:`reorder` the arrays keep their memory (a gather into a scratch buffer, then a
-    copy back), so kernels captured in a CUDA graph still point at the right data.
+    Unlike :func:`reorder` the arrays keep their memory (a gather into buffers, then a copy back),
+    so kernels captured in a CUDA graph still point at the right data.
 
     Parameters
     ----------
@@ -299,7 +299,12 @@ def reorder_in_place(order, *arrays, scratch: dict | None = None) -> None:
         A permutation, on the backend of the arrays.
     *arrays : arrays with leading dimension N
     scratch : dict, optional
-        Reusable buffers, keyed by shape and dtype (kept between calls by the caller).
+        Kept between calls by the caller: the GPU gather's tables of pointers.
+    spare : sequence of C-contiguous arrays, optional
+        Arrays whose values are dead (about to be recomputed), none of them in ``arrays``: their
+        memory holds the gather buffers (placed by :func:`spare_layout`).  Their values are
+        undefined afterwards.  An array that does not fit gets a temporary buffer of its own,
+        returned to the memory pool at the end of the call.
     """
     backend = array_backend(order)
     xp = backend.xp
@@ -308,37 +313,89 @@ def reorder_in_place(order, *arrays, scratch: dict | None = None) -> None:
     for a in arrays:
         if a.ndim < 1 or a.shape[0] != n:
             raise ValueError(f"array of shape {a.shape} does not have leading dimension {n}")
+    spare = tuple(spare)
     if backend.is_gpu and n > 0 and all(a.nbytes % (4 * n) == 0 and a.flags.c_contiguous for a in arrays):
-        _gather_rows_gpu(backend, order, arrays, scratch)
+        _gather_rows_gpu(backend, order, arrays, scratch, spare)
         return
-    for a in arrays:
-        key = (a.shape, a.dtype.str)
-        buf = scratch.get(key)
-        if buf is None:
-            buf = scratch[key] = xp.empty_like(a)
+    layout = spare_layout([a.nbytes for a in arrays], [s.nbytes for s in spare])
+    for a, place in zip(arrays, layout):
+        if place is None:
+            buf = xp.empty_like(a)
+        else:
+            s, offset = place
+            buf = spare[s].reshape(-1).view(np.uint8)[offset:offset + a.nbytes].view(a.dtype).reshape(a.shape)
         xp.take(a, order, axis=0, out=buf)
         a[...] = buf
 
 
-def _gather_rows_gpu(backend, order, arrays, scratch) -> None:
-    """All arrays gathered by one kernel into scratch buffers, then copied back (one launch each way)."""
+def identity_view(memory, n: int):
+    """An int32 view of the first ``4 n`` bytes of the C-contiguous array ``memory``."""
+    if memory.nbytes < 4 * n or not memory.flags.c_contiguous:
+        raise ValueError(f"a C-contiguous array of {memory.nbytes} bytes cannot hold {n} int32")
+    return memory.reshape(-1).view(np.uint8)[:4 * n].view(np.int32)
+
+
+def identity_into(out):
+    """Write the identity permutation ``0, 1, ..., n - 1`` into the int32 array ``out`` (n,); return it."""
+    backend = array_backend(out)
+    n = out.shape[0]
+    if backend.is_gpu:
+        if n > 0:
+            _module(backend).get_function("iota")(_grid(n), (THREADS,), (out, np.int32(n)))
+    else:
+        out[:] = np.arange(n, dtype=np.int32)
+    return out
+
+
+#: byte alignment of the gather buffers placed in spare memory
+SPARE_ALIGN = 8
+
+
+def spare_layout(sizes, spare_sizes) -> list:
+    """Place buffers of ``sizes`` bytes into spare regions of ``spare_sizes`` bytes.
+
+    First fit, largest buffer first, each buffer starting at a multiple of :data:`SPARE_ALIGN`
+    bytes.  Returns, per buffer in the given order, ``(region index, byte offset)``, or ``None``
+    where no region has room left (that buffer then needs memory of its own).
+    """
+    used = [0] * len(spare_sizes)
+    layout: list = [None] * len(sizes)
+    for i in sorted(range(len(sizes)), key=lambda i: -sizes[i]):
+        for r, size in enumerate(spare_sizes):
+            offset = -(-used[r] // SPARE_ALIGN) * SPARE_ALIGN
+            if offset + sizes[i] <= size:
+                layout[i] = (r, offset)
+                used[r] = offset + sizes[i]
+                break
+    return layout
+
+
+def _gather_rows_gpu(backend, order, arrays, scratch, spare) -> None:
+    """All arrays gathered by one kernel into buffers (in ``spare`` where :func:`spare_layout`
+    places them, else temporary), then copied back: one launch, and one copy per array.  The
+    placement and the device tables of pointers are kept in ``scratch`` while the addresses stay
+    the same; arrays without a place in ``spare`` make a new table at each call."""
     cp = backend.xp
     n = order.shape[0]
-    key = ("gather",) + tuple((a.data.ptr, a.nbytes) for a in arrays)
+    key = ("gather",) + tuple((a.data.ptr, a.nbytes) for a in arrays) + tuple((s.data.ptr, s.nbytes) for s in spare)
     plan = scratch.get("gather_plan")
+    buffers = []
     if plan is None or plan[0] != key:
-        buffers = [cp.empty_like(a) for a in arrays]
+        layout = spare_layout([a.nbytes for a in arrays], [s.nbytes for s in spare])
+        buffers = [cp.empty_like(a) if place is None else None for a, place in zip(arrays, layout)]
+        dst_ptrs = [b.data.ptr if place is None else spare[place[0]].data.ptr + place[1]
+                    for b, place in zip(buffers, layout)]
         words = [a.nbytes // (4 * n) for a in arrays]
         src = cp.asarray([a.data.ptr for a in arrays], dtype=np.uint64)
-        dst = cp.asarray([b.data.ptr for b in buffers], dtype=np.uint64)
-        plan = (key, buffers, src, dst, cp.asarray(words, dtype=np.int32), max(words))
-        scratch["gather_plan"] = plan
-    _, buffers, src, dst, words, max_words = plan
+        dst = cp.asarray(dst_ptrs, dtype=np.uint64)
+        plan = (key, src, dst, cp.asarray(words, dtype=np.int32), max(words), dst_ptrs)
+        # a plan whose buffers are temporary is used once: the next call allocates anew
+        scratch["gather_plan"] = plan if None not in layout else None
+    _, src, dst, words, max_words, dst_ptrs = plan
     total = n * max_words
     _module(backend).get_function("gather_rows")(
         (-(-total // THREADS),), (THREADS,),
         (src, dst, words, np.int32(len(arrays)), order, np.int32(n), np.int32(max_words)))
-    for a, b in zip(arrays, buffers):
-        cp.cuda.runtime.memcpyAsync(a.data.ptr, b.data.ptr, a.nbytes,
-                                    cp.cuda.runtime.memcpyDeviceToDevice,
-                                    cp.cuda.get_current_stream().ptr)
+    stream = cp.cuda.get_current_stream().ptr
+    for a, ptr in zip(arrays, dst_ptrs):
+        cp.cuda.runtime.memcpyAsync(a.data.ptr, ptr, a.nbytes, cp.cuda.runtime.memcpyDeviceToDevice, stream)
