@@ -110,3 +110,89 @@ def test_reordering_by_cell_keeps_every_pair_and_identity(backend, rng):
     from pycumd.neighbors.counting_sort import cell_index
     keys = backend.to_host(cell_index(state.positions, system.box.L, nl.cells_per_dimension(system.box.L)))
     assert (np.diff(keys) >= 0).all()                      # memory order is cell order
+
+
+def _pairs_by_id(nl, state, backend, n):
+    ids = backend.to_host(state.ids) - 1
+    return {(int(ids[i]), int(ids[j])) for i in range(n) for j in nl.neighbors_of(i)}
+
+
+def test_capacity_shrinks_then_grows_and_never_drops_a_pair(backend, rng):
+    """A lattice (78 neighbours each within 2.8 at density 0.8442) shrinks the storage to
+    capacity_for(78) after CAPACITY_WINDOW builds; a liquid of the same size then overflows it, the
+    list is rebuilt larger, and both lists equal brute force."""
+    from pycumd.neighbors.verlet import CAPACITY_WINDOW, capacity_for
+
+    lattice = lattice_system("fcc", 5, density=0.8442)
+    n, L = lattice.n_atoms, lattice.box.L
+    state = _state(lattice, backend)
+    nl = NeighborList(backend, 2.5, 0.3)
+    for _ in range(CAPACITY_WINDOW + 1):
+        nl.build(state)
+    assert nl.capacity == capacity_for(78, n) < nl._initial_capacity(n, float(np.prod(L)))
+    assert nl.resizes == 1 and nl.overflows == 0
+    assert _pairs_by_id(nl, state, backend, n) == brute_force_pairs(lattice.positions, L, 2.8)
+
+    liquid = random_liquid(rng, n=n, density=0.8442, min_distance=0.8)
+    assert liquid.box.L[0] == pytest.approx(L[0])
+    state = _state(liquid, backend)
+    nl.build(state)
+    largest = int(backend.to_host(nl.nbr_count).max())
+    assert largest > 78 + 4 and nl.overflows == 1 and nl.capacity == capacity_for(largest, n)
+    assert _pairs_by_id(nl, state, backend, n) == brute_force_pairs(liquid.positions, L, 2.8)
+
+
+def test_capacity_does_not_shrink_on_small_fluctuations(backend, rng):
+    """Within the margin of the largest recent count the storage stays as it is (no reallocation)."""
+    from pycumd.neighbors.verlet import CAPACITY_WINDOW, capacity_for, capacity_margin
+
+    system = random_liquid(rng, n=500, density=0.8442, min_distance=0.8)
+    state = _state(system, backend)
+    nl = NeighborList(backend, 2.5, 0.3)
+    nl.build(state)
+    largest = int(backend.to_host(nl.nbr_count).max())
+    nl.capacity = capacity_for(largest, 500) + capacity_margin(largest)      # just inside the band
+    for _ in range(CAPACITY_WINDOW + 2):
+        nl.build(state)
+    assert nl.capacity == capacity_for(largest, 500) + capacity_margin(largest)
+    assert nl.overflows == 0 and nl.resizes == 1
+
+
+def test_memory_accounting_adds_up(backend, rng):
+    """State and list report every array they hold; the bench's per-atom figures sum to them."""
+    from pycumd.bench.lj import memory_accounting
+    from pycumd.simulation import Simulation
+
+    from helpers import lj
+    system = random_liquid(rng, n=400, density=0.8)
+    sim = Simulation(system, lj(), skin=0.3, device=backend.name, pair_method="neighbor",
+                     precision="double" if not backend.is_gpu else "single")
+    sim.run(5)
+    state, nl = sim.state, sim.neighbors
+    fields = [getattr(state, f) for f in state.__dataclass_fields__]
+    arrays = [a for a in fields if hasattr(a, "nbytes")] + list((state.lo or {}).values())
+    assert sum(state.memory_by_array().values()) == sum(a.nbytes for a in arrays)
+    listed = nl.memory_by_array()
+    assert listed["nbr"] == 400 * nl.capacity * 4 and listed["nbr_count"] == 400 * 4
+    r = memory_accounting(sim)
+    total = sum(state.memory_by_array().values()) + sum(listed.values())
+    assert sum(r["bytes_per_atom_by_array"].values()) * 400 == pytest.approx(total)
+    assert r["capacity"] == nl.capacity and r["max_count"] <= nl.capacity
+    if backend.is_gpu:          # the pool holds at least the listed arrays (and what other tests left)
+        assert r["gpu_other_bytes_per_atom"] >= 0
+
+
+def test_energy_after_a_build_is_recomputed(backend, rng):
+    """A build lends the per-atom energy and virial memory to the reorder: asked again at the same
+    step, the simulation computes them anew (same total)."""
+    from pycumd.simulation import Simulation
+
+    from helpers import lj
+    sim = Simulation(random_liquid(rng, n=400, density=0.8), lj(), skin=0.3, device=backend.name,
+                     pair_method="neighbor")
+    sim.run(10)
+    pe, w = sim.potential_energy(), sim.virial_trace()
+    sim.neighbors.build(sim.state)
+    rel = 1e-5 if backend.is_gpu else 1e-12       # GPU: float32 pair arithmetic, a new summation order
+    assert sim.potential_energy() == pytest.approx(pe, rel=rel)
+    assert sim.virial_trace() == pytest.approx(w, rel=rel)

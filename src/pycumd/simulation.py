@@ -99,7 +99,7 @@ class Simulation:
         self.forces = forces_class(potential, system.n_types, self.backend, self.precision)
         self.reporters: list = []
         self._run_start = self._run_end = 0
-        self._energy_step = None  # step whose per-atom energy/virial are current
+        self._energy_step = None  # (step, neighbour builds) at which per-atom energy/virial were computed
         self._masses = system.masses.copy()
 
     # -- properties ------------------------------------------------------------------------
@@ -141,9 +141,14 @@ class Simulation:
     def _ensure_energy(self) -> None:
         if self.neighbors.n_builds == 0:
             self._setup()
-        if self._energy_step != self.state.step:
+        if self._energy_step != self._energy_key():
             self.forces.compute(self.state, self.neighbors, True)
-            self._energy_step = self.state.step
+            self._energy_step = self._energy_key()
+
+    def _energy_key(self) -> tuple:
+        """The step and the number of neighbour builds so far: per-atom energy and virial computed
+        at another key are stale (a build lends their memory to the reorder)."""
+        return self.state.step, self.neighbors.n_builds
 
     def potential_energy(self) -> float:
         """Total pair energy (energy units) at the current step."""
@@ -171,7 +176,7 @@ class Simulation:
         """As LAMMPS at the start of each run: rebuild the neighbour list, compute forces."""
         self.neighbors.build(self.state)
         self.forces.compute(self.state, self.neighbors, True)
-        self._energy_step = self.state.step
+        self._energy_step = self._energy_key()
         self._check_finite()
         if self.thermostat is not None:
             self.thermostat.bind(self)
@@ -244,7 +249,7 @@ class Simulation:
         if th is not None:
             th.end_step(self)
         if with_energy:
-            self._energy_step = step
+            self._energy_step = self._energy_key()
         if due:
             self._check_finite()
             for r in due:
@@ -269,7 +274,7 @@ class Simulation:
     def _check_finite(self) -> None:
         s, xp = self.state, self.backend.xp
         checks = [("position", s.positions[:, :3]), ("velocity", s.velocities)]
-        if self._energy_step == s.step:
+        if self._energy_step == self._energy_key():
             checks.append(("energy", s.energy))
         for name, arr in checks:
             bad = ~xp.isfinite(arr.reshape(len(arr), -1)).all(axis=1)

@@ -63,6 +63,32 @@ class State:
             arrays += tuple(self.lo[name] for name in ("positions", "velocities", "per_atom_mass"))
         return arrays
 
+    def spare_at_build(self) -> tuple:
+        """Arrays whose values are dead while the neighbour list is rebuilt, so that the build may
+        use their memory as scratch (see :func:`~pycumd.neighbors.counting_sort.reorder_in_place`).
+
+        ``positions_at_build`` is taken again at the end of the build; ``forces``, ``energy`` and
+        ``virial`` (and their composite low parts) are computed again after it (with reordering,
+        their old values would belong to other particles anyway).  After a build they are
+        undefined until the next force computation.
+        """
+        arrays = (self.positions_at_build, self.forces, self.energy, self.virial)
+        if self.lo is not None:
+            arrays += tuple(self.lo[name] for name in ("forces", "energy", "virial"))
+        return arrays
+
+    def memory_by_array(self) -> dict:
+        """Bytes held by each array of the state, by name (composite low parts as ``lo.<name>``)."""
+        out = {}
+        for name in ("positions", "velocities", "forces", "per_atom_mass", "types", "images", "ids",
+                     "positions_at_build", "energy", "virial", "control"):
+            array = getattr(self, name)
+            if array is not None:
+                out[name] = int(array.nbytes)
+        for name, array in (self.lo or {}).items():
+            out[f"lo.{name}"] = int(array.nbytes)
+        return out
+
     def values(self, name: str, backend):
         """The array ``name`` as numbers: the backend array itself, or in composite precision
         the host float64 array ``hi + lo`` (so that no float64 arithmetic runs on the GPU)."""

@@ -21,6 +21,12 @@ from pycumd.system import create_velocities, lattice_system
 def measure(cells: int, precision: str, steps: int, device: str, use_graphs: bool = True,
             deterministic: bool = False, lanes: int | None = None) -> dict:
     gc.collect()                                      # earlier measurements' arrays out of the memory count
+    if device != "cpu":
+        try:
+            import cupy
+            cupy.get_default_memory_pool().free_all_blocks()   # and their blocks out of "held"
+        except ImportError:
+            pass
     system = lattice_system("fcc", cells, density=0.8442)
     create_velocities(system, 1.44, 87287)
     pot = LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
@@ -74,16 +80,15 @@ def time_split(sim, steps: int, seconds: float) -> dict:
     """
     b, state, nl, n = sim.backend, sim.state, sim.neighbors, sim.state.n_atoms
     timer = _timer(b)
+    t_build = timer(lambda: nl.build(state), 5)        # first: a build leaves the forces undefined
     t_force = timer(lambda: sim.forces.compute(state, nl, False), 20)
-    t_build = timer(lambda: nl.build(state), 5)
     t_integrate = timer(lambda: (sim.integrator.initial_integrate(state), sim.integrator.final_integrate(state)), 20)
     step = seconds / steps
     rebuild_rate = sim._last_rebuilds / steps if hasattr(sim, "_last_rebuilds") else 0.0
     out = {"force_s": t_force, "build_s": t_build, "integrate_s": t_integrate, "step_s": step}
+    out.update(memory_accounting(sim))
     if b.is_gpu:
         cp = b.xp
-        pool = cp.get_default_memory_pool()
-        out["gpu_bytes_per_atom"] = pool.used_bytes() / n
         pairs = float(nl.nbr_count.sum())
         parts = 1 if state.lo is None else 2          # composite: hi and lo arrays
         real = state.positions.dtype.itemsize
@@ -99,6 +104,47 @@ def time_split(sim, steps: int, seconds: float) -> dict:
     if b.is_gpu:
         out["build_phases_s"] = build_phases(sim)
     return {**out, "rebuild_rate": rebuild_rate}
+
+
+def memory_accounting(sim) -> dict:
+    """Where the memory of a simulation goes, in bytes per atom.
+
+    ``bytes_per_atom_by_array``: each array the state and the neighbour list hold between steps
+    (``neighbors.nbr`` is capacity x 4 B).  On the GPU also ``gpu_bytes_per_atom`` (CuPy's memory
+    pool in use, the figure of the targets table), ``gpu_held_bytes_per_atom`` (the pool's blocks
+    in use or kept for reuse: the high-water mark, temporaries of the builds and storage from before
+    a capacity shrink included) and ``gpu_other_bytes_per_atom`` (in use but in no listed array).
+    Plus the list's capacity, the largest count of its last build, and its overflows and resizes.
+    """
+    state, nl, n = sim.state, sim.neighbors, sim.state.n_atoms
+    arrays = dict(state.memory_by_array())
+    if hasattr(nl, "memory_by_array"):
+        arrays.update({f"neighbors.{k}": v for k, v in nl.memory_by_array().items()})
+    out = {"bytes_per_atom_by_array": {k: v / n for k, v in arrays.items()},
+           "accounted_bytes_per_atom": sum(arrays.values()) / n}
+    if getattr(nl, "nbr_count", None) is not None:
+        out.update(capacity=nl.capacity, max_count=int(nl.nbr_count.max()),
+                   overflows=nl.overflows, resizes=nl.resizes)
+    if sim.backend.is_gpu:
+        pool = sim.backend.xp.get_default_memory_pool()
+        out["gpu_bytes_per_atom"] = pool.used_bytes() / n
+        out["gpu_held_bytes_per_atom"] = pool.total_bytes() / n
+        out["gpu_other_bytes_per_atom"] = out["gpu_bytes_per_atom"] - out["accounted_bytes_per_atom"]
+    return out
+
+
+def format_memory(r: dict) -> str:
+    """One line: bytes per atom by array, largest first, and the pool's figures."""
+    parts = sorted(r["bytes_per_atom_by_array"].items(), key=lambda kv: -kv[1])
+    text = ", ".join(f"{k} {v:.1f}" for k, v in parts if v >= 0.05)
+    text += f"; sum {r['accounted_bytes_per_atom']:.1f}"
+    if "gpu_bytes_per_atom" in r:
+        text += (f"; pool in use {r['gpu_bytes_per_atom']:.1f} (other {r['gpu_other_bytes_per_atom']:.1f}),"
+                 f" held {r['gpu_held_bytes_per_atom']:.1f}")
+    if "capacity" in r:
+        text += (f"; capacity {r['capacity']}, max count {r['max_count']}, overflows {r['overflows']},"
+                 f" resizes {r['resizes']}")
+    return text
 
 
 def build_phases(sim, reps: int = 5) -> dict:
@@ -145,6 +191,7 @@ def main(argv=None):
             print(f"{r['N']:>10} {r['precision'] + ('' if lanes is None else f'/{lanes}'):>9} {r['steps_per_s']:>10.1f} {r['atom_steps_per_s']:>13.3e} "
                   f"{r['rebuilds']:>8} {r['force_s'] * 1e6:>9.1f} {r['build_s'] * 1e6:>9.1f} "
                   f"{r['integrate_s'] * 1e6:>9.1f} {r.get('gpu_bytes_per_atom', 0):>7.0f} {bw:>13}", flush=True)
+            print(" " * 11 + "memory (B/atom): " + format_memory(r), flush=True)
             if "build_phases_s" in r:
                 print(" " * 11 + "build phases (us): " + ", ".join(
                     f"{k} {v * 1e6:.0f}" for k, v in r["build_phases_s"].items()), flush=True)

@@ -18,6 +18,16 @@ Build, on both backends (``verlet.cu`` beside this file for the GPU):
    fixed order, and record neighbours;
 5. if any atom has more neighbours than the storage holds, grow it and rebuild: no pair is
    ever dropped.
+
+Memory.  The list is stored with a fixed number of slots per atom, the *capacity*; it dominates
+the memory of a simulation (4 bytes per slot per atom).  The capacity follows the largest count
+measured, :func:`capacity_for` (largest count plus a small margin): it grows on an overflow and
+shrinks when the largest count of the last :data:`CAPACITY_WINDOW` builds is well below it, so an
+overflow (which costs one more build) stays rare.  The reorder needs no memory of its own: its
+gather buffers lie in the list storage (dead until the list kernel rewrites it) and the identity
+order in the forces' memory (dead until the next force computation; ``State.spare_at_build``
+lists the arrays a build may overwrite); the counting sort's arrays go back to the memory pool
+after each build.
 """
 
 from __future__ import annotations
@@ -27,13 +37,25 @@ import math
 import numba
 import numpy as np
 
-from ..backend import array_backend
 from ..composite import ff_parts
 from ..system import InputError
-from .counting_sort import cell_index, counting_sort, reorder_in_place
+from .counting_sort import cell_index, counting_sort, identity_into, identity_view, reorder_in_place
 
 BLOCK = 128
 LIST_WARPS = 4          # warps per block of build_neighbor_list (LIST_WARPS in verlet.cu)
+#: builds whose largest neighbour counts decide whether the storage shrinks
+CAPACITY_WINDOW = 20
+
+
+def capacity_margin(max_count: int) -> int:
+    """Free slots per atom kept above the largest count: ``max(4, ceil(0.04 * max_count))``."""
+    return max(4, math.ceil(0.04 * max_count))
+
+
+def capacity_for(max_count: int, n_atoms: int) -> int:
+    """Neighbour slots per atom for a largest count: ``max_count + capacity_margin(max_count)``,
+    at most ``n_atoms - 1`` (and at least ``max_count`` and 1)."""
+    return max(min(max_count + capacity_margin(max_count), n_atoms - 1), max_count, 1)
 
 
 class OverlapError(InputError):
@@ -175,6 +197,9 @@ class NeighborList:
         without, rebuild whenever allowed.
     overlap_distance : float
         At the first build, two atoms closer than this raise :class:`OverlapError`.
+    capacity : int, optional
+        Initial neighbour slots per atom (default: from the density, :meth:`_initial_capacity`);
+        afterwards the capacity follows the counts measured (see the module docstring).
     reorder : bool
         Reorder the particle arrays by cell at each build (default).
     cuda_options : tuple of str
@@ -206,6 +231,11 @@ class NeighborList:
         self.reorder = reorder
         self.position_error = float(position_error)
         self.scratch: dict = {}
+        self.identity_view = None   # (key, int32 view of the forces' memory): the reordered order
+        #: largest neighbour count of each of the last CAPACITY_WINDOW builds
+        self.recent_max_counts: list = []
+        self.overflows = 0          # builds repeated because the storage was too small
+        self.resizes = 0            # storage reallocations after the first
         self._impl = _CudaBuild(backend, cuda_options) if backend.is_gpu else _CpuBuild()
 
     def cells_per_dimension(self, L: np.ndarray) -> np.ndarray:
@@ -247,12 +277,18 @@ class NeighborList:
         n = state.n_atoms
         if self.capacity is None:
             self.capacity = self._initial_capacity(n, float(np.prod(L)))
+        self._shrink_if_oversized(n)
         n_cells = self.cells_per_dimension(L)
         while True:
+            self._free_if_resized(n)
             max_count, min_r2 = self._impl.build(state, n_cells, self.r_list, self.capacity, self)
             if max_count <= self.capacity:
                 break
-            self.capacity = int(math.ceil(max_count * 1.2)) + 4
+            self.overflows += 1
+            self.capacity = capacity_for(max_count, n)
+            self.recent_max_counts.clear()
+        self._impl.sort = None          # the cell arrays go back to the memory pool
+        self.recent_max_counts = (self.recent_max_counts + [max_count])[-CAPACITY_WINDOW:]
         if self.n_builds == 0 and n > 1 and min_r2 < self.overlap_distance**2:
             i, j, r = self._impl.closest_pair(state, self)
             raise OverlapError(
@@ -264,6 +300,43 @@ class NeighborList:
     def neighbors_of(self, i: int) -> np.ndarray:
         """Host copy of atom ``i``'s neighbour indices, in list order."""
         return self._impl.neighbors_of(self, i)
+
+    def _shrink_if_oversized(self, n: int) -> None:
+        """Lower the capacity to :func:`capacity_for` the largest count of the last
+        :data:`CAPACITY_WINDOW` builds, when a full window has been measured since the last change
+        and the capacity exceeds that by more than a margin (so that it does not oscillate)."""
+        if len(self.recent_max_counts) < CAPACITY_WINDOW:
+            return
+        recent = max(self.recent_max_counts)
+        target = capacity_for(recent, n)
+        if self.capacity > target + capacity_margin(recent):
+            self.capacity = target
+            self.recent_max_counts.clear()
+
+    def _free_if_resized(self, n: int) -> None:
+        """Drop storage of the wrong size before the build allocates the new one, so that the
+        two never coexist (at 10^8 atoms each is tens of GB)."""
+        if self.nbr is not None and self.nbr.size != n * self.capacity:
+            self.nbr = None
+            self.nbr_count = None
+            self.resizes += 1
+
+    def memory_by_array(self) -> dict:
+        """Bytes of device (or host) memory the list holds between builds, by array.
+
+        ``nbr`` (capacity x N int32), ``nbr_count`` (N int32) and the scratch kept between builds
+        (the gather's pointer tables, a few bytes).
+        """
+        out = {}
+        if self.nbr is not None:
+            out["nbr"] = int(self.nbr.nbytes)
+            out["nbr_count"] = int(self.nbr_count.nbytes)
+        for key, value in self.scratch.items():
+            arrays = value if isinstance(value, tuple) else (value,)
+            size = sum(int(a.nbytes) for a in arrays if hasattr(a, "nbytes"))
+            if size:
+                out[f"scratch.{key if isinstance(key, str) else key[0]}"] = size
+        return out
 
 
 class _CpuBuild:
@@ -422,14 +495,21 @@ def _sorted_identity(state, keys, sort, nl):
     """Reorder the particles by cell; return the counting sort of the reordered particles.
 
     After the permutation particle ``k`` is the ``k``-th in cell order, so the order is the
-    identity and the cell boundaries are unchanged.
+    identity and the cell boundaries are unchanged.  The gather buffers lie in the list storage
+    (``nl.nbr``, rewritten after the reorder) or, before it exists, in the state's
+    ``spare_at_build`` arrays; the identity lies in the forces' memory: the reorder holds no memory
+    of its own between builds.
     """
-    xp = array_backend(keys).xp
-    reorder_in_place(sort.order, keys, *state.per_atom_arrays(), scratch=nl.scratch)
-    order = nl.scratch.get("identity")
-    if order is None or order.shape[0] != keys.shape[0]:
-        order = nl.scratch["identity"] = xp.arange(keys.shape[0], dtype=np.int32)
-    return sort._replace(order=order)
+    # the list storage is dead until the list kernel writes it: the gather buffers go there first
+    spare = ((nl.nbr,) if nl.nbr is not None else ()) + state.spare_at_build()
+    reorder_in_place(sort.order, *state.per_atom_arrays(), keys, scratch=nl.scratch, spare=spare)
+    # the identity order, read by the list kernel, in the forces' memory (dead until the next force
+    # computation; the view is made once, the values written at every build)
+    n = keys.shape[0]
+    key = (id(state.forces), n)          # the view keeps that array alive, so its id stays unique
+    if nl.identity_view is None or nl.identity_view[0] != key:
+        nl.identity_view = (key, identity_view(state.forces, n))
+    return sort._replace(order=identity_into(nl.identity_view[1]))
 
 
 def _host_copy_for_overlap(state, nl, cp):
