@@ -175,3 +175,33 @@ def test_reorder_in_place_with_spare_memory(backend, rng):
     for a, ref, ptr in zip(arrays, (pos, vel, ids, keys), pointers):
         np.testing.assert_array_equal(backend.to_host(a), ref[order])
         assert ptr == (a.ctypes.data if not backend.is_gpu else a.data.ptr)
+
+
+def test_counting_sort_captured_in_a_graph_and_replayed(backend, rng):
+    """GPU: the counting sort's launches with a CapturableScan, captured once and replayed on new
+    keys written into the same array, give the stable order every time (a replayed scan must not
+    read the status flags of the previous replay)."""
+    if not backend.is_gpu:
+        pytest.skip("CUDA graphs: GPU only")
+    from pycumd.neighbors.counting_sort import CountingSortBuffers, enqueue_counting_sort
+    from pycumd.neighbors.scan import CapturableScan
+    cp = backend.xp
+    n, n_bins = 300_000, 40_000                     # several scan tiles
+    keys = cp.asarray(rng.integers(0, n_bins, n).astype(np.int32))
+    buffers = CountingSortBuffers(*(cp.empty(size, np.int32) for size in CountingSortBuffers.sizes(n, n_bins)))
+    scan = CapturableScan(backend, n_bins + 1, np.int32)
+    stream = cp.cuda.Stream(non_blocking=False)
+    with stream:
+        stream.begin_capture()
+        enqueue_counting_sort(backend, keys, buffers, scan=scan)
+        graph = stream.end_capture()
+    for replay in range(4):
+        host_keys = rng.integers(0, n_bins, n).astype(np.int32)
+        keys[...] = cp.asarray(host_keys)
+        buffers.order.fill(-1)                      # poison
+        buffers.bin_start.fill(-1)
+        graph.launch(stream)
+        stream.synchronize()
+        np.testing.assert_array_equal(buffers.order.get(), np.argsort(host_keys, kind="stable"))
+        expected_start = np.concatenate([[0], np.cumsum(np.bincount(host_keys, minlength=n_bins))])
+        np.testing.assert_array_equal(buffers.bin_start.get(), expected_start)

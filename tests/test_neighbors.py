@@ -196,3 +196,93 @@ def test_energy_after_a_build_is_recomputed(backend, rng):
     rel = 1e-5 if backend.is_gpu else 1e-12       # GPU: float32 pair arithmetic, a new summation order
     assert sim.potential_energy() == pytest.approx(pe, rel=rel)
     assert sim.virial_trace() == pytest.approx(w, rel=rel)
+
+
+def _move_atoms(state, backend, rng, scale):
+    """Displace every atom by up to ``scale`` per coordinate in place (some leave the box)."""
+    pos = backend.to_host(state.positions).copy()
+    pos[:, :3] += rng.uniform(-scale, scale, (len(pos), 3))
+    state.positions[...] = backend.asarray(pos.astype(pos.dtype))
+
+
+@pytest.mark.parametrize("reorder", [True, False])
+def test_repeated_builds_replay_correctly(backend, rng, reorder):
+    """Builds after the first replay a captured CUDA graph on the GPU: after moves that take atoms
+    out of the box, every rebuilt list equals brute force (by particle id), the images count the
+    crossings, and the statistics read back are those of the new list."""
+    n = 1500
+    system = random_liquid(rng, n=n, density=0.8, min_distance=0.8)
+    state = _state(system, backend)
+    nl = NeighborList(backend, 2.5, 0.3, reorder=reorder)
+    nl.build(state)
+    L = system.box.L
+    for build in range(3):
+        _move_atoms(state, backend, rng, 0.6)
+        unwrapped = np.empty((n, 3))                # by particle id
+        unwrapped[backend.to_host(state.ids) - 1] = (backend.to_host(state.positions)[:, :3]
+                                                     + backend.to_host(state.images) * L)
+        nl.build(state)
+        ids = backend.to_host(state.ids) - 1
+        pos = backend.to_host(state.positions)[:, :3]
+        assert ((pos >= 0) & (pos < L)).all()
+        np.testing.assert_allclose(pos + backend.to_host(state.images) * L, unwrapped[ids], atol=1e-9)
+        host_pos = np.empty_like(pos)
+        host_pos[ids] = pos
+        pairs = {(int(ids[i]), int(ids[j])) for i in range(n) for j in nl.neighbors_of(i)}
+        assert pairs == brute_force_pairs(host_pos, L, 2.8), f"build {build + 2}"
+        assert nl.recent_max_counts[-1] == int(backend.to_host(nl.nbr_count).max())
+    if backend.is_gpu:
+        assert nl._impl.plan.graph is not None and nl._impl.plan.builds == 4
+
+
+def test_captured_build_equals_launches_uncaptured(backend, rng):
+    """GPU: the graph replay writes the same bits as the same launches run one by one."""
+    if not backend.is_gpu:
+        pytest.skip("CUDA graphs: GPU only")
+    system = random_liquid(rng, n=2000, density=0.85, min_distance=0.8)
+    states = [_state(system, backend) for _ in range(2)]
+    lists = [NeighborList(backend, 2.5, 0.3) for _ in range(2)]
+    lists[1]._impl.phase_events = []              # uncaptured launches, timed between events
+    moves = np.random.default_rng(7)
+    for build in range(4):
+        step = moves.uniform(-0.3, 0.3, (2000, 3))
+        for state, nl in zip(states, lists):
+            pos = backend.to_host(state.positions).copy()
+            pos[:, :3] += step[backend.to_host(state.ids) - 1]
+            state.positions[...] = backend.asarray(pos)
+            nl.build(state)
+        a, b = lists
+        n = 2000
+        assert a.capacity == b.capacity
+        for name in ("positions", "velocities", "ids", "images", "positions_at_build"):
+            np.testing.assert_array_equal(backend.to_host(getattr(states[0], name)),
+                                          backend.to_host(getattr(states[1], name)))
+        np.testing.assert_array_equal(backend.to_host(a.nbr_count), backend.to_host(b.nbr_count))
+        counts = backend.to_host(a.nbr_count)
+        for i in range(0, n, 97):
+            np.testing.assert_array_equal(a.neighbors_of(i), b.neighbors_of(i))
+        assert counts.max() <= a.capacity
+    assert lists[0]._impl.plan.graph is not None and lists[1]._impl.plan.graph is None
+
+
+def test_overflow_on_a_replayed_build_grows_and_keeps_every_pair(backend, rng):
+    """A build replayed from a graph that finds more neighbours than the storage holds is repeated
+    with a larger storage (a new plan): no pair is lost."""
+    n = 1000
+    system = random_liquid(rng, n=n, density=0.6, min_distance=0.8)
+    state = _state(system, backend)
+    nl = NeighborList(backend, 2.5, 0.3, reorder=True)
+    nl.build(state)
+    nl.build(state)                                   # replayed on the GPU
+    capacity = nl.capacity
+    # compress the box content towards one corner: far more neighbours than the capacity
+    pos = backend.to_host(state.positions).copy()
+    pos[:, :3] *= 0.7
+    state.positions[...] = backend.asarray(pos)
+    nl.build(state)
+    assert nl.capacity > capacity and nl.overflows >= 1
+    ids = backend.to_host(state.ids) - 1
+    host_pos = np.empty((n, 3))
+    host_pos[ids] = backend.to_host(state.positions)[:, :3]
+    pairs = {(int(ids[i]), int(ids[j])) for i in range(n) for j in nl.neighbors_of(i)}
+    assert pairs == brute_force_pairs(host_pos, system.box.L, 2.8)

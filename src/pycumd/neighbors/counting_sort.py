@@ -172,27 +172,62 @@ def counting_sort(keys, n_bins: int, backend=None, validate: bool | None = None)
         _counting_sort_cpu(keys, n_bins, order, bin_start, bin_count)
         return CountingSortResult(order, bin_start, bin_count)
 
+    buffers = CountingSortBuffers(*(xp.empty(size, dtype=np.int32)
+                                    for size in CountingSortBuffers.sizes(n, n_bins)))
+    enqueue_counting_sort(backend, keys, buffers)
+    return CountingSortResult(buffers.order, buffers.bin_start, buffers.count[:n_bins])
+
+
+class CountingSortBuffers(NamedTuple):
+    """The int32 device arrays of one GPU counting sort of N keys into ``n_bins`` bins.
+
+    ``count`` (n_bins + 1,), ``bin_start`` (n_bins + 1,), ``rank`` (N,), ``slots`` (N,),
+    ``order`` (N,): see :func:`enqueue_counting_sort`.  Only ``bin_start`` and ``order`` hold
+    results; ``count`` holds the bin counts, ``rank`` and ``slots`` are dead afterwards.
+    """
+
+    count: object
+    bin_start: object
+    rank: object
+    slots: object
+    order: object
+
+    @staticmethod
+    def sizes(n: int, n_bins: int) -> tuple:
+        """Element counts of the five arrays, in field order."""
+        return (n_bins + 1, n_bins + 1, n, n, n)
+
+
+def enqueue_counting_sort(backend, keys, buffers: CountingSortBuffers, scan=None) -> None:
+    """Launch the GPU counting sort of the int32 ``keys`` (N,) into ``buffers`` on the current stream.
+
+    No allocation and no synchronisation: with ``scan`` a :class:`~pycumd.neighbors.scan.CapturableScan`
+    of ``n_bins + 1`` int32 values, the launches may be captured in a CUDA graph and replayed;
+    without it, the bin offsets use :func:`~pycumd.neighbors.scan.prefix_sum`.  Keys are not
+    validated (out-of-range keys are clamped, see :func:`counting_sort`).
+    """
+    n = keys.shape[0]
+    n_bins = buffers.bin_start.shape[0] - 1
     module = _module(backend)
-    count = xp.zeros(n_bins + 1, dtype=np.int32)       # count[n_bins] stays 0
-    bin_start = xp.empty(n_bins + 1, dtype=np.int32)
-    order = xp.empty(n, dtype=np.int32)
+    buffers.count.fill(0)                                  # count[n_bins] stays 0
     if n > 0:
-        rank = xp.empty(n, dtype=np.int32)
         module.get_function("histogram_rank")(
-            _grid(n), (THREADS,), (keys, np.int32(n), np.int32(n_bins), count, rank))
-    prefix_sum(count, exclusive=True, out=bin_start)
+            _grid(n), (THREADS,), (keys, np.int32(n), np.int32(n_bins), buffers.count, buffers.rank))
+    if scan is None:
+        prefix_sum(buffers.count, exclusive=True, out=buffers.bin_start)
+    else:
+        scan(buffers.count, buffers.bin_start, exclusive=True)
     if n > 0:
-        slots = xp.empty(n, dtype=np.int32)
         module.get_function("scatter")(
             _grid(n), (THREADS,),
-            (keys, rank, bin_start, np.int32(n), np.int32(n_bins), slots))
+            (keys, buffers.rank, buffers.bin_start, np.int32(n), np.int32(n_bins), buffers.slots))
         warps = THREADS // 32
         module.get_function("sort_bins")(
-            (-(-n_bins // warps),), (THREADS,), (slots, bin_start, np.int32(n_bins), order))
-    return CountingSortResult(order, bin_start, count[:n_bins])
+            (-(-n_bins // warps),), (THREADS,), (buffers.slots, buffers.bin_start, np.int32(n_bins),
+                                                buffers.order))
 
 
-def cell_index(positions, box_lengths, cells_per_dim):
+def cell_index(positions, box_lengths, cells_per_dim, out=None):
     """Cell (bin) index of each particle in an orthorhombic periodic box.
 
     Coordinates are wrapped into the box, ``s = x / L - floor(x / L)``, and binned as
@@ -209,10 +244,13 @@ def cell_index(positions, box_lengths, cells_per_dim):
     cells_per_dim : sequence of 3 ints
         Number of cells (nx, ny, nz) along each dimension, >= 1.
 
+    out : array, shape (N,), int32, optional
+        Where to write the bin indices (on the backend of ``positions``).
+
     Returns
     -------
     array, shape (N,), int32
-        Bin index in ``[0, nx * ny * nz)``, on the backend of ``positions``.
+        Bin index in ``[0, nx * ny * nz)``, on the backend of ``positions`` (``out`` if given).
 
     Raises
     ------
@@ -239,7 +277,9 @@ def cell_index(positions, box_lengths, cells_per_dim):
     xp = backend.xp
     positions = xp.ascontiguousarray(positions)
     n = positions.shape[0]
-    keys = xp.empty(n, dtype=np.int32)
+    keys = xp.empty(n, dtype=np.int32) if out is None else out
+    if keys.shape != (n,) or np.dtype(keys.dtype) != np.int32:
+        raise ValueError(f"out must be an int32 array of shape ({n},), got {keys.dtype} {keys.shape}")
     if n == 0:
         return keys
     if not backend.is_gpu:
@@ -370,32 +410,66 @@ def spare_layout(sizes, spare_sizes) -> list:
     return layout
 
 
-def _gather_rows_gpu(backend, order, arrays, scratch, spare) -> None:
-    """All arrays gathered by one kernel into buffers (in ``spare`` where :func:`spare_layout`
-    places them, else temporary), then copied back: one launch, and one copy per array.  The
-    placement and the device tables of pointers are kept in ``scratch`` while the addresses stay
-    the same; arrays without a place in ``spare`` make a new table at each call."""
+class GatherPlan(NamedTuple):
+    """Where :func:`enqueue_gather_rows` gathers each array and copies it back from.
+
+    ``src``/``dst`` are device tables (uint64) of the arrays' and buffers' addresses, ``words`` the
+    4-byte words per row of each array, ``buffers`` the arrays allocated for buffers that found
+    no place in spare memory (held here so that their addresses stay valid)."""
+
+    arrays: tuple
+    src: object
+    dst: object
+    words: object
+    max_words: int
+    dst_ptrs: tuple
+    buffers: tuple
+
+    @property
+    def own_bytes(self) -> int:
+        """Bytes of the buffers allocated for this plan (not in spare memory)."""
+        return sum(int(b.nbytes) for b in self.buffers)
+
+
+def gather_plan(backend, n: int, arrays, spare=()) -> GatherPlan:
+    """Plan the in-place GPU permutation of ``arrays`` (leading dimension ``n``, C-contiguous,
+    rows a multiple of 4 bytes): buffers in ``spare`` where :func:`spare_layout` places them,
+    else allocated; the tables of addresses copied to the device once."""
+    cp = backend.xp
+    layout = spare_layout([a.nbytes for a in arrays], [s.nbytes for s in spare])
+    buffers = [cp.empty_like(a) if place is None else None for a, place in zip(arrays, layout)]
+    dst_ptrs = tuple(b.data.ptr if place is None else spare[place[0]].data.ptr + place[1]
+                     for b, place in zip(buffers, layout))
+    words = [a.nbytes // (4 * n) for a in arrays]
+    return GatherPlan(tuple(arrays), cp.asarray([a.data.ptr for a in arrays], dtype=np.uint64),
+                      cp.asarray(dst_ptrs, dtype=np.uint64), cp.asarray(words, dtype=np.int32),
+                      max(words), dst_ptrs, tuple(b for b in buffers if b is not None))
+
+
+def enqueue_gather_rows(backend, plan: GatherPlan, order) -> None:
+    """``a[k] = a_old[order[k]]`` for every array of ``plan`` on the current stream: one gather
+    launch into the buffers, then one device-to-device copy back per array (capturable)."""
     cp = backend.xp
     n = order.shape[0]
-    key = ("gather",) + tuple((a.data.ptr, a.nbytes) for a in arrays) + tuple((s.data.ptr, s.nbytes) for s in spare)
-    plan = scratch.get("gather_plan")
-    buffers = []
-    if plan is None or plan[0] != key:
-        layout = spare_layout([a.nbytes for a in arrays], [s.nbytes for s in spare])
-        buffers = [cp.empty_like(a) if place is None else None for a, place in zip(arrays, layout)]
-        dst_ptrs = [b.data.ptr if place is None else spare[place[0]].data.ptr + place[1]
-                    for b, place in zip(buffers, layout)]
-        words = [a.nbytes // (4 * n) for a in arrays]
-        src = cp.asarray([a.data.ptr for a in arrays], dtype=np.uint64)
-        dst = cp.asarray(dst_ptrs, dtype=np.uint64)
-        plan = (key, src, dst, cp.asarray(words, dtype=np.int32), max(words), dst_ptrs)
-        # a plan whose buffers are temporary is used once: the next call allocates anew
-        scratch["gather_plan"] = plan if None not in layout else None
-    _, src, dst, words, max_words, dst_ptrs = plan
-    total = n * max_words
+    total = n * plan.max_words
     _module(backend).get_function("gather_rows")(
         (-(-total // THREADS),), (THREADS,),
-        (src, dst, words, np.int32(len(arrays)), order, np.int32(n), np.int32(max_words)))
+        (plan.src, plan.dst, plan.words, np.int32(len(plan.arrays)), order, np.int32(n),
+         np.int32(plan.max_words)))
     stream = cp.cuda.get_current_stream().ptr
-    for a, ptr in zip(arrays, dst_ptrs):
+    for a, ptr in zip(plan.arrays, plan.dst_ptrs):
         cp.cuda.runtime.memcpyAsync(a.data.ptr, ptr, a.nbytes, cp.cuda.runtime.memcpyDeviceToDevice, stream)
+
+
+def _gather_rows_gpu(backend, order, arrays, scratch, spare) -> None:
+    """:func:`gather_plan` and :func:`enqueue_gather_rows`; the plan is kept in ``scratch`` while the
+    addresses stay the same and every buffer lies in ``spare`` (else it is made at each call)."""
+    n = order.shape[0]
+    key = ("gather",) + tuple((a.data.ptr, a.nbytes) for a in arrays) + tuple((s.data.ptr, s.nbytes) for s in spare)
+    cached = scratch.get("gather_plan")
+    if cached is not None and cached[0] == key:
+        plan = cached[1]
+    else:
+        plan = gather_plan(backend, n, arrays, spare)
+        scratch["gather_plan"] = (key, plan) if not plan.buffers else None
+    enqueue_gather_rows(backend, plan, order)

@@ -28,7 +28,7 @@ import numpy as np
 
 from pycumd.backend import array_backend
 
-__all__ = ["prefix_sum", "SCAN_DTYPES", "GPU_METHODS"]
+__all__ = ["prefix_sum", "CapturableScan", "SCAN_DTYPES", "GPU_METHODS"]
 
 # dtype -> SCAN_DTYPE code of scan.cu
 SCAN_DTYPES = {
@@ -174,13 +174,16 @@ def lookback_tile_size(dtype) -> int:
     return cfg["threads"] * cfg["rounds"] * (16 // np.dtype(dtype).itemsize)
 
 
-def _scan_lookback(backend, values, out, exclusive):
+def _scan_lookback(backend, values, out, exclusive, ws=None, epoch=None):
+    """One launch of the look-back kernel; by default on the stream's cached workspace with the
+    next epoch, else on ``ws`` with ``epoch`` (see :class:`CapturableScan`)."""
     cp = backend.xp
     dtype = values.dtype
     n = values.shape[0]
     n_tiles = -(-n // lookback_tile_size(dtype))
-    ws = _workspace(cp, dtype, n_tiles)
-    epoch = ws.next_epoch()
+    if ws is None:
+        ws = _workspace(cp, dtype, n_tiles)
+        epoch = ws.next_epoch()
     aligned = int(values.data.ptr % 16 == 0 and out.data.ptr % 16 == 0)
     _function(backend, dtype, "scan_lookback")(
         (n_tiles,), (LOOKBACK_CONFIG["threads"],),
@@ -188,6 +191,47 @@ def _scan_lookback(backend, values, out, exclusive):
          np.uint32(epoch), np.int32(exclusive), np.int32(aligned)),
     )
     return out
+
+
+class CapturableScan:
+    """Exclusive or inclusive GPU scan of ``n`` values that may be captured in a CUDA graph.
+
+    The look-back kernel tells this call's tile status from an earlier call's by an epoch passed
+    as an argument; a graph replays its arguments unchanged, so a replayed scan would read the
+    previous replay's flags as published.  This scan owns its workspace and zeroes the status in
+    the stream before each launch (one memset of ``8 * n_tiles`` bytes), with a fixed epoch: every
+    replay starts clean.  Not thread-safe: one stream at a time.
+
+    Parameters
+    ----------
+    backend : pycumd.backend.Backend
+        A GPU backend.
+    n : int
+        Number of values of every scan (>= 1).
+    dtype : numpy dtype
+        One of :data:`SCAN_DTYPES`.
+    """
+
+    def __init__(self, backend, n: int, dtype):
+        self.backend = backend
+        self.n = int(n)
+        self.dtype = np.dtype(dtype)
+        self.workspace = _LookbackWorkspace(backend.xp, -(-self.n // lookback_tile_size(self.dtype)),
+                                            self.dtype)
+
+    @property
+    def nbytes(self) -> int:
+        ws = self.workspace
+        return int(ws.status.nbytes + ws.agg.nbytes + ws.incl.nbytes)
+
+    def __call__(self, values, out, exclusive: bool) -> None:
+        """Scan ``values`` (n,) into ``out`` (n,), both of this scan's dtype, on the current stream."""
+        if values.shape != (self.n,) or out.shape != (self.n,) or values.dtype != self.dtype:
+            raise ValueError(f"CapturableScan of {self.n} {self.dtype} got {values.shape} {values.dtype}")
+        cp = self.backend.xp
+        status = self.workspace.status
+        cp.cuda.runtime.memsetAsync(status.data.ptr, 0, status.nbytes, cp.cuda.get_current_stream().ptr)
+        _scan_lookback(self.backend, values, out, bool(exclusive), ws=self.workspace, epoch=1)
 
 
 def _scan_multilevel(backend, values, out, exclusive, name, elems_per_block, threads):

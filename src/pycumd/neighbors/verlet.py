@@ -23,11 +23,16 @@ Memory.  The list is stored with a fixed number of slots per atom, the *capacity
 the memory of a simulation (4 bytes per slot per atom).  The capacity follows the largest count
 measured, :func:`capacity_for` (largest count plus a small margin): it grows on an overflow and
 shrinks when the largest count of the last :data:`CAPACITY_WINDOW` builds is well below it, so an
-overflow (which costs one more build) stays rare.  The reorder needs no memory of its own: its
-gather buffers lie in the list storage (dead until the list kernel rewrites it) and the identity
-order in the forces' memory (dead until the next force computation; ``State.spare_at_build``
-lists the arrays a build may overwrite); the counting sort's arrays go back to the memory pool
-after each build.
+overflow (which costs one more build) stays rare.  The build needs no memory of its own: the
+counting sort's scratch and the reorder's gather buffers lie in the list storage (dead until the
+list kernel rewrites it); the cell keys, bin offsets and identity order in the arrays
+``State.spare_at_build`` names (dead until the end of the build or the next force computation).
+
+On the GPU a build is about 15 launches of little work each at 10^4-10^5 atoms, so their host
+cost dominated it (445 us of host time for 147 us of GPU work at 32,000 atoms on an H100).  The
+launches are therefore captured once in a CUDA graph (:class:`_BuildPlan`, at the second build with
+the same addresses and sizes) and replayed: one launch and one synchronisation (to read the
+largest count and the closest distance) per build.
 """
 
 from __future__ import annotations
@@ -39,7 +44,10 @@ import numpy as np
 
 from ..composite import ff_parts
 from ..system import InputError
-from .counting_sort import cell_index, counting_sort, identity_into, identity_view, reorder_in_place
+from .counting_sort import (SPARE_ALIGN, CountingSortBuffers, cell_index, counting_sort, enqueue_counting_sort,
+                            enqueue_gather_rows, gather_plan, identity_into, identity_view, reorder_in_place,
+                            spare_layout)
+from .scan import CapturableScan
 
 BLOCK = 128
 LIST_WARPS = 4          # warps per block of build_neighbor_list (LIST_WARPS in verlet.cu)
@@ -287,7 +295,6 @@ class NeighborList:
             self.overflows += 1
             self.capacity = capacity_for(max_count, n)
             self.recent_max_counts.clear()
-        self._impl.sort = None          # the cell arrays go back to the memory pool
         self.recent_max_counts = (self.recent_max_counts + [max_count])[-CAPACITY_WINDOW:]
         if self.n_builds == 0 and n > 1 and min_r2 < self.overlap_distance**2:
             i, j, r = self._impl.closest_pair(state, self)
@@ -324,13 +331,18 @@ class NeighborList:
     def memory_by_array(self) -> dict:
         """Bytes of device (or host) memory the list holds between builds, by array.
 
-        ``nbr`` (capacity x N int32), ``nbr_count`` (N int32) and the scratch kept between builds
-        (the gather's pointer tables, a few bytes).
+        ``nbr`` (capacity x N int32), ``nbr_count`` (N int32) and the scratch kept between builds:
+        on the GPU the build plan's own arrays (``build_plan``: the statistics, the scan's tile
+        status and the gather's pointer tables, a few bytes, plus any buffer that found no room in
+        dead memory), on the CPU the gather's tables.
         """
         out = {}
         if self.nbr is not None:
             out["nbr"] = int(self.nbr.nbytes)
             out["nbr_count"] = int(self.nbr_count.nbytes)
+        plan = getattr(self._impl, "plan", None)
+        if plan is not None:
+            out["build_plan"] = plan.own_bytes
         for key, value in self.scratch.items():
             arrays = value if isinstance(value, tuple) else (value,)
             size = sum(int(a.nbytes) for a in arrays if hasattr(a, "nbytes"))
@@ -351,13 +363,13 @@ class _CpuBuild:
         _wrap_cpu(state.positions, state.images, L)
         n = state.n_atoms
         keys = cell_index(state.positions, L, n_cells)
-        self.sort = counting_sort(keys, int(np.prod(n_cells)))
+        sort = counting_sort(keys, int(np.prod(n_cells)))
         if nl.reorder:
-            self.sort = _sorted_identity(state, keys, self.sort, nl)
+            sort = _sorted_identity(state, keys, sort, nl)
         if nl.nbr is None or nl.nbr.shape != (n, capacity):
             nl.nbr = np.empty((n, capacity), np.int32)
             nl.nbr_count = np.empty(n, np.int32)
-        max_count, min_r2 = _build_cpu(state.positions, keys, self.sort.bin_start, self.sort.order,
+        max_count, min_r2 = _build_cpu(state.positions, keys, sort.bin_start, sort.order,
                                        n_cells, L, 1.0 / L, r_list * r_list, nl.nbr, nl.nbr_count)
         state.positions_at_build[...] = state.positions
         return int(max_count), float(min_r2)
@@ -390,6 +402,7 @@ class _CudaBuild:
         self.cp = backend.xp
         self._kernels = {}
         self._flag = self.cp.zeros(1, np.int32)
+        self.plan: _BuildPlan | None = None
         #: set to a list to record (phase, CUDA event) pairs during builds (pycumd bench lj --build-split)
         self.phase_events: list | None = None
 
@@ -427,6 +440,52 @@ class _CudaBuild:
         return bool(flag.get()[0]) if wait else None
 
     def build(self, state, n_cells, r_list, capacity, nl):
+        """One build: the launches of :meth:`_enqueue`, replayed from a captured CUDA graph once
+        the plan (buffers and addresses) has been used before; one synchronisation, to read the
+        statistics.  With :attr:`phase_events` set, the launches run uncaptured between events."""
+        cp = self.cp
+        n = state.n_atoms
+        if nl.nbr is None or nl.nbr.size != n * capacity:
+            self.plan = None          # it holds views of the old storage: free that first
+            nl.nbr = nl.nbr_count = None
+            nl.nbr = cp.empty(n * capacity, np.int32)
+            nl.nbr_count = cp.empty(n, np.int32)
+        plan = self._plan_for(state, n_cells, r_list, capacity, nl)
+        if n == 0:
+            return 0, r_list * r_list
+        if self.phase_events is not None or plan.builds == 0:
+            # the first use compiles the kernels and runs the launches once, uncaptured
+            self._enqueue(state, plan, nl)
+        else:
+            if plan.graph is None:
+                stream = cp.cuda.Stream(non_blocking=False)
+                cp.cuda.get_current_stream().synchronize()
+                with stream:
+                    stream.begin_capture()
+                    self._enqueue(state, plan, nl)
+                    plan.graph = stream.end_capture()
+            plan.graph.launch(cp.cuda.get_current_stream())
+        plan.builds += 1
+        host = plan.stats.get()
+        self._mark("snapshot + stats")
+        return int(host[0]), float(host[1:2].view(np.float32)[0])
+
+    def _plan_for(self, state, n_cells, r_list, capacity, nl) -> "_BuildPlan":
+        """The plan of this build, made anew when an address, a size or a parameter changed."""
+        arrays = state.per_atom_arrays() + state.spare_at_build() + (nl.nbr, nl.nbr_count)
+        key = (tuple((a.data.ptr, a.nbytes) for a in arrays), tuple(int(c) for c in n_cells),
+               float(r_list), int(capacity), bool(nl.reorder), tuple(state.box_lengths))
+        if self.plan is None or self.plan.key != key:
+            self.plan = None                  # release the old buffers first
+            self.plan = _BuildPlan(self.backend, key, state, n_cells, nl)
+        return self.plan
+
+    def _enqueue(self, state, plan, nl) -> None:
+        """Launch a whole build on the current stream: no allocation, no synchronisation.
+
+        wrap -> cell index -> counting sort -> reorder (gather + copy back, identity order) ->
+        statistics reset -> list kernel -> positions at build.
+        """
         cp = self.cp
         n = state.n_atoms
         real = state.positions.dtype.type
@@ -441,25 +500,24 @@ class _CudaBuild:
             self._kernel(state, "wrap_positions_composite")(
                 grid, (BLOCK,), (state.positions, state.lo["positions"], state.images, np.int32(n), *L_hi, *L_lo))
         self._mark("wrap")
-        keys = cell_index(state.positions, L, n_cells)
+        cell_index(state.positions, L, plan.n_cells, out=plan.keys)
         self._mark("cell index")
-        self.sort = counting_sort(keys, int(np.prod(n_cells)))
+        enqueue_counting_sort(self.backend, plan.keys, plan.sort, scan=plan.scan)
         self._mark("counting sort")
+        order = plan.sort.order
         if nl.reorder:
-            self.sort = _sorted_identity(state, keys, self.sort, nl)
+            enqueue_gather_rows(self.backend, plan.gather, order)
+            order = identity_into(plan.identity)
         self._mark("reorder")
-        if nl.nbr is None or nl.nbr.size != n * capacity:
-            nl.nbr = cp.empty(n * capacity, np.int32)
-            nl.nbr_count = cp.empty(n, np.int32)
-        stats = cp.array([0, 0x7F7FFFFF], dtype=np.uint32)   # max count, min r^2 as float bits
-        self._launch_list_kernel(state, keys, n_cells, r_list, capacity, nl, stats)
+        stream = cp.cuda.get_current_stream().ptr
+        cp.cuda.runtime.memcpyAsync(plan.stats.data.ptr, plan.stats_initial.data.ptr, plan.stats.nbytes,
+                                    cp.cuda.runtime.memcpyDeviceToDevice, stream)
+        self._launch_list_kernel(state, plan.keys, plan.n_cells, nl.r_list, nl.capacity, nl, plan.stats,
+                                 plan.sort.bin_start, order)
         self._mark("list kernel")
         cp.copyto(state.positions_at_build, state.positions)
-        host = stats.get()
-        self._mark("snapshot + stats")
-        return int(host[0]), float(host[1:2].view(np.float32)[0])
 
-    def _launch_list_kernel(self, state, keys, n_cells, r_list, capacity, nl, stats):
+    def _launch_list_kernel(self, state, keys, n_cells, r_list, capacity, nl, stats, bin_start, order):
         """Launch ``build_neighbor_list``: one warp per 32 consecutive atoms of one cell row.
 
         The grid holds ``chunks_per_row`` warps per cell row (y, z), enough for a row of the mean
@@ -475,7 +533,7 @@ class _CudaBuild:
         name = "build_neighbor_list" if min(nx, ny, nz) >= 7 else "build_neighbor_list_rint"
         self._kernel(state, name)(
             ((warps + LIST_WARPS - 1) // LIST_WARPS,), (32 * LIST_WARPS,),
-            (state.positions, keys, self.sort.bin_start, self.sort.order, np.int32(bool(nl.reorder)),
+            (state.positions, keys, bin_start, order, np.int32(bool(nl.reorder)),
              np.int32(nx), np.int32(ny), np.int32(nz), np.int32(chunks_per_row),
              *self._box_args(state), state.positions.dtype.type(r_list * r_list),
              nl.nbr, nl.nbr_count, np.int32(capacity), np.int32(n), stats[0:1].view(np.int32),
@@ -489,6 +547,77 @@ class _CudaBuild:
         n = len(nl.nbr_count)
         count = int(nl.nbr_count[i].get())
         return nl.nbr[i:i + n * count:n].get() if count else np.empty(0, np.int32)
+
+
+class _BuildPlan:
+    """The device buffers of GPU builds at fixed addresses, sizes and parameters, and the captured
+    graph of the build's launches (made at the second build with this plan).
+
+    No build memory of its own where the state allows: the counting sort's arrays and the reorder's
+    gather buffers lie in the list storage (dead until the list kernel rewrites it); the cell keys,
+    the bin offsets and the identity order, which the list kernel reads, lie in the arrays
+    ``State.spare_at_build`` names (dead until the end of the build or the next force computation).
+    Whatever does not fit (a list of very few slots, more cells than atoms) gets an array of its own,
+    counted in :attr:`own_bytes`.  Only the two statistics and the scan's tile status are always
+    separate (a few bytes per 12,288 cells).
+    """
+
+    def __init__(self, backend, key, state, n_cells, nl):
+        cp = backend.xp
+        n = state.n_atoms
+        self.key = key
+        self.n_cells = tuple(int(c) for c in n_cells)
+        n_bins = int(np.prod(self.n_cells))
+        self.graph = None
+        self.builds = 0
+        self.own: list = []
+        # long-lived (read by the list kernel): keys, bin offsets, identity order (or sorted order)
+        sizes = CountingSortBuffers.sizes(n, n_bins)
+        long_lived = {"keys": n, "bin_start": sizes[1], "identity": n if nl.reorder else 0}
+        if not nl.reorder:
+            long_lived["order"] = n
+        spare_long = state.spare_at_build()
+        views = self._place(cp, long_lived, spare_long)
+        short_lived = {"count": sizes[0], "rank": n, "slots": n}
+        if nl.reorder:
+            short_lived["order"] = n
+        moved = state.per_atom_arrays() + (views["keys"],)
+        # the counting sort's scratch first, then the gather buffers behind it, in the list storage
+        nbr_bytes = nl.nbr.reshape(-1).view(np.uint8)
+        head = sum(-(-4 * size // SPARE_ALIGN) * SPARE_ALIGN for size in short_lived.values())
+        views.update(self._place(cp, short_lived, (nbr_bytes[:head],) if head <= nbr_bytes.size else ()))
+        self.keys = views["keys"]
+        self.sort = CountingSortBuffers(views["count"], views["bin_start"], views["rank"], views["slots"],
+                                        views["order"])
+        self.identity = views.get("identity")
+        self.gather = (gather_plan(backend, n, moved, (nbr_bytes[head:],) if head < nbr_bytes.size else ())
+                       if nl.reorder and n > 0 else None)
+        self.scan = CapturableScan(backend, n_bins + 1, np.int32)
+        self.stats = cp.empty(2, np.uint32)                    # max count, min r^2 as float bits
+        self.stats_initial = cp.asarray([0, 0x7F7FFFFF], dtype=np.uint32)
+
+    def _place(self, cp, sizes: dict, regions) -> dict:
+        """int32 views of ``sizes[name]`` elements each in ``regions`` (first fit), or own arrays."""
+        names = list(sizes)
+        layout = spare_layout([4 * sizes[k] for k in names], [r.nbytes for r in regions])
+        views = {}
+        for name, place in zip(names, layout):
+            if place is None:
+                views[name] = cp.empty(sizes[name], np.int32)
+                self.own.append(views[name])
+            else:
+                r, offset = place
+                flat = regions[r].reshape(-1).view(np.uint8)
+                views[name] = flat[offset:offset + 4 * sizes[name]].view(np.int32)
+        return views
+
+    @property
+    def own_bytes(self) -> int:
+        """Bytes this plan holds outside the state and the list storage."""
+        extra = (self.gather.own_bytes + int(self.gather.src.nbytes + self.gather.dst.nbytes)
+                 if self.gather is not None else 0)
+        return (sum(int(a.nbytes) for a in self.own) + extra + self.scan.nbytes
+                + int(self.stats.nbytes + self.stats_initial.nbytes))
 
 
 def _sorted_identity(state, keys, sort, nl):
