@@ -95,3 +95,42 @@ def test_graph_recaptured_when_neighbor_storage_grows():
     ref.run(200)
     assert sim.neighbors.capacity > int(ref.neighbors.nbr_count.max()) - 1
     assert np.allclose(sim.system().positions, ref.system().positions, rtol=0, atol=1e-9)
+
+
+class _ShrinkListStorage:
+    """A reporter that, at its steps, lowers the list capacity to one slot fewer than the largest
+    count: the next build (inside the step graph) drops the storage, makes a smaller one and
+    overflows."""
+
+    needs_energy = False
+
+    def __init__(self, every):
+        self.every = every
+
+    def begin_run(self):
+        pass
+
+    def wants(self, step, run_start, run_end):
+        return step % self.every == 0
+
+    def report(self, sim):
+        nl = sim.neighbors
+        nl.capacity = int(nl.nbr_count.max()) - 1
+        nl.recent_max_counts.clear()
+
+
+def test_overflow_inside_the_rebuild_step_is_repaired_with_the_same_bits():
+    """A build replayed in the step graph's rebuild step that overflows the storage freezes the
+    step; the host repeats it with a larger storage: positions and velocities equal, bit for bit,
+    those of the step-by-step loop without overflows."""
+    out = {}
+    for graphs in (False, True):
+        sim = Simulation(melt_system(6), lj(), device="cuda", precision="double", use_graphs=graphs)
+        if graphs:
+            sim.reporters.append(_ShrinkListStorage(every=60))
+        sim.run(300)
+        out[graphs] = (sim.system(), sim.neighbors.n_builds, sim._step_graph)
+    a, b = out[False][0], out[True][0]
+    assert np.array_equal(a.positions, b.positions) and np.array_equal(a.velocities, b.velocities)
+    assert out[False][1] == out[True][1]
+    assert out[True][2].overflows >= 3

@@ -1,4 +1,4 @@
-"""Blocks of ordinary NVE steps captured in a CUDA graph, with the rebuild decision on the device.
+"""Blocks of ordinary NVE steps captured in CUDA graphs, with the rebuild decision on the device.
 
 At a few tens of thousands of atoms a step is a few microseconds of GPU work per kernel, less
 than the host needs to launch it, and a rebuild decision read back every step would add a full
@@ -10,16 +10,28 @@ block of ``K`` steps, launched with one call::
 The displacement check sets ``control[0]`` ("frozen") when some atom has moved more than half
 the skin; every later kernel of the block then returns at once, so the block stops exactly
 after the initial integrate of the step that needs a rebuild, and ``control[1]`` tells which
-step completed last.  The host reads the two flags once per block (the only synchronisation),
-and if frozen, rebuilds the list and finishes that step the ordinary way -- the same kernels in
-the same order as the step-by-step path, hence the same bits.
+step completed last.  The host reads the control array once per block (the only
+synchronisation), and if frozen, launches the *rebuild step*, a second captured graph::
+
+    control reset -> the neighbour build's launches -> statistics to control[3:5] -> pair forces
+    -> final_integrate
+
+followed at once by the next block, without waiting: the build's statistics are read with that
+block's control flags.  If the build overflowed the list storage, its last kernel freezes the
+step (``control[0]``, ``control[2]``), so neither the forces nor the next block run; the host
+then repeats the build with a larger storage and finishes the step the ordinary way.  The same
+kernels run in the same order as on the step-by-step path, hence the same bits.
 
 Blocks aim to end where the next rebuild is expected (a running mean of the interval between
-rebuilds), since the launches left in a frozen block are wasted.  A graph bakes in its kernel arguments, so it is captured again when the neighbour storage is
-reallocated (capacity growth); particles reordered at rebuilds keep their buffers.
+rebuilds), since the launches left in a frozen block are wasted.  A graph bakes in its kernel
+arguments, so the block graphs are captured again when the neighbour storage is reallocated
+(capacity change) and the rebuild step with each new build plan; particles reordered at rebuilds
+keep their buffers.
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 
 class CudaStepGraph:
@@ -43,6 +55,8 @@ class CudaStepGraph:
         self.frozen_blocks = 0
         self._interval = float(block_steps)   # running mean of the steps between rebuilds
         self._since_build = 0
+        self._rebuild = None                  # (build plan, rebuild-step graph)
+        self.overflows = 0                    # rebuild steps repeated on the host
 
     @staticmethod
     def applicable(sim) -> bool:
@@ -64,6 +78,8 @@ class CudaStepGraph:
             limit2 = nl.displacement_limit2
             with self.stream:
                 self.stream.begin_capture()
+                # control[1] = 0: a block frozen at its first step completed none
+                self.cp.cuda.runtime.memsetAsync(state.control.data.ptr + 4, 0, 4, self.stream.ptr)
                 for step_in_block in range(1, k + 1):
                     sim.integrator.initial_integrate(state)
                     nl._impl.displacement_exceeds(state, limit2, flag=state.control)
@@ -73,29 +89,80 @@ class CudaStepGraph:
             self._graphs[k] = graph
         return graph
 
-    def advance(self, n_steps: int) -> int:
-        """Run up to ``n_steps`` ordinary steps; return how many were completed (>= 1)."""
+    def _rebuild_step(self):
+        """Prepare the neighbour build on the host and return the rebuild-step graph (captured
+        anew for a new build plan)."""
         sim, state, nl = self.sim, self.sim.state, self.sim.neighbors
-        # a block that freezes early wastes its remaining (no-op) launches: aim at the expected rebuild
-        expected = int(round(self._interval)) - self._since_build + 1
-        k = min(n_steps, self.block_steps, max(expected, 2))
-        graph = self._graph(k)
-        state.control.fill(0)
-        self.cp.cuda.get_current_stream().synchronize()
-        graph.launch(self.stream)
-        frozen, done = (int(x) for x in state.control.get(stream=self.stream))
-        self.blocks += 1
-        state.step += done
-        if not frozen:
-            self._since_build += done
-            return done
-        # The displacement check of step `done + 1` fired after its initial integrate: finish it here.
-        self.frozen_blocks += 1
-        state.control.fill(0)
+        n_cells = nl.prepare_build(state)
+        impl = nl._impl
+        plan = impl.prepare(state, n_cells, nl.r_list, nl.capacity, nl)
+        if self._rebuild is None or self._rebuild[0] is not plan:
+            impl._kernel(state, "publish_build_stats")     # compiled before, not during, the capture
+            cp = self.cp
+            with self.stream:
+                self.stream.begin_capture()
+                cp.cuda.runtime.memsetAsync(state.control.data.ptr, 0, 3 * 4, self.stream.ptr)
+                impl.enqueue(state, plan, nl, control=state.control)
+                sim.forces.compute(state, nl, False)
+                sim.integrator.final_integrate(state, 0)
+                self._rebuild = (plan, self.stream.end_capture())
+        plan.builds += 1
+        return self._rebuild[1]
+
+    def _finish_rebuild(self, control) -> bool:
+        """Read the launched rebuild step's statistics; on an overflow repeat the build with a
+        larger storage and finish the step on the host.  Returns False after an overflow (the
+        block launched behind the rebuild step did nothing)."""
+        sim, state, nl = self.sim, self.sim.state, self.sim.neighbors
+        max_count = int(control[3])
+        min_r2 = float(np.asarray(control[4:5], dtype=np.int32).view(np.float32)[0])
         state.step += 1
-        self._interval = 0.8 * self._interval + 0.2 * (self._since_build + done + 1)
-        self._since_build = 0
+        if nl.finish_build(state, max_count, min_r2):
+            return True
+        self.overflows += 1
+        state.control.fill(0)
         nl.build(state)
         sim.forces.compute(state, nl, False)
         sim.integrator.final_integrate(state)
-        return done + 1
+        return False
+
+    def advance(self, n_steps: int) -> int:
+        """Run up to ``n_steps`` ordinary steps; return how many were completed (>= 1).
+
+        Blocks and rebuild steps follow one another with one synchronisation per block; the call
+        returns with no rebuild step left unread.
+        """
+        sim, state, nl = self.sim, self.sim.state, self.sim.neighbors
+        completed = 0
+        pending = False           # a rebuild step launched, its statistics not yet read
+        while True:
+            remaining = n_steps - completed - pending
+            if remaining > 0:
+                # a block that freezes early wastes its remaining (no-op) launches: aim at the expected rebuild
+                expected = int(round(self._interval)) - self._since_build + 1
+                k = min(remaining, self.block_steps, max(expected, 2))
+                self._graph(k).launch(self.stream)
+                self.blocks += 1
+            control = state.control.get(stream=self.stream)
+            if pending:
+                pending = False
+                completed += 1
+                if not self._finish_rebuild(control):
+                    continue                    # the block behind it did nothing
+            if remaining <= 0:
+                return completed
+            frozen, done = int(control[0]), int(control[1])
+            completed += done
+            state.step += done
+            if not frozen:
+                self._since_build += done
+                if completed >= n_steps:
+                    return completed
+                continue
+            # The displacement check of the next step fired after its initial integrate: rebuild
+            # and finish that step in the rebuild step's graph; the next block follows it at once.
+            self.frozen_blocks += 1
+            self._interval = 0.8 * self._interval + 0.2 * (self._since_build + done + 1)
+            self._since_build = 0
+            self._rebuild_step().launch(self.stream)
+            pending = True

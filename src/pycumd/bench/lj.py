@@ -13,6 +13,8 @@ import gc
 import json
 import time
 
+import numpy as np
+
 from pycumd.potentials import LennardJones
 from pycumd.simulation import Simulation
 from pycumd.system import create_velocities, lattice_system
@@ -80,7 +82,8 @@ def time_split(sim, steps: int, seconds: float) -> dict:
     """
     b, state, nl, n = sim.backend, sim.state, sim.neighbors, sim.state.n_atoms
     timer = _timer(b)
-    t_build = timer(lambda: nl.build(state), 5)        # first: a build leaves the forces undefined
+    block = graph_block_step(sim) if b.is_gpu else None  # first: the timers below leave a hot state
+    t_build = timer(lambda: nl.build(state), 5)        # a build leaves the forces undefined
     t_force = timer(lambda: sim.forces.compute(state, nl, False), 20)
     t_integrate = timer(lambda: (sim.integrator.initial_integrate(state), sim.integrator.final_integrate(state)), 20)
     step = seconds / steps
@@ -103,6 +106,8 @@ def time_split(sim, steps: int, seconds: float) -> dict:
         del src, dst
     if b.is_gpu:
         out["build_phases_s"] = build_phases(sim)
+        if block is not None:
+            out["graph_step_s"] = block
     return {**out, "rebuild_rate": rebuild_rate}
 
 
@@ -145,6 +150,31 @@ def format_memory(r: dict) -> str:
         text += (f"; capacity {r['capacity']}, max count {r['max_count']}, overflows {r['overflows']},"
                  f" resizes {r['resizes']}")
     return text
+
+
+def graph_block_step(sim, k: int = 4, reps: int = 5):
+    """GPU time per step of a captured block of ``k`` ordinary steps run right after a build (so
+    that no step of it rebuilds), median of ``reps`` blocks; None without a step graph."""
+    graph, state, nl = sim._step_graph, sim.state, sim.neighbors
+    if graph is None:
+        return None
+    cp = sim.backend.xp
+    times = []
+    for _ in range(reps):
+        nl.build(state)
+        sim.forces.compute(state, nl, False)
+        state.control.fill(0)
+        block = graph._graph(k)
+        cp.cuda.Device().synchronize()
+        start, stop = cp.cuda.Event(), cp.cuda.Event()
+        start.record(graph.stream)
+        block.launch(graph.stream)
+        stop.record(graph.stream)
+        stop.synchronize()
+        if int(state.control[0].get()) == 0:           # no step of the block was frozen
+            times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3 / k)
+    state.control.fill(0)
+    return float(np.median(times)) if times else None
 
 
 def build_phases(sim, reps: int = 5) -> dict:
@@ -198,6 +228,8 @@ def main(argv=None):
                   f"{r['rebuilds']:>8} {r['force_s'] * 1e6:>9.1f} {r['build_s'] * 1e6:>9.1f} "
                   f"{r['integrate_s'] * 1e6:>9.1f} {r.get('gpu_bytes_per_atom', 0):>7.0f} {bw:>13}", flush=True)
             print(" " * 11 + "memory (B/atom): " + format_memory(r), flush=True)
+            if "graph_step_s" in r:
+                print(" " * 11 + f"captured ordinary step (GPU): {r['graph_step_s'] * 1e6:.1f} us", flush=True)
             if "build_phases_s" in r:
                 print(" " * 11 + "build phases (us): " + ", ".join(
                     f"{k} {v * 1e6:.0f}" for k, v in r["build_phases_s"].items()), flush=True)

@@ -280,21 +280,38 @@ class NeighborList:
 
     def build(self, state) -> None:
         """Wrap positions, counting-sort atoms into cells and rebuild the list (growing storage as needed)."""
+        n_cells = self.prepare_build(state)
+        while True:
+            max_count, min_r2 = self._impl.build(state, n_cells, self.r_list, self.capacity, self)
+            if self.finish_build(state, max_count, min_r2):
+                return
+
+    def prepare_build(self, state) -> np.ndarray:
+        """Host-side start of a build: check the box, choose the capacity (initial, or shrunk, see
+        the module docstring), drop storage of the wrong size; return the cells per dimension."""
         L = np.asarray(state.box_lengths)
         self.check_box(L)
         n = state.n_atoms
         if self.capacity is None:
             self.capacity = self._initial_capacity(n, float(np.prod(L)))
         self._shrink_if_oversized(n)
-        n_cells = self.cells_per_dimension(L)
-        while True:
-            self._free_if_resized(n)
-            max_count, min_r2 = self._impl.build(state, n_cells, self.r_list, self.capacity, self)
-            if max_count <= self.capacity:
-                break
+        self._free_if_resized(n)
+        return self.cells_per_dimension(L)
+
+    def finish_build(self, state, max_count: int, min_r2: float) -> bool:
+        """Host-side end of a build from its statistics (largest count, smallest squared distance).
+
+        Returns False when the storage overflowed: the capacity is raised to hold ``max_count``
+        (its old storage dropped) and the build must be repeated.  Otherwise records the count,
+        checks for overlapping atoms at the first build (:class:`OverlapError`) and returns True.
+        """
+        n = state.n_atoms
+        if max_count > self.capacity:
             self.overflows += 1
             self.capacity = capacity_for(max_count, n)
             self.recent_max_counts.clear()
+            self._free_if_resized(n)
+            return False
         self.recent_max_counts = (self.recent_max_counts + [max_count])[-CAPACITY_WINDOW:]
         if self.n_builds == 0 and n > 1 and min_r2 < self.overlap_distance**2:
             i, j, r = self._impl.closest_pair(state, self)
@@ -303,6 +320,7 @@ class NeighborList:
                 f"{self.overlap_distance:.4g} (length units); check the input coordinates")
         self.n_builds += 1
         self.steps_since_build = 0
+        return True
 
     def neighbors_of(self, i: int) -> np.ndarray:
         """Host copy of atom ``i``'s neighbour indices, in list order."""
@@ -440,29 +458,24 @@ class _CudaBuild:
         return bool(flag.get()[0]) if wait else None
 
     def build(self, state, n_cells, r_list, capacity, nl):
-        """One build: the launches of :meth:`_enqueue`, replayed from a captured CUDA graph once
+        """One build: the launches of :meth:`enqueue`, replayed from a captured CUDA graph once
         the plan (buffers and addresses) has been used before; one synchronisation, to read the
         statistics.  With :attr:`phase_events` set, the launches run uncaptured between events."""
         cp = self.cp
         n = state.n_atoms
-        if nl.nbr is None or nl.nbr.size != n * capacity:
-            self.plan = None          # it holds views of the old storage: free that first
-            nl.nbr = nl.nbr_count = None
-            nl.nbr = cp.empty(n * capacity, np.int32)
-            nl.nbr_count = cp.empty(n, np.int32)
-        plan = self._plan_for(state, n_cells, r_list, capacity, nl)
+        plan = self.prepare(state, n_cells, r_list, capacity, nl)
         if n == 0:
             return 0, r_list * r_list
         if self.phase_events is not None or plan.builds == 0:
             # the first use compiles the kernels and runs the launches once, uncaptured
-            self._enqueue(state, plan, nl)
+            self.enqueue(state, plan, nl)
         else:
             if plan.graph is None:
                 stream = cp.cuda.Stream(non_blocking=False)
                 cp.cuda.get_current_stream().synchronize()
                 with stream:
                     stream.begin_capture()
-                    self._enqueue(state, plan, nl)
+                    self.enqueue(state, plan, nl)
                     plan.graph = stream.end_capture()
             plan.graph.launch(cp.cuda.get_current_stream())
         plan.builds += 1
@@ -470,8 +483,16 @@ class _CudaBuild:
         self._mark("snapshot + stats")
         return int(host[0]), float(host[1:2].view(np.float32)[0])
 
-    def _plan_for(self, state, n_cells, r_list, capacity, nl) -> "_BuildPlan":
-        """The plan of this build, made anew when an address, a size or a parameter changed."""
+    def prepare(self, state, n_cells, r_list, capacity, nl) -> "_BuildPlan":
+        """Host-side set-up of a build: the list storage of ``capacity`` slots per atom and the
+        plan, made anew when an address, a size or a parameter changed (allocations and host to
+        device copies: not capturable; :meth:`enqueue` is)."""
+        n = state.n_atoms
+        if nl.nbr is None or nl.nbr.size != n * capacity:
+            self.plan = None          # it holds views of the old storage: free that first
+            nl.nbr = nl.nbr_count = None
+            nl.nbr = self.cp.empty(n * capacity, np.int32)
+            nl.nbr_count = self.cp.empty(n, np.int32)
         arrays = state.per_atom_arrays() + state.spare_at_build() + (nl.nbr, nl.nbr_count)
         key = (tuple((a.data.ptr, a.nbytes) for a in arrays), tuple(int(c) for c in n_cells),
                float(r_list), int(capacity), bool(nl.reorder), tuple(state.box_lengths))
@@ -480,11 +501,14 @@ class _CudaBuild:
             self.plan = _BuildPlan(self.backend, key, state, n_cells, nl)
         return self.plan
 
-    def _enqueue(self, state, plan, nl) -> None:
+    def enqueue(self, state, plan, nl, control=None) -> None:
         """Launch a whole build on the current stream: no allocation, no synchronisation.
 
         wrap -> cell index -> counting sort -> reorder (gather + copy back, identity order) ->
-        statistics reset -> list kernel -> positions at build.
+        statistics reset -> list kernel -> positions at build.  With ``control`` (the state's
+        step-control array, :mod:`pycumd.step_graph`), a last kernel copies the statistics to
+        ``control[3:5]`` and, if the storage overflowed, freezes the step (``control[0]`` and
+        ``control[2]`` set): the kernels after it do nothing until the host repeats the build.
         """
         cp = self.cp
         n = state.n_atoms
@@ -516,6 +540,8 @@ class _CudaBuild:
                                  plan.sort.bin_start, order)
         self._mark("list kernel")
         cp.copyto(state.positions_at_build, state.positions)
+        if control is not None:
+            self._kernel(state, "publish_build_stats")((1,), (1,), (plan.stats, np.int32(nl.capacity), control))
 
     def _launch_list_kernel(self, state, keys, n_cells, r_list, capacity, nl, stats, bin_start, order):
         """Launch ``build_neighbor_list``: one warp per 32 consecutive atoms of one cell row.
