@@ -152,7 +152,7 @@ def main(argv=None) -> int:
     ap.add_argument("--precision", nargs="+", default=["single"], choices=["single"],
                     help="gamdpy runs in single precision only (accepted for symmetry with the other scripts)")
     ap.add_argument("--steps", type=int, default=500, help="timed steps")
-    ap.add_argument("--warmup", type=int, default=None, help="warm-up steps (default max(steps/10, 20))")
+    ap.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 300, as pycumd bench lj)")
     ap.add_argument("--gridsync", default="auto", choices=["auto", "default", "on", "off"],
                     help="auto: default plan, on failure again with gridsync off; default: gamdpy's plan as is")
     ap.add_argument("--skin", type=float, default=0.5)
@@ -163,7 +163,7 @@ def main(argv=None) -> int:
     ap.add_argument("--_result", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.warmup is None:
-        args.warmup = max(args.steps // 10, 20)
+        args.warmup = 300
     if args._child:
         return child_main(args)
 

@@ -118,7 +118,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cells", type=int, nargs="+", default=[20, 63], help="fcc cells per edge (N = 4 cells^3)")
     ap.add_argument("--precision", nargs="+", default=["single", "mixed"], choices=["single", "mixed", "double"])
     ap.add_argument("--steps", type=int, default=500, help="timed steps")
-    ap.add_argument("--warmup", type=int, default=None, help="warm-up steps (default max(steps/10, 20))")
+    ap.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 300, as pycumd bench lj)")
     ap.add_argument("--platform", default="CUDA", help="OpenMM platform: CUDA (default), OpenCL, CPU, Reference")
     ap.add_argument("--timeout", type=float, default=None, help="seconds allowed for each size")
     ap.add_argument("--json", help="append results as JSON lines to this file")
@@ -126,7 +126,7 @@ def main(argv=None) -> int:
     ap.add_argument("--_result", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.warmup is None:
-        args.warmup = max(args.steps // 10, 20)
+        args.warmup = 300
     if args._child:
         return child_main(args)
 

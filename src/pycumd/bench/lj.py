@@ -1,7 +1,9 @@
 """Throughput of the LJ liquid (LAMMPS bench/in.lj scaled up): steps/s and atom-steps/s.
 
 fcc start at density 0.8442, T 1.44, cutoff 2.5 (truncated), skin 0.3, NVE, dt 0.005, neighbour
-rebuild by displacement check.  Whole steps after a warm-up run; thermo only at the ends.
+rebuild by displacement check.  Whole steps after a warm-up run (default 300 steps: compilation,
+the fcc lattice melting, the list's first capacity adjustment after 20 builds and the CUDA graphs
+captured for it happen before the timing); thermo only at the ends.
 
     pycumd bench lj --cells 20 50 --precision mixed single --steps 500
 """
@@ -21,7 +23,7 @@ from pycumd.system import create_velocities, lattice_system
 
 
 def measure(cells: int, precision: str, steps: int, device: str, use_graphs: bool = True,
-            deterministic: bool = False, lanes: int | None = None) -> dict:
+            deterministic: bool = False, lanes: int | None = None, warmup: int = 300) -> dict:
     gc.collect()                                      # earlier measurements' arrays out of the memory count
     if device != "cpu":
         try:
@@ -36,7 +38,7 @@ def measure(cells: int, precision: str, steps: int, device: str, use_graphs: boo
                      deterministic=deterministic)
     if lanes is not None:
         sim.forces.lanes = lanes                      # threads per atom of the force kernel (default: by N)
-    sim.run(max(steps // 10, 20))                     # warm-up: compile, melt the lattice a bit
+    sim.run(warmup)                                   # compile, melt, settle the list's capacity
     builds0 = sim.neighbors.n_builds
     t0 = time.perf_counter()
     sim.run(steps)
@@ -46,7 +48,7 @@ def measure(cells: int, precision: str, steps: int, device: str, use_graphs: boo
     n = system.n_atoms
     total_energy = sim.thermo_row()["TotEng"]
     split = time_split(sim, steps, seconds)
-    return {**split, "N": n, "precision": precision, "device": sim.backend.device_name, "steps": steps,
+    return {**split, "N": n, "precision": precision, "device": sim.backend.device_name, "steps": steps, "warmup": warmup,
             "steps_per_s": steps / seconds, "atom_steps_per_s": n * steps / seconds,
             "rebuilds": sim._last_rebuilds, "TotEng": total_energy,
             "graphs": use_graphs, "deterministic": deterministic, "lanes": getattr(sim.forces, "lanes", None)}
@@ -209,6 +211,7 @@ def main(argv=None):
     ap.add_argument("--n", type=int, nargs="+", help="atom counts instead of --cells (rounded to the nearest 4 cells^3)")
     ap.add_argument("--precision", nargs="+", default=["auto"])
     ap.add_argument("--steps", type=int, default=500)
+    ap.add_argument("--warmup", type=int, default=300, help="steps run before the timing (default 300)")
     ap.add_argument("--device", default="auto")
     ap.add_argument("--json", help="append results as JSON lines to this file")
     ap.add_argument("--no-graphs", action="store_true", help="step-by-step host loop (no CUDA graphs)")
@@ -222,7 +225,8 @@ def main(argv=None):
           f"{'force us':>9} {'build us':>9} {'integ us':>9} {'B/atom':>7} {'force/copy BW':>13}")
     for cells in args.cells:
         for precision, lanes in [(p, k) for p in args.precision for k in args.lanes]:
-            r = measure(cells, precision, args.steps, args.device, not args.no_graphs, args.deterministic, lanes)
+            r = measure(cells, precision, args.steps, args.device, not args.no_graphs, args.deterministic, lanes,
+                        args.warmup)
             bw = f"{r['force_GBps'] / r['copy_GBps']:.2f}" if "copy_GBps" in r else "-"
             print(f"{r['N']:>10} {r['precision'] + ('' if lanes is None else f'/{lanes}'):>9} {r['steps_per_s']:>10.1f} {r['atom_steps_per_s']:>13.3e} "
                   f"{r['rebuilds']:>8} {r['force_s'] * 1e6:>9.1f} {r['build_s'] * 1e6:>9.1f} "
