@@ -17,7 +17,8 @@
 //   range of sorted slots, or two where it crosses the periodic x boundary.  Its cells in dx order
 //   and its atoms in slot order are exactly the order of the rule.  In "unwrapped" cell
 //   coordinates u = cx + dx (u may be < 0 or >= nx) the row is a window of the row's periodic
-//   repetition, and the position of cell u in that repetition is row_pos(u) below.
+//   repetition; row_cell(u) below gives its cell and copy (-1, 0, 1), and with the row's first
+//   slot rb and atom count rc its position is copy * rc + cell_start[cell] - rb.
 // * One warp per 32 consecutive slots of one cell row (a task).  All lanes share cy, cz, hence
 //   the same absolute stencil rows.  A grid of n_rows * chunks_per_row tasks; a row with more than
 //   chunks_per_row * 32 atoms is finished by its tasks in strides.
@@ -25,7 +26,19 @@
 //   (cells u0 .. u1) from global memory once, coalesced, into shared memory (LIST_STAGE candidates at a
 //   time), and each lane then tests its own atom against its own contiguous part [ta, tb) of the
 //   staged range, in order.  Cells whose face is beyond r_list are dropped from the two ends of a
-//   lane's range (the face gap grows with |dx|), as the rule skips them.
+//   lane's range (the face gap grows with |dx|), as the rule skips them.  Latency: the six cell
+//   bounds of a stencil row are loaded in one round (all addresses first), and a lane's
+//   LIST_STAGE / 32 candidate loads are all in flight before the first is written to shared memory.
+// * The candidate test is branch-free (predicated stores), and a stencil row in which no lane needs
+//   an image shift runs a loop without the shift subtractions (x - 0 == x: the same r^2).
+// * Output ring (LIST_RING > 0).  Stores of list entries are the L2's load: one scattered 4-byte
+//   store per entry fills a 32-byte sector each (Nsight Compute on v5a at 1M atoms: L2 at 78% of
+//   its peak with 70 million sector writes).  So each lane puts its entries in a ring of LIST_RING
+//   rows in shared memory (ring[row][lane]: no bank conflict), and after each stencil row the warp
+//   writes the rows every active lane has reached, one row k at a time: entries k of 32
+//   consecutive atoms are contiguous in the column-major storage (4-5 sectors instead of up to 32).
+//   A lane that would get LIST_RING rows ahead of the slowest lane stores its further entries
+//   directly; a stencil row in which no lane can reach its ring limit skips that check.
 // * Image shifts instead of rint (IMAGE_SHIFT kernel, every dimension with n >= 7 cells).  There
 //   a candidate lies at most 2 cells away, |dx| < 3w <= 3L/7, so rint(ddx / L) in the rule is 0 for
 //   a candidate that did not cross the periodic boundary and +-1 for one that did, and which one is
@@ -44,10 +57,15 @@
 #define LIST_WARPS 4          // warps per block of the list kernel (block = 32 * LIST_WARPS threads)
 #endif
 #ifndef LIST_MIN_BLOCKS
-#define LIST_MIN_BLOCKS 1     // __launch_bounds__ minimum blocks per SM of the list kernel (register cap)
+// __launch_bounds__ minimum blocks per SM of the list kernel (register cap): single precision 6
+// (80 registers, 24 warps per SM, no spills; 1M atoms on the H100: 904 us against 955 us uncapped)
+#define LIST_MIN_BLOCKS (sizeof(real_t) == 4 ? 6 : 1)
 #endif
 #ifndef LIST_STAGE
-#define LIST_STAGE 128        // candidates staged in shared memory per warp at a time
+#define LIST_STAGE 64         // candidates staged in shared memory per warp at a time (a multiple of 32)
+#endif
+#ifndef LIST_RING
+#define LIST_RING 32          // rows of the per-warp output ring (a power of two; 0: scattered stores)
 #endif
 #include "positions.cuh"
 
@@ -61,15 +79,96 @@ __device__ __forceinline__ real_t face_gap(real_t x, int c, int d, real_t w, int
     return d > 0 ? (d * w - f) : (f + (-d - 1) * w);
 }
 
-// Position of unwrapped cell u (in [-n, 2n)) in the periodic repetition of one cell row: the row's
-// cells start at cell_start[base], hold rc atoms from slot rb on; copy k = -1, 0, 1 starts at k * rc.
-__device__ __forceinline__ int row_pos(const int* __restrict__ cell_start, int base, int rb, int rc, int u, int n) {
-    int k = 0;
-    if (u < 0) { u += n; k = -1; } else if (u >= n) { u -= n; k = 1; }
-    return k * rc + cell_start[base + u] - rb;
+// Unwrapped cell u in [-n, 2n) of a cell row: its cell index in the row (u mod n), and which copy
+// of the row's periodic repetition it is in (-1, 0, 1).
+__device__ __forceinline__ int row_cell(int u, int n, int& copy) {
+    copy = u < 0 ? -1 : (u >= n ? 1 : 0);
+    return u - copy * n;
 }
 
 struct __align__(16) Candidate { real_t x, y, z; int j; };
+
+// A predicated store (no branch: in a warp some lane almost always stores).
+__device__ __forceinline__ void store_if(bool p, int* addr, int value) {
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t@q st.global.b32 [%0], %1;\n\t}"
+                 :: "l"(addr), "r"(value), "r"((int)p) : "memory");
+}
+
+// Entry k of the column `out` (k * stride ints further on; stride * 4 < 2^32).
+__device__ __forceinline__ int* entry(int* out, int k, int stride) {
+    return reinterpret_cast<int*>(reinterpret_cast<char*>(out) + (size_t)(unsigned)k * (4u * (unsigned)stride));
+}
+
+// The output ring: row r of a lane at shared address ring_lane + 128 (r mod LIST_RING).
+__device__ __forceinline__ unsigned ring_row(unsigned ring_lane, int r) {
+    return ring_lane + ((unsigned)(r & (LIST_RING - 1)) << 7);
+}
+__device__ __forceinline__ void ring_store_if(bool p, unsigned addr, int value) {
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t@q st.shared.b32 [%0], %1;\n\t}"
+                 :: "r"(addr), "r"(value), "r"((int)p) : "memory");
+}
+__device__ __forceinline__ int ring_load(unsigned addr) {
+    int value;
+    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(value) : "r"(addr) : "memory");
+    return value;
+}
+
+// The candidate loop of one lane over staged[lo - c0 .. hi - c0): the rule's r^2 in the rule's
+// operation order.  MODE 0: image shifts; 1: no shift (every shift of the row is 0); 2: rint.
+// STORE 0: scattered stores; 1: every entry to the ring (no lane can pass its ring limit here);
+// 2: to the ring below the ring limit, directly from there on.
+template <int MODE, int STORE>
+__device__ __forceinline__ void candidate_loop(
+    const Candidate* staged, int c0, int lo, int hi, real_t xi, real_t yi, real_t zi, int i,
+    int t_switch, real_t sx_before, real_t sx_after, real_t sy, real_t sz,
+    real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, real_t r_list2,
+    int* out, unsigned ring_lane, int ring_limit, int capacity, int stride, int& count, real_t& min_r2)
+{
+    for (int t = lo; t < hi; ++t) {
+        const Candidate q = staged[t - c0];
+        real_t ddx = xi - q.x, ddy = yi - q.y, ddz = zi - q.z;
+        if (MODE == 0) {
+            ddx -= t < t_switch ? sx_before : sx_after;
+            ddy -= sy;
+            ddz -= sz;
+        } else if (MODE == 2) {
+            ddx -= Lx * rint(ddx * invLx);
+            ddy -= Ly * rint(ddy * invLy);
+            ddz -= Lz * rint(ddz * invLz);
+        }
+        const real_t r2 = ddx * ddx + ddy * ddy + ddz * ddz;
+        const bool accept = r2 < r_list2 && q.j != i;
+        if (STORE == 0) {
+            store_if(accept && count < capacity, entry(out, count, stride), q.j);
+        } else if (STORE == 1) {
+            ring_store_if(accept, ring_row(ring_lane, count), q.j);
+        } else {
+            ring_store_if(accept && count < ring_limit, ring_row(ring_lane, count), q.j);
+            store_if(accept && count >= ring_limit && count < capacity, entry(out, count, stride), q.j);
+        }
+        min_r2 = (accept && r2 < min_r2) ? r2 : min_r2;
+        count += accept;
+    }
+}
+
+// The candidate loop of the row's kind: rint (small boxes), image shifts, or none.
+template <bool IMAGE_SHIFT, int STORE>
+__device__ __forceinline__ void candidate_loops(
+    bool shifted, const Candidate* staged, int c0, int lo, int hi, real_t xi, real_t yi, real_t zi, int i,
+    int t_switch, real_t sx_before, real_t sx_after, real_t sy, real_t sz,
+    real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, real_t r_list2,
+    int* out, unsigned ring_lane, int ring_limit, int capacity, int stride, int& count, real_t& min_r2)
+{
+    if (!IMAGE_SHIFT)
+        candidate_loop<2, STORE>(staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before, sx_after, sy, sz, Lx, Ly, Lz,
+                                 invLx, invLy, invLz, r_list2, out, ring_lane, ring_limit, capacity, stride, count, min_r2);
+    else if (shifted)
+        candidate_loop<0, STORE>(staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before, sx_after, sy, sz, Lx, Ly, Lz,
+                                 invLx, invLy, invLz, r_list2, out, ring_lane, ring_limit, capacity, stride, count, min_r2);
+    else
+        candidate_loop<1, STORE>(staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before, sx_after, sy, sz, Lx, Ly, Lz,
+                                 invLx, invLy, invLz, r_list2, out, ring_lane, ring_limit, capacity, stride, count, min_r2);
+}
 
 template <bool IMAGE_SHIFT>
 __device__ __forceinline__ void build_list_rows(
@@ -80,20 +179,29 @@ __device__ __forceinline__ void build_list_rows(
     int* __restrict__ nbr, int* __restrict__ nbr_count, int capacity, int stride,
     int* __restrict__ max_count, unsigned int* __restrict__ min_r2_bits)
 {
+    constexpr int PER_LANE = LIST_STAGE / 32;
     __shared__ Candidate staged_all[LIST_WARPS][LIST_STAGE];
+#if LIST_RING
+    __shared__ int ring_all[LIST_WARPS][LIST_RING * 32];
+#endif
     const unsigned FULL = 0xffffffffu;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     Candidate* staged = staged_all[warp];
+#if LIST_RING
+    const unsigned ring_lane = (unsigned)__cvta_generic_to_shared(ring_all[warp] + lane);   // row 0 of this lane
+#else
+    const unsigned ring_lane = 0;
+#endif
     const int task = blockIdx.x * LIST_WARPS + warp;
     const int row = task / chunks_per_row, chunk = task - row * chunks_per_row;
-    if (row >= ny * nz) return;                   // whole warp
+    if (row >= ny * nz) return;
     const int cy = row % ny, cz = row / ny;
     const int row_first = cell_start[row * nx], row_end = cell_start[row * nx + nx];
     if (row_first + chunk * 32 >= row_end) return;
     const real_t wx = Lx / nx, wy = Ly / ny, wz = Lz / nz;
-    const real_t skip2 = r_list2 * real_t(1.001);      // margin: rounding in the gaps never drops a pair
-    int most = 0;                                       // this lane's largest count
-    real_t least = r_list2;                             // and smallest r^2
+    const real_t skip2 = r_list2 * real_t(1.001);
+    int most = 0;
+    real_t least = r_list2;
 
     for (int first = row_first + chunk * 32; first < row_end; first += chunks_per_row * 32) {
         const int slot = first + lane;
@@ -106,13 +214,21 @@ __device__ __forceinline__ void build_list_rows(
             load_position(pos4, i, xi, yi, zi, ti);
             cx = cell_of[i] - row * nx;
         }
+        int* const out = nbr + (active ? i : 0);               // this atom's column
         int count = 0;
         real_t min_r2 = r_list2;
+#if LIST_RING
+        int flushed = 0;                   // rows [0, flushed) are written for every lane
+        int ring_limit = min(LIST_RING, capacity);   // entries below it go to the ring
+        int direct_from = 0x7fffffff;      // this lane's first entry written directly
+#else
+        const int ring_limit = 0;
+#endif
         for (int dz = stencil_lo(nz); dz <= stencil_hi(nz); ++dz) {
             const real_t gz = face_gap(zi, cz, dz, wz, nz);
             const real_t gz2 = gz * gz;
             int z = cz + dz;
-            real_t sz = 0;                                  // image shift of this row in z
+            real_t sz = 0;
             if (z < 0) { z += nz; sz = -Lz; } else if (z >= nz) { z -= nz; sz = Lz; }
             for (int dy = stencil_lo(ny); dy <= stencil_hi(ny); ++dy) {
                 const real_t gy = face_gap(yi, cy, dy, wy, ny);
@@ -123,74 +239,95 @@ __device__ __forceinline__ void build_list_rows(
                 real_t sy = 0;
                 if (y < 0) { y += ny; sy = -Ly; } else if (y >= ny) { y -= ny; sy = Ly; }
 
-                // This lane's cells: dx in [dxa, dxb], the far cells beyond r_list dropped.
                 int dxa = stencil_lo(nx), dxb = stencil_hi(nx);
                 if (use) {
                     for (; dxa < 0; ++dxa) { real_t g = face_gap(xi, cx, dxa, wx, nx); if (gyz2 + g * g < skip2) break; }
                     for (; dxb > 0; --dxb) { real_t g = face_gap(xi, cx, dxb, wx, nx); if (gyz2 + g * g < skip2) break; }
                 }
-                const int ua = cx + dxa, ub = cx + dxb;          // unwrapped cells
+                const int ua = cx + dxa, ub = cx + dxb;
                 const int u0 = __reduce_min_sync(FULL, use ? ua : 0x7fffffff);
                 const int u1 = __reduce_max_sync(FULL, use ? ub : -0x7fffffff);
+                // the six cell bounds, addresses first: one round of loads
                 const int base = (z * ny + y) * nx;
-                const int rb = cell_start[base], rc = cell_start[base + nx] - rb;
-                const int p0 = row_pos(cell_start, base, rb, rc, u0, nx);
-                const int total = row_pos(cell_start, base, rb, rc, u1 + 1, nx) - p0;
-                int ta = 0, tb = 0;                             // this lane's staged range
-                if (use) {
-                    ta = row_pos(cell_start, base, rb, rc, ua, nx) - p0;
-                    tb = row_pos(cell_start, base, rb, rc, ub + 1, nx) - p0;
-                }
-                // x image shift: staged positions before t_switch come from cells u < 0 (-Lx) or
-                // u < nx (0); from t_switch on, from u >= 0 (0) or u >= nx (+Lx).
+                int k0, k1, ka, kb;
+                const int* const cs = cell_start + base;
+                const int e0 = row_cell(u0, nx, k0), e1 = row_cell(u1 + 1, nx, k1);
+                const int ea = row_cell(ua, nx, ka), eb = row_cell(ub + 1, nx, kb);
+                const int rb = cs[0], re = cs[nx], s0 = cs[e0], s1 = cs[e1], sa = cs[ea], sb = cs[eb];
+                const int rc = re - rb;
+                const int p0 = k0 * rc + s0 - rb;
+                const int total = k1 * rc + s1 - rb - p0;
+                const int ta = use ? ka * rc + sa - rb - p0 : 0;
+                const int tb = use ? kb * rc + sb - rb - p0 : 0;
                 real_t sx_before = 0, sx_after = 0;
                 int t_switch = tb;
                 if (ua < 0) { sx_before = -Lx; t_switch = -p0; }
                 else if (ub >= nx) { sx_after = Lx; t_switch = rc - p0; }
+                const bool shifted = IMAGE_SHIFT &&
+                    __any_sync(FULL, sy != real_t(0) || sz != real_t(0) || (use && (ua < 0 || ub >= nx)));
 
                 for (int c0 = 0; c0 < total; c0 += LIST_STAGE) {
                     const int m = min(LIST_STAGE, total - c0);
-                    for (int e = lane; e < m; e += 32) {
-                        const int p = p0 + c0 + e;                  // in [-rc, 2 rc)
-                        const int s = rb + p + (p < 0 ? rc : 0) - (p >= rc ? rc : 0);
-                        const int j = order_is_identity ? s : cell_order[s];
-                        Candidate q; int tj;
-                        load_position(pos4, j, q.x, q.y, q.z, tj);
-                        q.j = j;
-                        staged[e] = q;
+                    Candidate q[PER_LANE];
+#pragma unroll
+                    for (int r = 0; r < PER_LANE; ++r) {          // loads first, all in flight
+                        const int e = lane + 32 * r;
+                        if (e < m) {
+                            const int p = p0 + c0 + e;
+                            const int s = rb + p + (p < 0 ? rc : 0) - (p >= rc ? rc : 0);
+                            const int j = order_is_identity ? s : cell_order[s];
+                            int tj;
+                            load_position(pos4, j, q[r].x, q[r].y, q[r].z, tj);
+                            q[r].j = j;
+                        }
                     }
+#pragma unroll
+                    for (int r = 0; r < PER_LANE; ++r)
+                        if (lane + 32 * r < m) staged[lane + 32 * r] = q[r];
                     __syncwarp();
-                    const int t_end = min(tb, c0 + m);
-                    for (int t = max(ta, c0); t < t_end; ++t) {
-                        const Candidate q = staged[t - c0];
-                        real_t ddx = xi - q.x, ddy = yi - q.y, ddz = zi - q.z;
-                        if (IMAGE_SHIFT) {
-                            ddx -= t < t_switch ? sx_before : sx_after;
-                            ddy -= sy;
-                            ddz -= sz;
-                        } else {
-                            ddx -= Lx * rint(ddx * invLx);
-                            ddy -= Ly * rint(ddy * invLy);
-                            ddz -= Lz * rint(ddz * invLz);
-                        }
-                        const real_t r2 = ddx * ddx + ddy * ddy + ddz * ddz;
-                        if (r2 < r_list2 && q.j != i) {
-                            if (count < capacity) nbr[(size_t)count * stride + i] = q.j;
-                            ++count;
-                            min_r2 = r2 < min_r2 ? r2 : min_r2;
-                        }
-                    }
+                    const int lo = max(ta, c0), hi = max(lo, min(tb, c0 + m));
+#if LIST_RING
+                    // no lane can pass its ring limit in this part: every entry goes to the ring
+                    if (__all_sync(FULL, count + (hi - lo) <= ring_limit))
+                        candidate_loops<IMAGE_SHIFT, 1>(shifted, staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before,
+                            sx_after, sy, sz, Lx, Ly, Lz, invLx, invLy, invLz, r_list2, out, ring_lane, ring_limit,
+                            capacity, stride, count, min_r2);
+                    else
+                        candidate_loops<IMAGE_SHIFT, 2>(shifted, staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before,
+                            sx_after, sy, sz, Lx, Ly, Lz, invLx, invLy, invLz, r_list2, out, ring_lane, ring_limit,
+                            capacity, stride, count, min_r2);
+#else
+                    candidate_loops<IMAGE_SHIFT, 0>(shifted, staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before,
+                        sx_after, sy, sz, Lx, Ly, Lz, invLx, invLy, invLz, r_list2, out, ring_lane, ring_limit,
+                        capacity, stride, count, min_r2);
+#endif
                     __syncwarp();
                 }
+#if LIST_RING
+                // a lane that passed its ring limit stored its entries from there on directly
+                if (direct_from == 0x7fffffff && count > ring_limit && ring_limit < capacity) direct_from = ring_limit;
+                // rows every active lane has (in the ring, or written directly): write them, one row
+                // of the warp per store
+                const int done = __reduce_min_sync(FULL, active ? min(count, capacity) : 0x7fffffff);
+                for (int k = flushed; k < done; ++k)
+                    if (active && k < direct_from) *entry(out, k, stride) = ring_load(ring_row(ring_lane, k));
+                flushed = max(flushed, done);
+                ring_limit = direct_from != 0x7fffffff ? 0 : min(flushed + LIST_RING, capacity);
+#endif
             }
         }
+#if LIST_RING
+        // the rows some lanes have not reached
+        const int last = __reduce_max_sync(FULL, active ? min(count, capacity) : 0);
+        for (int k = flushed; k < last; ++k)
+            if (active && k < count && k < direct_from) *entry(out, k, stride) = ring_load(ring_row(ring_lane, k));
+#endif
         if (active) {
             nbr_count[i] = count;
             most = count > most ? count : most;
             least = min_r2 < least ? min_r2 : least;
         }
     }
-    // r^2 >= 0: the order of float bit patterns as unsigned integers is the order of the values.
     const int warp_most = __reduce_max_sync(FULL, most);
     const unsigned warp_least = __reduce_min_sync(FULL, __float_as_uint((float)least));
     if (lane == 0) {
