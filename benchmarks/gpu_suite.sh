@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # The GPU test suite and the benchmarks, in one device call, from the repo root on the device:
 #
-#   bash benchmarks/gpu_suite.sh [tests] [bench] [peers] [extra]     (default: tests bench)
+#   bash benchmarks/gpu_suite.sh [tests] [bench] [peers] [extra] [largest]     (default: tests bench)
 #
-#   tests  pytest on every test (GPU tests run where CuPy sees a GPU), 4 workers
+#   tests  pytest on the GPU tests (marker "cuda"; the CPU tests run in CI), 4 workers
 #   bench  pycumd bench lj at BENCH_CELLS (default "20 40 63"), single, mixed and composite precision
 #   peers  OpenMM and gamdpy on the same sizes (needs the wheels of benchmarks/peers/README.md
 #          carried in .whl/peers), then the plot docs/performance_lj.png and the ratio table
 #   extra  large sizes (EXTRA_CELLS, default "100 159"), graphs off and deterministic variants
+#   largest  LARGEST_CELLS (default 293: 100,614,228 atoms), single precision, 50 steps
 #
 # Logs and JSON lines go under $OUT (or ./gpu_out); a short table is printed last.
 set -o pipefail
@@ -21,14 +22,15 @@ parts=${*:-tests bench}
 bench() { python3 -m pycumd.bench.lj "$@" --json "$OUT/bench_lj.jsonl" 2>&1 | tee -a "$OUT/bench_lj.txt"; }
 for part in $parts; do
   case $part in
-  tests) python3 -m pytest -q -p no:cacheprovider -n 4 tests 2>&1 | tee "$OUT/tests.log" | tail -n 15 ;;
+  tests) python3 -m pytest -q -p no:cacheprovider -n 4 -m cuda tests 2>&1 | tee "$OUT/tests.log" | tail -n 15 ;;
   bench) bench --cells ${BENCH_CELLS:-20 40 63} --precision single mixed composite --steps ${BENCH_STEPS:-500} ;;
   peers) PEER_CELLS="${BENCH_CELLS:-20 40 63}" PEER_OUT="$OUT" bash benchmarks/peers_device.sh > "$OUT/peers.log" 2>&1
          tail -n 5 "$OUT/peers.log" ;;
   extra) bench --cells ${EXTRA_CELLS:-100 159} --precision single mixed --steps 200
          bench --cells 20 63 --precision single --steps 500 --no-graphs
          bench --cells 20 63 --precision single mixed double composite --steps 500 --deterministic ;;
-  *) echo "gpu_suite.sh: unknown part $part (tests, bench, peers, extra)"; exit 2 ;;
+  largest) bench --cells ${LARGEST_CELLS:-293} --precision single --steps 50 --warmup 250 ;;
+  *) echo "gpu_suite.sh: unknown part $part (tests, bench, peers, extra, largest)"; exit 2 ;;
   esac
 done
 echo "== summary =="
