@@ -134,3 +134,23 @@ def test_overflow_inside_the_rebuild_step_is_repaired_with_the_same_bits():
     assert np.array_equal(a.positions, b.positions) and np.array_equal(a.velocities, b.velocities)
     assert out[False][1] == out[True][1]
     assert out[True][2].overflows >= 3
+
+
+def test_list_storage_is_freed_when_the_capacity_changes_in_the_step_graph():
+    """After capacity changes inside graph runs, the memory in use is what the state and the list
+    account for: no captured graph or old build plan keeps an old list storage alive (at 10^8
+    atoms a second storage would not fit)."""
+    import gc
+
+    from pycumd.bench.lj import memory_accounting
+    pool = __import__("cupy").get_default_memory_pool()
+    gc.collect()
+    used_before = pool.used_bytes()
+    sim = Simulation(melt_system(10), lj(), device="cuda", precision="single")
+    sim.reporters.append(_ShrinkListStorage(every=50))
+    sim.run(260)
+    assert sim._step_graph.overflows >= 2
+    gc.collect()
+    accounted = memory_accounting(sim)["accounted_bytes_per_atom"] * sim.state.n_atoms
+    storage = sim.neighbors.nbr.nbytes
+    assert pool.used_bytes() - used_before <= accounted + storage // 4

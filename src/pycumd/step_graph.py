@@ -31,6 +31,8 @@ keep their buffers.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 
@@ -55,7 +57,7 @@ class CudaStepGraph:
         self.frozen_blocks = 0
         self._interval = float(block_steps)   # running mean of the steps between rebuilds
         self._since_build = 0
-        self._rebuild = None                  # (build plan, rebuild-step graph)
+        self._rebuild = None                  # (weak reference to the build plan, rebuild-step graph)
         self.overflows = 0                    # rebuild steps repeated on the host
 
     @staticmethod
@@ -96,7 +98,7 @@ class CudaStepGraph:
         n_cells = nl.prepare_build(state)
         impl = nl._impl
         plan = impl.prepare(state, n_cells, nl.r_list, nl.capacity, nl)
-        if self._rebuild is None or self._rebuild[0] is not plan:
+        if self._rebuild is None or self._rebuild[0]() is not plan:
             impl._kernel(state, "publish_build_stats")     # compiled before, not during, the capture
             cp = self.cp
             with self.stream:
@@ -105,7 +107,9 @@ class CudaStepGraph:
                 impl.enqueue(state, plan, nl, control=state.control)
                 sim.forces.compute(state, nl, False)
                 sim.integrator.final_integrate(state, 0)
-                self._rebuild = (plan, self.stream.end_capture())
+                # a weak reference: the plan holds views of the list storage, which a capacity
+                # change must free before it allocates the new one (10^8 atoms: 2 x 40 GB)
+                self._rebuild = (weakref.ref(plan), self.stream.end_capture())
         plan.builds += 1
         return self._rebuild[1]
 
