@@ -1,6 +1,7 @@
 """The neighbour-list kernel alone: the v5a kernel (verlet_v5a.cu, a copy of the kernel before this
 work), the package's current kernel (launched by ``_CudaBuild._launch_list_kernel``) and variants
-(variants.cu and v7.cu, selected by defines), compiled side by side and run on the same built state.
+(variants.cu, and the package's verlet.cu with other defines: the "v7_*" labels), compiled side by
+side and run on the same built state.
 
 For each system: one normal neighbour build (``NeighborList.build``), whose list-kernel inputs are
 captured; then every kernel is launched on them with its own storage (pre-filled with a sentinel)
@@ -34,7 +35,7 @@ SENTINEL = -7
 
 # label: (source, kernel name, defines, warps per block, atoms per lane)
 V = "variants.cu", "build_list_variant"
-V7 = "v7.cu", "build_list_v7"
+V7 = "../../src/pycumd/neighbors/verlet.cu", "build_neighbor_list"   # list kernel v7 is the package's
 KERNELS = {
     "v5a": ("verlet_v5a.cu", "build_neighbor_list", {}, 4, 1),
     # first device call (2026-11-21): lean loop, unroll, register bounds, block sizes, two atoms per lane
