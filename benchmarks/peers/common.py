@@ -3,6 +3,7 @@ running one measurement in a child process."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -16,6 +17,7 @@ DENSITY = 0.8442
 TEMPERATURE = 1.44
 CUTOFF = 2.5
 DT = 0.005
+WARMUP = 300           # warm-up steps before the timing, as `pycumd bench lj`
 FCC_BASIS = np.array([[0.0, 0.0, 0.0], [0.5, 0.5, 0.0], [0.5, 0.0, 0.5], [0.0, 0.5, 0.5]])
 
 
@@ -76,3 +78,15 @@ def run_child(script: str, child_args: list, timeout: float) -> tuple:
             err = f"no result: {e}"
     os.unlink(result)
     return rec, err, out
+
+
+def add_run_arguments(ap) -> None:
+    """The arguments both peer drivers take: sizes, timed and warm-up steps, the time allowed for
+    each run (one size, one precision, in a child process), the JSON output, and the child's own."""
+    ap.add_argument("--cells", type=int, nargs="+", default=[20, 63], help="fcc cells per edge (N = 4 cells^3)")
+    ap.add_argument("--steps", type=int, default=500, help="timed steps")
+    ap.add_argument("--warmup", type=int, default=WARMUP, help=f"warm-up steps (default {WARMUP}, as pycumd bench lj)")
+    ap.add_argument("--timeout", type=float, default=None, help="seconds allowed for each run")
+    ap.add_argument("--json", help="append results as JSON lines to this file")
+    ap.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--_result", help=argparse.SUPPRESS)

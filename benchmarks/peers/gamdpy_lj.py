@@ -35,7 +35,7 @@ if not hasattr(np, "row_stack"):          # numpy 2.5 removed it; numba-cuda may
     np.row_stack = np.vstack
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
-from common import CUTOFF, DT, fcc_lattice, random_velocities, run_child  # noqa: E402 (same folder)
+from common import CUTOFF, DT, add_run_arguments, fcc_lattice, random_velocities, run_child  # noqa: E402 (same folder)
 
 
 def auto_max_nbs(n: int) -> int:
@@ -148,22 +148,14 @@ def run_one(cells: int, gridsync: str, args) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cells", type=int, nargs="+", default=[20, 63], help="fcc cells per edge (N = 4 cells^3)")
+    add_run_arguments(ap)
     ap.add_argument("--precision", nargs="+", default=["single"], choices=["single"],
                     help="gamdpy runs in single precision only (accepted for symmetry with the other scripts)")
-    ap.add_argument("--steps", type=int, default=500, help="timed steps")
-    ap.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 300, as pycumd bench lj)")
     ap.add_argument("--gridsync", default="auto", choices=["auto", "default", "on", "off"],
                     help="auto: default plan, on failure again with gridsync off; default: gamdpy's plan as is")
     ap.add_argument("--skin", type=float, default=0.5)
     ap.add_argument("--max-nbs", type=int, default=None, help="max_num_nbs (default 1000, 256 above ~5M atoms)")
-    ap.add_argument("--timeout", type=float, default=None, help="seconds allowed for each run")
-    ap.add_argument("--json", help="append results as JSON lines to this file")
-    ap.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--_result", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.warmup is None:
-        args.warmup = 300
     if args._child:
         return child_main(args)
 

@@ -24,7 +24,7 @@ import sys
 import time
 
 
-from common import CUTOFF, DT, fcc_lattice, random_velocities, run_child  # noqa: E402 (same folder)
+from common import CUTOFF, DT, add_run_arguments, fcc_lattice, random_velocities, run_child  # noqa: E402 (same folder)
 
 
 def gpu_name() -> str | None:
@@ -115,18 +115,10 @@ def run_one(cells: int, precision: str, args) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--cells", type=int, nargs="+", default=[20, 63], help="fcc cells per edge (N = 4 cells^3)")
+    add_run_arguments(ap)
     ap.add_argument("--precision", nargs="+", default=["single", "mixed"], choices=["single", "mixed", "double"])
-    ap.add_argument("--steps", type=int, default=500, help="timed steps")
-    ap.add_argument("--warmup", type=int, default=None, help="warm-up steps (default 300, as pycumd bench lj)")
     ap.add_argument("--platform", default="CUDA", help="OpenMM platform: CUDA (default), OpenCL, CPU, Reference")
-    ap.add_argument("--timeout", type=float, default=None, help="seconds allowed for each size")
-    ap.add_argument("--json", help="append results as JSON lines to this file")
-    ap.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
-    ap.add_argument("--_result", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
-    if args.warmup is None:
-        args.warmup = 300
     if args._child:
         return child_main(args)
 

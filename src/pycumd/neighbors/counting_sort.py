@@ -363,16 +363,21 @@ def reorder_in_place(order, *arrays, scratch: dict | None = None, spare=()) -> N
             buf = xp.empty_like(a)
         else:
             s, offset = place
-            buf = spare[s].reshape(-1).view(np.uint8)[offset:offset + a.nbytes].view(a.dtype).reshape(a.shape)
+            buf = byte_view(spare[s], offset, a.nbytes, a.dtype).reshape(a.shape)
         xp.take(a, order, axis=0, out=buf)
         a[...] = buf
+
+
+def byte_view(memory, offset: int, nbytes: int, dtype):
+    """A 1-D ``dtype`` view of bytes ``[offset, offset + nbytes)`` of the C-contiguous array ``memory``."""
+    return memory.reshape(-1).view(np.uint8)[offset:offset + nbytes].view(dtype)
 
 
 def identity_view(memory, n: int):
     """An int32 view of the first ``4 n`` bytes of the C-contiguous array ``memory``."""
     if memory.nbytes < 4 * n or not memory.flags.c_contiguous:
         raise ValueError(f"a C-contiguous array of {memory.nbytes} bytes cannot hold {n} int32")
-    return memory.reshape(-1).view(np.uint8)[:4 * n].view(np.int32)
+    return byte_view(memory, 0, 4 * n, np.int32)
 
 
 def identity_into(out):

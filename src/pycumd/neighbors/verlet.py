@@ -44,7 +44,7 @@ import numpy as np
 
 from ..composite import ff_parts
 from ..system import InputError
-from .counting_sort import (SPARE_ALIGN, CountingSortBuffers, cell_index, counting_sort, enqueue_counting_sort,
+from .counting_sort import (SPARE_ALIGN, CountingSortBuffers, byte_view, cell_index, counting_sort, enqueue_counting_sort,
                             enqueue_gather_rows, gather_plan, identity_into, identity_view, reorder_in_place,
                             spare_layout)
 from .scan import CapturableScan
@@ -472,7 +472,6 @@ class _CudaBuild:
         else:
             if plan.graph is None:
                 stream = cp.cuda.Stream(non_blocking=False)
-                cp.cuda.get_current_stream().synchronize()
                 with stream:
                     stream.begin_capture()
                     self.enqueue(state, plan, nl)
@@ -633,8 +632,7 @@ class _BuildPlan:
                 self.own.append(views[name])
             else:
                 r, offset = place
-                flat = regions[r].reshape(-1).view(np.uint8)
-                views[name] = flat[offset:offset + 4 * sizes[name]].view(np.int32)
+                views[name] = byte_view(regions[r], offset, 4 * sizes[name], np.int32)
         return views
 
     @property
