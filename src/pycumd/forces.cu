@@ -25,7 +25,78 @@ __device__ __forceinline__ void pair_sums_lane_reduce(PairSums& s, int lanes, in
     }
 }
 
-extern "C" __global__ void pair_forces(
+#ifndef FORCE_ONE_TYPE_PATH
+#define FORCE_ONE_TYPE_PATH 1      // 0: every pair loads its row of the table
+#endif
+#ifndef FORCE_BATCH
+#define FORCE_BATCH 2              // neighbours whose loads are issued together (1, 2, 4 or 8)
+#endif
+#ifndef FORCE_PREFETCH
+#define FORCE_PREFETCH 1           // 1: the next batch's indices are loaded before this batch's pairs
+#endif
+#ifndef FORCE_MIN_BLOCKS
+// __launch_bounds__ minimum blocks of 128 threads per SM: 8 (64 registers) for Lennard-Jones in
+// mixed precision (1M atoms on the H100: 358 us against 370 us with 80 registers);
+// none otherwise (double pairs and the other potentials would spill at 64 registers)
+#define FORCE_MIN_BLOCKS ((POTENTIAL_HEADER_ID == 0 && sizeof(real_t) == 8 && sizeof(pair_t) == 4) ? 8 : 1)
+#endif
+
+// The neighbour loop of one lane: entries k = lane, lane + lanes, ... of atom i's column, in that
+// order.  The kernel waits on memory (Nsight Compute, 1M atoms: 71% of the stall cycles on global
+// loads, the list streamed from DRAM and the neighbour rows mostly from L1/L2), so the loads of
+// FORCE_BATCH entries are issued together, and the indices of the next batch before this batch's
+// pairs are summed: more bytes in flight per warp.  The pairs are still added one by one in list
+// order, so the bits do not change.  ONE_TYPE (a single particle type, as in most runs): the one
+// row of the pair table is held in registers instead of being loaded for every pair.
+template <bool ONE_TYPE>
+__device__ __forceinline__ void sum_neighbours(
+    PairSums& sums, const real_t* __restrict__ pos4, const int* __restrict__ nbr, int i, int count, int lane,
+    int lanes, int stride, const pair_t* __restrict__ rows, real_t xi, real_t yi, real_t zi,
+    real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, int with_energy)
+{
+    constexpr int B = FORCE_BATCH;
+    pair_t row0[PAIR_TABLE_COLUMNS];
+    if (ONE_TYPE) {
+#pragma unroll
+        for (int c = 0; c < PAIR_TABLE_COLUMNS; ++c) row0[c] = __ldg(rows + c);
+    }
+    const int* column = nbr + i;
+    const size_t step = (size_t)lanes * stride;                    // between this lane's entries
+    const int m = count > lane ? (count - lane + lanes - 1) / lanes : 0;   // this lane's entries
+    const int* next = column + (size_t)lane * stride;              // entry e = 0
+    int e = 0;
+    int jn[B];
+    if (FORCE_PREFETCH && B <= m) {
+#pragma unroll
+        for (int b = 0; b < B; ++b) jn[b] = __ldg(next + b * step);
+    }
+    for (; e + B <= m; e += B) {
+        int j[B];
+#pragma unroll
+        for (int b = 0; b < B; ++b) j[b] = FORCE_PREFETCH ? jn[b] : __ldg(next + b * step);
+        next += B * step;
+        if (FORCE_PREFETCH && e + 2 * B <= m) {
+#pragma unroll
+            for (int b = 0; b < B; ++b) jn[b] = __ldg(next + b * step);
+        }
+        real_t xj[B], yj[B], zj[B]; int tj[B];
+#pragma unroll
+        for (int b = 0; b < B; ++b) load_position(pos4, j[b], xj[b], yj[b], zj[b], tj[b]);
+#pragma unroll
+        for (int b = 0; b < B; ++b)
+            pair_sums_add(sums, xi - xj[b], yi - yj[b], zi - zj[b], Lx, Ly, Lz, invLx, invLy, invLz,
+                          ONE_TYPE ? row0 : rows + tj[b] * PAIR_TABLE_COLUMNS, with_energy);
+    }
+    for (; e < m; ++e, next += step) {                              // the last < B entries
+        real_t xj, yj, zj; int tj;
+        load_position(pos4, __ldg(next), xj, yj, zj, tj);
+        pair_sums_add(sums, xi - xj, yi - yj, zi - zj, Lx, Ly, Lz, invLx, invLy, invLz,
+                      ONE_TYPE ? row0 : rows + tj * PAIR_TABLE_COLUMNS, with_energy);
+    }
+}
+
+// 128 threads per block: pycumd.forces.BLOCK
+extern "C" __global__ void __launch_bounds__(128, FORCE_MIN_BLOCKS) pair_forces(
     const int* __restrict__ control, const real_t* __restrict__ pos4, const int* __restrict__ nbr, const int* __restrict__ nbr_count,
     int n_local, int stride, const pair_t* __restrict__ table, int n_types,
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz,
@@ -45,13 +116,12 @@ extern "C" __global__ void pair_forces(
     pair_sums_zero(sums);
     const pair_t* rows = table + (size_t)ti * n_types * PAIR_TABLE_COLUMNS;
     const int count = active ? nbr_count[i] : 0;
-    for (int k = lane; k < count; k += lanes) {
-        int j = __ldg(nbr + (size_t)k * stride + i);
-        real_t xj, yj, zj; int tj;
-        load_position(pos4, j, xj, yj, zj, tj);
-        pair_sums_add(sums, xi - xj, yi - yj, zi - zj, Lx, Ly, Lz, invLx, invLy, invLz,
-                      rows + tj * PAIR_TABLE_COLUMNS, with_energy);
-    }
+    if (FORCE_ONE_TYPE_PATH && n_types == 1)
+        sum_neighbours<true>(sums, pos4, nbr, i, count, lane, lanes, stride, rows, xi, yi, zi,
+                             Lx, Ly, Lz, invLx, invLy, invLz, with_energy);
+    else
+        sum_neighbours<false>(sums, pos4, nbr, i, count, lane, lanes, stride, rows, xi, yi, zi,
+                              Lx, Ly, Lz, invLx, invLy, invLz, with_energy);
     if (lanes > 1) pair_sums_lane_reduce(sums, lanes, with_energy);
     if (active && lane == 0) pair_sums_store(sums, i, force, energy, virial, with_energy);
 }

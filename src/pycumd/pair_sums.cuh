@@ -41,7 +41,7 @@ __device__ __forceinline__ void pair_sums_zero(PairSums& s) {
 
 // E and F/r of one pair at squared distance r2 with the cutoff treatment; false beyond the cutoff.
 __device__ __forceinline__ bool pair_energy_force(pair_t r2, const pair_t* __restrict__ row, pair_t& ep, pair_t& fr) {
-    if (!(r2 < __ldg(row))) return false;
+    if (!(r2 < row[0])) return false;
     pair_raw(r2, row, ep, fr);
 #if SHIFT_FORCE
     pair_t r = sqrt(r2);
