@@ -42,28 +42,21 @@ __device__ __forceinline__ void pair_sums_lane_reduce(PairSums& s, int lanes, in
 #endif
 
 // The neighbour loop of one lane: entries k = lane, lane + lanes, ... of atom i's column, in that
-// order.  The kernel waits on memory (Nsight Compute, 1M atoms: 71% of the stall cycles on global
-// loads, the list streamed from DRAM and the neighbour rows mostly from L1/L2), so the loads of
-// FORCE_BATCH entries are issued together, and the indices of the next batch before this batch's
-// pairs are summed: more bytes in flight per warp.  The pairs are still added one by one in list
-// order, so the bits do not change.  ONE_TYPE (a single particle type, as in most runs): the one
-// row of the pair table is held in registers instead of being loaded for every pair.
-template <bool ONE_TYPE>
-__device__ __forceinline__ void sum_neighbours(
-    PairSums& sums, const real_t* __restrict__ pos4, const int* __restrict__ nbr, int i, int count, int lane,
-    int lanes, int stride, const pair_t* __restrict__ rows, real_t xi, real_t yi, real_t zi,
-    real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, int with_energy)
+// order; `load(j)` reads neighbour j's row (position, type, ...), `add(row)` sums the pair.  The
+// kernels wait on memory (Nsight Compute, 1M atoms: 71% of the stall cycles on global loads, the
+// list streamed from DRAM and the neighbour rows mostly from L1/L2), so the loads of FORCE_BATCH
+// entries are issued together, and the indices of the next batch before this batch's pairs are
+// summed: more bytes in flight per warp.  The pairs are still added one by one in list order, so
+// the arithmetic is the same (with --fmad=false the same bits; benchmarks/force_kernel).
+template <class Load, class Add>
+__device__ __forceinline__ void for_each_neighbour(const int* __restrict__ nbr, int i, int count, int lane, int lanes,
+                                                   int stride, Load load, Add add)
 {
     constexpr int B = FORCE_BATCH;
-    pair_t row0[PAIR_TABLE_COLUMNS];
-    if (ONE_TYPE) {
-#pragma unroll
-        for (int c = 0; c < PAIR_TABLE_COLUMNS; ++c) row0[c] = __ldg(rows + c);
-    }
-    const int* column = nbr + i;
+    using Row = decltype(load(0));
     const size_t step = (size_t)lanes * stride;                    // between this lane's entries
     const int m = count > lane ? (count - lane + lanes - 1) / lanes : 0;   // this lane's entries
-    const int* next = column + (size_t)lane * stride;              // entry e = 0
+    const int* next = nbr + i + (size_t)lane * stride;             // entry e = 0
     int e = 0;
     int jn[B];
     if (FORCE_PREFETCH && B <= m) {
@@ -79,20 +72,44 @@ __device__ __forceinline__ void sum_neighbours(
 #pragma unroll
             for (int b = 0; b < B; ++b) jn[b] = __ldg(next + b * step);
         }
-        real_t xj[B], yj[B], zj[B]; int tj[B];
+        Row rows[B];
 #pragma unroll
-        for (int b = 0; b < B; ++b) load_position(pos4, j[b], xj[b], yj[b], zj[b], tj[b]);
+        for (int b = 0; b < B; ++b) rows[b] = load(j[b]);
 #pragma unroll
-        for (int b = 0; b < B; ++b)
-            pair_sums_add(sums, xi - xj[b], yi - yj[b], zi - zj[b], Lx, Ly, Lz, invLx, invLy, invLz,
-                          ONE_TYPE ? row0 : rows + tj[b] * PAIR_TABLE_COLUMNS, with_energy);
+        for (int b = 0; b < B; ++b) add(rows[b]);
     }
-    for (; e < m; ++e, next += step) {                              // the last < B entries
-        real_t xj, yj, zj; int tj;
-        load_position(pos4, __ldg(next), xj, yj, zj, tj);
-        pair_sums_add(sums, xi - xj, yi - yj, zi - zj, Lx, Ly, Lz, invLx, invLy, invLz,
-                      ONE_TYPE ? row0 : rows + tj * PAIR_TABLE_COLUMNS, with_energy);
+    for (; e < m; ++e, next += step) add(load(__ldg(next)));      // the last < B entries
+}
+
+// The pair-table row of a pair of types.  ONE_TYPE (a single particle type, as in most runs): the
+// one row is held in registers instead of being loaded for every pair (the same values).
+template <bool ONE_TYPE, typename T>
+struct TableRows {
+    T row0[PAIR_TABLE_COLUMNS];
+    const T* rows;                       // the target type's rows
+    __device__ __forceinline__ explicit TableRows(const T* target_rows) : rows(target_rows) {
+        if (ONE_TYPE) {
+#pragma unroll
+            for (int c = 0; c < PAIR_TABLE_COLUMNS; ++c) row0[c] = __ldg(target_rows + c);
+        }
     }
+    __device__ __forceinline__ const T* operator()(int tj) const { return ONE_TYPE ? row0 : rows + tj * PAIR_TABLE_COLUMNS; }
+};
+
+struct NeighbourRow { real_t x, y, z; int t; };
+
+template <bool ONE_TYPE>
+__device__ __forceinline__ void sum_neighbours(
+    PairSums& sums, const real_t* __restrict__ pos4, const int* __restrict__ nbr, int i, int count, int lane,
+    int lanes, int stride, const pair_t* __restrict__ rows, real_t xi, real_t yi, real_t zi,
+    real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, int with_energy)
+{
+    const TableRows<ONE_TYPE, pair_t> table(rows);
+    for_each_neighbour(nbr, i, count, lane, lanes, stride,
+        [&](int j) { NeighbourRow r; load_position(pos4, j, r.x, r.y, r.z, r.t); return r; },
+        [&](const NeighbourRow& r) {
+            pair_sums_add(sums, xi - r.x, yi - r.y, zi - r.z, Lx, Ly, Lz, invLx, invLy, invLz, table(r.t), with_energy);
+        });
 }
 
 // 128 threads per block: pycumd.forces.BLOCK
@@ -130,7 +147,32 @@ extern "C" __global__ void __launch_bounds__(128, FORCE_MIN_BLOCKS) pair_forces(
 // The composite-precision twin (pycumd.precision): positions hi (pos4, the rows above) + lo
 // (pos_lo, (N, 4) with w unused), box lengths as L + L_lo; each separation formed from both
 // parts and rounded to float once (ff_separation), the pair in float, the sums compensated;
-// every output as hi and lo arrays.  Same neighbour order as pair_forces.
+// every output as hi and lo arrays.  Same neighbour order and loop as pair_forces (one lane).
+struct CompositeRow { float x, y, z; int t; float4 lo; };
+
+template <bool ONE_TYPE>
+__device__ __forceinline__ void sum_neighbours_composite(
+    PairSumsFF& sums, const float* __restrict__ pos4, const float* __restrict__ pos_lo, const int* __restrict__ nbr,
+    int i, int count, int stride, const float* __restrict__ rows, float xi, float yi, float zi, float4 li,
+    float Lx, float Ly, float Lz, float Lx_lo, float Ly_lo, float Lz_lo, float invLx, float invLy, float invLz,
+    int with_energy)
+{
+    const TableRows<ONE_TYPE, float> table(rows);
+    for_each_neighbour(nbr, i, count, 0, 1, stride,
+        [&](int j) {
+            CompositeRow r;
+            load_position(pos4, j, r.x, r.y, r.z, r.t);
+            r.lo = __ldg(reinterpret_cast<const float4*>(pos_lo) + j);
+            return r;
+        },
+        [&](const CompositeRow& r) {
+            float dx = ff_separation(xi, li.x, r.x, r.lo.x, Lx, Lx_lo, invLx);
+            float dy = ff_separation(yi, li.y, r.y, r.lo.y, Ly, Ly_lo, invLy);
+            float dz = ff_separation(zi, li.z, r.z, r.lo.z, Lz, Lz_lo, invLz);
+            pair_sums_ff_add(sums, dx, dy, dz, table(r.t), with_energy);
+        });
+}
+
 extern "C" __global__ void pair_forces_composite(
     const int* __restrict__ control, const float* __restrict__ pos4, const float* __restrict__ pos_lo,
     const int* __restrict__ nbr, const int* __restrict__ nbr_count, int n_local, int stride,
@@ -147,17 +189,13 @@ extern "C" __global__ void pair_forces_composite(
     PairSumsFF sums;
     pair_sums_ff_zero(sums);
     const float* rows = table + (size_t)ti * n_types * PAIR_TABLE_COLUMNS;
-    int count = nbr_count[i];
-    for (int k = 0; k < count; ++k) {
-        int j = __ldg(nbr + (size_t)k * stride + i);
-        float xj, yj, zj; int tj;
-        load_position(pos4, j, xj, yj, zj, tj);
-        float4 lj = __ldg(reinterpret_cast<const float4*>(pos_lo) + j);
-        float dx = ff_separation(xi, li.x, xj, lj.x, Lx, Lx_lo, invLx);
-        float dy = ff_separation(yi, li.y, yj, lj.y, Ly, Ly_lo, invLy);
-        float dz = ff_separation(zi, li.z, zj, lj.z, Lz, Lz_lo, invLz);
-        pair_sums_ff_add(sums, dx, dy, dz, rows + tj * PAIR_TABLE_COLUMNS, with_energy);
-    }
+    const int count = nbr_count[i];
+    if (FORCE_ONE_TYPE_PATH && n_types == 1)
+        sum_neighbours_composite<true>(sums, pos4, pos_lo, nbr, i, count, stride, rows, xi, yi, zi, li,
+                                       Lx, Ly, Lz, Lx_lo, Ly_lo, Lz_lo, invLx, invLy, invLz, with_energy);
+    else
+        sum_neighbours_composite<false>(sums, pos4, pos_lo, nbr, i, count, stride, rows, xi, yi, zi, li,
+                                        Lx, Ly, Lz, Lx_lo, Ly_lo, Lz_lo, invLx, invLy, invLz, with_energy);
     pair_sums_ff_store(sums, i, force, force_lo, energy, energy_lo, virial, virial_lo, with_energy);
 }
 #endif
