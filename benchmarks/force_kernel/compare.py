@@ -25,29 +25,32 @@ import sys
 import numpy as np
 
 # label: defines (FORCE_ONE_TYPE_PATH, FORCE_BATCH, FORCE_PREFETCH, FORCE_MIN_BLOCKS: forces.cu)
-def _v(one_type, batch, prefetch, min_blocks=1):
-    return {"FORCE_ONE_TYPE_PATH": one_type, "FORCE_BATCH": batch, "FORCE_PREFETCH": prefetch,
-            "FORCE_MIN_BLOCKS": min_blocks}
+def _v(one_type, batch, prefetch, min_blocks=None):
+    d = {"FORCE_ONE_TYPE_PATH": one_type, "FORCE_BATCH": batch, "FORCE_PREFETCH": prefetch}
+    if min_blocks is not None:                # otherwise the package's default bound
+        d["FORCE_MIN_BLOCKS"] = min_blocks
+    return d
 
 
 VARIANTS = {
-    "before": _v(0, 1, 0),             # the kernel before this work: one neighbour at a time, table rows
-    "ot_b1": _v(1, 1, 0),
+    "before": _v(0, 1, 0, 1),          # the kernel before this work: one neighbour at a time, table rows
+    "package": {},                     # the package's defaults
+    "ot_b1": _v(1, 1, 0, 1),
     "ot_b1_mb16": _v(1, 1, 0, 16),     # 32 registers
-    "t_b2": _v(0, 2, 0),
-    "t_b4": _v(0, 4, 0),
-    "t_b4p": _v(0, 4, 1),
-    "ot_b2": _v(1, 2, 0),
-    "ot_b2p": _v(1, 2, 1),
-    "t_b2p": _v(0, 2, 1),
+    "t_b2": _v(0, 2, 0, 1),
+    "t_b4": _v(0, 4, 0, 1),
+    "t_b4p": _v(0, 4, 1, 1),
+    "ot_b2": _v(1, 2, 0, 1),
+    "ot_b2p": _v(1, 2, 1, 1),
+    "t_b2p": _v(0, 2, 1, 1),
     "ot_b2p_mb8": _v(1, 2, 1, 8),      # 64 registers
     "ot_b2p_mb10": _v(1, 2, 1, 10),    # 51 registers
-    "ot_b4": _v(1, 4, 0),
-    "ot_b4p": _v(1, 4, 1),
+    "ot_b4": _v(1, 4, 0, 1),
+    "ot_b4p": _v(1, 4, 1, 1),
     "ot_b4p_mb8": _v(1, 4, 1, 8),      # 64 registers
     "ot_b4p_mb12": _v(1, 4, 1, 12),    # 40 registers
-    "ot_b8": _v(1, 8, 0),
-    "ot_b8p": _v(1, 8, 1),
+    "ot_b8": _v(1, 8, 0, 1),
+    "ot_b8p": _v(1, 8, 1, 1),
     "ot_b8_mb8": _v(1, 8, 0, 8),
 }
 REFERENCE = "before"

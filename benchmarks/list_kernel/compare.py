@@ -65,9 +65,14 @@ KERNELS = {
     "v7_s128": (*V7, {"LIST_RING": 32, "LIST_STAGE": 128}, 4, 1),
     "v7_w2": (*V7, {"LIST_RING": 32, "LIST_STAGE": 64, "LIST_WARPS": 2}, 2, 1),
     "v7_mb6": (*V7, {"LIST_RING": 32, "LIST_STAGE": 64, "LIST_MIN_BLOCKS": 6}, 4, 1),
+    # fifth session: register bounds for double positions (time with --timing-precision mixed)
+    "v7_pkg": (*V7, {}, 4, 1),
+    "v7_mb4": (*V7, {"LIST_MIN_BLOCKS": 4}, 4, 1),
+    "v7_mb5": (*V7, {"LIST_MIN_BLOCKS": 5}, 4, 1),
 }
 #: the kernels of the second device call (--set v7)
-SETS = {"v7": ["v5a", "lean", "lean_s64", "lean_w2", "v7_r0", "v7_r0_s128", "v7_r16", "v7", "v7_r64", "v7_s128",
+SETS = {"double_bounds": ["v5a", "v7_pkg", "v7_mb4", "v7_mb5", "v7_mb6"],
+        "v7": ["v5a", "lean", "lean_s64", "lean_w2", "v7_r0", "v7_r0_s128", "v7_r16", "v7", "v7_r64", "v7_s128",
                "v7_w2", "v7_mb6"]}
 PACKAGE = "package"          # the package's kernel through _CudaBuild._launch_list_kernel
 #: kernels whose lists are checked on every correctness system (a register bound changes no arithmetic)
@@ -253,10 +258,10 @@ def check_system(backend, title, built, labels, capacities, out):
     return bad
 
 
-def timing_system(backend, cells, all_labels, check, out):
-    """Time every kernel alone on the jittered fcc system (single, reordered); then check its lists."""
-    built = Built(backend, jittered_fcc(cells), "single", True)
-    print(f"\n## timing fcc{cells} jitter single reorder: N={built.n} cells={built.n_cells} cap={built.capacity}",
+def timing_system(backend, cells, all_labels, check, out, precision="single"):
+    """Time every kernel alone on the jittered fcc system (reordered); then check its lists."""
+    built = Built(backend, jittered_fcc(cells), precision, True)
+    print(f"\n## timing fcc{cells} jitter {precision} reorder: N={built.n} cells={built.n_cells} cap={built.capacity}",
           flush=True)
     runs = {}
     for label in ["v5a"] + [x for x in all_labels if x != "v5a"]:
@@ -282,7 +287,7 @@ def timing_system(backend, cells, all_labels, check, out):
     __import__("cupy").get_default_memory_pool().free_all_blocks()
     if not check:
         return 0
-    return check_system(backend, f"fcc{cells} jitter single reorder", built, all_labels, (built.capacity, 10), out)
+    return check_system(backend, f"fcc{cells} jitter {precision} reorder", built, all_labels, (built.capacity, 10), out)
 
 
 def main(argv=None):
@@ -291,6 +296,8 @@ def main(argv=None):
     ap.add_argument("--set", choices=sorted(SETS), help="a named set of kernels instead of --only")
     ap.add_argument("--quick", action="store_true", help="fewer correctness systems")
     ap.add_argument("--no-check", action="store_true")
+    ap.add_argument("--timing-precision", nargs="+", default=["single"], choices=["single", "mixed", "double"],
+                    help="precisions of the timing systems (default single)")
     ap.add_argument("--ncu", nargs="*", help="one 1M build (the package's kernel) then one launch of each named kernel")
     args = ap.parse_args(argv)
     from pycumd.backend import select
@@ -314,9 +321,9 @@ def main(argv=None):
     t0 = time.perf_counter()
     bad = 0
     # timing systems first (single precision, reordered: the bench's set-up)
-    for cells in (20, 63):
+    for cells, precision in [(c, p) for p in args.timing_precision for c in (20, 63)]:
         try:
-            bad += timing_system(backend, cells, all_labels, not args.no_check, out)
+            bad += timing_system(backend, cells, all_labels, not args.no_check, out, precision)
         except Exception:
             traceback.print_exc()
             bad += 1
