@@ -35,6 +35,10 @@ def _v(one_type, batch, prefetch, min_blocks=None):
 VARIANTS = {
     "before": _v(0, 1, 0, 1),          # the kernel before this work: one neighbour at a time, table rows
     "package": {},                     # the package's defaults
+    "list_ldg": {"FORCE_LIST_LOAD": 0},    # package, list entries by __ldg (the default before)
+    "list_cs": {"FORCE_LIST_LOAD": 1},     # package, list entries by __ldcs
+    "list_na": {"FORCE_LIST_LOAD": 2},     # package, list entries not kept in L1 (default: double, composite)
+    "list_ef": {"FORCE_LIST_LOAD": 3},     # package, ... and first out of L2 (default: single)
     "ot_b1": _v(1, 1, 0, 1),
     "ot_b1_mb16": _v(1, 1, 0, 16),     # 32 registers
     "t_b2": _v(0, 2, 0, 1),

@@ -34,6 +34,31 @@ __device__ __forceinline__ void pair_sums_lane_reduce(PairSums& s, int lanes, in
 #ifndef FORCE_PREFETCH
 #define FORCE_PREFETCH 1           // 1: the next batch's indices are loaded before this batch's pairs
 #endif
+#ifndef FORCE_LIST_LOAD
+// How list entries are loaded: 0 __ldg; 1 __ldcs (streaming); 2 not kept in L1; 3 not kept in L1
+// and first out of L2.  The list is read once per step and is the most of the kernel's traffic;
+// rows of neighbours are read many times.  H100, kernel alone at 1M atoms: single 225 us (0) ->
+// 210 us (3; 256k 80 -> 71 us), mixed 356 us (0) -> 352 us (2) but 374 us (3): so 3 for single,
+// 2 for double positions and composite (32-byte neighbour rows, like mixed).
+#define FORCE_LIST_LOAD ((sizeof(real_t) == 4 && !COMPOSITE) ? 3 : 2)
+#endif
+// One list entry (FORCE_LIST_LOAD).
+__device__ __forceinline__ int load_list_entry(const int* p) {
+    int v;
+    if (FORCE_LIST_LOAD == 1) {
+        v = __ldcs(p);
+    } else if (FORCE_LIST_LOAD == 2) {
+        asm volatile("ld.global.nc.L1::no_allocate.b32 %0, [%1];" : "=r"(v) : "l"(p));
+    } else if (FORCE_LIST_LOAD == 3) {
+        unsigned long long policy;
+        asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+        asm volatile("ld.global.nc.L1::no_allocate.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(v) : "l"(p), "l"(policy));
+    } else {
+        v = __ldg(p);
+    }
+    return v;
+}
+
 #ifndef FORCE_MIN_BLOCKS
 // __launch_bounds__ minimum blocks of 128 threads per SM: 8 (64 registers) for Lennard-Jones in
 // mixed precision (1M atoms on the H100: 358 us against 370 us with 80 registers);
@@ -61,16 +86,16 @@ __device__ __forceinline__ void for_each_neighbour(const int* __restrict__ nbr, 
     int jn[B];
     if (FORCE_PREFETCH && B <= m) {
 #pragma unroll
-        for (int b = 0; b < B; ++b) jn[b] = __ldg(next + b * step);
+        for (int b = 0; b < B; ++b) jn[b] = load_list_entry(next + b * step);
     }
     for (; e + B <= m; e += B) {
         int j[B];
 #pragma unroll
-        for (int b = 0; b < B; ++b) j[b] = FORCE_PREFETCH ? jn[b] : __ldg(next + b * step);
+        for (int b = 0; b < B; ++b) j[b] = FORCE_PREFETCH ? jn[b] : load_list_entry(next + b * step);
         next += B * step;
         if (FORCE_PREFETCH && e + 2 * B <= m) {
 #pragma unroll
-            for (int b = 0; b < B; ++b) jn[b] = __ldg(next + b * step);
+            for (int b = 0; b < B; ++b) jn[b] = load_list_entry(next + b * step);
         }
         Row rows[B];
 #pragma unroll
@@ -78,7 +103,7 @@ __device__ __forceinline__ void for_each_neighbour(const int* __restrict__ nbr, 
 #pragma unroll
         for (int b = 0; b < B; ++b) add(rows[b]);
     }
-    for (; e < m; ++e, next += step) add(load(__ldg(next)));      // the last < B entries
+    for (; e < m; ++e, next += step) add(load(load_list_entry(next)));      // the last < B entries
 }
 
 // The pair-table row of a pair of types.  ONE_TYPE (a single particle type, as in most runs): the
