@@ -67,9 +67,10 @@ def test_langevin_noise_identical_on_both_backends():
     assert np.allclose(out["cuda"], out["cpu"], rtol=1e-9, atol=1e-9)
 
 
-@pytest.mark.parametrize("precision", ["double", "single", "composite"])
+@pytest.mark.parametrize("precision", ["double", "mixed", "single", "composite"])
 def test_graph_blocks_give_the_same_bits_as_step_by_step(precision):
-    """Captured blocks (rebuild decision on the device) and the host-driven loop: identical states."""
+    """Captured blocks (rebuild decision on the device; the final and next initial half steps fused
+    into one kernel, except in composite) and the host-driven loop: identical states."""
     out = {}
     for graphs in (False, True):
         sim = Simulation(melt_system(8), lj(), device="cuda", precision=precision, use_graphs=graphs)
@@ -82,6 +83,8 @@ def test_graph_blocks_give_the_same_bits_as_step_by_step(precision):
     assert out[False][1] == out[True][1] > 5                # same rebuilds, several of them
     graph = out[True][2]
     assert graph is not None and graph.frozen_blocks > 0 and graph.blocks > graph.frozen_blocks
+    fused = graph.sim.integrator.final_then_initial_integrate
+    assert (fused is None) == (precision == "composite")
 
 
 def test_graph_recaptured_when_neighbor_storage_grows():

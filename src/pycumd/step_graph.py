@@ -7,6 +7,9 @@ block of ``K`` steps, launched with one call::
 
     per step k = 1..K:  initial_integrate -> displacement check -> pair forces -> final_integrate
 
+(with final_integrate of step k and initial_integrate of step k + 1 as one kernel,
+``final_then_initial_integrate``, where the integrator has it: the same operations in one pass)
+
 The displacement check sets ``control[0]`` ("frozen") when some atom has moved more than half
 the skin; every later kernel of the block then returns at once, so the block stops exactly
 after the initial integrate of the step that needs a rebuild, and ``control[1]`` tells which
@@ -82,11 +85,17 @@ class CudaStepGraph:
                 self.stream.begin_capture()
                 # control[1] = 0: a block frozen at its first step completed none
                 self.cp.cuda.runtime.memsetAsync(state.control.data.ptr + 4, 0, 4, self.stream.ptr)
+                integrator = sim.integrator
+                fused = getattr(integrator, "final_then_initial_integrate", None)
                 for step_in_block in range(1, k + 1):
-                    sim.integrator.initial_integrate(state)
+                    if step_in_block == 1 or fused is None:
+                        integrator.initial_integrate(state)
+                    else:            # the final half step of the previous step and this one's first
+                        fused(state, step_in_block - 1)
                     nl._impl.displacement_exceeds(state, limit2, flag=state.control)
                     sim.forces.compute(state, nl, False)
-                    sim.integrator.final_integrate(state, step_in_block)
+                    if step_in_block == k or fused is None:
+                        integrator.final_integrate(state, step_in_block)
                 graph = self.stream.end_capture()
             self._graphs[k] = graph
         return graph

@@ -12,6 +12,9 @@
 #define COMPOSITE 0
 #endif
 
+// A half kick: v + (dtf / m) f.
+__device__ __forceinline__ real_t half_kick(real_t v, real_t dtfm, accum_t f) { return v + dtfm * (real_t)f; }
+
 // initial_integrate: v += (dtf / m) f;  x += dtv v     (LAMMPS fix nve, dtf = dt/2 * ftm2v)
 extern "C" __global__ void initial_integrate(const int* __restrict__ control, real_t* __restrict__ pos4, real_t* __restrict__ vel,
                                              const accum_t* __restrict__ force,
@@ -21,7 +24,7 @@ extern "C" __global__ void initial_integrate(const int* __restrict__ control, re
     if (i >= n || control[0]) return;
     real_t dtfm = dtf / mass[i];
     for (int d = 0; d < 3; ++d) {
-        real_t v = vel[3 * (size_t)i + d] + dtfm * (real_t)force[3 * (size_t)i + d];
+        real_t v = half_kick(vel[3 * (size_t)i + d], dtfm, force[3 * (size_t)i + d]);
         vel[3 * (size_t)i + d] = v;
         pos4[4 * (size_t)i + d] += dtv * v;
     }
@@ -35,7 +38,28 @@ extern "C" __global__ void final_integrate(int* __restrict__ control, int step_i
     if (i >= n || control[0]) return;
     if (i == 0) control[1] = step_in_block;
     real_t dtfm = dtf / mass[i];
-    for (int d = 0; d < 3; ++d) vel[3 * (size_t)i + d] += dtfm * (real_t)force[3 * (size_t)i + d];
+    for (int d = 0; d < 3; ++d) vel[3 * (size_t)i + d] = half_kick(vel[3 * (size_t)i + d], dtfm, force[3 * (size_t)i + d]);
+}
+
+// final_integrate of step k followed by initial_integrate of step k + 1, in one pass over the
+// atoms (both half kicks use the forces of step k): what the captured step blocks run between two
+// force computations.  The same operations in the same order as the two kernels, so the same
+// bits, with one read of the velocities, forces and masses instead of two.
+extern "C" __global__ void final_then_initial_integrate(int* __restrict__ control, int step_in_block,
+                                                        real_t* __restrict__ pos4, real_t* __restrict__ vel,
+                                                        const accum_t* __restrict__ force,
+                                                        const real_t* __restrict__ mass, int n, real_t dtf, real_t dtv)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || control[0]) return;
+    if (i == 0) control[1] = step_in_block;
+    real_t dtfm = dtf / mass[i];
+    for (int d = 0; d < 3; ++d) {
+        const accum_t f = force[3 * (size_t)i + d];
+        real_t v = half_kick(half_kick(vel[3 * (size_t)i + d], dtfm, f), dtfm, f);
+        vel[3 * (size_t)i + d] = v;
+        pos4[4 * (size_t)i + d] += dtv * v;
+    }
 }
 
 #include "integrators/counter_rng.cuh"

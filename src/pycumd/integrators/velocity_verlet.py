@@ -38,6 +38,11 @@ class VelocityVerlet:
     thermostat : Langevin or NoseHoover, optional
     """
 
+    #: GPU, not composite: ``final_then_initial_integrate(state, step_in_block)``, the final half
+    #: step of one step and the initial half step of the next in one kernel (the captured step
+    #: blocks use it; the same bits as the two calls); None where there is none
+    final_then_initial_integrate = None
+
     def __init__(self, dt: float | None = None, thermostat=None):
         if dt is not None and not dt > 0:
             raise ValueError(f"time step must be positive, got {dt}")
@@ -50,6 +55,7 @@ class VelocityVerlet:
             self.dt = units.dt
         self.backend = backend
         self.dtf = 0.5 * self.dt * units.ftm2v
+        self.final_then_initial_integrate = None
         real = precision.state_dtype
         if precision.composite:
             self._bind_composite(backend, precision)
@@ -60,6 +66,7 @@ class VelocityVerlet:
                                         {"real_t": c["real_t"], "accum_t": c["accum_t"]},
                                         options=precision.cuda_options)
             k1, k2 = mod.get_function("initial_integrate"), mod.get_function("final_integrate")
+            k12 = mod.get_function("final_then_initial_integrate")
 
             def initial(state):
                 n = state.n_atoms
@@ -70,6 +77,12 @@ class VelocityVerlet:
                 n = state.n_atoms
                 k2(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (state.control, np.int32(step_in_block), state.velocities, state.forces,
                    state.per_atom_mass, np.int32(n), real(self.dtf)))
+
+            def final_then_initial(state, step_in_block):
+                n = state.n_atoms
+                k12(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (state.control, np.int32(step_in_block), state.positions,
+                    state.velocities, state.forces, state.per_atom_mass, np.int32(n), real(self.dtf), real(self.dt)))
+            self.final_then_initial_integrate = final_then_initial
         else:
             def initial(state):
                 _initial_integrate_cpu(state.positions, state.velocities, state.forces,
