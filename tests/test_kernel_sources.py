@@ -12,6 +12,10 @@ NVCC = shutil.which("nvcc")
 #: sources with a composite-precision part (#if COMPOSITE), compiled again with its defines
 COMPOSITE_SOURCES = [p for p in SOURCES if "#if COMPOSITE" in p.read_text()]
 COMPOSITE_DEFINES = ["-DCOMPOSITE=1", "-Dreal_t=float", "-Dpair_t=float", "-Daccum_t=float"]
+#: sources with a part for mixed precision's fixed-point forces (or its sums in pair_sums.cuh),
+#: compiled again with mixed's defines
+FIXED_POINT_SOURCES = [p for p in SOURCES if "#if FIXED_POINT_FORCES" in p.read_text()
+                       or "pair_sums.cuh" in p.read_text()]
 
 
 def test_sources_found():
@@ -43,3 +47,17 @@ def _compile(source, arch, tmp_path, defines):
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, f"{' '.join(cmd)}\n{proc.stdout}\n{proc.stderr}"
     assert (tmp_path / "kernel.cubin").stat().st_size > 0
+
+
+def test_fixed_point_sources_found():
+    assert {"forces.cu", "allpairs.cu"} <= {p.name for p in FIXED_POINT_SOURCES}
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("source", FIXED_POINT_SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_compiles_mixed(source, arch, tmp_path):
+    """With the defines mixed precision compiles it with (pycumd.precision)."""
+    from pycumd.precision import get_precision
+    defines = [f"-D{k}={v}" for k, v in get_precision("mixed", "cuda").cuda_defines.items()]
+    _compile(source, arch, tmp_path, defines)

@@ -15,7 +15,17 @@ def test_every_name_resolves_on_the_gpu():
 def test_composite_policy_is_float_parts_without_float64():
     p = get_precision("composite", "cuda")
     assert p.composite and p.state_dtype is np.float32 and p.accum_dtype is np.float32
-    assert p.cuda_defines == {"real_t": "float", "pair_t": "float", "accum_t": "float", "COMPOSITE": 1}
+    assert p.cuda_defines == {"real_t": "float", "pair_t": "float", "accum_t": "float", "COMPOSITE": 1,
+                              "FIXED_POINT_FORCES": 0}
+
+
+def test_mixed_policy_reads_fixed_point_positions_and_builds_lists_in_float():
+    p = get_precision("mixed", "cuda")
+    assert p.state_dtype is np.float64 and p.pair_dtype is np.float32 and p.accum_dtype is np.float64
+    assert p.fixed_point_forces and p.cuda_defines["FIXED_POINT_FORCES"] == 1
+    assert p.list_dtype is np.float32
+    assert get_precision("double", "cuda").list_dtype is np.float64
+    assert not get_precision("single", "cuda").fixed_point_forces
 
 
 @pytest.mark.parametrize("name", ["single", "mixed", "composite"])

@@ -58,6 +58,14 @@ VARIANTS = {
     "ot_b8_mb8": _v(1, 8, 0, 8),
 }
 REFERENCE = "before"
+#: mixed precision's fixed-point kernel (pair_forces_fixed): defines per label; compared with the
+#: reference (float64 separations) by the largest force difference, not by bits
+FIXED_VARIANTS = {
+    "fixed": {},                           # the package's defaults
+    "fixed_mb1": {"FORCE_MIN_BLOCKS": 1},  # no register bound
+    "fixed_mb6": {"FORCE_MIN_BLOCKS": 6},
+    "fixed_na": {"FORCE_LIST_LOAD": 2},    # list entries not kept in L1, no L2 hint
+}
 
 
 def jittered_fcc(cells, sigma=0.12, seed=5):
@@ -138,8 +146,56 @@ def run(cells_list, precisions, ncu=False, repeats=20, deterministic=False):
                 rows.append(row)
                 print(f"{n:>10,d} {pname:7s} {label:14s} lanes {lanes}  {row['median_us']:9.1f} us  "
                       f"regs {row['regs']}  {row['bits']}  max|df|/rms(f) {deviation:.1e}", flush=True)
+            if prec.fixed_point_forces and not ncu:
+                rows += _time_fixed(be, prec, lj, state, nl, lanes, table, reference_forces, repeats)
             del state, nl
             cp.get_default_memory_pool().free_all_blocks()
+    return rows
+
+
+def _time_fixed(be, prec, lj, state, nl, lanes, table, reference_forces, repeats):
+    """Mixed precision's pair_forces_fixed (with its fixed-point image): time and deviation."""
+    import cupy as cp
+    from pycumd.forces import BLOCK, potential_defines
+
+    n = state.n_atoms
+    L = np.asarray(state.box_lengths, dtype=np.float64)
+    image = cp.empty((n, 4), np.uint32)
+    rows = []
+    for label, defines in FIXED_VARIANTS.items():
+        mod = be.kernel_module("forces.cu", {**prec.cuda_defines, **potential_defines(lj), **defines},
+                               options=prec.cuda_options)
+        make, fn = mod.get_function("fixed_point_image"), mod.get_function("pair_forces_fixed")
+        forces = cp.full_like(state.forces, np.nan)
+
+        def image_launch():
+            make(((n + BLOCK - 1) // BLOCK,), (BLOCK,),
+                 (state.control, state.positions, image, np.int32(n), *[np.float64(2.0**32 / x) for x in L]))
+
+        def launch():
+            fn(((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
+               (state.control, image, nl.nbr, nl.nbr_count, np.int32(n), np.int32(n), table, np.int32(1),
+                *[np.float32(x / 2.0**32) for x in L], forces, state.energy, state.virial, np.int32(0),
+                np.int32(lanes)))
+
+        times = {"image": [], "force": []}
+        for _ in range(repeats):
+            for part, f in (("image", image_launch), ("force", launch)):
+                a, b = cp.cuda.Event(), cp.cuda.Event()
+                a.record()
+                f()
+                b.record()
+                b.synchronize()
+                times[part].append(cp.cuda.get_elapsed_time(a, b) * 1e3)
+        got = forces.get()
+        deviation = float(np.max(np.abs(got - reference_forces)) / np.sqrt(np.mean(reference_forces ** 2)))
+        row = dict(n=n, precision=prec.name, variant=label, lanes=lanes, median_us=float(np.median(times["force"])),
+                   image_us=float(np.median(times["image"])), regs=getattr(fn, "num_regs", None),
+                   bits="not compared", max_deviation_over_rms=deviation, finite=bool(np.isfinite(got).all()))
+        rows.append(row)
+        print(f"{n:>10,d} {prec.name:7s} {label:14s} lanes {lanes}  {row['median_us']:9.1f} us "
+              f"(+ image {row['image_us']:.1f} us)  regs {row['regs']}  max|df|/rms(f) {deviation:.1e}  "
+              f"finite {row['finite']}", flush=True)
     return rows
 
 
@@ -160,7 +216,7 @@ def main(argv=None):
             if label not in args.only and label != REFERENCE:
                 del VARIANTS[label]
     rows = run(args.cells, args.precision, ncu=args.ncu, deterministic=args.deterministic)
-    if any(r["bits"] != "identical" for r in rows):
+    if any(r["bits"] == "DIFFERENT" for r in rows) or not all(r.get("finite", True) for r in rows):
         print("SOME VARIANT DIFFERS FROM THE REFERENCE")
         return 1
     if rows:

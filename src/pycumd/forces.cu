@@ -11,6 +11,8 @@
 // Types (compile-time, from pycumd.precision): real_t positions, pair_t pair arithmetic,
 // accum_t accumulation.  Positions are (N, 4): x, y, z, type (stored as a real number).
 // Neighbour storage is column-major: neighbor j of atom i is nbr[k * stride + i].
+// Mixed precision runs pair_forces_fixed instead (FIXED_POINT_FORCES): the same sums from a
+// 32-bit fixed-point image of the float64 positions, with compensated float32 sums.
 #include "pair_sums.cuh"   // types, the potential, positions, the per-pair sums
 
 __device__ __forceinline__ void pair_sums_lane_reduce(PairSums& s, int lanes, int with_energy) {
@@ -39,8 +41,9 @@ __device__ __forceinline__ void pair_sums_lane_reduce(PairSums& s, int lanes, in
 // and first out of L2.  The list is read once per step and is the most of the kernel's traffic;
 // rows of neighbours are read many times.  H100, kernel alone at 1M atoms: single 225 us (0) ->
 // 210 us (3; 256k 80 -> 71 us), mixed 356 us (0) -> 352 us (2) but 374 us (3): so 3 for single,
-// 2 for double positions and composite (32-byte neighbour rows, like mixed).
-#define FORCE_LIST_LOAD ((sizeof(real_t) == 4 && !COMPOSITE) ? 3 : 2)
+// 2 for double positions and composite (32-byte neighbour rows, like mixed before its fixed-point
+// image); the fixed-point kernel of mixed precision (16-byte rows) takes 3.
+#define FORCE_LIST_LOAD (((sizeof(real_t) == 4 && !COMPOSITE) || FIXED_POINT_FORCES) ? 3 : 2)
 #endif
 // One list entry (FORCE_LIST_LOAD).
 __device__ __forceinline__ int load_list_entry(const int* p) {
@@ -137,6 +140,25 @@ __device__ __forceinline__ void sum_neighbours(
         });
 }
 
+// The frame of the neighbour-list kernels: thread t works on atom t / lanes as lane t % lanes;
+// `sum_atom(i, lane, active)` returns the lane's PairSums (zero for an inactive atom); the lanes'
+// sums are added by the butterfly and lane 0 stores them.  Whole warps stay to the end (the
+// shuffles need every lane); atoms past the end sum nothing.
+template <class SumAtom>
+__device__ __forceinline__ void for_target_atom(int n_local, int lanes, accum_t* __restrict__ force,
+                                                accum_t* __restrict__ energy, accum_t* __restrict__ virial,
+                                                int with_energy, SumAtom sum_atom)
+{
+    const int shift = __ffs(lanes) - 1;         // lanes is a power of two
+    const unsigned int t = blockIdx.x * blockDim.x + threadIdx.x;
+    const int i = (int)(t >> shift), lane = (int)(t & (lanes - 1));
+    if ((int)((t & ~31u) >> shift) >= n_local) return;
+    const bool active = i < n_local;
+    PairSums sums = sum_atom(i, lane, active);
+    if (lanes > 1) pair_sums_lane_reduce(sums, lanes, with_energy);
+    if (active && lane == 0) pair_sums_store(sums, i, force, energy, virial, with_energy);
+}
+
 // 128 threads per block: pycumd.forces.BLOCK
 extern "C" __global__ void __launch_bounds__(128, FORCE_MIN_BLOCKS) pair_forces(
     const int* __restrict__ control, const real_t* __restrict__ pos4, const int* __restrict__ nbr, const int* __restrict__ nbr_count,
@@ -146,27 +168,88 @@ extern "C" __global__ void __launch_bounds__(128, FORCE_MIN_BLOCKS) pair_forces(
     int with_energy, int lanes)
 {
     if (control[0]) return;                     // control[0]: the step block is frozen (see step_graph.py)
-    const int shift = __ffs(lanes) - 1;         // lanes is a power of two
-    const unsigned int t = blockIdx.x * blockDim.x + threadIdx.x;
-    const int i = (int)(t >> shift), lane = (int)(t & (lanes - 1));
-    // whole warps stay to the end (the shuffles need every lane); atoms past the end sum nothing
-    if ((int)((t & ~31u) >> shift) >= n_local) return;
-    const bool active = i < n_local;
-    real_t xi = 0, yi = 0, zi = 0; int ti = 0;
-    if (active) load_position(pos4, i, xi, yi, zi, ti);
-    PairSums sums;
-    pair_sums_zero(sums);
-    const pair_t* rows = table + (size_t)ti * n_types * PAIR_TABLE_COLUMNS;
-    const int count = active ? nbr_count[i] : 0;
-    if (FORCE_ONE_TYPE_PATH && n_types == 1)
-        sum_neighbours<true>(sums, pos4, nbr, i, count, lane, lanes, stride, rows, xi, yi, zi,
-                             Lx, Ly, Lz, invLx, invLy, invLz, with_energy);
-    else
-        sum_neighbours<false>(sums, pos4, nbr, i, count, lane, lanes, stride, rows, xi, yi, zi,
-                              Lx, Ly, Lz, invLx, invLy, invLz, with_energy);
-    if (lanes > 1) pair_sums_lane_reduce(sums, lanes, with_energy);
-    if (active && lane == 0) pair_sums_store(sums, i, force, energy, virial, with_energy);
+    for_target_atom(n_local, lanes, force, energy, virial, with_energy, [&](int i, int lane, bool active) {
+        real_t xi = 0, yi = 0, zi = 0; int ti = 0;
+        if (active) load_position(pos4, i, xi, yi, zi, ti);
+        PairSums sums;
+        pair_sums_zero(sums);
+        const pair_t* rows = table + (size_t)ti * n_types * PAIR_TABLE_COLUMNS;
+        const int count = active ? nbr_count[i] : 0;
+        if (FORCE_ONE_TYPE_PATH && n_types == 1)
+            sum_neighbours<true>(sums, pos4, nbr, i, count, lane, lanes, stride, rows, xi, yi, zi,
+                                 Lx, Ly, Lz, invLx, invLy, invLz, with_energy);
+        else
+            sum_neighbours<false>(sums, pos4, nbr, i, count, lane, lanes, stride, rows, xi, yi, zi,
+                                  Lx, Ly, Lz, invLx, invLy, invLz, with_energy);
+        return sums;
+    });
 }
+
+#if FIXED_POINT_FORCES
+// Mixed precision (pycumd.precision): the state is float64; the force kernel reads a 32-bit
+// fixed-point image of the positions, written by fixed_point_image before each force computation:
+// coordinate x as the box fraction  u = round(x 2^32 / L) mod 2^32  (x need not be wrapped), and
+// the type, in one 16-byte row (uint4; float64 rows take 32 bytes).  The separation is then
+// (int)(u_i - u_j): exact, and the 32-bit wrap-around is the minimum image (no rint).  It is
+// rounded to float32 once, times s = L / 2^32 (s in float32: every length scaled by the same
+// 1 + O(2^-24)).  Resolution L / 2^32 per coordinate (1.5e-8 in a box of 64), below the float32
+// rounding of the separation itself for L < ~400 length units.  Pairs in float32, the sums
+// compensated (about 48 bits, as composite), added into float64 at the end.
+__device__ __forceinline__ unsigned int box_fraction(double x, double scale) {
+    return (unsigned int)(unsigned long long)__double2ll_rn(x * scale);   // mod 2^32
+}
+
+extern "C" __global__ void fixed_point_image(const int* __restrict__ control, const double* __restrict__ pos4,
+                                             uint4* __restrict__ image, int n,
+                                             double scale_x, double scale_y, double scale_z)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || control[0]) return;
+    double x, y, z; int t;
+    load_position(pos4, i, x, y, z, t);
+    image[i] = make_uint4(box_fraction(x, scale_x), box_fraction(y, scale_y), box_fraction(z, scale_z), (unsigned int)t);
+}
+
+// One coordinate of r_i - r_j from box fractions (minimum image by wrap-around), in float32.
+__device__ __forceinline__ float fixed_separation(unsigned int ui, unsigned int uj, float s) {
+    return (float)(int)(ui - uj) * s;
+}
+
+template <bool ONE_TYPE>
+__device__ __forceinline__ void sum_neighbours_fixed(
+    PairSumsFF& sums, const uint4* __restrict__ image, const int* __restrict__ nbr, int i, int count, int lane,
+    int lanes, int stride, const float* __restrict__ rows, uint4 own, float sx, float sy, float sz, int with_energy)
+{
+    const TableRows<ONE_TYPE, float> table(rows);
+    for_each_neighbour(nbr, i, count, lane, lanes, stride,
+        [&](int j) { return __ldg(image + j); },
+        [&](const uint4& r) {
+            pair_sums_ff_add(sums, fixed_separation(own.x, r.x, sx), fixed_separation(own.y, r.y, sy),
+                             fixed_separation(own.z, r.z, sz), table((int)r.w), with_energy);
+        });
+}
+
+extern "C" __global__ void __launch_bounds__(128, FORCE_MIN_BLOCKS) pair_forces_fixed(
+    const int* __restrict__ control, const uint4* __restrict__ image, const int* __restrict__ nbr,
+    const int* __restrict__ nbr_count, int n_local, int stride, const float* __restrict__ table, int n_types,
+    float sx, float sy, float sz, accum_t* __restrict__ force, accum_t* __restrict__ energy,
+    accum_t* __restrict__ virial, int with_energy, int lanes)
+{
+    if (control[0]) return;
+    for_target_atom(n_local, lanes, force, energy, virial, with_energy, [&](int i, int lane, bool active) {
+        const uint4 own = active ? __ldg(image + i) : make_uint4(0, 0, 0, 0);
+        PairSumsFF sums;
+        pair_sums_ff_zero(sums);
+        const float* rows = table + (size_t)own.w * n_types * PAIR_TABLE_COLUMNS;
+        const int count = active ? nbr_count[i] : 0;
+        if (FORCE_ONE_TYPE_PATH && n_types == 1)
+            sum_neighbours_fixed<true>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, with_energy);
+        else
+            sum_neighbours_fixed<false>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, with_energy);
+        return pair_sums_from_ff(sums);
+    });
+}
+#endif
 
 #if COMPOSITE
 // The composite-precision twin (pycumd.precision): positions hi (pos4, the rows above) + lo

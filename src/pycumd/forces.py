@@ -170,12 +170,21 @@ class PairForces:
         self.backend = backend
         self.lanes = lanes
         table = potential.table(n_types)
-        name = "pair_forces_composite" if precision.composite else "pair_forces"
+        fixed = backend.is_gpu and precision.fixed_point_forces
+        name = ("pair_forces_composite" if precision.composite else "pair_forces_fixed" if fixed
+                else "pair_forces")
         self._kernel, self._table = pair_kernel(potential, table, backend, precision, "forces.cu", name,
                                                 _make_cpu_kernel)
         self._real = precision.state_dtype
+        #: mixed precision: the fixed-point image of the positions ((N, 4) uint32, see forces.cu) and
+        #: the kernel that writes it
+        self.image = None
         if precision.composite:
             self.compute = self._compute_composite
+        elif fixed:
+            self._image_kernel = pair_kernel(potential, table, backend, precision, "forces.cu",
+                                             "fixed_point_image", _make_cpu_kernel)[0]
+            self.compute = self._compute_fixed
         else:
             self.compute = self._compute_cuda if backend.is_gpu else self._compute_cpu
 
@@ -200,6 +209,22 @@ class PairForces:
                       self._table, np.int32(self.n_types), *[real(x) for x in L],
                       *[real(x) for x in 1.0 / L], state.forces, state.energy, state.virial,
                       np.int32(with_energy), np.int32(lanes)))
+
+    def _compute_fixed(self, state, neighbors, with_energy: bool) -> None:
+        """Mixed precision: write the fixed-point image of the positions, then the forces from it."""
+        n = state.n_atoms
+        L = np.asarray(state.box_lengths, dtype=np.float64)
+        if self.image is None or self.image.shape[0] != n:
+            self.image = None
+            self.image = self.backend.xp.empty((n, 4), np.uint32)    # outside graph capture: the first call
+        self._image_kernel(((n + BLOCK - 1) // BLOCK,), (BLOCK,),
+                           (state.control, state.positions, self.image, np.int32(n),
+                            *[np.float64(2.0**32 / x) for x in L]))
+        lanes = self._lanes(n)
+        self._kernel(((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
+                     (state.control, self.image, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
+                      self._table, np.int32(self.n_types), *[np.float32(x / 2.0**32) for x in L],
+                      state.forces, state.energy, state.virial, np.int32(with_energy), np.int32(lanes)))
 
     def _compute_composite(self, state, neighbors, with_energy: bool) -> None:
         n = state.n_atoms

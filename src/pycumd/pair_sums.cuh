@@ -22,6 +22,9 @@
 #ifndef COMPOSITE
 #define COMPOSITE 0
 #endif
+#ifndef FIXED_POINT_FORCES
+#define FIXED_POINT_FORCES 0   // mixed precision's force kernel (forces.cu): compensated float sums too
+#endif
 #include "potentials/pair_select.cuh"   // POTENTIAL_HEADER_ID: 0 lennard_jones, 1 yukawa, 2 pasta
 #include "positions.cuh"
 
@@ -85,23 +88,10 @@ __device__ __forceinline__ void pair_sums_store(const PairSums& s, int i, accum_
     }
 }
 
-#if COMPOSITE
-// ---- composite (float-float) precision: positions hi + lo, float32 pairs, compensated sums ----
+#if COMPOSITE || FIXED_POINT_FORCES
+// ---- float32 pairs with compensated sums (composite precision, and mixed precision's
+// neighbour-list force kernel): about 48 bits in each sum of float32 pair terms ----
 #include "composite/float_float.cuh"
-
-// One coordinate of r_i - r_j with the minimum image, from float-float positions, rounded to
-// float once.  k = rint((xi - xj) / L) is -1, 0 or 1; the image shift is applied to the part
-// near the upper box edge (xi - L when k = 1, xj - L when k = -1), which is exact (Sterbenz:
-// that coordinate lies in [L/2, 2L]); the low parts take L's low part.  What is left to round
-// is the difference of two nearby numbers, |dx| <= r_list.
-__device__ __forceinline__ float ff_separation(float xi, float xi_lo, float xj, float xj_lo,
-                                               float L, float L_lo, float invL) {
-    float k = rintf((xi - xj) * invL);
-    float si = fmaxf(k, 0.0f), sj = fmaxf(-k, 0.0f);
-    float ah = ieee_fmaf(-si, L, xi), bh = ieee_fmaf(-sj, L, xj);
-    float al = ieee_fmaf(-si, L_lo, xi_lo), bl = ieee_fmaf(-sj, L_lo, xj_lo);
-    return ieee_fadd(ieee_fsub(ah, bh), ieee_fsub(al, bl));
-}
 
 // A compensated sum (Neumaier): hi collects the rounded sum, lo the exact TwoSum errors.
 struct CompensatedSum { float hi, lo; };
@@ -145,6 +135,36 @@ __device__ __forceinline__ void pair_sums_ff_add(PairSumsFF& s, float dx, float 
         csum_add(s.w[0], dx * dx * fr); csum_add(s.w[1], dy * dy * fr); csum_add(s.w[2], dz * dz * fr);
         csum_add(s.w[3], dx * dy * fr); csum_add(s.w[4], dx * dz * fr); csum_add(s.w[5], dy * dz * fr);
     }
+}
+
+// The compensated sums as accum_t sums, hi + lo added in accum_t (exact for float64 unless the
+// parts are more than 29 binary orders apart).
+__device__ __forceinline__ PairSums pair_sums_from_ff(const PairSumsFF& s) {
+    PairSums r;
+#pragma unroll
+    for (int q = 0; q < 3; ++q) r.f[q] = (accum_t)s.f[q].hi + (accum_t)s.f[q].lo;
+    r.e = (accum_t)s.e.hi + (accum_t)s.e.lo;
+#pragma unroll
+    for (int q = 0; q < 6; ++q) r.w[q] = (accum_t)s.w[q].hi + (accum_t)s.w[q].lo;
+    return r;
+}
+#endif
+
+#if COMPOSITE
+// ---- composite (float-float) precision: positions hi + lo ----
+
+// One coordinate of r_i - r_j with the minimum image, from float-float positions, rounded to
+// float once.  k = rint((xi - xj) / L) is -1, 0 or 1; the image shift is applied to the part
+// near the upper box edge (xi - L when k = 1, xj - L when k = -1), which is exact (Sterbenz:
+// that coordinate lies in [L/2, 2L]); the low parts take L's low part.  What is left to round
+// is the difference of two nearby numbers, |dx| <= r_list.
+__device__ __forceinline__ float ff_separation(float xi, float xi_lo, float xj, float xj_lo,
+                                               float L, float L_lo, float invL) {
+    float k = rintf((xi - xj) * invL);
+    float si = fmaxf(k, 0.0f), sj = fmaxf(-k, 0.0f);
+    float ah = ieee_fmaf(-si, L, xi), bh = ieee_fmaf(-sj, L, xj);
+    float al = ieee_fmaf(-si, L_lo, xi_lo), bl = ieee_fmaf(-sj, L_lo, xj_lo);
+    return ieee_fadd(ieee_fsub(ah, bh), ieee_fsub(al, bl));
 }
 
 // Store as hi and lo arrays (same layouts as pair_sums_store), energy and virial with the factor 1/2.

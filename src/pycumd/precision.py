@@ -9,8 +9,15 @@ double      float64            float64             float64
 composite   float-float        float32             float-float
 ==========  =================  ==================  ==================================
 
-In ``mixed`` the separation ``r_i - r_j`` is formed in float64 and then rounded to float32,
-so positions far from the origin lose no digits.  ``composite`` keeps every position,
+In ``mixed`` the neighbour-list force kernel reads a 32-bit fixed-point image of the float64
+positions (each coordinate as the box fraction ``round(x 2^32 / L) mod 2^32``, the type beside
+it: 16 bytes a particle, as in single), written before each force computation.  The separation
+is the integer difference of two fractions -- exact, the minimum image by 32-bit wrap-around --
+rounded to float32 once and scaled by ``L / 2^32``; so positions far from the origin lose no
+digits (resolution ``L / 2^32``: 1.5e-8 in a box of 64 length units).  The per-atom sums of
+the float32 pair terms are compensated (TwoSum, about 48 bits) and stored as float64.  The
+all-pairs kernels form the separation in float64 instead.  The neighbour list is built from a
+float32 copy of the positions (the displacement check allows for its rounding, as in single).  ``composite`` keeps every position,
 velocity, mass, force, energy and virial as an unevaluated sum ``hi + lo`` of two float32
 numbers (about 48 significant bits, :mod:`pycumd.composite`) and uses no float64 on the GPU:
 the separation is formed from both parts (the periodic image shift applied exactly) and
@@ -39,6 +46,10 @@ class Precision:
     accum_dtype: type   #: per-atom force, energy and virial sums
     deterministic: bool = False  #: GPU kernels built without fused multiply-add contraction
     composite: bool = False      #: float-float state and sums (the ``*_dtype`` are the parts' type)
+    #: the neighbour-list force kernel reads a 32-bit fixed-point image of the positions (mixed)
+    fixed_point_forces: bool = False
+    #: type of the positions the GPU neighbour-list kernel reads (mixed: a float32 copy)
+    list_dtype: type = np.float32
 
     @property
     def cuda_options(self) -> tuple:
@@ -52,13 +63,14 @@ class Precision:
         """Compile-time type names for the CUDA kernels."""
         c = {np.float32: "float", np.float64: "double"}
         return {"real_t": c[self.state_dtype], "pair_t": c[self.pair_dtype],
-                "accum_t": c[self.accum_dtype], "COMPOSITE": int(self.composite)}
+                "accum_t": c[self.accum_dtype], "COMPOSITE": int(self.composite),
+                "FIXED_POINT_FORCES": int(self.fixed_point_forces)}
 
 
 _POLICIES = {
     "single": Precision("single", np.float32, np.float32, np.float32),
-    "mixed": Precision("mixed", np.float64, np.float32, np.float64),
-    "double": Precision("double", np.float64, np.float64, np.float64),
+    "mixed": Precision("mixed", np.float64, np.float32, np.float64, fixed_point_forces=True),
+    "double": Precision("double", np.float64, np.float64, np.float64, list_dtype=np.float64),
     "composite": Precision("composite", np.float32, np.float32, np.float32, composite=True),
 }
 

@@ -92,7 +92,8 @@ class Simulation:
             self.neighbors = NeighborList(self.backend, r_cut, skin, every=neighbor_every,
                                           delay=neighbor_delay, check=neighbor_check,
                                           cuda_options=self.precision.cuda_options,
-                                          position_error=_storage_rounding(self.precision, system.box.L))
+                                          position_error=_storage_rounding(self.precision, system.box.L),
+                                          list_dtype=self.precision.list_dtype)
             forces_class = PairForces
         self.neighbors.check_box(system.box.L)
         self.state = State.from_system(system, self.backend, self.precision)
@@ -313,10 +314,10 @@ def _check_composite_supported(pair_method: str, thermostat) -> None:
 
 
 def _storage_rounding(precision, box_lengths) -> float:
-    """How far float32-stored positions (single, and composite's high parts, from which the
-    neighbour list is built) may be from the positions the forces use: ``4 * 2^-23 * L``
+    """How far the float32 positions the neighbour list is built from (single; composite's high
+    parts; mixed's float32 copy) may be from the positions the forces use: ``4 * 2^-23 * L``
     (4 to 8 float32 ulps of L)."""
-    if precision.state_dtype != np.float32:
+    if precision.list_dtype != np.float32:
         return 0.0
     return 4.0 * float(np.finfo(np.float32).eps) * float(np.max(box_lengths))
 

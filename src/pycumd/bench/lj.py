@@ -96,10 +96,11 @@ def time_split(sim, steps: int, seconds: float) -> dict:
         cp = b.xp
         pairs = float(nl.nbr_count.sum())
         parts = 1 if state.lo is None else 2          # composite: hi and lo arrays
-        real = state.positions.dtype.itemsize
+        image = getattr(sim.forces, "image", None)      # mixed: the kernel reads 16-byte fixed-point rows
+        row = image.itemsize * 4 if image is not None else state.positions.dtype.itemsize * 4 * parts
         # fewest bytes: each neighbour index once, each target row once, forces written once;
         # the neighbour rows gathered come from the cache and are not counted
-        moved = pairs * 4 + n * (4 * real * parts + 4) + state.forces.nbytes * parts
+        moved = pairs * 4 + n * (row + 4) + state.forces.nbytes * parts
         src = cp.empty(1 << 28, dtype=cp.uint8)
         dst = cp.empty_like(src)
         t_copy = timer(lambda: cp.copyto(dst, src), 10)
@@ -127,6 +128,8 @@ def memory_accounting(sim) -> dict:
     arrays = dict(state.memory_by_array())
     if hasattr(nl, "memory_by_array"):
         arrays.update({f"neighbors.{k}": v for k, v in nl.memory_by_array().items()})
+    if getattr(sim.forces, "image", None) is not None:      # mixed precision's fixed-point positions
+        arrays["forces.image"] = int(sim.forces.image.nbytes)
     out = {"bytes_per_atom_by_array": {k: v / n for k, v in arrays.items()},
            "accounted_bytes_per_atom": sum(arrays.values()) / n}
     if getattr(nl, "nbr_count", None) is not None:

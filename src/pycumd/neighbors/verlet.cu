@@ -379,6 +379,17 @@ extern "C" __global__ void displacement_exceeds(
     if (dx * dx + dy * dy + dz * dz > limit2) *flag = 1;
 }
 
+// Mixed precision builds the list from float32 rows of the float64 positions (16-byte candidate
+// rows, the single-precision list kernel; the displacement check allows for the rounding).
+extern "C" __global__ void float_image(const real_t* __restrict__ pos4, float4* __restrict__ out, int n_local)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_local) return;
+    real_t x, y, z; int t;
+    load_position(pos4, i, x, y, z, t);
+    out[i] = make_float4((float)x, (float)y, (float)z, (float)t);
+}
+
 // Periodic wrap into [0, L) with image counters, done at rebuilds (as LAMMPS does at re-neighbouring):
 // x -= k L with k = floor(x / L), then one correction step for rounding.
 extern "C" __global__ void wrap_positions(real_t* __restrict__ pos4, int* __restrict__ image, int n_local,

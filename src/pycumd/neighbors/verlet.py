@@ -216,11 +216,17 @@ class NeighborList:
         Bound on how far the positions the list is built from may be from the positions the
         forces use (length units): float32 storage rounding; the displacement check triggers
         that much earlier, so that no pair is lost (0 for float64 positions).
+    list_dtype : numpy float type, optional
+        GPU: the type of the positions the list kernel reads.  ``numpy.float32`` with float64
+        positions (mixed precision): the kernel reads a float32 copy made after the reorder
+        (16-byte rows instead of 32, in the memory of ``positions_at_build``); give a
+        ``position_error`` for its rounding.  Default: the positions' own type.
     """
 
     def __init__(self, backend, r_cut: float, skin: float, *, every: int = 1, delay: int = 0,
                  check: bool = True, overlap_distance: float | None = None, capacity: int | None = None,
-                 reorder: bool = True, cuda_options: tuple = (), position_error: float = 0.0):
+                 reorder: bool = True, cuda_options: tuple = (), position_error: float = 0.0,
+                 list_dtype=None):
         if skin < 0:
             raise InputError(f"neighbor skin must be >= 0, got {skin}")
         if every < 1 or delay < 0:
@@ -244,7 +250,7 @@ class NeighborList:
         self.recent_max_counts: list = []
         self.overflows = 0          # builds repeated because the storage was too small
         self.resizes = 0            # storage reallocations after the first
-        self._impl = _CudaBuild(backend, cuda_options) if backend.is_gpu else _CpuBuild()
+        self._impl = _CudaBuild(backend, cuda_options, list_dtype) if backend.is_gpu else _CpuBuild()
 
     def cells_per_dimension(self, L: np.ndarray) -> np.ndarray:
         """Cells per box edge: ``floor(2 L / r_list)`` (cell edge >= r_list / 2), in [1, 1024]."""
@@ -414,9 +420,10 @@ class _CpuBuild:
 class _CudaBuild:
     """CUDA implementation (``verlet.cu``); storage ``nbr[k * N + i]`` (column-major, coalesced)."""
 
-    def __init__(self, backend, cuda_options=()):
+    def __init__(self, backend, cuda_options=(), list_dtype=None):
         self.backend = backend
         self.cuda_options = tuple(cuda_options)
+        self.list_dtype = None if list_dtype is None else np.dtype(list_dtype)
         self.cp = backend.xp
         self._kernels = {}
         self._flag = self.cp.zeros(1, np.int32)
@@ -430,17 +437,23 @@ class _CudaBuild:
             event.record()
             self.phase_events.append((phase, event))
 
-    def _kernel(self, state, name):
-        key = (state.positions.dtype.name, name)
+    def float_list(self, state) -> bool:
+        """Whether the list kernel reads a float32 copy of float64 positions (mixed precision)."""
+        return state.positions.dtype == np.float64 and self.list_dtype == np.float32
+
+    def _kernel(self, state, name, real=None):
+        """Kernel ``name`` of verlet.cu for positions of ``real`` (default: the state's) type."""
+        real = np.dtype(state.positions.dtype if real is None else real)
+        key = (real.name, name)
         if key not in self._kernels:
-            real_t = "float" if state.positions.dtype == np.float32 else "double"
+            real_t = "float" if real == np.float32 else "double"
             defines = {"real_t": real_t, "COMPOSITE": int(name.endswith("_composite"))}
             module = self.backend.kernel_module("neighbors/verlet.cu", defines, options=self.cuda_options)
             self._kernels[key] = module.get_function(name)
         return self._kernels[key]
 
-    def _box_args(self, state):
-        real = state.positions.dtype.type
+    def _box_args(self, state, real=None):
+        real = np.dtype(state.positions.dtype if real is None else real).type
         L = np.asarray(state.box_lengths, dtype=np.float64)
         return [real(x) for x in L] + [real(x) for x in 1.0 / L]
 
@@ -497,14 +510,15 @@ class _CudaBuild:
                float(r_list), int(capacity), bool(nl.reorder), tuple(state.box_lengths))
         if self.plan is None or self.plan.key != key:
             self.plan = None                  # release the old buffers first
-            self.plan = _BuildPlan(self.backend, key, state, n_cells, nl)
+            self.plan = _BuildPlan(self.backend, key, state, n_cells, nl, self.float_list(state))
         return self.plan
 
     def enqueue(self, state, plan, nl, control=None) -> None:
         """Launch a whole build on the current stream: no allocation, no synchronisation.
 
         wrap -> cell index -> counting sort -> reorder (gather + copy back, identity order) ->
-        statistics reset -> list kernel -> positions at build.  With ``control`` (the state's
+        statistics reset -> (mixed: float32 copy of the positions) -> list kernel -> positions at
+        build.  With ``control`` (the state's
         step-control array, :mod:`pycumd.step_graph`), a last kernel copies the statistics to
         ``control[3:5]`` and, if the storage overflowed, freezes the step (``control[0]`` and
         ``control[2]`` set): the kernels after it do nothing until the host repeats the build.
@@ -535,15 +549,21 @@ class _CudaBuild:
         stream = cp.cuda.get_current_stream().ptr
         cp.cuda.runtime.memcpyAsync(plan.stats.data.ptr, plan.stats_initial.data.ptr, plan.stats.nbytes,
                                     cp.cuda.runtime.memcpyDeviceToDevice, stream)
-        self._launch_list_kernel(state, plan.keys, plan.n_cells, nl.r_list, nl.capacity, nl, plan.stats,
-                                 plan.sort.bin_start, order)
+        positions = state.positions
+        if plan.float_image is not None:
+            positions = plan.float_image
+            self._kernel(state, "float_image")(grid, (BLOCK,), (state.positions, positions, np.int32(n)))
+            self._mark("float copy")
+        self._launch_list_kernel(state, positions, plan.keys, plan.n_cells, nl.r_list, nl.capacity, nl,
+                                 plan.stats, plan.sort.bin_start, order)
         self._mark("list kernel")
         cp.copyto(state.positions_at_build, state.positions)
         if control is not None:
             self._kernel(state, "publish_build_stats")((1,), (1,), (plan.stats, np.int32(nl.capacity), control))
 
-    def _launch_list_kernel(self, state, keys, n_cells, r_list, capacity, nl, stats, bin_start, order):
-        """Launch ``build_neighbor_list``: one warp per 32 consecutive atoms of one cell row.
+    def _launch_list_kernel(self, state, positions, keys, n_cells, r_list, capacity, nl, stats, bin_start, order):
+        """Launch ``build_neighbor_list`` on ``positions`` ((N, 4) rows, the state's or their float32
+        copy): one warp per 32 consecutive atoms of one cell row.
 
         The grid holds ``chunks_per_row`` warps per cell row (y, z), enough for a row of the mean
         occupancy plus four standard deviations; a fuller row is finished by its warps in strides.
@@ -556,11 +576,12 @@ class _CudaBuild:
         chunks_per_row = max(1, math.ceil((mean + 4.0 * math.sqrt(mean) + 1.0) / 32.0))
         warps = n_rows * chunks_per_row
         name = "build_neighbor_list" if min(nx, ny, nz) >= 7 else "build_neighbor_list_rint"
-        self._kernel(state, name)(
+        real = positions.dtype
+        self._kernel(state, name, real)(
             ((warps + LIST_WARPS - 1) // LIST_WARPS,), (32 * LIST_WARPS,),
-            (state.positions, keys, bin_start, order, np.int32(bool(nl.reorder)),
+            (positions, keys, bin_start, order, np.int32(bool(nl.reorder)),
              np.int32(nx), np.int32(ny), np.int32(nz), np.int32(chunks_per_row),
-             *self._box_args(state), state.positions.dtype.type(r_list * r_list),
+             *self._box_args(state, real), real.type(r_list * r_list),
              nl.nbr, nl.nbr_count, np.int32(capacity), np.int32(n), stats[0:1].view(np.int32),
              stats[1:2]))
 
@@ -587,7 +608,7 @@ class _BuildPlan:
     separate (a few bytes per 12,288 cells).
     """
 
-    def __init__(self, backend, key, state, n_cells, nl):
+    def __init__(self, backend, key, state, n_cells, nl, float_list=False):
         cp = backend.xp
         n = state.n_atoms
         self.key = key
@@ -602,6 +623,12 @@ class _BuildPlan:
         if not nl.reorder:
             long_lived["order"] = n
         spare_long = state.spare_at_build()
+        #: mixed precision: the positions as float32 (N, 4) rows for the list kernel, else None; in
+        #: the first half of positions_at_build (float64 rows: 32 B, taken again after the list kernel)
+        self.float_image = None
+        if float_list:
+            self.float_image = byte_view(spare_long[0], 0, 16 * n, np.float32).reshape(n, 4)
+            spare_long = spare_long[1:]
         views = self._place(cp, long_lived, spare_long)
         short_lived = {"count": sizes[0], "rank": n, "slots": n}
         if nl.reorder:

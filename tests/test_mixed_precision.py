@@ -1,0 +1,110 @@
+"""Mixed precision's GPU paths (pycumd.precision): forces from the 32-bit fixed-point image of the
+float64 positions, and the neighbour list built from their float32 copy."""
+
+import numpy as np
+import pytest
+
+from pycumd import backend as backends
+from pycumd.box import Box
+from pycumd.neighbors.verlet import NeighborList
+from pycumd.precision import get_precision
+from pycumd.simulation import Simulation, _storage_rounding
+from pycumd.state import State
+from pycumd.system import System
+
+from conftest import HAVE_CUDA
+from helpers import brute_force_energy_forces, brute_force_pairs, lj, random_liquid
+
+pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU")]
+
+
+def _mixed_forces(system, pot, poison=True):
+    sim = Simulation(system, pot, device="cuda", precision="mixed")
+    if poison:
+        sim.state.forces[...] = np.nan
+    sim._setup()
+    by_id = np.argsort(sim.state.ids.get())
+    return sim.state.forces.get()[by_id], sim.potential_energy(), sim.virial_trace(), sim
+
+
+@pytest.mark.parametrize("cutoff", ["truncate", "shift_force"])
+def test_fixed_point_forces_match_float64_reference(rng, cutoff):
+    """Float32 pairs from exact separations, compensated sums: float32 rounding level, not worse."""
+    system = random_liquid(rng, n=400, n_types=2)
+    pot = lj(cutoff).pair_coeff(1, 1, epsilon=0.7, sigma=1.05)
+    e_ref, f_ref, w_ref = brute_force_energy_forces(system, pot)
+    f, e, w, sim = _mixed_forces(system.copy(), pot)
+    assert sim.forces.image is not None and sim.forces.image.dtype == np.uint32
+    assert np.isfinite(f).all()
+    assert np.abs(f - f_ref).max() < 2e-6 * np.abs(f_ref).max()
+    assert e == pytest.approx(e_ref, rel=2e-7)
+    assert w == pytest.approx(w_ref, rel=2e-7)
+
+
+def test_fixed_point_image_wraps_unwrapped_positions(rng):
+    """Positions k box lengths away (not wrapped: between builds they drift out of the box) give
+    the same forces: the box fraction is taken mod 2^32."""
+    system = random_liquid(rng, n=300)
+    pot = lj()
+    f0, e0, _, _ = _mixed_forces(system.copy(), pot)
+    sim = Simulation(system.copy(), pot, device="cuda", precision="mixed")
+    sim._setup()                                  # the build wraps: move the atoms out after it
+    s = sim.state
+    shift = rng.integers(-1000, 1001, (s.n_atoms, 3)) * system.box.L
+    s.positions[:, :3] += sim.backend.xp.asarray(shift)
+    s.forces[...] = np.nan
+    sim.forces.compute(s, sim.neighbors, True)
+    f1 = s.forces.get()[np.argsort(s.ids.get())]
+    assert np.abs(f1 - f0).max() <= 1e-6 * np.abs(f0).max()
+    assert sim.potential_energy() == pytest.approx(e0, rel=1e-7)
+
+
+def test_fixed_point_pairs_across_the_boundary_of_a_large_box():
+    """A box of 200 (resolution 200 / 2^32 = 4.7e-8): pairs that cross the periodic faces, far
+    from the origin, against the float64 reference."""
+    L = 200.0
+    pos = np.array([[199.6, 100.0, 100.0], [0.5, 100.3, 100.1], [199.9, 199.2, 0.3],
+                    [0.2, 0.1, 199.5], [150.0, 150.0, 150.0], [151.1, 150.2, 149.9]])
+    system = System(Box([L, L, L]), pos, np.array([1.0]), "lj")
+    pot = lj()
+    e_ref, f_ref, w_ref = brute_force_energy_forces(system, pot)
+    f, e, w, _ = _mixed_forces(system.copy(), pot)
+    assert np.abs(f - f_ref).max() < 1e-5 * np.abs(f_ref).max()
+    assert e == pytest.approx(e_ref, rel=1e-6) and w == pytest.approx(w_ref, rel=1e-6)
+
+
+def test_mixed_list_from_float32_copy_never_loses_a_pair(rng):
+    """Built from float32 copies of float64 positions: every pair closer than r_list minus twice the
+    rounding bound is listed, and nothing farther than r_list plus it."""
+    be = backends.select("cuda")
+    prec = get_precision("mixed", "cuda")
+    system = random_liquid(rng, n=3000, density=0.84, min_distance=0.8)
+    L = system.box.L
+    err = _storage_rounding(prec, L)
+    assert err > 0
+    state = State.from_system(system, be, prec)
+    nl = NeighborList(be, 2.5, 0.3, overlap_distance=0.0, position_error=err, list_dtype=prec.list_dtype)
+    nl.build(state)
+    assert nl._impl.plan.float_image is not None
+    pos = state.host_positions(be)
+    listed = {(i, int(j)) for i in range(state.n_atoms) for j in nl.neighbors_of(i)}
+    inner = brute_force_pairs(pos, L, nl.r_list - 2 * err)
+    outer = brute_force_pairs(pos, L, nl.r_list + 2 * err)
+    assert inner <= listed <= outer
+    assert len(listed) > 0.99 * len(inner)
+    # the float copy lived in positions_at_build's memory, which the build then took again
+    assert np.array_equal(state.positions_at_build.get(), state.positions.get())
+
+
+def test_mixed_nve_conserves_energy_like_double():
+    """NVE on the melt: the mixed run's total-energy drift stays within that of double plus a margin."""
+    from helpers import melt_system
+
+    drift = {}
+    for prec in ("double", "mixed"):
+        sim = Simulation(melt_system(8), lj("shift_force"), device="cuda", precision=prec)
+        sim._setup()
+        e0 = sim.thermo_row()["TotEng"]
+        sim.run(2000)
+        drift[prec] = abs(sim.thermo_row()["TotEng"] - e0)
+    assert drift["mixed"] < max(5 * drift["double"], 2e-4)
