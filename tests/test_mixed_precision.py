@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not HAVE_CUDA, reason="no CUD
 
 
 def _mixed_forces(system, pot, poison=True):
-    sim = Simulation(system, pot, device="cuda", precision="mixed")
+    sim = Simulation(system, pot, device="cuda", precision="mixed", pair_method="neighbor")
     if poison:
         sim.state.forces[...] = np.nan
     sim._setup()
@@ -47,7 +47,7 @@ def test_fixed_point_image_wraps_unwrapped_positions(rng):
     system = random_liquid(rng, n=300)
     pot = lj()
     f0, e0, _, _ = _mixed_forces(system.copy(), pot)
-    sim = Simulation(system.copy(), pot, device="cuda", precision="mixed")
+    sim = Simulation(system.copy(), pot, device="cuda", precision="mixed", pair_method="neighbor")
     sim._setup()                                  # the build wraps: move the atoms out after it
     s = sim.state
     shift = rng.integers(-1000, 1001, (s.n_atoms, 3)) * system.box.L
@@ -70,7 +70,8 @@ def test_fixed_point_pairs_across_the_boundary_of_a_large_box():
     e_ref, f_ref, w_ref = brute_force_energy_forces(system, pot)
     f, e, w, _ = _mixed_forces(system.copy(), pot)
     assert np.abs(f - f_ref).max() < 1e-5 * np.abs(f_ref).max()
-    assert e == pytest.approx(e_ref, rel=1e-6) and w == pytest.approx(w_ref, rel=1e-6)
+    # pair energies of about +2, -1 and -0.8 nearly cancel: float32 pair rounding in absolute terms
+    assert e == pytest.approx(e_ref, abs=1e-5) and w == pytest.approx(w_ref, rel=2e-6, abs=1e-5)
 
 
 def test_mixed_list_from_float32_copy_never_loses_a_pair(rng):

@@ -64,6 +64,8 @@ FIXED_VARIANTS = {
     "fixed": {},                           # the package's defaults
     "fixed_mb1": {"FORCE_MIN_BLOCKS": 1},  # no register bound
     "fixed_mb6": {"FORCE_MIN_BLOCKS": 6},
+    "fixed_mb10": {"FORCE_MIN_BLOCKS": 10},   # 48 registers
+    "fixed_mb12": {"FORCE_MIN_BLOCKS": 12},   # 40 registers
     "fixed_na": {"FORCE_LIST_LOAD": 2},    # list entries not kept in L1, no L2 hint
 }
 
@@ -103,14 +105,15 @@ def run(cells_list, precisions, ncu=False, repeats=20, deterministic=False):
             for label, defines in VARIANTS.items():
                 mod = be.kernel_module("forces.cu", {**prec.cuda_defines, **potential_defines(lj), **defines},
                                        options=prec.cuda_options)
-                fn = mod.get_function("pair_forces")
+                fns = (mod.get_function("pair_forces"), mod.get_function("pair_forces_energy"))
+                fn = fns[0]
                 outs = {k: cp.empty_like(getattr(state, k)) for k in ("forces", "energy", "virial")}
 
                 def launch(with_energy):
-                    fn(((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
+                    fns[with_energy](((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
                        (state.control, state.positions, nl.nbr, nl.nbr_count, np.int32(n), np.int32(n), table,
                         np.int32(1), *[real(x) for x in L], *[real(x) for x in 1.0 / L], outs["forces"],
-                        outs["energy"], outs["virial"], np.int32(with_energy), np.int32(lanes)))
+                        outs["energy"], outs["virial"], np.int32(lanes)))
 
                 if ncu:
                     launch(0)
@@ -175,8 +178,7 @@ def _time_fixed(be, prec, lj, state, nl, lanes, table, reference_forces, repeats
         def launch():
             fn(((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
                (state.control, image, nl.nbr, nl.nbr_count, np.int32(n), np.int32(n), table, np.int32(1),
-                *[np.float32(x / 2.0**32) for x in L], forces, state.energy, state.virial, np.int32(0),
-                np.int32(lanes)))
+                *[np.float32(x / 2.0**32) for x in L], forces, state.energy, state.virial, np.int32(lanes)))
 
         times = {"image": [], "force": []}
         for _ in range(repeats):

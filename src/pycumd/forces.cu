@@ -159,16 +159,23 @@ __device__ __forceinline__ void for_target_atom(int n_local, int lanes, accum_t*
     if (active && lane == 0) pair_sums_store(sums, i, force, energy, virial, with_energy);
 }
 
+// Each force kernel comes in two: NAME (forces only, the ordinary steps) and NAME_energy (also
+// per-atom energies and virials, the reporting steps), so that the ordinary steps' kernel holds no
+// registers for the seven sums it does not make (and may run more warps per SM).
+#define FORCE_KERNEL_PAIR(NAME, ARGS, PASS)                                                           \
+    extern "C" __global__ void __launch_bounds__(128, FORCE_MIN_BLOCKS) NAME(ARGS) { NAME##_body<0>(PASS); } \
+    extern "C" __global__ void __launch_bounds__(128, FORCE_MIN_BLOCKS) NAME##_energy(ARGS) { NAME##_body<1>(PASS); }
+
 // 128 threads per block: pycumd.forces.BLOCK
-extern "C" __global__ void __launch_bounds__(128, FORCE_MIN_BLOCKS) pair_forces(
+template <int WITH_ENERGY>
+__device__ __forceinline__ void pair_forces_body(
     const int* __restrict__ control, const real_t* __restrict__ pos4, const int* __restrict__ nbr, const int* __restrict__ nbr_count,
     int n_local, int stride, const pair_t* __restrict__ table, int n_types,
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz,
-    accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,
-    int with_energy, int lanes)
+    accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial, int lanes)
 {
     if (control[0]) return;                     // control[0]: the step block is frozen (see step_graph.py)
-    for_target_atom(n_local, lanes, force, energy, virial, with_energy, [&](int i, int lane, bool active) {
+    for_target_atom(n_local, lanes, force, energy, virial, WITH_ENERGY, [&](int i, int lane, bool active) {
         real_t xi = 0, yi = 0, zi = 0; int ti = 0;
         if (active) load_position(pos4, i, xi, yi, zi, ti);
         PairSums sums;
@@ -177,13 +184,22 @@ extern "C" __global__ void __launch_bounds__(128, FORCE_MIN_BLOCKS) pair_forces(
         const int count = active ? nbr_count[i] : 0;
         if (FORCE_ONE_TYPE_PATH && n_types == 1)
             sum_neighbours<true>(sums, pos4, nbr, i, count, lane, lanes, stride, rows, xi, yi, zi,
-                                 Lx, Ly, Lz, invLx, invLy, invLz, with_energy);
+                                 Lx, Ly, Lz, invLx, invLy, invLz, WITH_ENERGY);
         else
             sum_neighbours<false>(sums, pos4, nbr, i, count, lane, lanes, stride, rows, xi, yi, zi,
-                                  Lx, Ly, Lz, invLx, invLy, invLz, with_energy);
+                                  Lx, Ly, Lz, invLx, invLy, invLz, WITH_ENERGY);
         return sums;
     });
 }
+
+#define PAIR_FORCES_ARGS                                                                              \
+    const int* __restrict__ control, const real_t* __restrict__ pos4, const int* __restrict__ nbr,    \
+    const int* __restrict__ nbr_count, int n_local, int stride, const pair_t* __restrict__ table,     \
+    int n_types, real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz,           \
+    accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial, int lanes
+#define PAIR_FORCES_PASS \
+    control, pos4, nbr, nbr_count, n_local, stride, table, n_types, Lx, Ly, Lz, invLx, invLy, invLz, force, energy, virial, lanes
+FORCE_KERNEL_PAIR(pair_forces, PAIR_FORCES_ARGS, PAIR_FORCES_PASS)
 
 #if FIXED_POINT_FORCES
 // Mixed precision (pycumd.precision): the state is float64; the force kernel reads a 32-bit
@@ -229,26 +245,36 @@ __device__ __forceinline__ void sum_neighbours_fixed(
         });
 }
 
-extern "C" __global__ void __launch_bounds__(128, FORCE_MIN_BLOCKS) pair_forces_fixed(
+template <int WITH_ENERGY>
+__device__ __forceinline__ void pair_forces_fixed_body(
     const int* __restrict__ control, const uint4* __restrict__ image, const int* __restrict__ nbr,
     const int* __restrict__ nbr_count, int n_local, int stride, const float* __restrict__ table, int n_types,
     float sx, float sy, float sz, accum_t* __restrict__ force, accum_t* __restrict__ energy,
-    accum_t* __restrict__ virial, int with_energy, int lanes)
+    accum_t* __restrict__ virial, int lanes)
 {
     if (control[0]) return;
-    for_target_atom(n_local, lanes, force, energy, virial, with_energy, [&](int i, int lane, bool active) {
+    for_target_atom(n_local, lanes, force, energy, virial, WITH_ENERGY, [&](int i, int lane, bool active) {
         const uint4 own = active ? __ldg(image + i) : make_uint4(0, 0, 0, 0);
         PairSumsFF sums;
         pair_sums_ff_zero(sums);
         const float* rows = table + (size_t)own.w * n_types * PAIR_TABLE_COLUMNS;
         const int count = active ? nbr_count[i] : 0;
         if (FORCE_ONE_TYPE_PATH && n_types == 1)
-            sum_neighbours_fixed<true>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, with_energy);
+            sum_neighbours_fixed<true>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
         else
-            sum_neighbours_fixed<false>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, with_energy);
+            sum_neighbours_fixed<false>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
         return pair_sums_from_ff(sums);
     });
 }
+
+#define PAIR_FORCES_FIXED_ARGS                                                                        \
+    const int* __restrict__ control, const uint4* __restrict__ image, const int* __restrict__ nbr,    \
+    const int* __restrict__ nbr_count, int n_local, int stride, const float* __restrict__ table,      \
+    int n_types, float sx, float sy, float sz, accum_t* __restrict__ force,                           \
+    accum_t* __restrict__ energy, accum_t* __restrict__ virial, int lanes
+#define PAIR_FORCES_FIXED_PASS \
+    control, image, nbr, nbr_count, n_local, stride, table, n_types, sx, sy, sz, force, energy, virial, lanes
+FORCE_KERNEL_PAIR(pair_forces_fixed, PAIR_FORCES_FIXED_ARGS, PAIR_FORCES_FIXED_PASS)
 #endif
 
 #if COMPOSITE

@@ -175,6 +175,10 @@ class PairForces:
                 else "pair_forces")
         self._kernel, self._table = pair_kernel(potential, table, backend, precision, "forces.cu", name,
                                                 _make_cpu_kernel)
+        if backend.is_gpu and not precision.composite:
+            # GPU: (forces only, forces with energies and virials): two kernels (forces.cu)
+            self._kernel = (self._kernel, pair_kernel(potential, table, backend, precision, "forces.cu",
+                                                      name + "_energy", _make_cpu_kernel)[0])
         self._real = precision.state_dtype
         #: mixed precision: the fixed-point image of the positions ((N, 4) uint32, see forces.cu) and
         #: the kernel that writes it
@@ -204,11 +208,11 @@ class PairForces:
         L = np.asarray(state.box_lengths)
         real = self._real
         lanes = self._lanes(n)
-        self._kernel(((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
-                     (state.control, state.positions, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
-                      self._table, np.int32(self.n_types), *[real(x) for x in L],
-                      *[real(x) for x in 1.0 / L], state.forces, state.energy, state.virial,
-                      np.int32(with_energy), np.int32(lanes)))
+        self._kernel[bool(with_energy)](
+            ((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
+            (state.control, state.positions, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
+             self._table, np.int32(self.n_types), *[real(x) for x in L], *[real(x) for x in 1.0 / L],
+             state.forces, state.energy, state.virial, np.int32(lanes)))
 
     def _compute_fixed(self, state, neighbors, with_energy: bool) -> None:
         """Mixed precision: write the fixed-point image of the positions, then the forces from it."""
@@ -221,10 +225,11 @@ class PairForces:
                            (state.control, state.positions, self.image, np.int32(n),
                             *[np.float64(2.0**32 / x) for x in L]))
         lanes = self._lanes(n)
-        self._kernel(((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
-                     (state.control, self.image, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
-                      self._table, np.int32(self.n_types), *[np.float32(x / 2.0**32) for x in L],
-                      state.forces, state.energy, state.virial, np.int32(with_energy), np.int32(lanes)))
+        self._kernel[bool(with_energy)](
+            ((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
+            (state.control, self.image, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
+             self._table, np.int32(self.n_types), *[np.float32(x / 2.0**32) for x in L],
+             state.forces, state.energy, state.virial, np.int32(lanes)))
 
     def _compute_composite(self, state, neighbors, with_energy: bool) -> None:
         n = state.n_atoms
