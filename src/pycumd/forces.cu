@@ -209,7 +209,7 @@ FORCE_KERNEL_PAIR(pair_forces, PAIR_FORCES_ARGS, PAIR_FORCES_PASS)
 // (int)(u_i - u_j): exact, and the 32-bit wrap-around is the minimum image (no rint).  It is
 // rounded to float32 once, times s = L / 2^32 (s in float32: every length scaled by the same
 // 1 + O(2^-24)).  Resolution L / 2^32 per coordinate (1.5e-8 in a box of 64), below the float32
-// rounding of the separation itself for L < ~400 length units.  Pairs in float32, the sums
+// rounding of a separation r itself while L < ~256 r.  Pairs in float32, the sums
 // compensated (about 48 bits, as composite), added into float64 at the end.
 __device__ __forceinline__ unsigned int box_fraction(double x, double scale) {
     return (unsigned int)(unsigned long long)__double2ll_rn(x * scale);   // mod 2^32

@@ -14,7 +14,8 @@ positions (each coordinate as the box fraction ``round(x 2^32 / L) mod 2^32``, t
 it: 16 bytes a particle, as in single), written before each force computation.  The separation
 is the integer difference of two fractions -- exact, the minimum image by 32-bit wrap-around --
 rounded to float32 once and scaled by ``L / 2^32``; so positions far from the origin lose no
-digits (resolution ``L / 2^32``: 1.5e-8 in a box of 64 length units).  The per-atom sums of
+digits (resolution ``L / 2^32``: 1.5e-8 in a box of 64 length units; finer than float32's own
+rounding of a separation ``r`` while ``L < ~256 r``, coarser in longer boxes).  The per-atom sums of
 the float32 pair terms are compensated (TwoSum, about 48 bits) and stored as float64.  The
 all-pairs kernels form the separation in float64 instead.  The neighbour list is built from a
 float32 copy of the positions (the displacement check allows for its rounding, as in single).  ``composite`` keeps every position,
