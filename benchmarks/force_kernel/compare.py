@@ -61,11 +61,11 @@ REFERENCE = "before"
 #: mixed precision's fixed-point kernel (pair_forces_fixed): defines per label; compared with the
 #: reference (float64 separations) by the largest force difference, not by bits
 FIXED_VARIANTS = {
-    "fixed": {},                           # the package's defaults
-    "fixed_mb1": {"FORCE_MIN_BLOCKS": 1},  # no register bound
-    "fixed_mb6": {"FORCE_MIN_BLOCKS": 6},
-    "fixed_mb10": {"FORCE_MIN_BLOCKS": 10},   # 48 registers
-    "fixed_mb12": {"FORCE_MIN_BLOCKS": 12},   # 40 registers
+    "fixed": {},                           # the package's defaults (Lennard-Jones: 12 blocks, 40 registers)
+    "fixed_mb1": {"FIXED_MIN_BLOCKS": 1},  # no register bound
+    "fixed_mb8": {"FIXED_MIN_BLOCKS": 8},  # 64 registers (first v9 setting)
+    "fixed_mb10": {"FIXED_MIN_BLOCKS": 10},   # 48 registers
+    "fixed_mb12": {"FIXED_MIN_BLOCKS": 12},   # 40 registers
     "fixed_na": {"FORCE_LIST_LOAD": 2},    # list entries not kept in L1, no L2 hint
 }
 
