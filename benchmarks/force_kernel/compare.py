@@ -66,7 +66,7 @@ FIXED_VARIANTS = {
     "fixed_mb8": {"FIXED_MIN_BLOCKS": 8},  # 64 registers (first v9 setting)
     "fixed_mb10": {"FIXED_MIN_BLOCKS": 10},   # 48 registers
     "fixed_mb12": {"FIXED_MIN_BLOCKS": 12},   # 40 registers
-    "fixed_na": {"FORCE_LIST_LOAD": 2},    # list entries not kept in L1, no L2 hint
+    "fixed_ef": {"FORCE_LIST_LOAD": 3},    # list entries not kept in L1 and first out of L2 (default: 2)
 }
 
 

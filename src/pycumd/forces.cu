@@ -41,9 +41,10 @@ __device__ __forceinline__ void pair_sums_lane_reduce(PairSums& s, int lanes, in
 // and first out of L2.  The list is read once per step and is the most of the kernel's traffic;
 // rows of neighbours are read many times.  H100, kernel alone at 1M atoms: single 225 us (0) ->
 // 210 us (3; 256k 80 -> 71 us), mixed 356 us (0) -> 352 us (2) but 374 us (3): so 3 for single,
-// 2 for double positions and composite (32-byte neighbour rows, like mixed before its fixed-point
-// image); the fixed-point kernel of mixed precision (16-byte rows) takes 3.
-#define FORCE_LIST_LOAD (((sizeof(real_t) == 4 && !COMPOSITE) || FIXED_POINT_FORCES) ? 3 : 2)
+// 2 for double positions and composite (32-byte neighbour rows), and for mixed precision's
+// fixed-point kernel (16-byte rows, but 2 was faster in three calls: 1M 231 vs 238 us, 242 vs 247,
+// 275 vs 277).
+#define FORCE_LIST_LOAD ((sizeof(real_t) == 4 && !COMPOSITE) ? 3 : 2)
 #endif
 // One list entry (FORCE_LIST_LOAD).
 __device__ __forceinline__ int load_list_entry(const int* p) {
