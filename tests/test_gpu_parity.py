@@ -100,6 +100,23 @@ def test_graph_recaptured_when_neighbor_storage_grows():
     assert np.allclose(sim.system().positions, ref.system().positions, rtol=0, atol=1e-9)
 
 
+def test_graph_recaptured_when_the_count_array_moves():
+    """Cached step blocks must not read a list-count array that was replaced (a storage reallocated
+    at its old nbr address, its counts elsewhere): here the counts move, the old array is zeroed."""
+    sim = Simulation(melt_system(6), lj(), device="cuda", precision="double")
+    ref = Simulation(melt_system(6), lj(), device="cuda", precision="double", use_graphs=False)
+    sim.run(50)
+    ref.run(50)
+    nl = sim.neighbors
+    stale = nl.nbr_count
+    nl.nbr_count = stale.copy()         # the same counts at another address
+    stale.fill(0)                       # what a block still reading the old address would see
+    sim.run(100)
+    ref.run(100)
+    assert sim._step_graph is not None and sim._step_graph.blocks > 0
+    assert np.array_equal(sim.system().positions, ref.system().positions)
+
+
 class _ShrinkListStorage:
     """A reporter that, at its steps, lowers the list capacity to one slot fewer than the largest
     count: the next build (inside the step graph) drops the storage, makes a smaller one and

@@ -73,7 +73,9 @@ class CudaStepGraph:
 
     def _graph(self, k: int):
         nl = self.sim.neighbors
-        key = (nl.nbr.data.ptr, nl.capacity)
+        # the list arrays the captured force launches read: both addresses (a storage reallocated
+        # with the same size may come back at the same nbr address but another nbr_count address)
+        key = (nl.nbr.data.ptr, nl.nbr_count.data.ptr, nl.capacity)
         if key != self._key:
             self._graphs.clear()
             self._key = key
