@@ -149,15 +149,17 @@ def run(cells_list, precisions, ncu=False, repeats=20, deterministic=False):
                 rows.append(row)
                 print(f"{n:>10,d} {pname:7s} {label:14s} lanes {lanes}  {row['median_us']:9.1f} us  "
                       f"regs {row['regs']}  {row['bits']}  max|df|/rms(f) {deviation:.1e}", flush=True)
-            if prec.fixed_point_forces and not ncu:
-                rows += _time_fixed(be, prec, lj, state, nl, lanes, table, reference_forces, repeats)
+            if prec.fixed_point_forces:
+                rows += _time_fixed(be, prec, lj, state, nl, lanes, table,
+                                    None if ncu else reference_forces, repeats)
             del state, nl
             cp.get_default_memory_pool().free_all_blocks()
     return rows
 
 
 def _time_fixed(be, prec, lj, state, nl, lanes, table, reference_forces, repeats):
-    """Mixed precision's pair_forces_fixed (with its fixed-point image): time and deviation."""
+    """Mixed precision's pair_forces_fixed (with its fixed-point image): time and deviation.
+    Without ``reference_forces`` (--ncu): one launch of each variant, nothing timed."""
     import cupy as cp
     from pycumd.forces import BLOCK, potential_defines
 
@@ -180,6 +182,11 @@ def _time_fixed(be, prec, lj, state, nl, lanes, table, reference_forces, repeats
                (state.control, image, nl.nbr, nl.nbr_count, np.int32(n), np.int32(n), table, np.int32(1),
                 *[np.float32(x / 2.0**32) for x in L], forces, state.energy, state.virial, np.int32(lanes)))
 
+        if reference_forces is None:
+            image_launch()
+            launch()
+            cp.cuda.runtime.deviceSynchronize()
+            continue
         times = {"image": [], "force": []}
         for _ in range(repeats):
             for part, f in (("image", image_launch), ("force", launch)):
