@@ -135,17 +135,14 @@ def pair_kernel(potential, table, backend, precision, source: str, name: str, ma
     """The force kernel for a potential and the parameter table it reads, on one backend.
 
     GPU: kernel ``name`` of ``source`` compiled with the precision's types and options and the
-    potential's header (a tuple of names: a tuple of kernels of the one module); the table in the
-    pair precision.  CPU: the Numba kernel that
+    potential's header; the table in the pair precision.  CPU: the Numba kernel that
     ``make_cpu_kernel(pair_function)`` builds (cached per potential class, cutoff treatment and
     builder); the table in float64.
     """
     if backend.is_gpu:
         module = backend.kernel_module(source, {**precision.cuda_defines, **potential_defines(potential)},
                                        options=precision.cuda_options)
-        kernels = (tuple(module.get_function(n) for n in name) if isinstance(name, tuple)
-                   else module.get_function(name))
-        return kernels, backend.xp.asarray(table, dtype=precision.pair_dtype)
+        return module.get_function(name), backend.xp.asarray(table, dtype=precision.pair_dtype)
     key = (type(potential), potential.cutoff, make_cpu_kernel)
     if key not in _CPU_KERNELS:
         _CPU_KERNELS[key] = make_cpu_kernel(potential.pair_function())
@@ -174,23 +171,23 @@ class PairForces:
         self.lanes = lanes
         table = potential.table(n_types)
         fixed = backend.is_gpu and precision.fixed_point_forces
-        if precision.composite or not backend.is_gpu:
-            names = "pair_forces_composite" if precision.composite else "pair_forces"
-        else:
-            # GPU: forces only, forces with energies and virials (forces.cu); mixed also the kernel
-            # that writes the fixed-point image
-            name = "pair_forces_fixed" if fixed else "pair_forces"
-            names = (name, name + "_energy") + (("fixed_point_image",) if fixed else ())
-        kernels, self._table = pair_kernel(potential, table, backend, precision, "forces.cu", names,
-                                           _make_cpu_kernel)
-        self._kernel = kernels[:2] if isinstance(kernels, tuple) else kernels
+        name = ("pair_forces_composite" if precision.composite else "pair_forces_fixed" if fixed
+                else "pair_forces")
+        self._kernel, self._table = pair_kernel(potential, table, backend, precision, "forces.cu", name,
+                                                _make_cpu_kernel)
+        if backend.is_gpu and not precision.composite:
+            # GPU: (forces only, forces with energies and virials): two kernels (forces.cu)
+            self._kernel = (self._kernel, pair_kernel(potential, table, backend, precision, "forces.cu",
+                                                      name + "_energy", _make_cpu_kernel)[0])
         self._real = precision.state_dtype
-        #: mixed precision: the fixed-point image of the positions ((N, 4) uint32, see forces.cu)
+        #: mixed precision: the fixed-point image of the positions ((N, 4) uint32, see forces.cu) and
+        #: the kernel that writes it
         self.image = None
         if precision.composite:
             self.compute = self._compute_composite
         elif fixed:
-            self._image_kernel = kernels[2]
+            self._image_kernel = pair_kernel(potential, table, backend, precision, "forces.cu",
+                                             "fixed_point_image", _make_cpu_kernel)[0]
             self.compute = self._compute_fixed
         else:
             self.compute = self._compute_cuda if backend.is_gpu else self._compute_cpu
