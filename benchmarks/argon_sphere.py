@@ -72,8 +72,8 @@ def _cpu_name() -> str:
 
 
 def run_pycumd(out: Path, scale: float, steps: int, every: int, full_steps: int, frames: int) -> None:
-    from pycumd.io.lammps_input import run_lammps_script
-    from pycumd.io.trajectory import GSDWriter
+    from pycumd.inputs.lammps_input import run_lammps_script
+    from pycumd.outputs.trajectory import GSDWriter
 
     out.mkdir(parents=True, exist_ok=True)
     text = INPUT.read_text()
@@ -91,8 +91,8 @@ def run_pycumd(out: Path, scale: float, steps: int, every: int, full_steps: int,
         print(f"pycumd scaled {precision}: {wall:.1f} s, {results[f'scaled_{precision}']['Mps']:.1f} Mp/s", flush=True)
     gsd_path = Path(os.environ.get("TMPDIR", "/tmp")) / "argon_sphere_full.gsd"
     writer_every = max(full_steps // frames, 1)
-    from pycumd.io.lammps_input import LammpsRunner
-    from pycumd.io.lammps_script import read_script
+    from pycumd.inputs.lammps_input import LammpsRunner
+    from pycumd.inputs.lammps_script import read_script
 
     runner = LammpsRunner(precision="mixed", screen=False)
     commands = read_script(text, variables={"scale": 1.0, "steps": full_steps, "thermo_every": every})

@@ -9,7 +9,7 @@ import pytest
 
 from pycumd.box import Box
 from pycumd.integrators import Langevin, NoseHoover, VelocityVerlet
-from pycumd.io.trajectory import trajectory_writer
+from pycumd.outputs.trajectory import trajectory_writer
 from pycumd.potentials.yukawa import Yukawa
 from pycumd.simulation import Simulation
 from pycumd.system import System

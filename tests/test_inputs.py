@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from pycumd.cli import main
-from pycumd.io.config import ConfigError, build_simulation, load_config
-from pycumd.io.lammps_input import UnsupportedCommandError, run_lammps_script
-from pycumd.io.lammps_script import LammpsScriptError
+from pycumd.inputs.config import ConfigError, build_simulation, load_config
+from pycumd.inputs.lammps_input import UnsupportedCommandError, run_lammps_script
+from pycumd.inputs.lammps_script import LammpsScriptError
 from pycumd.system import InputError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -173,7 +173,7 @@ def test_trajectory_written_as_extended_xyz(tmp_path):
 def test_progress_bar_shows_rate_and_eta():
     import io
 
-    from pycumd.io.progress import Progress
+    from pycumd.outputs.progress import Progress
 
     stream = io.StringIO()
     bar = Progress(1000, stream=stream, enabled=True, interval=0.0)

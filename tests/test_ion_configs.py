@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from pycumd.io.config import ConfigError, build_simulation, load_config
+from pycumd.inputs.config import ConfigError, build_simulation, load_config
 from pycumd.units import E2_MEV_FM
 
 IONS = """

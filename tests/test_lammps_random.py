@@ -1,4 +1,4 @@
-"""pycumd.io.lammps_random reproduces LAMMPS' ``velocity create ... loop geom``."""
+"""pycumd.lammps_random reproduces LAMMPS' ``velocity create ... loop geom``."""
 
 import math
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from lammps_oracle import lammps_available, new_lammps
-from pycumd.io.lammps_random import (
+from pycumd.lammps_random import (
     RanPark,
     lammps_temperature,
     loop_geom_seeds,

@@ -1,11 +1,11 @@
-"""pycumd.io.lammps_script: reading LAMMPS input scripts into commands."""
+"""pycumd.inputs.lammps_script: reading LAMMPS input scripts into commands."""
 
 import math
 
 import pytest
 
 from lammps_oracle import IN_LJ, lammps_available, new_lammps, run_lammps
-from pycumd.io.lammps_script import (
+from pycumd.inputs.lammps_script import (
     Command,
     LammpsScriptError,
     ScriptReader,

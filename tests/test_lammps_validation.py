@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pycumd.io.lammps_input import run_lammps_script
+from pycumd.inputs.lammps_input import run_lammps_script
 
 from lammps_oracle import lammps_available, run_lammps
 
@@ -129,9 +129,9 @@ def test_argon_sphere_has_the_seed_atom_count():
     """Full size: 1,047,293 atoms, as the seed reports (and LAMMPS creates), from both inputs."""
     from importlib import resources
 
-    from pycumd.io.config import load_config
-    from pycumd.io.lammps_input import LammpsRunner
-    from pycumd.io.lammps_script import read_script
+    from pycumd.inputs.config import load_config
+    from pycumd.inputs.lammps_input import LammpsRunner
+    from pycumd.inputs.lammps_script import read_script
     from pycumd.system import lattice_system
 
     text = resources.files("pycumd.data").joinpath("in.argon_sphere").read_text()

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pycumd.io.trajectory import trajectory_writer
+from pycumd.outputs.trajectory import trajectory_writer
 from pycumd.simulation import Simulation
 
 from helpers import lj, melt_system

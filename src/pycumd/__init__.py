@@ -13,8 +13,8 @@ The public API, flat::
 from .backend import select as select_backend
 from .box import Box
 from .integrators import Langevin, NoseHoover, VelocityVerlet
-from .io.thermo import ThermoReporter
-from .io.trajectory import ExtXYZWriter, GSDWriter, LammpsDumpWriter, trajectory_writer
+from .outputs.thermo import ThermoReporter
+from .outputs.trajectory import ExtXYZWriter, GSDWriter, LammpsDumpWriter, trajectory_writer
 from .neighbors.counting_sort import CountingSortResult, cell_index, counting_sort, reorder
 from .neighbors.scan import prefix_sum
 from .potentials import LennardJones

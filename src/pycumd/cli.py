@@ -16,10 +16,10 @@ BENCHMARKS = ["lj", "scan", "precision", "ions", "drift"]
 
 
 def _run(args) -> int:
-    from .io.config import build_simulation, load_config
-    from .io.lammps_input import run_lammps_script
-    from .io.thermo import ThermoReporter
-    from .io.trajectory import trajectory_writer
+    from .inputs.config import build_simulation, load_config
+    from .inputs.lammps_input import run_lammps_script
+    from .outputs.thermo import ThermoReporter
+    from .outputs.trajectory import trajectory_writer
 
     device, precision = args.device, args.precision
     trajectory = (args.trajectory, args.trajectory_every) if args.trajectory else None
@@ -100,8 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     from .backend import BackendUnavailableError
-    from .io.config import ConfigError
-    from .io.lammps_script import LammpsScriptError
+    from .inputs.config import ConfigError
+    from .inputs.lammps_script import LammpsScriptError
     from .simulation import SimulationError
     from .system import InputError
 

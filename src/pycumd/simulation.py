@@ -7,8 +7,8 @@ import numpy as np
 from . import backend as _backend
 from .forces import PairForces
 from .integrators import VelocityVerlet
-from .io.progress import Progress
-from .io.thermo import ThermoReporter
+from .outputs.progress import Progress
+from .outputs.thermo import ThermoReporter
 from .neighbors.allpairs import AllPairsForces, AllPairsNeighbors, choose_pair_method
 from .neighbors.verlet import NeighborList
 from .observables import kinetic_energy, pressure, temperature

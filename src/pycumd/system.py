@@ -215,12 +215,12 @@ def create_velocities(system: System, temperature: float, seed: int, *,
         raise InputError(f"unknown velocity distribution {distribution!r}: uniform or gaussian")
     n = system.n_atoms
     if loop == "geom":
-        from .io.lammps_random import loop_geom_velocities
+        from .lammps_random import loop_geom_velocities
 
         raw = loop_geom_velocities(system.positions + np.asarray(system.box.origin), seed,
                                    distribution=distribution)
     elif loop == "all":
-        from .io.lammps_random import RanPark
+        from .lammps_random import RanPark
 
         rng = RanPark(seed)
         draw = rng.uniform if distribution == "uniform" else rng.gaussian
@@ -233,7 +233,7 @@ def create_velocities(system: System, temperature: float, seed: int, *,
         raw = rng.random((n, 3)) - 0.5 if distribution == "uniform" else rng.standard_normal((n, 3))
     else:
         raise InputError(f"unknown velocity loop {loop!r}: geom, all or local")
-    from .io.lammps_random import finish_velocity_create
+    from .lammps_random import finish_velocity_create
 
     system.velocities = finish_velocity_create(raw, system.per_atom_mass, temperature, zero_momentum,
                                                mvv2e=system.units.mvv2e, boltz=system.units.boltz)

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..backend import select as select_backend
 from ..integrators import Langevin, VelocityVerlet
-from ..io.thermo import ThermoReporter
+from ..outputs.thermo import ThermoReporter
 from ..potentials import LennardJones
 from ..simulation import Simulation
 from ..system import create_velocities, lattice_system

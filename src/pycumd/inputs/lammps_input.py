@@ -1,6 +1,6 @@
 """Run LAMMPS input scripts unchanged, for the commands pycumd supports.
 
-:func:`run_lammps_script` reads a script with :mod:`pycumd.io.lammps_script` (variables,
+:func:`run_lammps_script` reads a script with :mod:`pycumd.inputs.lammps_script` (variables,
 substitution, comments, continuation) and executes its commands in order on pycumd objects.
 Supported commands and keywords::
 
@@ -39,7 +39,7 @@ from ..system import System, create_velocities, lattice_positions, lattice_spaci
 from ..units import get_units
 from .lammps_script import Command, LammpsScriptError, read_script, read_script_file
 from .lammps_data import read_lammps_data
-from .thermo import ThermoReporter
+from ..outputs.thermo import ThermoReporter
 
 IGNORED = {"echo", "log", "newton", "processors", "print", "atom_modify", "comm_modify"}
 PAIR_STYLES = {"lj/cut": 1, "yukawa": 2, "coul/debye": 2}     # style: number of global arguments
@@ -438,7 +438,7 @@ class LammpsRunner:
         sim.state.step = step
         sim.reporters.append(self.thermo)
         if self._trajectory and not self._writers:
-            from .trajectory import trajectory_writer
+            from ..outputs.trajectory import trajectory_writer
 
             self._writers.append(trajectory_writer(*self._trajectory))
         sim.reporters.extend(self._writers)

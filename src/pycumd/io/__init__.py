@@ -1,1 +1,0 @@
-"""Readers, writers and reproductions of other codes' conventions (LAMMPS inputs, generators)."""
