@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 import time
 from importlib import resources
@@ -13,6 +14,8 @@ from .precision import PRECISION_NAMES
 DEFAULT_INPUT = "melt.toml"
 EXAMPLES = {"melt": "melt.toml", "argon-sphere": "in.argon_sphere", "argon-sphere-toml": "argon_sphere.toml"}
 BENCHMARKS = ["lj", "scan", "precision", "ions", "drift"]
+#: further subcommands, each a module with ``add_arguments(parser)``, ``HELP`` (one line) and ``main(args) -> int``
+COMMAND_MODULES: dict[str, str] = {}
 
 
 def _run(args) -> int:
@@ -64,9 +67,7 @@ def _run(args) -> int:
 
 
 def _bench(args, rest) -> int:
-    import importlib
-
-    module = importlib.import_module(f"pycumd.bench.{args.what}")
+    module = importlib.import_module(f"pycumd.bench.{args.what.replace('-', '_')}")
     module.main(rest)
     return 0
 
@@ -95,6 +96,9 @@ def build_parser() -> argparse.ArgumentParser:
                                      "(composite suite), ions (all-pairs screened Coulomb); "
                                      "pycumd bench NAME --help for each one's options")
     b.add_argument("what", choices=BENCHMARKS)
+    for name, module_name in COMMAND_MODULES.items():
+        module = importlib.import_module(module_name)
+        module.add_arguments(sub.add_parser(name, help=module.HELP))
     return p
 
 
@@ -114,6 +118,8 @@ def main(argv=None) -> int:
     if args.command != "bench" and rest:
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
+        if args.command in COMMAND_MODULES:
+            return importlib.import_module(COMMAND_MODULES[args.command]).main(args)
         return _run(args) if args.command == "run" else _bench(args, rest)
     except (InputError, ConfigError, LammpsScriptError, BackendUnavailableError, FileNotFoundError,
             NotImplementedError) as exc:

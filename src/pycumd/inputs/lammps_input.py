@@ -33,8 +33,7 @@ import numpy as np
 
 from ..box import Box
 from ..integrators import Langevin, NoseHoover, VelocityVerlet
-from ..potentials import LennardJones
-from ..potentials.yukawa import Yukawa
+from ..potentials.lammps_styles import check_pair_style, potential_from_lammps
 from ..system import System, create_velocities, lattice_positions, lattice_spacing
 from ..units import get_units
 from .lammps_script import Command, LammpsScriptError, read_script, read_script_file
@@ -42,8 +41,6 @@ from .lammps_data import read_lammps_data
 from ..outputs.thermo import ThermoReporter
 
 IGNORED = {"echo", "log", "newton", "processors", "print", "atom_modify", "comm_modify"}
-PAIR_STYLES = {"lj/cut": 1, "yukawa": 2, "coul/debye": 2}     # style: number of global arguments
-QQRD2E = {"lj": 1.0, "real": 332.06371, "metal": 14.399645}  # LAMMPS' Coulomb constants
 
 
 class UnsupportedCommandError(LammpsScriptError):
@@ -239,11 +236,9 @@ class LammpsRunner:
 
     # -- interactions ------------------------------------------------------------------------
     def _cmd_pair_style(self, a):
-        if a[0] not in PAIR_STYLES:
-            raise ValueError(f"pair_style {a[0]} is not supported ({', '.join(PAIR_STYLES)})")
-        if len(a) != PAIR_STYLES[a[0]] + 1:
-            raise ValueError(f"pair_style {a[0]} takes {PAIR_STYLES[a[0]]} argument(s)")
-        self.setup.pair = (a[0], [float(x) for x in a[1:]])
+        args = [float(x) for x in a[1:]]
+        check_pair_style(a[0], args)
+        self.setup.pair = (a[0], args)
         self.setup.pair_coeffs = []
         self._dirty = True
 
@@ -332,35 +327,11 @@ class LammpsRunner:
             print(f"Run of {steps} steps done; neighbour list builds: {sim.neighbors.n_builds}", flush=True)
 
     def _potential(self):
-        """The pair potential of ``pair_style`` + ``pair_coeff`` (+ per-type charges for coul/debye)."""
+        """The pair potential of ``pair_style`` + ``pair_coeff`` (+ per-type charges for Coulomb styles)."""
         s = self.setup
         style, args = s.pair
-        if style == "lj/cut":
-            pot = LennardJones(args[0], cutoff=s.pair_cutoff_mode, mixing=s.pair_mixing)
-            names = ("epsilon", "sigma", "r_cut")
-        else:   # yukawa: A exp(-kappa r) / r;  coul/debye: qqrd2e q_i q_j exp(-kappa r) / r
-            kappa, r_cut = args
-            pot = Yukawa(1.0 / kappa, r_cut, cutoff=s.pair_cutoff_mode, mixing=s.pair_mixing)
-            names = ("prefactor", "r_cut")
-        if style == "coul/debye":
-            missing = [t + 1 for t in range(s.n_types) if t not in s.charges]
-            if missing:
-                raise ValueError(f"coul/debye needs per-atom charges (read_data with atom_style charge); "
-                                 f"none for type(s) {missing}")
-            qqrd2e = QQRD2E[s.units]
-            for i, j, values in s.pair_coeffs:
-                extra = {"r_cut": values[0]} if values else {}
-                pot.pair_coeff(i, j, prefactor=qqrd2e * s.charges[i] * s.charges[j], **extra)
-            for i in range(s.n_types):
-                for j in range(i, s.n_types):
-                    if (i, j) not in pot._coeffs:
-                        pot.pair_coeff(i, j, prefactor=qqrd2e * s.charges[i] * s.charges[j])
-            return pot
-        for i, j, values in s.pair_coeffs:
-            if len(values) > len(names):
-                raise ValueError(f"pair_coeff for {style} takes at most {len(names)} values")
-            pot.pair_coeff(i, j, **dict(zip(names, values)))
-        return pot
+        return potential_from_lammps(style, args, s.pair_coeffs, n_types=s.n_types, cutoff_mode=s.pair_cutoff_mode,
+                                     mixing=s.pair_mixing, charges=s.charges, units=s.units)
 
     def _cmd_read_data(self, a):
         if len(a) != 1:
