@@ -25,7 +25,7 @@ cuda_only = [pytest.mark.cuda, pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA
 def _state_after_setup(system, pot, device, precision, method):
     sim = Simulation(system.copy(), pot, device=device, precision=precision, pair_method=method)
     sim.state.forces[...] = np.nan            # every entry must be written
-    sim._setup()
+    sim.setup()
     f = sim.backend.to_host(sim.state.forces).astype(np.float64)
     order = np.argsort(sim.backend.to_host(sim.state.ids))   # a neighbour build may reorder particles
     return sim, f[order]
@@ -120,7 +120,7 @@ def _gpu_forces(system, pot, precision, block, fast=True, exact_separation=True,
     sim = Simulation(system.copy(), pot, device="cuda", precision=precision, pair_method="all_pairs")
     sim.forces = AllPairsForces(pot, system.n_types, gpu, get_precision(precision, "cuda"), block=block,
                                 fast=fast, exact_separation=exact_separation)
-    sim._setup()
+    sim.setup()
     if shift is not None:                         # positions outside the box: the kernel must wrap them
         sim.state.positions[:, :3] += gpu.xp.asarray(shift, dtype=sim.state.positions.dtype)
     sim.state.forces[...] = np.nan                # every entry must be written
@@ -261,7 +261,7 @@ def test_gpu_autotune_and_repeatability(rng):
     pot = NuclearPasta(r_cut=None)
     sim = Simulation(system, pot, device="cuda", precision="mixed")
     assert sim.pair_method == "all_pairs"
-    sim._setup()
+    sim.setup()
     assert not sim.forces.fast and sim.forces.candidates == BLOCK_CANDIDATES
     assert sim.forces.block in BLOCK_CANDIDATES
     assert set(sim.forces.timings) == set(BLOCK_CANDIDATES)

@@ -65,11 +65,11 @@ def test_separation_across_the_boundary_is_exact():
     system = System(Box([L] * 3), positions, [1.0], "lj")
     pot = lj("shift_force")
     ref = Simulation(system.copy(), pot, device="cpu", precision="double")
-    ref._setup()
+    ref.setup()
     sim = Simulation(system.copy(), pot, device="cuda", precision="composite")
     sim.state.forces[...] = np.nan
     sim.state.lo["forces"][...] = np.nan
-    sim._setup()
+    sim.setup()
     f_ref, f = _forces_by_id(ref), _forces_by_id(sim)
     assert np.abs(f - f_ref).max() < 1e-5 * np.abs(f_ref).max()
     assert sim.potential_energy() == pytest.approx(ref.potential_energy(), rel=1e-6)
@@ -125,9 +125,9 @@ def test_atom_a_hair_below_the_box_edge_keeps_its_neighbours():
     positions = np.array([[L - 5e-8, 5.0, 5.0], [9.2, 5.0, 5.0], [3.0, 2.0, 7.0]])
     system = System(Box([L] * 3), positions, [1.0], "lj")
     ref = Simulation(system.copy(), lj(), device="cpu", precision="double")
-    ref._setup()
+    ref.setup()
     sim = Simulation(system.copy(), lj(), device="cuda", precision="composite")
-    sim._setup()
+    sim.setup()
     assert np.all(sim.backend.to_host(sim.state.positions[:, :3]) < np.float32(L))
     f_ref, f = _forces_by_id(ref), _forces_by_id(sim)
     assert np.abs(f_ref[0]).max() > 0.1                         # the pair interacts

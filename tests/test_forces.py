@@ -16,7 +16,7 @@ def test_forces_energy_virial_match_all_pairs(backend, rng, cutoff):
     e_ref, f_ref, w_ref = brute_force_energy_forces(system, pot)
     sim = Simulation(system, pot, device=backend.name, precision="double")
     sim.state.forces[...] = np.nan
-    sim._setup()
+    sim.setup()
     f = backend.to_host(sim.state.forces)
     assert np.abs(f - f_ref).max() < 1e-10 * np.abs(f_ref).max()
     assert sim.potential_energy() == pytest.approx(e_ref, rel=1e-12)
@@ -34,7 +34,7 @@ def test_force_is_minus_gradient_of_total_energy(backend, rng, cutoff):
         return Simulation(s, pot, device=backend.name, precision="double").potential_energy()
 
     sim = Simulation(system.copy(), pot, device=backend.name, precision="double")
-    sim._setup()
+    sim.setup()
     f = backend.to_host(sim.state.forces)
     h = 1e-6
     for i in rng.choice(len(system.positions), 5, replace=False):
@@ -56,7 +56,7 @@ def test_lanes_change_only_the_summation_order(backend, rng, lanes):
     for k in (1, lanes):
         sim = Simulation(system.copy(), lj(), device=backend.name, precision="double")
         sim.forces.lanes = k
-        sim._setup()
+        sim.setup()
         sim.forces.compute(sim.state, sim.neighbors, True)
         sims[k] = [backend.to_host(a).copy() for a in (sim.state.forces, sim.state.energy, sim.state.virial)]
     for a, b in zip(sims[1], sims[lanes]):

@@ -5,6 +5,7 @@ import pytest
 
 from pycumd import ThermoReporter
 from pycumd.integrators import Langevin, VelocityVerlet
+from pycumd.outputs.reporter import Reporter
 from pycumd.simulation import Simulation
 
 from conftest import HAVE_CUDA
@@ -20,7 +21,7 @@ def _forces_energy(system, potential, device, precision):
     sim.state.forces[...] = np.nan          # poison: every entry must be written
     if sim.state.lo is not None:
         sim.state.lo["forces"][...] = np.nan
-    sim._setup()
+    sim.setup()
     f = sim.state.host_values("forces", sim.backend)
     return f, sim.potential_energy(), sim.virial_trace()
 
@@ -117,24 +118,16 @@ def test_graph_recaptured_when_the_count_array_moves():
     assert np.array_equal(sim.system().positions, ref.system().positions)
 
 
-class _ShrinkListStorage:
+class _ShrinkListStorage(Reporter):
     """A reporter that, at its steps, lowers the list capacity to one slot fewer than the largest
     count: the next build (inside the step graph) drops the storage, makes a smaller one and
     overflows."""
 
-    needs_energy = False
-
     def __init__(self, every):
         self.every = every
 
-    def begin_run(self):
-        pass
-
-    def wants(self, step, run_start, run_end):
-        return step % self.every == 0
-
-    def report(self, sim):
-        nl = sim.neighbors
+    def report(self, snapshot):
+        nl = snapshot.simulation.neighbors
         nl.capacity = int(nl.nbr_count.max()) - 1
         nl.recent_max_counts.clear()
 

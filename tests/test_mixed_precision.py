@@ -8,7 +8,8 @@ from pycumd import backend as backends
 from pycumd.box import Box
 from pycumd.neighbors.verlet import NeighborList
 from pycumd.precision import get_precision
-from pycumd.simulation import Simulation, _storage_rounding
+from pycumd.components import _storage_rounding
+from pycumd.simulation import Simulation
 from pycumd.state import State
 from pycumd.system import System
 
@@ -22,7 +23,7 @@ def _mixed_forces(system, pot, poison=True):
     sim = Simulation(system, pot, device="cuda", precision="mixed", pair_method="neighbor")
     if poison:
         sim.state.forces[...] = np.nan
-    sim._setup()
+    sim.setup()
     by_id = np.argsort(sim.state.ids.get())
     return sim.state.forces.get()[by_id], sim.potential_energy(), sim.virial_trace(), sim
 
@@ -49,7 +50,7 @@ def test_fixed_point_image_wraps_unwrapped_positions(rng):
     pot = lj()
     f0, e0, _, _ = _mixed_forces(system.copy(), pot)
     sim = Simulation(system.copy(), pot, device="cuda", precision="mixed", pair_method="neighbor")
-    sim._setup()                                  # the build wraps: move the atoms out after it
+    sim.setup()                                  # the build wraps: move the atoms out after it
     s = sim.state
     shift = rng.integers(-1000, 1001, (s.n_atoms, 3)) * system.box.L
     s.positions[:, :3] += sim.backend.xp.asarray(shift)
@@ -105,7 +106,7 @@ def test_mixed_nve_conserves_energy_like_double():
     drift = {}
     for prec in ("double", "mixed"):
         sim = Simulation(melt_system(8), lj("shift_force"), device="cuda", precision=prec)
-        sim._setup()
+        sim.setup()
         e0 = sim.thermo_row()["TotEng"]
         sim.run(2000)
         drift[prec] = abs(sim.thermo_row()["TotEng"] - e0)

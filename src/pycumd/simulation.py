@@ -1,25 +1,23 @@
-"""The Simulation: owns the state and its components, and runs the time steps."""
+"""The Simulation: runs the time steps of one system's components and reports.
+
+Where things are: the components are built in :mod:`pycumd.components`; energies, thermo rows and
+blow-up checks are kept in :mod:`pycumd.bookkeeping`; what reporters need and when is the contract of
+:mod:`pycumd.outputs.reporter`. This module is the step loop, and :meth:`Simulation.run`'s docstring
+is the one place the order of a step is written.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from . import backend as _backend
-from .forces import PairForces
+from .bookkeeping import Bookkeeping, SimulationError
+from .components import EngineOptions, NeighborOptions, build_components
 from .integrators import VelocityVerlet
 from .outputs.progress import Progress
-from .outputs.thermo import ThermoReporter
-from .neighbors.allpairs import AllPairsForces, AllPairsNeighbors, choose_pair_method
-from .neighbors.verlet import NeighborList
-from .observables import kinetic_energy, pressure, temperature
-from .precision import get_precision
-from .state import State
+from .outputs.reporter import Snapshot
+from .observables import temperature
 from .step_graph import CudaStepGraph
 from .system import System
-
-
-class SimulationError(RuntimeError):
-    """A run cannot continue (e.g. it blew up); the message names the step and the atom."""
 
 
 class Simulation:
@@ -67,41 +65,23 @@ class Simulation:
     def __init__(self, system: System, potential, integrator=None, *, skin: float | None = None,
                  neighbor_every: int = 1, neighbor_delay: int = 0, neighbor_check: bool = True,
                  device="auto", precision="auto", pair_method: str = "auto", use_graphs: bool = True,
-                 deterministic: bool = False):
-        self.use_graphs = use_graphs
-        self._step_graph = None
-        self.backend = _backend.select(device)
-        self.precision = get_precision(precision, self.backend.name, deterministic)
+                 deterministic: bool = False, reporters=()):
+        neighbor = NeighborOptions(skin, neighbor_every, neighbor_delay, neighbor_check)
+        engine = EngineOptions(device, precision, deterministic, pair_method, use_graphs)
         self.units = system.units
         self.potential = potential
         self.n_types = system.n_types
-        self.volume = system.box.volume
         self.box = system.box
-        self.integrator = integrator or VelocityVerlet()
-        self.integrator.bind(self.backend, self.precision, self.units)
-        if skin is None:
-            skin = 0.3 if self.units.name == "lj" else 2.0
-        r_cut = potential.max_cutoff(system.n_types)
-        self.pair_method = choose_pair_method(pair_method, r_cut, skin, system.box.L)
-        if self.precision.composite:
-            _check_composite_supported(self.pair_method, self.thermostat)
-        if self.pair_method == "all_pairs":
-            self.neighbors = AllPairsNeighbors(self.backend, r_cut)
-            forces_class = AllPairsForces
-        else:
-            self.neighbors = NeighborList(self.backend, r_cut, skin, every=neighbor_every,
-                                          delay=neighbor_delay, check=neighbor_check,
-                                          cuda_options=self.precision.cuda_options,
-                                          position_error=_storage_rounding(self.precision, system.box.L),
-                                          list_dtype=self.precision.list_dtype)
-            forces_class = PairForces
-        self.neighbors.check_box(system.box.L)
-        self.state = State.from_system(system, self.backend, self.precision)
-        self.forces = forces_class(potential, system.n_types, self.backend, self.precision)
-        self.reporters: list = []
-        self._run_start = self._run_end = 0
-        self._energy_step = None  # (step, neighbour builds) at which per-atom energy/virial were computed
         self._masses = system.masses.copy()
+        parts = build_components(system, potential, integrator or VelocityVerlet(), neighbor, engine)
+        self.backend, self.precision, self.state = parts.backend, parts.precision, parts.state
+        self.integrator, self.neighbors, self.forces = parts.integrator, parts.neighbors, parts.forces
+        self.pair_method = parts.pair_method
+        self.book = Bookkeeping(parts, system.units, system.box.volume)
+        self.use_graphs = use_graphs
+        self._step_graph = None
+        self.reporters: list = list(reporters)
+        self._run_start = self._run_end = 0
 
     # -- properties ------------------------------------------------------------------------
     @property
@@ -131,54 +111,36 @@ class Simulation:
                       velocities=s.host_values("velocities", b)[by_id],
                       images=b.to_host(s.images)[by_id], ids=b.to_host(s.ids)[by_id])
 
-    # -- observables -----------------------------------------------------------------------
+    # -- observables (kept by self.book) -----------------------------------------------------
     def kinetic_energy(self) -> float:
-        s, b = self.state, self.backend
-        return kinetic_energy(s.values("velocities", b), s.values("per_atom_mass", b), self.units)
+        return self.book.kinetic_energy()
 
     def temperature(self) -> float:
         return temperature(self.kinetic_energy(), self.state.n_atoms, self.units)
 
-    def _ensure_energy(self) -> None:
-        if self.neighbors.n_builds == 0:
-            self._setup()
-        if self._energy_step != self._energy_key():
-            self.forces.compute(self.state, self.neighbors, True)
-            self._energy_step = self._energy_key()
-
-    def _energy_key(self) -> tuple:
-        """The step and the number of neighbour builds so far: per-atom energy and virial computed
-        at another key are stale (a build lends their memory to the reorder)."""
-        return self.state.step, self.neighbors.n_builds
-
     def potential_energy(self) -> float:
         """Total pair energy (energy units) at the current step."""
-        self._ensure_energy()
-        return float(self.state.values("energy", self.backend).sum())
+        self.book.ensure_energy(self.setup)
+        return self.book.potential_energy()
 
     def virial_trace(self) -> float:
         """Sum over pairs of r_ij . f_ij (energy units) at the current step."""
-        self._ensure_energy()
-        return float(self.state.values("virial", self.backend)[:, :3].sum())
+        self.book.ensure_energy(self.setup)
+        return self.book.virial_trace()
 
     def thermo_row(self) -> dict:
         """Step, Temp, E_pair, E_mol, TotEng, Press, normalised as LAMMPS does."""
-        n = self.state.n_atoms
-        ke = self.kinetic_energy()
-        t = temperature(ke, n, self.units)
-        pe = self.potential_energy()
-        p = pressure(t, self.virial_trace(), n, self.volume, self.units)
-        norm = n if self.units.normalize_thermo else 1
-        return {"Step": self.state.step, "Temp": t, "E_pair": pe / norm, "E_mol": 0.0,
-                "TotEng": (ke + pe) / norm, "Press": p}
+        self.book.ensure_energy(self.setup)
+        return self.book.thermo_row()
 
     # -- running ---------------------------------------------------------------------------
-    def _setup(self) -> None:
-        """As LAMMPS at the start of each run: rebuild the neighbour list, compute forces."""
+    def setup(self) -> None:
+        """As LAMMPS at the start of each run: build the neighbour list, compute forces (with
+        per-atom energy and virial), check the state is finite, bind the thermostat."""
         self.neighbors.build(self.state)
         self.forces.compute(self.state, self.neighbors, True)
-        self._energy_step = self._energy_key()
-        self._check_finite()
+        self.book.mark_energy_current()
+        self.book.check_finite()
         if self.thermostat is not None:
             self.thermostat.bind(self)
 
@@ -190,29 +152,32 @@ class Simulation:
         1. thermostat ``begin_step`` (Nose-Hoover: chain half step, velocity scaling);
         2. ``v += dt/2 f/m``, ``x += dt v`` (initial integrate);
         3. neighbour decision; on a rebuild: wrap into the box, counting-sort into cells, new list;
-        4. pair forces, with per-atom energy and virial only if a reporter reports this step;
+        4. pair forces, with per-atom energy and virial only if a reporter due this step needs them;
         5. thermostat ``post_force`` (Langevin: friction and noise forces);
         6. ``v += dt/2 f/m`` (final integrate);
         7. thermostat ``end_step`` (Nose-Hoover: chain half step, velocity scaling);
-        8. reporters due this step (thermo rows, trajectory frames).
+        8. reporters due this step, all served by one :class:`~pycumd.outputs.reporter.Snapshot`
+           (thermo rows, trajectory frames).
 
-        On the GPU, plain NVE steps between reports run in CUDA-graph blocks with the rebuild
-        decision on the device (:mod:`pycumd.step_graph`): the same kernels in the same order,
-        one host synchronisation per block instead of one per step.
+        Before the first step: :meth:`setup` (list, forces, energies), then the reporters due at
+        the run's first step. Between reports, the loop runs uninterrupted to the nearest step some
+        reporter asks for (:meth:`~pycumd.outputs.reporter.Reporter.next_report`); on the GPU plain
+        NVE steps in between run in CUDA-graph blocks with the rebuild decision on the device
+        (:mod:`pycumd.step_graph`): the same kernels in the same order, one host synchronisation
+        per block instead of one per step.
 
         Positions and velocities are checked for finite values at every report and at the end.
-
         A run that produces non-finite positions, velocities or energies stops with
         :class:`SimulationError` naming the step and the atom; reporters keep what they wrote.
         """
-        if steps < 0:
-            raise ValueError(f"run length must be >= 0, got {steps}")
+        if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+            raise ValueError(f"run length must be a whole number of steps >= 0, got {steps!r}")
         self._run_start = self.state.step
-        self._run_end = self.state.step + steps
-        self._setup()
+        self._run_end = self.state.step + int(steps)
+        self.setup()
         for r in self.reporters:
-            r.begin_run()
-        self._report(self.state.step)
+            r.begin_run(self)
+        self._report(self._due(self.state.step))
         bar = Progress(steps, enabled=progress)
         graph = None
         if self.use_graphs and CudaStepGraph.applicable(self):
@@ -227,7 +192,7 @@ class Simulation:
                 else:
                     self._one_step(step)
                 bar.update(state.step - self._run_start)
-            self._check_finite()
+            self.book.check_finite()
         finally:
             self.backend.synchronize()
             bar.close()
@@ -235,8 +200,8 @@ class Simulation:
     def _one_step(self, step: int) -> None:
         """One step on the host-driven path (the order of :meth:`run`'s docstring)."""
         integ, th, nl, forces, state = self.integrator, self.thermostat, self.neighbors, self.forces, self.state
-        due = [r for r in self.reporters if r.wants(step, self._run_start, self._run_end)]
-        with_energy = any(r.needs_energy for r in due)
+        due = self._due(step)
+        with_energy = any(r.needs.energy for r in due)
         state.step = step              # as LAMMPS, the step number advances first
         if th is not None:
             th.begin_step(self)
@@ -250,42 +215,31 @@ class Simulation:
         if th is not None:
             th.end_step(self)
         if with_energy:
-            self._energy_step = self._energy_key()
+            self.book.mark_energy_current()
         if due:
-            self._check_finite()
-            for r in due:
-                r.report(self)
+            self.book.check_finite()
+            self._report(due)
+
+    # -- reporting ---------------------------------------------------------------------------
+    def _due(self, step: int) -> list:
+        """The reporters that report at ``step``."""
+        return [r for r in self.reporters if r.next_report(step, self._run_start, self._run_end) == step]
 
     def _next_report_step(self, step: int) -> int:
         """The first step >= ``step`` that some reporter reports (the run's last step at the latest)."""
         candidates = [self._run_end]
         for r in self.reporters:
-            every = getattr(r, "every", 0)
-            if every > 0:
-                candidates.append(-(-step // every) * every)
-            if r.wants(step, self._run_start, self._run_end):
-                candidates.append(step)
+            due = r.next_report(step, self._run_start, self._run_end)
+            if due is not None:
+                candidates.append(due)
         return min(candidates)
 
-    def _report(self, step: int) -> None:
-        for r in self.reporters:
-            if r.wants(step, self._run_start, self._run_end):
-                r.report(self)
-
-    def _check_finite(self) -> None:
-        s, xp = self.state, self.backend.xp
-        checks = [("position", s.positions[:, :3]), ("velocity", s.velocities)]
-        if self._energy_step == self._energy_key():
-            checks.append(("energy", s.energy))
-        for name, arr in checks:
-            bad = ~xp.isfinite(arr.reshape(len(arr), -1)).all(axis=1)
-            if bool(bad.any()):
-                i = int(xp.argmax(bad))
-                atom_id = int(s.ids[i])
-                raise SimulationError(
-                    f"the simulation blew up at step {s.step}: {name} of atom {atom_id} (index {i}) "
-                    f"is not finite; a smaller time step, a better-relaxed start or a check of the "
-                    f"potential parameters may help")
+    def _report(self, due: list) -> None:
+        """Hand every due reporter the same snapshot of this step."""
+        if due:
+            snapshot = Snapshot(self)
+            for r in due:
+                r.report(snapshot)
 
     def close(self) -> None:
         """Close every reporter's files."""
@@ -301,25 +255,4 @@ class Simulation:
                 f"device {self.backend.name} ({self.backend.device_name}), precision {self.precision.name}")
 
 
-def _check_composite_supported(pair_method: str, thermostat) -> None:
-    """Composite precision covers NVE and Nose-Hoover over a neighbour list; say what it does not."""
-    if pair_method == "all_pairs":
-        raise NotImplementedError("composite precision is not implemented for the all-pairs force kernel; "
-                                  "use pair_method='neighbor' (a cutoff shorter than half the box) or "
-                                  "precision 'single', 'mixed' or 'double'")
-    if thermostat is not None and type(thermostat).__name__ == "Langevin":
-        raise NotImplementedError("composite precision is not implemented for the Langevin thermostat "
-                                  "(its noise kernel works in float64); use NVE or Nose-Hoover, or "
-                                  "precision 'mixed' or 'double'")
-
-
-def _storage_rounding(precision, box_lengths) -> float:
-    """How far the float32 positions the neighbour list is built from (single; composite's high
-    parts; mixed's float32 copy) may be from the positions the forces use: ``4 * 2^-23 * L``
-    (4 to 8 float32 ulps of L)."""
-    if precision.list_dtype != np.float32:
-        return 0.0
-    return 4.0 * float(np.finfo(np.float32).eps) * float(np.max(box_lengths))
-
-
-__all__ = ["Simulation", "SimulationError", "ThermoReporter"]
+__all__ = ["Simulation", "SimulationError"]

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import sys
 
+from .reporter import Needs, Reporter
+
 COLUMNS = ("Step", "Temp", "E_pair", "E_mol", "TotEng", "Press")
 
 
-class ThermoReporter:
+class ThermoReporter(Reporter):
     """Writes a thermo row every ``every`` steps (and at the first and last step of each run).
 
     Parameters
@@ -26,7 +28,7 @@ class ThermoReporter:
         Print a LAMMPS-like table (``True``: standard output).
     """
 
-    needs_energy = True
+    needs = Needs(energy=True)
 
     def __init__(self, every: int = 100, log=None, screen=True):
         if every < 0:
@@ -40,13 +42,11 @@ class ThermoReporter:
             self._log.flush()
         self._header_due = True
 
-    def wants(self, step: int, run_start: int, run_end: int) -> bool:
-        if step in (run_start, run_end):
-            return True
-        return self.every > 0 and step % self.every == 0
+    def also_reports(self, run_start: int, run_end: int) -> tuple:
+        return (run_start, run_end)
 
-    def report(self, sim) -> None:
-        row = sim.thermo_row()
+    def report(self, snapshot) -> None:
+        row = snapshot.thermo_row()
         if self.rows and self.rows[-1]["Step"] == row["Step"]:
             return
         self.rows.append(row)
@@ -59,7 +59,7 @@ class ThermoReporter:
             self._log.write(",".join(repr(row[c]) for c in COLUMNS) + "\n")
             self._log.flush()
 
-    def begin_run(self) -> None:
+    def begin_run(self, simulation) -> None:
         self._header_due = True
 
     def close(self) -> None:

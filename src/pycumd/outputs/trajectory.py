@@ -1,8 +1,9 @@
 """Trajectory frames in the formats OVITO, ASE and freud read: extended XYZ, GSD and LAMMPS dump.
 
-A writer is a reporter: every ``every`` steps it snapshots the particle arrays and hands them to a
-background thread that formats and writes the frame, so the simulation goes on while the file is
-written.  On the GPU the snapshot is a device-to-device copy on the simulation's stream (a few
+A writer is a reporter: every ``every`` steps it takes the step's shared frame
+(:meth:`pycumd.outputs.reporter.Snapshot.frame`: one copy for all writers of that step) and hands it
+to a background thread that formats and writes it, so the simulation goes on while the file is
+written.  On the GPU the frame is a device-to-device copy on the simulation's stream (a few
 microseconds), and the copy to pinned host memory runs on a side stream: the simulation does not
 wait for the transfer either.  At most ``max_pending`` frames wait in memory; beyond that the
 simulation waits for the writer.  Errors in the writer thread are raised at the next frame or
@@ -16,30 +17,15 @@ from __future__ import annotations
 
 import queue
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-
-@dataclass
-class Frame:
-    """One frame on the host (particles in id order); positions wrapped, box origin added."""
-
-    step: int
-    time: float
-    lengths: np.ndarray
-    origin: np.ndarray
-    positions: np.ndarray
-    velocities: np.ndarray
-    images: np.ndarray
-    types: np.ndarray
-    ids: np.ndarray
-    type_names: list
+from .reporter import Frame, Needs, Reporter
 
 
-class TrajectoryWriter:
-    """Base class: the reporter side (which steps, a host copy) and the background writing thread.
+class TrajectoryWriter(Reporter):
+    """Base class: the reporter side (which steps, the shared frame) and the background writing thread.
 
     Parameters
     ----------
@@ -52,7 +38,7 @@ class TrajectoryWriter:
         Frames that may wait for the writer thread before the simulation waits.
     """
 
-    needs_energy = False
+    needs = Needs(frame=True)
 
     def __init__(self, path, every: int, type_names=None, max_pending: int = 4):
         if every <= 0:
@@ -67,59 +53,12 @@ class TrajectoryWriter:
         self._thread = threading.Thread(target=self._drain, name=f"pycumd-{self.path.name}", daemon=True)
         self._thread.start()
 
-    def wants(self, step: int, run_start: int, run_end: int) -> bool:
-        return step % self.every == 0
-
-    def report(self, sim) -> None:
-        if sim.state.step == self._last_step:
+    def report(self, snapshot) -> None:
+        if snapshot.step == self._last_step:
             return
         self._raise_pending_error()
-        self._last_step = sim.state.step
-        s, backend = sim.state, sim.backend
-        arrays = (s.positions[:, :3], s.velocities, s.images, s.types, s.ids)
-        if s.lo is not None:                      # composite precision: the low parts too
-            arrays += (s.lo["positions"][:, :3], s.lo["velocities"])
-        meta = (sim.state.step, sim.time, sim.box, sim.n_types)
-        if backend.is_gpu:
-            self._queue.put(("device", meta, *self._copy_async(backend, arrays)))
-        else:
-            self._queue.put(("host", meta, [np.array(a) for a in arrays], None, None))
-
-    def _copy_async(self, backend, arrays):
-        """Snapshot on the compute stream, then device-to-pinned-host copies on a side stream."""
-        cp = backend.xp
-        import cupyx
-
-        if getattr(self, "_copy_stream", None) is None:
-            self._copy_stream = cp.cuda.Stream(non_blocking=True)
-        snapshot = [cp.ascontiguousarray(a).copy() for a in arrays]
-        ready = cp.cuda.Event()
-        ready.record()
-        self._copy_stream.wait_event(ready)
-        host = [cupyx.empty_pinned(a.shape, a.dtype) for a in snapshot]
-        for h, d in zip(host, snapshot):
-            d.get(stream=self._copy_stream, out=h, blocking=False)
-        done = cp.cuda.Event()
-        done.record(self._copy_stream)
-        return host, done, snapshot          # the snapshot stays alive until the copy is done
-
-    def _frame(self, meta, host) -> Frame:
-        step, time, box, n_types = meta
-        positions, velocities, images, types, ids = host[:5]
-        positions, velocities = positions.astype(np.float64), velocities.astype(np.float64)
-        if len(host) == 7:                        # composite precision: value = hi + lo
-            positions = positions + host[5]
-            velocities = velocities + host[6]
-        by_id = np.argsort(ids, kind="stable")
-        names = self.type_names or [str(t + 1) for t in range(n_types)]
-        origin = np.asarray(box.origin)
-        images = images[by_id].astype(np.int32)
-        wrapped = box.wrap(positions[by_id], images)   # as System does
-        return Frame(step, time, box.L, origin, wrapped + origin, velocities[by_id],
-                     images, types[by_id], ids[by_id], names)
-
-    def begin_run(self) -> None:
-        pass
+        self._last_step = snapshot.step
+        self._queue.put(snapshot.frame())
 
     def close(self) -> None:
         """Wait for every queued frame to be written, then close the file."""
@@ -131,15 +70,12 @@ class TrajectoryWriter:
 
     def _drain(self) -> None:
         while True:
-            item = self._queue.get()
-            if item is None:
+            pending = self._queue.get()
+            if pending is None:
                 return
             if self._error is None:
                 try:
-                    _, meta, host, done, _snapshot = item
-                    if done is not None:
-                        done.synchronize()
-                    self._write(self._frame(meta, host))
+                    self._write(pending.result(self.type_names))
                 except BaseException as exc:      # reported in the simulation's thread
                     self._error = exc
 

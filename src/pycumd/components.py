@@ -1,0 +1,127 @@
+"""Construction of a simulation's components from a system, a potential and the run options.
+
+:func:`build_components` is the one place that decides the backend, the precision, the pair method
+(neighbour list or all pairs), the neighbour-list policy and the force evaluator, and uploads the
+state; :class:`~pycumd.simulation.Simulation` only runs them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import backend as _backend
+from .forces import PairForces
+from .neighbors.allpairs import AllPairsForces, AllPairsNeighbors, choose_pair_method
+from .neighbors.verlet import NeighborList
+from .precision import get_precision
+from .state import State
+from .system import System
+
+
+@dataclass
+class NeighborOptions:
+    """Neighbour-list policy (LAMMPS ``neighbor SKIN bin`` and ``neigh_modify every/delay/check``).
+
+    skin : float or None
+        Length units; None: 0.3 sigma in lj units, 2.0 A otherwise (LAMMPS' defaults).
+    every, delay, check :
+        Default: check every step, rebuild when an atom has moved half the skin.
+    """
+
+    skin: float | None = None
+    every: int = 1
+    delay: int = 0
+    check: bool = True
+
+    def resolved_skin(self, units_name: str) -> float:
+        if self.skin is not None:
+            return float(self.skin)
+        return 0.3 if units_name == "lj" else 2.0
+
+
+@dataclass
+class EngineOptions:
+    """Where and how the kernels run.
+
+    device : {"auto", "cpu", "cuda"}
+    precision : {"auto", "single", "mixed", "double", "composite"}
+        ``auto``: double on the CPU, mixed on the GPU.
+    deterministic : bool
+        GPU kernels without fused multiply-add (double-precision NVE gives the CPU's bits).
+    pair_method : {"auto", "neighbor", "all_pairs"}
+    use_graphs : bool
+        On the GPU, plain NVE steps between reports as CUDA-graph blocks.
+    """
+
+    device: str = "auto"
+    precision: str = "auto"
+    deterministic: bool = False
+    pair_method: str = "auto"
+    use_graphs: bool = True
+
+
+@dataclass
+class Components:
+    """What a simulation runs: the backend, the precision policy, the state and the three
+    components of a step (integrator, neighbour structure, force evaluator)."""
+
+    backend: object
+    precision: object
+    state: State
+    integrator: object
+    neighbors: object
+    forces: object
+    pair_method: str
+
+
+def build_components(system: System, potential, integrator, neighbor: NeighborOptions,
+                     engine: EngineOptions) -> Components:
+    """Choose the backend and the pair method, bind the integrator, upload the state.
+
+    Raises NotImplementedError for combinations a precision does not cover, and InputError for a
+    box too small for the cutoff.
+    """
+    backend = _backend.select(engine.device)
+    precision = get_precision(engine.precision, backend.name, engine.deterministic)
+    integrator.bind(backend, precision, system.units)
+    skin = neighbor.resolved_skin(system.units.name)
+    r_cut = potential.max_cutoff(system.n_types)
+    pair_method = choose_pair_method(engine.pair_method, r_cut, skin, system.box.L)
+    if precision.composite:
+        _check_composite_supported(pair_method, integrator.thermostat)
+    if pair_method == "all_pairs":
+        neighbors = AllPairsNeighbors(backend, r_cut)
+        forces_class = AllPairsForces
+    else:
+        neighbors = NeighborList(backend, r_cut, skin, every=neighbor.every, delay=neighbor.delay,
+                                 check=neighbor.check, cuda_options=precision.cuda_options,
+                                 position_error=_storage_rounding(precision, system.box.L),
+                                 list_dtype=precision.list_dtype)
+        forces_class = PairForces
+    neighbors.check_box(system.box.L)
+    state = State.from_system(system, backend, precision)
+    forces = forces_class(potential, system.n_types, backend, precision)
+    return Components(backend, precision, state, integrator, neighbors, forces, pair_method)
+
+
+def _check_composite_supported(pair_method: str, thermostat) -> None:
+    """Composite precision covers NVE and Nose-Hoover over a neighbour list; say what it does not."""
+    if pair_method == "all_pairs":
+        raise NotImplementedError("composite precision is not implemented for the all-pairs force kernel; "
+                                  "use pair_method='neighbor' (a cutoff shorter than half the box) or "
+                                  "precision 'single', 'mixed' or 'double'")
+    if thermostat is not None and type(thermostat).__name__ == "Langevin":
+        raise NotImplementedError("composite precision is not implemented for the Langevin thermostat "
+                                  "(its noise kernel works in float64); use NVE or Nose-Hoover, or "
+                                  "precision 'mixed' or 'double'")
+
+
+def _storage_rounding(precision, box_lengths) -> float:
+    """How far the float32 positions the neighbour list is built from (single; composite's high
+    parts; mixed's float32 copy) may be from the positions the forces use: ``4 * 2^-23 * L``
+    (4 to 8 float32 ulps of L)."""
+    if precision.list_dtype != np.float32:
+        return 0.0
+    return 4.0 * float(np.finfo(np.float32).eps) * float(np.max(box_lengths))
