@@ -24,13 +24,20 @@ BLOCK = 128
 _CPU_KERNELS: dict = {}
 #: compile-time id of each potential's CUDA header (``potentials/pair_select.cuh``)
 POTENTIAL_HEADER_IDS = {"potentials/lennard_jones.cuh": 0, "potentials/yukawa.cuh": 1,
-                        "potentials/pasta.cuh": 2}
+                        "potentials/pasta.cuh": 2, "potentials/morse.cuh": 3, "potentials/buckingham.cuh": 4,
+                        "potentials/born.cuh": 5, "potentials/soft.cuh": 6, "potentials/lj96.cuh": 7,
+                        "potentials/gauss.cuh": 8, "potentials/lj_coulomb.cuh": 9, "potentials/formula.cuh": 10,
+                        "potentials/table.cuh": 11}
 
 
 def potential_defines(potential) -> dict:
-    """The ``-D`` defines that select ``potential``'s pair function and cutoff treatment in a kernel."""
+    """The ``-D`` defines that select ``potential``'s pair function and cutoff treatment in a kernel.
+
+    A potential may add its own (``potential.cuda_defines``: a generated pair function, the width
+    of its table rows).
+    """
     return {"POTENTIAL_HEADER_ID": POTENTIAL_HEADER_IDS[potential.cuda_header],
-            "SHIFT_FORCE": int(potential.cutoff == "shift_force")}
+            "SHIFT_FORCE": int(potential.cutoff == "shift_force"), **getattr(potential, "cuda_defines", {})}
 
 
 def make_pair_sums(pair_function):
