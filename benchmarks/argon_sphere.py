@@ -91,22 +91,24 @@ def run_pycumd(out: Path, scale: float, steps: int, every: int, full_steps: int,
         print(f"pycumd scaled {precision}: {wall:.1f} s, {results[f'scaled_{precision}']['Mps']:.1f} Mp/s", flush=True)
     gsd_path = Path(os.environ.get("TMPDIR", "/tmp")) / "argon_sphere_full.gsd"
     writer_every = max(full_steps // frames, 1)
-    from pycumd.inputs.lammps_input import LammpsRunner
-    from pycumd.inputs.lammps_script import read_script
+    from pycumd.components import EngineOptions
+    from pycumd.inputs.lammps_input import plan_from_lammps_script
 
-    runner = LammpsRunner(precision="mixed", screen=False)
-    commands = read_script(text, variables={"scale": 1.0, "steps": full_steps, "thermo_every": every})
-    runner.execute([c for c in commands if c.name != "run"])
-    sim = runner._simulation()
+    plan = plan_from_lammps_script(text=text, variables={"scale": 1.0, "steps": full_steps, "thermo_every": every},
+                                   screen=False)
+    plan.engine = EngineOptions(precision="mixed")
+    reporters = plan.outputs.build()
+    reporters.thermo.every = plan.stages[0].thermo_every
     writer = GSDWriter(gsd_path, writer_every)
-    sim.reporters.append(writer)
+    sim = plan.build_simulation(reporters=[*reporters.all, writer])
     sim.run(20)                                        # warm-up: compile, first rebuilds
     t0 = time.perf_counter()
     sim.run(full_steps - 20)
     sim.backend.synchronize()
     wall = time.perf_counter() - t0
     writer.close()
-    rows = runner.thermo.rows
+    reporters.close()
+    rows = reporters.thermo.rows
     results["full_mixed"] = {"thermo": {k: [r[k] for r in rows] for k in rows[0]}, "atoms": sim.state.n_atoms,
                              "steps": full_steps, "wall_seconds": wall,
                              "Mps": sim.state.n_atoms * (full_steps - 20) / wall / 1e6,

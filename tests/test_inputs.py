@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from pycumd.cli import main
-from pycumd.inputs.config import ConfigError, build_simulation, load_config
+from pycumd.inputs.config import ConfigError, load_config, plan_from_config
 from pycumd.inputs.lammps_input import UnsupportedCommandError, run_lammps_script
 from pycumd.inputs.lammps_script import LammpsScriptError
 from pycumd.system import InputError
@@ -123,8 +123,9 @@ thermo = 5
 
 
 def test_toml_config_builds_the_described_simulation():
-    sim, run = build_simulation(load_config(TOML), device="cpu")
-    assert sim.state.n_atoms == 864 and run["steps"] == 10
+    plan = plan_from_config(load_config(TOML), device="cpu")
+    sim = plan.build_simulation()
+    assert sim.state.n_atoms == 864 and plan.stages[0].steps == 10
     assert sim.potential.cutoff == "shift_force"
     assert sim.thermostat.t_start == 1.0 and sim.neighbors.skin == 0.3
 
@@ -139,7 +140,7 @@ def test_toml_config_builds_the_described_simulation():
 ])
 def test_toml_errors_name_the_key(edit, message):
     with pytest.raises(ConfigError, match=message):
-        build_simulation(load_config(edit(TOML)), device="cpu")
+        plan_from_config(load_config(edit(TOML)), device="cpu").build_simulation()
 
 
 def test_cli_reports_errors_and_keeps_output(tmp_path):

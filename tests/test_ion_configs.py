@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from pycumd.inputs.config import ConfigError, build_simulation, load_config
+from pycumd.inputs.config import ConfigError, load_config, plan_from_config
 from pycumd.units import E2_MEV_FM
 
 IONS = """
@@ -23,7 +23,8 @@ steps = 10
 
 
 def test_ion_mixture_config():
-    sim, run = build_simulation(load_config(IONS), device="cpu")
+    plan = plan_from_config(load_config(IONS), device="cpu")
+    sim = plan.build_simulation()
     system = sim.system()
     assert np.bincount(system.types).tolist() == [100, 300]
     assert system.box.L[0] == pytest.approx((400 / 5e-11) ** (1 / 3))
@@ -33,7 +34,7 @@ def test_ion_mixture_config():
     assert sim.potential.coefficients(0, 1)["prefactor"] == pytest.approx(48 * E2_MEV_FM)
     assert sim.pair_method == "all_pairs" and sim.potential.screening_length == pytest.approx(2 * a)
     e0 = sim.thermo_row()["TotEng"]
-    sim.run(run["steps"])
+    sim.run(plan.stages[0].steps)
     assert sim.thermo_row()["TotEng"] == pytest.approx(e0, rel=1e-5)
 
 
@@ -49,7 +50,7 @@ r_cut = 12.0
 [run]
 steps = 1
 """
-    sim, _ = build_simulation(load_config(text), device="cpu")
+    sim = plan_from_config(load_config(text), device="cpu").build_simulation()
     assert np.bincount(sim.system().types).tolist() == [300, 700]
     assert sim.potential.r_cut == 12.0 and sim.integrator.dt == 2.0
     with pytest.raises(ConfigError, match="exactly one of"):
@@ -57,4 +58,5 @@ steps = 1
     with pytest.raises(ConfigError, match="missing required key ions.number_density"):
         load_config(IONS.replace("number_density = 5e-11\n", ""))
     with pytest.raises(ValueError, match="exactly one of gamma or temperature"):
-        build_simulation(load_config(IONS.replace("gamma = 20.0", "gamma = 20.0\ntemperature = 0.1")), device="cpu")
+        plan_from_config(load_config(IONS.replace("gamma = 20.0", "gamma = 20.0\ntemperature = 0.1")),
+                         device="cpu").build_simulation()

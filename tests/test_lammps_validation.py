@@ -130,12 +130,12 @@ def test_argon_sphere_has_the_seed_atom_count():
     from importlib import resources
 
     from pycumd.inputs.config import load_config
-    from pycumd.inputs.lammps_input import LammpsRunner
+    from pycumd.inputs.lammps_input import LammpsPlanner
     from pycumd.inputs.lammps_script import read_script
     from pycumd.system import lattice_system
 
     text = resources.files("pycumd.data").joinpath("in.argon_sphere").read_text()
-    runner = LammpsRunner(screen=False, device="cpu")
+    runner = LammpsPlanner(screen=False)
     runner.execute([c for c in read_script(text) if c.name != "run"])
     assert sum(len(p) for p in runner.setup.positions) == 1_047_293
     config = load_config(resources.files("pycumd.data").joinpath("argon_sphere.toml").read_text())

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-import time
 from importlib import resources
 from pathlib import Path
 
@@ -18,50 +17,43 @@ BENCHMARKS = ["lj", "scan", "precision", "ions", "drift"]
 COMMAND_MODULES: dict[str, str] = {}
 
 
-def _run(args) -> int:
-    from .inputs.config import build_simulation, load_config
-    from .inputs.lammps_input import run_lammps_script
-    from .outputs.thermo import ThermoReporter
-    from .outputs.trajectory import trajectory_writer
+def _plan(args):
+    """The RunPlan of the command line's input (TOML, LAMMPS script, or the embedded default)."""
+    from .inputs.config import load_config, plan_from_config
+    from .inputs.lammps_input import plan_from_lammps_script
 
-    device, precision = args.device, args.precision
-    trajectory = (args.trajectory, args.trajectory_every) if args.trajectory else None
-    t0 = time.perf_counter()
     if args.example:
         if args.file is not None:
             raise ValueError("give either an input file or --example, not both")
         args.file = str(resources.files("pycumd.data").joinpath(EXAMPLES[args.example]))
         print(f"pycumd: running the built-in example {args.example} ({args.file})", flush=True)
-    if args.file is None or str(args.file).endswith(".toml"):
-        if args.file is None:
-            text = resources.files("pycumd.data").joinpath(DEFAULT_INPUT).read_text()
-            print(f"pycumd: no input given, running the embedded default ({DEFAULT_INPUT}: "
-                  f"LAMMPS examples/melt, 4000 LJ atoms)", flush=True)
-        else:
-            text = Path(args.file).read_text()
-        config = load_config(text)
-        sim, run = build_simulation(config, device=device if device != "auto" else None,
-                                    precision=precision if precision != "auto" else None,
-                                    deterministic=args.deterministic)
-        sim.reporters.append(ThermoReporter(every=run["thermo"], log=args.log))
-        path = args.trajectory or run["trajectory"]
-        if path:
-            sim.reporters.append(trajectory_writer(path, args.trajectory_every if args.trajectory else run["trajectory_every"]))
-        print(sim.describe(), flush=True)
-        try:
-            sim.run(run["steps"], progress=args.progress)
-        finally:
-            sim.close()
-        steps, n = run["steps"], sim.state.n_atoms
-    else:
-        variables = dict(args.var or [])
-        runner = run_lammps_script(path=args.file, variables=variables, device=device, precision=precision,
-                                   deterministic=args.deterministic,
-                                   log=args.log, trajectory=trajectory, progress=args.progress)
-        steps = runner.sim.state.step if runner.sim else 0
-        n = runner.sim.state.n_atoms if runner.sim else 0
-    seconds = time.perf_counter() - t0
-    print(f"Total wall time {seconds:.2f} s for {steps} steps of {n} atoms "
+    if args.file is None:
+        print(f"pycumd: no input given, running the embedded default ({DEFAULT_INPUT}: "
+              f"LAMMPS examples/melt, 4000 LJ atoms)", flush=True)
+        return plan_from_config(load_config(resources.files("pycumd.data").joinpath(DEFAULT_INPUT).read_text()))
+    if str(args.file).endswith(".toml"):
+        return plan_from_config(load_config(Path(args.file).read_text()))
+    return plan_from_lammps_script(path=args.file, variables=dict(args.var or []))
+
+
+def _run(args) -> int:
+    """``pycumd run``: the input's plan, with the command line's options applied, run by the driver."""
+    from .outputs.settings import TrajectoryOutput
+    from .run_plan import execute
+
+    plan = _plan(args)
+    if args.device != "auto":
+        plan.engine.device = args.device
+    if args.precision != "auto":
+        plan.engine.precision = args.precision
+    plan.engine.deterministic = plan.engine.deterministic or args.deterministic
+    plan.outputs.thermo_log = args.log
+    plan.outputs.progress = args.progress
+    if args.trajectory:
+        plan.outputs.trajectories = [TrajectoryOutput(args.trajectory, args.trajectory_every)]
+    result = execute(plan)
+    n = result.sim.state.n_atoms if result.sim else 0
+    print(f"Total wall time {result.wall_seconds:.2f} s for {result.steps} steps of {n} atoms "
           f"(including set-up and compilation)", flush=True)
     return 0
 

@@ -70,10 +70,11 @@ Every key, with its default (``required`` where there is none)::
     [run]
     steps = required
     thermo = 100                      # thermo interval in steps (0: first and last only)
-    trajectory = ""                   # extended XYZ path, empty for none
+    trajectory = ""                   # .xyz, .gsd or .lammpstrj path, empty for none
     trajectory_every = 100
 
 Unknown keys and missing required keys raise :class:`ConfigError` naming them.
+:func:`plan_from_config` turns a checked config into a :class:`~pycumd.run_plan.RunPlan`.
 """
 
 from __future__ import annotations
@@ -174,18 +175,43 @@ def _thermostat(ic: dict):
     return NoseHoover(ic["temperature"], ic["damping"], ic["chain"])
 
 
-def build_simulation(config: dict, device=None, precision=None, deterministic: bool = False):
-    """Build the :class:`~pycumd.simulation.Simulation` a checked config describes.
+def plan_from_config(config: dict, device=None, precision=None, deterministic: bool = False):
+    """The :class:`~pycumd.run_plan.RunPlan` a checked config describes (one stage).
 
-    Returns ``(simulation, run_section)``.
+    ``device`` and ``precision`` (e.g. from the command line) override the config's when given.
     """
+    from ..components import EngineOptions, NeighborOptions
     from ..integrators import VelocityVerlet
+    from ..outputs.settings import OutputSettings, TrajectoryOutput
+    from ..run_plan import RunPlan, Stage
+
+    if config["kind"] == "lattice":
+        system, potential, default_dt = _lattice_system_and_pair(config)
+        default_skin = None
+    else:
+        if config["units"] not in ("lj", "nuclear"):
+            raise ConfigError(f"[{config['kind']}] systems are in nuclear units; units = {config['units']!r}")
+        system, potential, default_dt = _nuclear_system_and_pair(config)
+        default_skin = 2.0
+    ic, nc, rc = config["integrator"], config["neighbor"], config["run"]
+    neighbor = NeighborOptions(nc["skin"] if nc["skin"] is not None else default_skin,
+                               nc["every"], nc["delay"], nc["check"])
+    stage = Stage(steps=rc["steps"], potential=potential,
+                  integrator=VelocityVerlet(ic["dt"] or default_dt, _thermostat(ic)), neighbor=neighbor,
+                  thermo_every=rc["thermo"], system=system)
+    outputs = OutputSettings()
+    if rc["trajectory"]:
+        outputs.trajectories.append(TrajectoryOutput(rc["trajectory"], rc["trajectory_every"]))
+    engine = EngineOptions(device=device or config["device"], precision=precision or config["precision"],
+                           deterministic=deterministic)
+    return RunPlan([stage], engine, outputs)
+
+
+def _lattice_system_and_pair(config: dict):
+    """The lattice system (with velocities) and the LJ potential of a [system] + [pair] config."""
     from ..potentials import LennardJones
-    from ..simulation import Simulation
     from ..system import create_velocities, lattice_system
 
-    if config["kind"] != "lattice":
-        return _build_nuclear(config, device, precision, deterministic)
     sysc = config["system"]
     system = lattice_system(sysc["lattice"], sysc["cells"], units=config["units"], density=sysc["density"],
                             constant=sysc["constant"], mass=sysc["mass"])
@@ -203,36 +229,17 @@ def build_simulation(config: dict, device=None, precision=None, deterministic: b
         i, j = c["types"]
         extra = {} if c["r_cut"] is None else {"r_cut": c["r_cut"]}
         pot.pair_coeff(i - 1, j - 1, epsilon=c["epsilon"], sigma=c["sigma"], **extra)
-    ic = config["integrator"]
-    thermostat = _thermostat(ic)
-    nc = config["neighbor"]
-    sim = Simulation(system, pot, VelocityVerlet(ic["dt"], thermostat), skin=nc["skin"],
-                     neighbor_every=nc["every"], neighbor_delay=nc["delay"], neighbor_check=nc["check"],
-                     device=device or config["device"], precision=precision or config["precision"],
-                     deterministic=deterministic)
-    return sim, config["run"]
+    return system, pot, None
 
 
-def _build_nuclear(config: dict, device, precision, deterministic):
-    """The Simulation of an [ions] or [pasta] config (nuclear units, NVE or thermostat as given)."""
+def _nuclear_system_and_pair(config: dict):
+    """The system, potential and time step of an [ions] or [pasta] config (nuclear units)."""
     from .. import ions
-    from ..integrators import VelocityVerlet
-    from ..simulation import Simulation
 
-    if config["units"] not in ("lj", "nuclear"):
-        raise ConfigError(f"[{config['kind']}] systems are in nuclear units; units = {config['units']!r}")
     if config["kind"] == "ions":
         c = dict(config["ions"])
-        system, potential, dt = ions.ion_mixture(c.pop("charges"), c.pop("mass_numbers"), c.pop("fractions"),
-                                                 c.pop("n_ions"), c.pop("number_density"), **c)
-    else:
-        c = dict(config["pasta"])
-        system, potential, dt = ions.pasta(c.pop("n_nucleons"), c.pop("proton_fraction"),
-                                           c.pop("number_density"), c.pop("temperature"), **c)
-    ic = config["integrator"]
-    thermostat = _thermostat(ic)
-    nc = config["neighbor"]
-    sim = Simulation(system, potential, VelocityVerlet(ic["dt"] or dt, thermostat),
-                     skin=nc["skin"] if nc["skin"] is not None else 2.0, device=device or config["device"],
-                     precision=precision or config["precision"], deterministic=deterministic)
-    return sim, config["run"]
+        return ions.ion_mixture(c.pop("charges"), c.pop("mass_numbers"), c.pop("fractions"),
+                                c.pop("n_ions"), c.pop("number_density"), **c)
+    c = dict(config["pasta"])
+    return ions.pasta(c.pop("n_nucleons"), c.pop("proton_fraction"), c.pop("number_density"),
+                      c.pop("temperature"), **c)

@@ -1,7 +1,9 @@
 """Run LAMMPS input scripts unchanged, for the commands pycumd supports.
 
-:func:`run_lammps_script` reads a script with :mod:`pycumd.inputs.lammps_script` (variables,
-substitution, comments, continuation) and executes its commands in order on pycumd objects.
+:func:`plan_from_lammps_script` reads a script with :mod:`pycumd.inputs.lammps_script` (variables,
+substitution, comments, continuation) and executes its commands in order into a
+:class:`~pycumd.run_plan.RunPlan` (one stage per ``run``), which :func:`~pycumd.run_plan.execute`
+runs; :func:`run_lammps_script` does both.
 Supported commands and keywords::
 
     units lj|metal|real            dimension 3                  boundary p p p
@@ -38,7 +40,9 @@ from ..system import System, create_velocities, lattice_positions, lattice_spaci
 from ..units import get_units
 from .lammps_script import Command, LammpsScriptError, read_script, read_script_file
 from .lammps_data import read_lammps_data
-from ..outputs.thermo import ThermoReporter
+from ..components import EngineOptions, NeighborOptions
+from ..outputs.settings import OutputSettings, TrajectoryOutput
+from ..run_plan import RunPlan, RunResult, Stage, execute
 
 IGNORED = {"echo", "log", "newton", "processors", "print", "atom_modify", "comm_modify"}
 
@@ -73,35 +77,28 @@ class _Setup:
     pending_velocity: list = field(default_factory=list)
 
 
-class LammpsRunner:
-    """Executes LAMMPS commands on pycumd objects; see the module docstring for what is supported.
+class LammpsPlanner:
+    """Executes LAMMPS commands into a :class:`~pycumd.run_plan.RunPlan` (one stage per ``run``);
+    see the module docstring for what is supported. Nothing runs until the plan is executed.
 
     Parameters
     ----------
-    device, precision, deterministic : passed to :class:`~pycumd.simulation.Simulation`
-    log : path, optional
-        CSV thermo log (all runs, one header).
     screen : bool
-        Print thermo tables and a short description of each run.
-    trajectory : (path, every), optional
-        Extended XYZ frames.
-    progress : bool or None
-        Progress bar (None: only on a terminal for long runs).
+        Print thermo tables and a short description of each run (the plan's outputs).
     """
 
-    def __init__(self, device="auto", precision="auto", log=None, screen=True, trajectory=None,
-                 progress=None, deterministic=False):
-        self.device, self.precision, self.deterministic = device, precision, deterministic
-        self.screen, self.progress = screen, progress
+    def __init__(self, screen=True):
         self.setup = _Setup()
         self.base_dir = None   # directory of the script, for read_data paths
-        self.sim = None
-        self._system = None   # host System set by a command since the last run (e.g. velocity)
-        self._step = 0
-        self._dirty = True
-        self.thermo = ThermoReporter(every=0, log=log, screen=screen)
-        self._trajectory = trajectory
-        self._writers = []
+        self.stages: list = []
+        self.outputs = OutputSettings(screen=screen)
+        self._system = None    # a System set since the last run (read_data, velocity before the first run)
+        self._edits: list = [] # edits of the continuing system since the last run (velocity after a run)
+        self._dirty = True     # settings changed since the last run: the next stage builds anew
+
+    def plan(self, engine: EngineOptions | None = None) -> RunPlan:
+        """The plan of the commands executed so far."""
+        return RunPlan(list(self.stages), engine or EngineOptions(), self.outputs)
 
     # -- entry points -----------------------------------------------------------------------
     def execute(self, commands: list[Command]) -> None:
@@ -117,11 +114,6 @@ class LammpsRunner:
             except (ValueError, IndexError, KeyError, NotImplementedError) as exc:
                 msg = str(exc) if not isinstance(exc, IndexError) else "missing argument(s)"
                 raise LammpsScriptError(f"{cmd.name}: {msg}", cmd.line, cmd.source) from exc
-
-    def close(self) -> None:
-        self.thermo.close()
-        for w in self._writers:
-            w.close()
 
     # -- system ------------------------------------------------------------------------------
     def _cmd_units(self, a):
@@ -181,6 +173,8 @@ class LammpsRunner:
         self.setup.n_types = n_types
 
     def _cmd_create_atoms(self, a):
+        if self.stages:
+            raise NotImplementedError("create_atoms after a run is not supported")
         atom_type, style = int(a[0]), a[1]
         if style not in ("box", "region"):
             raise ValueError(f"create_atoms style {style} is not supported (box, region)")
@@ -212,6 +206,8 @@ class LammpsRunner:
         self._dirty = True
 
     def _cmd_mass(self, a):
+        if self.stages:
+            raise NotImplementedError("changing masses after a run is not supported")
         for t in _type_range(a[0], self.setup.n_types):
             self.setup.masses[t] = float(a[1])
         self._dirty = True
@@ -230,9 +226,7 @@ class LammpsRunner:
         if loop not in ("geom", "all"):
             raise ValueError(f"velocity loop {loop} is not supported (geom or all)")
         args = dict(distribution=kw.get("dist", "uniform"), loop=loop, zero_momentum=kw.get("mom", "yes") == "yes")
-        system = self._current_system()
-        create_velocities(system, temperature, seed, **args)
-        self._set_system(system)
+        self._edit_system(lambda system: create_velocities(system, temperature, seed, **args))
 
     # -- interactions ------------------------------------------------------------------------
     def _cmd_pair_style(self, a):
@@ -308,8 +302,9 @@ class LammpsRunner:
         self._dirty = True
 
     def _cmd_thermo(self, a):
+        if int(a[0]) < 0:
+            raise ValueError(f"thermo interval must be >= 0, got {a[0]}")
         self.setup.thermo_every = int(a[0])
-        self.thermo.every = self.setup.thermo_every
 
     def _cmd_thermo_style(self, a):
         if a != ["one"]:
@@ -319,12 +314,23 @@ class LammpsRunner:
         steps = int(a[0])
         if len(a) > 1:
             raise ValueError(f"run keyword(s) {' '.join(a[1:])} not supported")
-        sim = self._simulation()
-        if self.screen:
-            print(sim.describe(), flush=True)
-        sim.run(steps, progress=self.progress)
-        if self.screen:
-            print(f"Run of {steps} steps done; neighbour list builds: {sim.neighbors.n_builds}", flush=True)
+        if steps < 0:
+            raise ValueError(f"run length must be >= 0, got {steps}")
+        s = self.setup
+        first = not self.stages
+        system = self._current_system() if first else self._system
+        if first or self._dirty or system is not None or self._edits:     # new components
+            if s.pair is None:
+                raise ValueError("run before pair_style")
+            potential = self._potential()
+            potential.table(s.n_types)          # every type pair has coefficients (named here, at 'run')
+            stage = Stage(steps, potential, self._integrator(), NeighborOptions(
+                s.skin, s.neigh["every"], s.neigh["delay"], s.neigh["check"]), s.thermo_every,
+                system=system, system_edits=self._edits)
+        else:                                                               # the same simulation goes on
+            stage = Stage(steps, thermo_every=s.thermo_every, rebuild=False)
+        self.stages.append(stage)
+        self._system, self._edits, self._dirty = None, [], False
 
     def _potential(self):
         """The pair potential of ``pair_style`` + ``pair_coeff`` (+ per-type charges for Coulomb styles)."""
@@ -354,10 +360,9 @@ class LammpsRunner:
 
     # -- helpers -----------------------------------------------------------------------------
     def _current_system(self) -> System:
+        """The system set since the last run, or the one built from the setup commands."""
         if self._system is not None:
             return self._system
-        if self.sim is not None:
-            return self.sim.system()
         s = self.setup
         if s.box is None:
             raise ValueError("no box yet: use region + create_box + create_atoms first")
@@ -370,25 +375,22 @@ class LammpsRunner:
         return System(s.box, positions - np.asarray(s.box.origin), masses, s.units, types=types)
 
     def _set_system(self, system: System) -> None:
-        if self.sim is not None:
-            self._step = self.sim.state.step
-        self._system = system
-        self.sim = None
-        self._dirty = True
+        """A new system for the next run (its edits so far are superseded)."""
+        self._system, self._edits, self._dirty = system, [], True
 
-    def _simulation(self):
-        from ..simulation import Simulation
+    def _edit_system(self, edit) -> None:
+        """Apply ``edit(system)`` now before the first run (or to a system set since the last
+        run); after a run, to the continuing system at the start of the next one."""
+        if not self.stages or self._system is not None:
+            system = self._current_system()
+            edit(system)
+            self._set_system(system)
+        else:
+            self._edits.append(edit)
 
-        if not self._dirty and self.sim is not None:
-            return self.sim
-        if self.sim is not None:
-            self._step = self.sim.state.step
-        system = self._current_system()
-        step = self._step
+    def _integrator(self) -> VelocityVerlet:
+        """The integrator (and thermostat) of the fixes defined now."""
         s = self.setup
-        if s.pair is None:
-            raise ValueError("run before pair_style")
-        pot = self._potential()
         integrators = [f for f in s.fixes.values() if f[0] in ("nve", "nvt")]
         langevin = [f for f in s.fixes.values() if f[0] == "langevin"]
         if len(integrators) != 1:
@@ -402,21 +404,7 @@ class LammpsRunner:
                 raise ValueError("fix langevin with fix nvt: use one thermostat")
             _, t0, t1, damp, seed = langevin[0]
             thermostat = Langevin((t0, t1), damp, seed)
-        sim = Simulation(system, pot, VelocityVerlet(s.dt, thermostat), skin=s.skin,
-                         neighbor_every=s.neigh["every"], neighbor_delay=s.neigh["delay"],
-                         neighbor_check=s.neigh["check"], device=self.device, precision=self.precision,
-                         deterministic=self.deterministic)
-        sim.state.step = step
-        sim.reporters.append(self.thermo)
-        if self._trajectory and not self._writers:
-            from ..outputs.trajectory import trajectory_writer
-
-            self._writers.append(trajectory_writer(*self._trajectory))
-        sim.reporters.extend(self._writers)
-        self.sim = sim
-        self._system = None
-        self._dirty = False
-        return sim
+        return VelocityVerlet(s.dt, thermostat)
 
 
 def _type_range(spec: str, n_types: int) -> range:
@@ -434,21 +422,31 @@ def _type_range(spec: str, n_types: int) -> range:
     return range(lo - 1, hi)
 
 
-def run_lammps_script(path=None, text=None, variables=None, **runner_args) -> LammpsRunner:
-    """Read and execute a LAMMPS input (a file ``path`` or a string ``text``); returns the runner.
-
-    ``runner_args`` go to :class:`LammpsRunner` (device, precision, log, screen, trajectory).
-    """
+def plan_from_lammps_script(path=None, text=None, variables=None, screen: bool = True) -> RunPlan:
+    """The :class:`~pycumd.run_plan.RunPlan` of a LAMMPS input (a file ``path`` or a string ``text``)."""
     if (path is None) == (text is None):
         raise ValueError("give exactly one of path or text")
     commands = read_script_file(path, variables) if path is not None else read_script(text, "<input>", variables)
-    runner = LammpsRunner(**runner_args)
-    runner.base_dir = Path(path).parent if path is not None else None
-    try:
-        runner.execute(commands)
-    finally:
-        runner.close()
-    return runner
+    planner = LammpsPlanner(screen=screen)
+    planner.base_dir = Path(path).parent if path is not None else None
+    planner.execute(commands)
+    return planner.plan()
 
 
-__all__ = ["LammpsRunner", "UnsupportedCommandError", "run_lammps_script"]
+def run_lammps_script(path=None, text=None, variables=None, *, screen: bool = True, log=None, trajectory=None,
+                      progress=None, **engine) -> RunResult:
+    """Read a LAMMPS input and run it; returns the :class:`~pycumd.run_plan.RunResult`
+    (``.sim``: the last simulation, ``.thermo.rows``: the thermo rows).
+
+    ``log``: CSV thermo path; ``trajectory``: ``(path, every)``; ``engine``: device, precision,
+    deterministic, ... (:class:`~pycumd.components.EngineOptions`).
+    """
+    plan = plan_from_lammps_script(path, text, variables, screen=screen)
+    plan.engine = EngineOptions(**engine)
+    plan.outputs.thermo_log, plan.outputs.progress = log, progress
+    if trajectory:
+        plan.outputs.trajectories.append(TrajectoryOutput(*trajectory))
+    return execute(plan)
+
+
+__all__ = ["LammpsPlanner", "UnsupportedCommandError", "plan_from_lammps_script", "run_lammps_script"]
