@@ -1,0 +1,127 @@
+// Direct Coulomb summation (DCS) of an electrostatic potential map:
+//     V(i, j, k) = sum_a q_a / |r_ijk - r_a|,   r_ijk = (i hx, j hy, k hz) relative to the map origin.
+// One thread computes UNROLL points of one row, BX apart along x (coalesced stores, the seed's
+// version 4); the block's BX * BY threads stage TILE atoms at a time in shared memory, so any
+// number of atoms streams through.  Single precision: coordinates as float hi + lo pairs (the
+// distance components are exact to float rounding of the distance itself), one rsqrtf per
+// evaluation, a float partial sum per tile, tile sums added with TwoSum (compensated).
+#ifndef UNROLL
+#define UNROLL 8
+#endif
+#define BX 16
+#define BY 8
+#define TILE (BX * BY)
+
+struct __align__(16) atom_f64 { double x, y, z, q; };  // a double4 without CUDA 13's deprecation
+
+__device__ __forceinline__ void two_sum_add(float& sum, float& comp, float term)
+{
+    // sum + comp += term, with the rounding error of the add kept in comp (Knuth's TwoSum)
+    const float s = sum + term;
+    const float bp = s - sum;
+    comp += (sum - (s - bp)) + (term - bp);
+    sum = s;
+}
+
+extern "C" __global__ void __launch_bounds__(TILE)
+dcs_single(const float4* __restrict__ atoms_hi,  // (n_atoms,): x, y, z relative to the origin (float part), q
+           const float4* __restrict__ atoms_lo,  // (n_atoms,): x, y, z minus their float part, 0
+           const int n_atoms, float* __restrict__ out,  // (nz_launch, ny, nx) slices from z_first
+           const int nx, const int ny, const int z_first,
+           const double hx, const double hy, const double hz)
+{
+    __shared__ float4 s_hi[TILE];
+    __shared__ float4 s_lo[TILE];
+    const int tid = threadIdx.x + BX * threadIdx.y;
+    const int ix = blockIdx.x * (BX * UNROLL) + threadIdx.x;
+    const int iy = blockIdx.y * BY + threadIdx.y;
+    const double xd = ix * hx, yd = iy * hy, zd = (z_first + (int)blockIdx.z) * hz;
+    const float x_hi = (float)xd, x_lo = (float)(xd - (double)x_hi);
+    const float y_hi = (float)yd, y_lo = (float)(yd - (double)y_hi);
+    const float z_hi = (float)zd, z_lo = (float)(zd - (double)z_hi);
+    const double step = BX * hx;
+    const float step_hi = (float)step, step_lo = (float)(step - (double)step_hi);
+
+    float acc[UNROLL], sum[UNROLL], comp[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) {
+        acc[u] = 0.0f;
+        sum[u] = 0.0f;
+        comp[u] = 0.0f;
+    }
+    for (int base = 0; base < n_atoms; base += TILE) {
+        __syncthreads();
+        const int a = base + tid;
+        s_hi[tid] = a < n_atoms ? atoms_hi[a] : make_float4(1.0e6f, 1.0e6f, 1.0e6f, 0.0f);
+        s_lo[tid] = a < n_atoms ? atoms_lo[a] : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        __syncthreads();
+#pragma unroll 2
+        for (int t = 0; t < TILE; ++t) {
+            const float4 h = s_hi[t];
+            const float4 l = s_lo[t];
+            const float dx0 = (x_hi - h.x) + (x_lo - l.x);
+            const float dy = (y_hi - h.y) + (y_lo - l.y);
+            const float dz = (z_hi - h.z) + (z_lo - l.z);
+            const float dyz2 = fmaf(dy, dy, dz * dz);
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const float dx = fmaf((float)u, step_lo, fmaf((float)u, step_hi, dx0));
+                acc[u] = fmaf(h.w, rsqrtf(fmaf(dx, dx, dyz2)), acc[u]);
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            two_sum_add(sum[u], comp[u], acc[u]);
+            acc[u] = 0.0f;
+        }
+    }
+    if (iy < ny) {
+        float* row = out + ((size_t)blockIdx.z * ny + iy) * nx;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const int x = ix + u * BX;
+            if (x < nx) row[x] = sum[u] + comp[u];
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(TILE)
+dcs_double(const atom_f64* __restrict__ atoms,  // (n_atoms,): x, y, z relative to the origin, q
+           const int n_atoms, double* __restrict__ out,  // (nz_launch, ny, nx) slices from z_first
+           const int nx, const int ny, const int z_first,
+           const double hx, const double hy, const double hz)
+{
+    // V = sum_a q_a / r in float64 (the reference): same tiling, no compensation needed
+    __shared__ atom_f64 s_atoms[TILE];
+    const int tid = threadIdx.x + BX * threadIdx.y;
+    const int ix = blockIdx.x * (BX * UNROLL) + threadIdx.x;
+    const int iy = blockIdx.y * BY + threadIdx.y;
+    const double x0 = ix * hx, y = iy * hy, z = (z_first + (int)blockIdx.z) * hz;
+    double acc[UNROLL];
+#pragma unroll
+    for (int u = 0; u < UNROLL; ++u) acc[u] = 0.0;
+    for (int base = 0; base < n_atoms; base += TILE) {
+        __syncthreads();
+        const int a = base + tid;
+        s_atoms[tid] = a < n_atoms ? atoms[a] : atom_f64{1.0e6, 1.0e6, 1.0e6, 0.0};
+        __syncthreads();
+        for (int t = 0; t < TILE; ++t) {
+            const atom_f64 h = s_atoms[t];
+            const double dy = y - h.y, dz = z - h.z;
+            const double dyz2 = dy * dy + dz * dz;
+#pragma unroll
+            for (int u = 0; u < UNROLL; ++u) {
+                const double dx = (x0 + (u * BX) * hx) - h.x;
+                acc[u] += h.q * rsqrt(dx * dx + dyz2);
+            }
+        }
+    }
+    if (iy < ny) {
+        double* row = out + ((size_t)blockIdx.z * ny + iy) * nx;
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const int x = ix + u * BX;
+            if (x < nx) row[x] = acc[u];
+        }
+    }
+}
