@@ -21,7 +21,7 @@ gauss                  rc                                          A B [rc]
 yukawa                 kappa rc                                    A [rc]
 coul/debye             kappa rc                                    [rc]   (charges per type)
 table                  linear|spline N                             FILE KEYWORD [rc]
-lepton                 rc [auto_offset|no_offset]                  "EXPRESSION[;name=value...]" [rc]
+lepton                 rc                                          "EXPRESSION[;name=value...]" [rc]
 =====================  ==========================================  =====================================
 """
 
@@ -42,7 +42,7 @@ from .yukawa import Yukawa
 #: style -> (fewest, most) global ``pair_style`` arguments
 PAIR_STYLES = {"lj/cut": (1, 1), "lj/smooth/linear": (1, 1), "lj96/cut": (1, 1), "lj/cut/coul/cut": (1, 2),
                "lj/cut/coul/debye": (2, 3), "morse": (1, 1), "soft": (1, 1), "buck": (1, 1), "born": (1, 1),
-               "gauss": (1, 1), "yukawa": (2, 2), "coul/debye": (2, 2), "table": (2, 2), "lepton": (1, 2)}
+               "gauss": (1, 1), "yukawa": (2, 2), "coul/debye": (2, 2), "table": (2, 2), "lepton": (1, 1)}
 #: the pair_coeff values (after the two types) of the styles with one potential class and plain numbers
 _SIMPLE = {"lj/cut": (LennardJones, ("epsilon", "sigma", "r_cut")),
            "lj/smooth/linear": (LennardJones, ("epsilon", "sigma", "r_cut")),
@@ -55,7 +55,6 @@ _SIMPLE = {"lj/cut": (LennardJones, ("epsilon", "sigma", "r_cut")),
 #: LAMMPS' Coulomb constant qqrd2e per unit system (energy x length / charge^2)
 QQRD2E = {"lj": 1.0, "real": 332.06371, "metal": 14.399645}
 TABLE_STYLES = ("linear", "spline")
-LEPTON_OFFSETS = ("auto_offset", "no_offset")
 
 
 def _number(value, what: str) -> float:
@@ -88,8 +87,6 @@ def check_pair_style(style: str, global_args: list) -> None:
             raise ValueError(f"pair_style table: N must be an integer >= 2, got {global_args[1]}")
     elif style == "lepton":
         _number(global_args[0], "pair_style lepton cutoff")
-        if len(global_args) == 2 and str(global_args[1]) not in LEPTON_OFFSETS:
-            raise ValueError(f"pair_style lepton: unknown keyword {global_args[1]!r} ({', '.join(LEPTON_OFFSETS)})")
     else:
         _numbers(global_args, f"pair_style {style}")
 
@@ -121,9 +118,8 @@ def potential_from_lammps(style: str, global_args: list, pair_coeffs: list, *, n
                                  n_types=n_types, cutoff_mode=cutoff_mode, directory=Path(directory or "."))
     if style == "lepton":
         from .formula import formula_from_lepton
-        offset = len(global_args) == 2 and str(global_args[1]) == "auto_offset"
         return formula_from_lepton(_number(global_args[0], "pair_style lepton cutoff"), pair_coeffs,
-                                   n_types=n_types, cutoff_mode="shift" if offset else cutoff_mode)
+                                   n_types=n_types, cutoff_mode=cutoff_mode)
     args = _numbers(global_args, f"pair_style {style}")
     coeffs = [(i, j, _numbers(values, f"pair_coeff {i + 1} {j + 1} ({style})")) for i, j, values in pair_coeffs]
     if style in _SIMPLE:
