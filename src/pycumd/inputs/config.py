@@ -184,6 +184,7 @@ def plan_from_config(config: dict, device=None, precision=None, deterministic: b
     from ..integrators import VelocityVerlet
     from ..outputs.settings import OutputSettings, TrajectoryOutput
     from ..run_plan import RunPlan, Stage
+    from ..units import get_units
 
     if config["kind"] == "lattice":
         system, potential, default_dt = _lattice_system_and_pair(config)
@@ -196,8 +197,8 @@ def plan_from_config(config: dict, device=None, precision=None, deterministic: b
     ic, nc, rc = config["integrator"], config["neighbor"], config["run"]
     neighbor = NeighborOptions(nc["skin"] if nc["skin"] is not None else default_skin,
                                nc["every"], nc["delay"], nc["check"])
-    stage = Stage(steps=rc["steps"], potential=potential,
-                  integrator=VelocityVerlet(ic["dt"] or default_dt, _thermostat(ic)), neighbor=neighbor,
+    dt = ic["dt"] or default_dt or get_units(system.units.name).dt
+    stage = Stage(steps=rc["steps"], potential=potential, integrator=VelocityVerlet(dt, _thermostat(ic)), neighbor=neighbor,
                   thermo_every=rc["thermo"], system=system)
     outputs = OutputSettings()
     if rc["trajectory"]:

@@ -404,7 +404,7 @@ class LammpsPlanner:
                 raise ValueError("fix langevin with fix nvt: use one thermostat")
             _, t0, t1, damp, seed = langevin[0]
             thermostat = Langevin((t0, t1), damp, seed)
-        return VelocityVerlet(s.dt, thermostat)
+        return VelocityVerlet(s.dt if s.dt is not None else get_units(s.units).dt, thermostat)
 
 
 def _type_range(spec: str, n_types: int) -> range:
