@@ -152,11 +152,11 @@ def _convolve(xp, q, kernel, periodic):
             k = tuple((i - r) % m for i, r, m in zip(axis_idx, radius, shape))
             wrapped[k] += kernel[axis_idx]
         fk = xp.fft.rfftn(xp.asarray(wrapped))
-        return xp.fft.irfftn(xp.fft.rfftn(q) * fk, s=shape)
+        return xp.fft.irfftn(xp.fft.rfftn(q) * fk, s=shape, axes=(0, 1, 2))
     size = [m + 2 * r for m, r in zip(shape, radius)]
-    fq = xp.fft.rfftn(q, s=size)
-    fk = xp.fft.rfftn(xp.asarray(kernel), s=size)
-    full = xp.fft.irfftn(fq * fk, s=size)
+    fq = xp.fft.rfftn(q, s=size, axes=(0, 1, 2))
+    fk = xp.fft.rfftn(xp.asarray(kernel), s=size, axes=(0, 1, 2))
+    full = xp.fft.irfftn(fq * fk, s=size, axes=(0, 1, 2))
     return full[radius[0]:radius[0] + shape[0], radius[1]:radius[1] + shape[1], radius[2]:radius[2] + shape[2]]
 
 
@@ -281,7 +281,7 @@ def long_range(atoms, lattice: Lattice, grids: MSMGrids, cutoff: float, backend,
         q_xyz = grid_zyx.transpose(2, 1, 0)
         if kernel is None:
             k_top = ewald_kernel(tuple(int(m) for m in grids.shape[l]), periodic_box, cutoff * scale)
-            e = xp.fft.irfftn(xp.fft.rfftn(q_xyz) * xp.fft.rfftn(xp.asarray(k_top)), s=q_xyz.shape)
+            e = xp.fft.irfftn(xp.fft.rfftn(q_xyz) * xp.fft.rfftn(xp.asarray(k_top)), s=q_xyz.shape, axes=(0, 1, 2))
         else:
             e = _convolve(xp, q_xyz, kernel, grids.periodic)
         potentials.append(xp.ascontiguousarray(e.transpose(2, 1, 0)))
