@@ -210,3 +210,18 @@ def test_headers_compile(tmp_path):
     for header, cmd, proc in procs:
         out = proc.communicate()[0]
         assert proc.returncode == 0, f"{header}: {' '.join(cmd)}\n{out}"
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not __import__("pycumd").backend.cuda_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("style", list(CASES))
+def test_gpu_matches_cpu(style, rng, tmp_path):
+    """The CUDA header against the Numba function: step 0 in double precision on both backends."""
+    from pycumd import backend as backends
+    case = CASES[style]
+    data_path = write_data(tmp_path / "data.pairs", rng, case[0], case[4], case[5])
+    e_cpu, f_cpu, w_cpu, _ = step_zero(case, data_path, backends.select("cpu"))
+    e_gpu, f_gpu, w_gpu, _ = step_zero(case, data_path, backends.select("cuda"))
+    assert e_gpu == pytest.approx(e_cpu, rel=1e-12)
+    assert np.abs(f_gpu - f_cpu).max() <= 1e-11 * np.abs(f_cpu).max()
+    assert np.abs(w_gpu - w_cpu).max() <= 1e-11 * np.abs(w_cpu).max()

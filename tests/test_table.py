@@ -131,3 +131,26 @@ def test_table_kernels_compile(tmp_path):
            str(PACKAGE / "forces.cu")]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not __import__("pycumd").backend.cuda_available(), reason="no CUDA GPU")
+@pytest.mark.parametrize("style,precision", [("linear", "double"), ("spline", "double"), ("spline", "mixed")])
+def test_gpu_matches_cpu(style, precision, tmp_path):
+    from pycumd.system import lattice_system
+    table_file = write_tables(tmp_path / "lj.table")
+    pot = Table(style, 700).pair_table(0, 0, table_file, "LJ_R", 2.5).pair_table(1, 1, table_file, "LJ_RSQ") \
+        .pair_table(0, 1, table_file, "LJ_EXPLICIT", 2.4)
+    system = lattice_system("fcc", 6, density=0.8442)
+    system.types = (np.arange(system.n_atoms) % 2).astype(np.int32)
+    system.masses = np.array([1.0, 1.0])
+    system.positions += np.random.default_rng(7).uniform(-0.05, 0.05, system.positions.shape)
+    system.positions %= system.box.L
+    out = []
+    for device, prec in (("cpu", "double"), ("cuda", precision)):
+        sim = Simulation(system, pot, device=device, precision=prec)
+        e = sim.potential_energy()
+        out.append((e, np.asarray(sim.backend.to_host(sim.state.forces))[np.argsort(sim.backend.to_host(sim.state.ids))]))
+    tol = 1e-12 if precision == "double" else 1e-5
+    assert out[1][0] == pytest.approx(out[0][0], rel=tol)
+    assert np.abs(out[1][1] - out[0][1]).max() <= tol * 10 * np.abs(out[0][1]).max()
