@@ -154,7 +154,7 @@ def _cutoff_cpu(atoms, lo, bin_start, nb, bin_origin, bin_size, nx, ny, nz, h, c
 
 def cutoff_sum(positions, charges, lattice: Lattice, cutoff: float = 12.0, *, split: str = "shifted",
                backend="auto", precision: str = "single", bin_size: float | None = None,
-               periodic_box=None, _atoms=None) -> np.ndarray:
+               periodic_box=None, to_host: bool = True, _atoms=None):
     """Cutoff summation of ``sum_{r_a < c} q_a S(r_a)`` on a lattice.
 
     Parameters
@@ -176,6 +176,8 @@ def cutoff_sum(positions, charges, lattice: Lattice, cutoff: float = 12.0, *, sp
     periodic_box : sequence of 3 floats, optional
         Box lengths of a periodic system whose box starts at the map origin: atoms are wrapped
         into it and their images within the cutoff of it are added.
+    to_host : bool
+        False: return the backend's array (a CuPy array stays on the GPU).
 
     Returns
     -------
@@ -198,7 +200,7 @@ def cutoff_sum(positions, charges, lattice: Lattice, cutoff: float = 12.0, *, sp
     out = np.zeros((nz, ny, nx), dtype=dtype)
     atoms, bin_start, bin_origin, n_bins = _bins(atoms, lattice, cutoff, bin_size, backend)
     if len(atoms) == 0:
-        return out
+        return out if to_host else backend.asarray(out)
     h = np.asarray(lattice.spacing, dtype=np.float64)
     if not backend.is_gpu:
         if precision == "single":
@@ -221,4 +223,4 @@ def cutoff_sum(positions, charges, lattice: Lattice, cutoff: float = 12.0, *, sp
         module.get_function("cutoff_single")(grid, (8, 8, 2), (hi, lo, *geometry))
     else:
         module.get_function("cutoff_double")(grid, (8, 8, 2), (cp.asarray(atoms), *geometry))
-    return out_dev.get()
+    return out_dev.get() if to_host else out_dev

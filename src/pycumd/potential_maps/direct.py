@@ -26,6 +26,7 @@ __all__ = ["direct_sum", "PRECISIONS", "atoms_relative", "split_hi_lo"]
 
 PRECISIONS = ("single", "double")
 TILE = 128          # atoms per shared-memory tile (BX * BY of direct.cu)
+SUBTILE = 32        # atoms per float partial sum before its TwoSum into the compensated total
 BLOCK_X, BLOCK_Y = 16, 8
 
 
@@ -82,8 +83,8 @@ def _dcs_single_cpu(hi, lo, nx, ny, z_first, nz, hx, hy, hz, out):
         acc = np.zeros(nx, np.float32)
         s = np.zeros(nx, np.float32)
         c = np.zeros(nx, np.float32)
-        for base in range(0, n, 128):
-            for a in range(base, min(base + 128, n)):
+        for base in range(0, n, SUBTILE):
+            for a in range(base, min(base + SUBTILE, n)):
                 dy = (y_hi - hi[a, 1]) + (y_lo - lo[a, 1])
                 dz = (z_hi - hi[a, 2]) + (z_lo - lo[a, 2])
                 dyz2 = dy * dy + dz * dz
@@ -128,10 +129,15 @@ def _unroll_for(nx: int) -> int:
     return 8 if waste[8] <= waste[4] else 4
 
 
-def _launch_gpu(backend, atoms_dev, n_atoms, out_dev, lattice, z_first, z_count, precision):
+#: GPU single precision: refine rsqrtf with one Newton step (see direct.cu)
+RSQRT_NEWTON = 0
+
+
+def _launch_gpu(backend, atoms_dev, n_atoms, out_dev, lattice, z_first, z_count, precision, newton=None):
     nx, ny = lattice.shape[0], lattice.shape[1]
     unroll = _unroll_for(nx)
-    module = backend.kernel_module("potential_maps/direct.cu", defines={"UNROLL": unroll})
+    newton = RSQRT_NEWTON if newton is None else int(newton)
+    module = backend.kernel_module("potential_maps/direct.cu", defines={"UNROLL": unroll, "RSQRT_NEWTON": newton})
     grid = (-(-nx // (BLOCK_X * unroll)), -(-ny // BLOCK_Y), z_count)
     hx, hy, hz = (np.float64(h) for h in lattice.spacing)
     if precision == "single":

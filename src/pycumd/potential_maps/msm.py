@@ -257,7 +257,7 @@ def _apply_axes(xp, mats, grid):
 def long_range(atoms, lattice: Lattice, grids: MSMGrids, cutoff: float, backend, periodic_box=None,
                out=None, z_chunk: int = 64):
     """The interpolated long-range part ``sum_l`` of MSM at the map points, added into ``out``
-    (nz, ny, nx) on the host (float32 or float64); returns ``out``."""
+    (nz, ny, nx), an array of the backend (float32 or float64); returns ``out``."""
     xp = backend.xp
     n_levels = grids.levels
     charges = [_anterpolate(backend, atoms, grids)]
@@ -301,12 +301,12 @@ def long_range(atoms, lattice: Lattice, grids: MSMGrids, cutoff: float, backend,
         wz = xp.asarray(mats[2][z0:z0 + z_chunk])
         slab = xp.tensordot(wz, partial, axes=([1], [0]))                  # (z, x, y)
         slab = slab.transpose(0, 2, 1)
-        out[z0:z0 + z_chunk] += backend.to_host(slab).astype(out.dtype)
+        out[z0:z0 + z_chunk] += slab.astype(out.dtype)
     return out
 
 
 def msm_sum(positions, charges, lattice: Lattice, cutoff: float = 12.0, grid_spacing: float = 2.5, *,
-            backend="auto", precision: str = "single", periodic_box=None, levels=None) -> np.ndarray:
+            backend="auto", precision: str = "single", periodic_box=None, levels=None, to_host: bool = True):
     """Multilevel summation of ``sum_a q_a / r`` on a lattice.
 
     Parameters
@@ -329,6 +329,8 @@ def msm_sum(positions, charges, lattice: Lattice, cutoff: float = 12.0, grid_spa
         Box lengths of a periodic system; the map is then the Ewald (tin-foil) potential.
     levels : int, optional
         Number of grid levels (default: automatic).
+    to_host : bool
+        False: return the backend's array (a CuPy array stays on the GPU).
 
     Returns
     -------
@@ -348,8 +350,8 @@ def msm_sum(positions, charges, lattice: Lattice, cutoff: float = 12.0, grid_spa
             raise InputError(f"a periodic MSM map must span the box {tuple(lengths)}, not {tuple(span)}")
         atoms[:, :3] -= np.floor(atoms[:, :3] / lengths) * lengths
     out = cutoff_sum(None, None, lattice, cutoff, split="msm", backend=backend, precision=precision,
-                     periodic_box=periodic_box, _atoms=atoms)
-    if len(atoms) == 0:
-        return out
-    grids = plan_grids(atoms, lattice, grid_spacing, cutoff, periodic_box, levels)
-    return long_range(atoms, lattice, grids, cutoff, backend, periodic_box, out=out)
+                     periodic_box=periodic_box, to_host=False, _atoms=atoms)
+    if len(atoms):
+        grids = plan_grids(atoms, lattice, grid_spacing, cutoff, periodic_box, levels)
+        long_range(atoms, lattice, grids, cutoff, backend, periodic_box, out=out)
+    return backend.to_host(out) if to_host else out
