@@ -26,8 +26,8 @@ from pathlib import Path
 
 import numpy as np
 
-ADK_CANDIDATES = [Path("/work/shared/data/adk_open.pqr"), Path("docs/data/adk_open.pqr"),
-                  Path(__file__).resolve().parents[3] / "docs" / "data" / "adk_open.pqr"]
+ADK_CANDIDATES = [Path("/work/shared/data/adk_open.pqr"), Path(".pm_data/adk_open.pqr"),
+                  Path(__file__).resolve().parents[3] / ".pm_data" / "adk_open.pqr"]
 
 
 def adk_path() -> Path:
@@ -147,7 +147,13 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="append the results as one JSON object to this file")
     parser.add_argument("--quick", action="store_true", help="small sizes (a CPU smoke run)")
     parser.add_argument("--parts", nargs="*", default=["dcs", "accuracy", "cutoff", "msm", "msm-errors"])
+    parser.add_argument("--plot", metavar="JSON", help="only draw the docs figures from a results file")
+    parser.add_argument("--plot-dir", default="docs")
     args = parser.parse_args(argv)
+    if args.plot:
+        for path in plot(args.plot, args.plot_dir):
+            print(f"wrote {path}")
+        return 0
     backend = select(args.device)
     results = {"environment": environment(backend)}
     print(json.dumps(results["environment"]), flush=True)
@@ -158,7 +164,7 @@ def main(argv=None) -> int:
         positions, charges = solvated_adk(100.0, 1)
         lattice = Lattice((0.0, 0.0, 20.0), (0.5, 0.5, 0.5), (256, 256, 64))
         results["dcs_throughput"] = []
-        for newton in (0, 1):
+        for newton in (0, 1, 2):
             rate = dcs_kernel_rate(backend, positions, charges, lattice, newton)
             rate["fraction_of_rsqrt_bound"] = rate["evals_per_s"] / results["environment"]["rsqrt_bound_per_s"]
             results["dcs_throughput"].append(rate)
@@ -171,7 +177,7 @@ def main(argv=None) -> int:
         t64, double = _timed(backend, lambda: direct_sum(adk.positions, adk.charges, lattice, backend=backend,
                                                          precision="double"))
         results["dcs_accuracy_adk"] = []
-        for newton in ((0, 1) if backend.is_gpu else (0,)):
+        for newton in ((0, 1, 2) if backend.is_gpu else (0,)):
             direct.RSQRT_NEWTON = newton
             t32, single = _timed(backend, lambda: direct_sum(adk.positions, adk.charges, lattice, backend=backend))
             row = {"rsqrt_newton": newton, "points": lattice.n_points, "shape": lattice.shape, "spacing": spacing,
@@ -183,17 +189,27 @@ def main(argv=None) -> int:
     if "cutoff" in args.parts:
         positions, charges = solvated_adk(40.0 if args.quick else 100.0, 1)
         lattice = lattice_around(positions, spacing, 0.0)
+        from pycumd.potential_maps import cutoff as cutoff_module
+
         t_dcs, dcs = _timed(backend, lambda: direct_sum(positions, charges, lattice, backend=backend))
-        t_cut, cut = _timed(backend, lambda: cutoff_sum(positions, charges, lattice, 12.0, backend=backend), 3)
-        results["cutoff_vs_dcs"] = {"atoms": len(positions), "points": lattice.n_points, "shape": lattice.shape,
-                                    "dcs_s": t_dcs, "cutoff_s": t_cut, "speedup": t_dcs / t_cut}
-        print("cutoff vs DCS:", json.dumps(results["cutoff_vs_dcs"]), flush=True)
+        results["cutoff_vs_dcs"] = []
+        for z_per_thread in ((4, 8) if backend.is_gpu else (8,)):
+            cutoff_module.Z_PER_THREAD = z_per_thread
+            t_cut, cut = _timed(backend, lambda: cutoff_sum(positions, charges, lattice, 12.0, backend=backend), 3)
+            t_dev, _ = _timed(backend, lambda: cutoff_sum(positions, charges, lattice, 12.0, backend=backend,
+                                                          to_host=False), 3)
+            row = {"z_per_thread": z_per_thread, "atoms": len(positions), "points": lattice.n_points,
+                   "shape": lattice.shape, "dcs_s": t_dcs, "cutoff_s": t_cut, "cutoff_on_gpu_s": t_dev,
+                   "speedup": t_dcs / t_cut}
+            results["cutoff_vs_dcs"].append(row)
+            print("cutoff vs DCS:", json.dumps(row), flush=True)
+        cutoff_module.Z_PER_THREAD = 8
 
     if "msm" in args.parts:
         positions, charges = solvated_adk(40.0 if args.quick else 82.5, 2 if args.quick else 3)
         lattice = lattice_around(positions, spacing, 0.0)
         rows = []
-        for a, h in ((12.0, 2.5), (10.0, 2.0), (12.0, 2.0)):
+        for a, h in ((12.0, 2.5), (12.0, 1.5), (12.0, 1.0), (10.0, 1.0)):
             run = lambda: msm_sum(positions, charges, lattice, a, h, backend=backend, to_host=False)
             seconds, values = _timed(backend, run, 2)
             t0 = time.perf_counter()
@@ -234,3 +250,61 @@ def main(argv=None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
+
+
+def plot(json_path, out_dir="docs") -> list:
+    """Figures for docs/potential-maps.md from a bench JSON line: the MSM error against DCS on adk as a
+    function of ``h`` for each cutoff, and a map slice of adk (DCS beside the MSM error, computed here)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from pycumd.inputs.molecules import read_pqr
+    from pycumd.potential_maps import direct_sum, lattice_around, msm_sum, unit_factor
+
+    results = [json.loads(line) for line in Path(json_path).read_text().splitlines() if line.strip()][-1]
+    env = results["environment"]
+    stamp = (f"{env['device']}, cupy {env.get('cupy', '-')}, CUDA runtime {env.get('cuda_runtime', '-')}, "
+             f"numpy {env['numpy']}, numba {env['numba']}, {env['date'][:10]}")
+    out = Path(out_dir)
+    written = []
+    rows = results.get("msm_errors_adk", [])
+    if rows:
+        fig, ax = plt.subplots(figsize=(5.5, 4))
+        for a in sorted({r["cutoff"] for r in rows}):
+            sel = [r for r in rows if r["cutoff"] == a]
+            ax.loglog([r["h"] for r in sel], [r["rel_rms_vs_dcs"] for r in sel], "o-", label=f"a = {a:g} A")
+        ax.axhline(1e-3, color="gray", ls=":", lw=1)
+        ax.set(xlabel="finest MSM grid spacing h (A)", ylabel="relative RMS error vs DCS (float64)",
+               title="MSM error, adk_open.pqr, 0.5 A map")
+        ax.legend()
+        fig.text(0.01, 0.01, stamp, fontsize=6)
+        fig.tight_layout()
+        fig.savefig(out / "potential_map_msm_error.png", dpi=110)
+        written.append(out / "potential_map_msm_error.png")
+    adk = read_pqr(adk_path())
+    lattice = lattice_around(adk.positions, 0.5, 10.0)
+    z = lattice.shape[2] // 2
+    slab = lattice.slab(z, 1)
+    factor = unit_factor("kT/e")
+    dcs = direct_sum(adk.positions, adk.charges, slab, precision="double")[0] * factor
+    msm = msm_sum(adk.positions, adk.charges, lattice, 12.0, 2.5, precision="double")[z] * factor
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.8))
+    extent = [lattice.origin[0], lattice.origin[0] + (lattice.shape[0] - 1) * 0.5,
+              lattice.origin[1], lattice.origin[1] + (lattice.shape[1] - 1) * 0.5]
+    image = axes[0].imshow(dcs.T, origin="lower", extent=extent, cmap="RdBu_r", vmin=-150, vmax=150)
+    axes[0].contour(dcs.T, levels=[-100, 100], colors=["red", "blue"], extent=extent, linewidths=0.6)
+    near = np.abs(adk.positions[:, 2] - slab.origin[2]) < 1.0
+    axes[0].plot(adk.positions[near, 0], adk.positions[near, 1], "k.", ms=1)
+    axes[0].set(title=f"adk_open.pqr, DCS, z = {slab.origin[2]:.2f} A (0.5 A map)", xlabel="x (A)", ylabel="y (A)")
+    fig.colorbar(image, ax=axes[0], label="potential (kT/e, 300 K), vacuum")
+    error = np.abs(msm - dcs) / np.sqrt(np.mean(dcs**2))
+    image = axes[1].imshow(np.log10(error.T + 1e-12), origin="lower", extent=extent, cmap="viridis", vmin=-7, vmax=-2)
+    axes[1].set(title="MSM (a = 12 A, h = 2.5 A): log10 |MSM - DCS| / RMS(DCS)", xlabel="x (A)")
+    fig.colorbar(image, ax=axes[1])
+    fig.text(0.01, 0.01, f"slice computed with pycumd's CPU path; bench figures: {stamp}", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "potential_map_adk_slice.png", dpi=110)
+    written.append(out / "potential_map_adk_slice.png")
+    return written

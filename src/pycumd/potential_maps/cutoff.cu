@@ -1,7 +1,7 @@
 // Cutoff summation of a potential map: V(r) = sum_{a: |r - r_a| < c} q_a * S(|r - r_a|).
 // Atoms arrive sorted by bin (the project's counting sort): bins are cubes of side bin_size, x
 // fastest, so the bins bx_lo..bx_hi of one (by, bz) row are one contiguous segment of atoms.  A block
-// owns a region of 8 x 8 x 8 lattice points (threads 8 x 8 x 2, each 4 points 2 apart along z) and
+// owns a region of 8 x 8 x 16 lattice points (threads 8 x 8 x 2, each 8 points 2 apart along z) and
 // gathers the row segments within reach of the region, staging each through shared memory in tiles
 // of 128 atoms (no bin capacity: a crowded bin is just a longer segment, nothing is dropped).
 // Coordinates are made relative to the region corner as the tile is staged (from float hi + lo
@@ -14,7 +14,9 @@
 #define RX 8
 #define RY 8
 #define TZ 2
-#define ZU 4
+#ifndef ZU
+#define ZU 8
+#endif
 #define THREADS (RX * RY * TZ)
 
 struct __align__(16) atom_f64 { double x, y, z, q; };

@@ -3,7 +3,7 @@
 Atoms are hashed into cubic bins with the project's counting sort
 (:func:`pycumd.neighbors.counting_sort.cell_index` and
 :func:`~pycumd.neighbors.counting_sort.counting_sort`); the bins of one (y, z) row are then one
-contiguous run of the sorted atoms.  A block of 8 x 8 x 8 lattice points (the GPU kernel
+contiguous run of the sorted atoms.  A block of 8 x 8 x 16 lattice points (CPU: 8 x 8 x 8) (the GPU kernel
 ``cutoff.cu``; the CPU path loops over the same regions with Numba) gathers every row within reach,
 so a crowded bin is a longer run and nothing is dropped or sent elsewhere.
 
@@ -31,7 +31,8 @@ from pycumd.system import InputError
 __all__ = ["cutoff_sum", "SPLITS", "periodic_images"]
 
 SPLITS = {"shifted": 0, "msm": 1}
-REGION = (8, 8, 8)      # lattice points per block: RX, RY, TZ * ZU of cutoff.cu
+#: GPU: lattice points per thread along z (the block's region is 8 x 8 x 2 ZU points)
+Z_PER_THREAD = 8
 
 
 def periodic_images(atoms: np.ndarray, box_lengths, reach: float) -> np.ndarray:
@@ -53,24 +54,26 @@ def periodic_images(atoms: np.ndarray, box_lengths, reach: float) -> np.ndarray:
     return np.concatenate(parts)
 
 
-def _bins(atoms: np.ndarray, lattice: Lattice, cutoff: float, bin_size: float, backend):
+def _bins(atoms, lattice: Lattice, cutoff: float, bin_size: float, backend):
     """Sort the atoms (rows relative to the map origin) into bins covering the map plus the cutoff.
 
-    Returns ``(sorted atoms (M, 4) float64 on the host, bin_start, bin origin (3,), bins per dim)``;
-    atoms farther than the cutoff from the map's bounding box are left out (they add nothing).
+    Returns ``(sorted atoms (M, 4) float64, bin_start, bin origin (3,), bins per dim)``, arrays on the
+    backend (the GPU does the filtering, binning and gathering); atoms farther than the cutoff from
+    the map's bounding box are left out (they add nothing).
     """
+    xp = backend.xp
     extent = (np.asarray(lattice.shape) - 1) * np.asarray(lattice.spacing)
     origin = -np.full(3, cutoff) - 0.5 * bin_size
     n_bins = np.ceil((extent + 2 * cutoff + bin_size) / bin_size).astype(np.int64) + 1
-    rel = atoms[:, :3] - origin
-    inside = np.all((rel >= 0) & (rel < n_bins * bin_size), axis=1)
-    atoms = atoms[inside]
     if int(np.prod(n_bins)) >= 2**31 - 1:
         raise InputError(f"{int(np.prod(n_bins))} bins: use a larger bin size for this map")
-    keys = cell_index(backend.asarray(atoms[:, :3] - origin), n_bins * bin_size, n_bins)
+    atoms = backend.asarray(atoms)
+    rel = atoms[:, :3] - xp.asarray(origin)
+    inside = xp.all((rel >= 0) & (rel < xp.asarray(n_bins * bin_size)), axis=1)
+    atoms, rel = atoms[inside], xp.ascontiguousarray(rel[inside])
+    keys = cell_index(rel, n_bins * bin_size, n_bins)
     result = counting_sort(keys, int(np.prod(n_bins)), backend=backend)
-    order = backend.to_host(result.order)
-    return atoms[order], result.bin_start, origin, n_bins
+    return xp.take(atoms, result.order, axis=0), result.bin_start, origin, n_bins
 
 
 @numba.njit(parallel=True, cache=True)
@@ -212,15 +215,15 @@ def cutoff_sum(positions, charges, lattice: Lattice, cutoff: float = 12.0, *, sp
                     SPLITS[split], out, consts)
         return out
     cp = backend.xp
-    module = backend.kernel_module("potential_maps/cutoff.cu", defines={"SPLIT": SPLITS[split]})
+    module = backend.kernel_module("potential_maps/cutoff.cu", defines={"SPLIT": SPLITS[split], "ZU": Z_PER_THREAD})
     out_dev = cp.empty((nz, ny, nx), dtype=dtype)
-    grid = tuple(-(-n // r) for n, r in zip(lattice.shape, REGION))
+    grid = tuple(-(-n // r) for n, r in zip(lattice.shape, (8, 8, 2 * Z_PER_THREAD)))
     geometry = (bin_start, np.int32(n_bins[0]), np.int32(n_bins[1]), np.int32(n_bins[2]),
                 *(np.float64(v) for v in bin_origin), np.float64(bin_size), out_dev,
                 np.int32(nx), np.int32(ny), np.int32(nz), *(np.float64(v) for v in h), np.float64(cutoff))
     if precision == "single":
-        hi, lo = (cp.asarray(a) for a in split_hi_lo(atoms))
+        hi, lo = split_hi_lo(atoms)
         module.get_function("cutoff_single")(grid, (8, 8, 2), (hi, lo, *geometry))
     else:
-        module.get_function("cutoff_double")(grid, (8, 8, 2), (cp.asarray(atoms), *geometry))
+        module.get_function("cutoff_double")(grid, (8, 8, 2), (cp.ascontiguousarray(atoms), *geometry))
     return out_dev.get() if to_host else out_dev

@@ -9,8 +9,8 @@
 #define UNROLL 8
 #endif
 #ifndef RSQRT_NEWTON
-#define RSQRT_NEWTON 0      // 1: one Newton step after rsqrtf (about 0.5 ulp instead of 2; 3 more FP32 ops)
-#endif
+#define RSQRT_NEWTON 0      // 1: one Newton step after rsqrtf (3 more FP32 ops); 2: the step with its residual
+#endif                      //    1 - r2 y^2 computed exactly by FMAs (6 more ops, close to correctly rounded)
 #define SUBTILE 32          // atoms per float partial sum before its TwoSum into the compensated total
 #define BX 16
 #define BY 8
@@ -73,8 +73,15 @@ dcs_single(const float4* __restrict__ atoms_hi,  // (n_atoms,): x, y, z relative
                     const float dx = fmaf((float)u, step_lo, fmaf((float)u, step_hi, dx0));
                     const float r2 = fmaf(dx, dx, dyz2);
                     float rs = rsqrtf(r2);
-#if RSQRT_NEWTON
+#if RSQRT_NEWTON == 1
                     rs = rs * fmaf(-0.5f * r2 * rs, rs, 1.5f);   // y (3/2 - r2 y^2 / 2)
+#elif RSQRT_NEWTON == 2
+                    {   // y + y/2 (1 - r2 y^2), the residual from y^2 = p + e exactly: 1 - r2 p - r2 e
+                        const float p = rs * rs;
+                        const float e = fmaf(rs, rs, -p);
+                        const float res = fmaf(-r2, e, fmaf(-r2, p, 1.0f));
+                        rs = fmaf(0.5f * rs, res, rs);
+                    }
 #endif
                     acc[u] = fmaf(h.w, rs, acc[u]);
                 }

@@ -42,11 +42,11 @@ def atoms_relative(positions, charges, origin) -> np.ndarray:
     return atoms
 
 
-def split_hi_lo(atoms: np.ndarray):
-    """Float pairs of (N, 4) float64 atom rows: ``hi = float32(x)``, ``lo = float32(x - hi)`` for the
-    coordinates; the charge rides in ``hi[:, 3]`` (``lo[:, 3] = 0``).  Both (N, 4) float32."""
+def split_hi_lo(atoms):
+    """Float pairs of (N, 4) float64 atom rows (NumPy or CuPy): ``hi = float32(x)``, ``lo = float32(x - hi)``
+    for the coordinates; the charge rides in ``hi[:, 3]`` (``lo[:, 3] = 0``).  Both (N, 4) float32."""
     hi = atoms.astype(np.float32)
-    lo = np.zeros_like(hi)
+    lo = hi * 0
     lo[:, :3] = (atoms[:, :3] - hi[:, :3].astype(np.float64)).astype(np.float32)
     return hi, lo
 
