@@ -112,7 +112,7 @@ def _make_cpu_kernel(pair_function):
     @numba.njit(parallel=True)
     def kernel(positions, types, L, invL, nbr, nbr_count, table, n_types, forces, energy, virial,
                with_energy, lanes):
-        for i in numba.prange(positions.shape[0]):
+        for i in numba.prange(nbr_count.shape[0]):     # targets: the first n_local rows of positions
             xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
             base = types[i] * n_types
             # lane l: the neighbours l, l + lanes, ... in list order; the lanes' sums added as the GPU's

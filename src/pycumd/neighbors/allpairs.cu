@@ -3,6 +3,9 @@
 //   f_i = sum_{j != i} (F/r)(r_ij^2) r_ij,   r_ij = r_i - r_j with the minimum image,
 //   e_i = 1/2 sum_j E(r_ij),   W_i^ab = 1/2 sum_j r_ij^a r_ij^b (F/r)      (only if with_energy)
 //
+// Targets: the n_local rows of pos4; sources: the n_total rows of src4, target i being source
+// i + self_offset (the serial run passes pos4 twice and 0; a P x Q force-matrix block its own
+// sources, pycumd.parallel.matrix).
 // Block (m, l): thread (tx, ty) owns target i = blockIdx.x * m + tx, kept in registers.  Sources
 // j = 0 .. n_total-1 pass through shared memory in tiles of m * l particles, loaded coalesced by
 // all threads of the block; in each tile, thread row ty takes the tile's sources ty*m .. ty*m+m-1,
@@ -16,7 +19,7 @@
 #include "pair_sums.cuh"   // types, the potential, positions, the per-pair sums
 
 extern "C" __global__ void allpairs_forces(
-    const real_t* __restrict__ pos4, int n_local, int n_total,
+    const real_t* __restrict__ pos4, int n_local, const real_t* __restrict__ src4, int n_total, int self_offset,
     const pair_t* __restrict__ table, int n_types,
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz,
     accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,
@@ -42,14 +45,14 @@ extern "C" __global__ void allpairs_forces(
         const int j_load = base + tid;
         if (j_load < n_total) {
             real_t x, y, z; int t;
-            load_position(pos4, j_load, x, y, z, t);
+            load_position(src4, j_load, x, y, z, t);
             sx[tid] = x; sy[tid] = y; sz[tid] = z; st[tid] = t;
         }
         __syncthreads();
         const int count = min(tile, n_total - base);
         const int k_end = min(ty * m + m, count);
         for (int k = ty * m; k < k_end; ++k) {
-            if (base + k == i) continue;
+            if (base + k == i + self_offset) continue;
             pair_sums_add(sums, xi - sx[k], yi - sy[k], zi - sz[k], Lx, Ly, Lz, invLx, invLy, invLz,
                           rows + st[k] * PAIR_TABLE_COLUMNS, with_energy);
         }

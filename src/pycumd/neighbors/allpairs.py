@@ -84,17 +84,19 @@ def _make_cpu_kernel(pair_function):
     add, store = make_pair_sums(pair_function)
 
     @numba.njit(parallel=True)
-    def kernel(positions, types, L, invL, table, n_types, forces, energy, virial, with_energy):
-        n = positions.shape[0]
-        for i in numba.prange(n):
+    def kernel(positions, types, sources, source_types, self_offset, L, invL, table, n_types, forces,
+               energy, virial, with_energy):
+        # targets: the rows of positions; sources: the rows of sources, target i being source
+        # i + self_offset (the serial run passes positions twice and 0; P x Q blocks: pycumd.parallel.matrix)
+        for i in numba.prange(positions.shape[0]):
             xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
             base = types[i] * n_types
             sums = ZERO_SUMS
-            for j in range(n):
-                if j == i:
+            for j in range(sources.shape[0]):
+                if j == i + self_offset:
                     continue
-                sums = add(sums, xi - positions[j, 0], yi - positions[j, 1], zi - positions[j, 2],
-                           L, invL, table[base + types[j]], with_energy)
+                sums = add(sums, xi - sources[j, 0], yi - sources[j, 1], zi - sources[j, 2],
+                           L, invL, table[base + source_types[j]], with_energy)
             store(sums, i, forces, energy, virial, with_energy)
     return kernel
 
@@ -173,8 +175,28 @@ class AllPairsForces:
     # -- CPU ------------------------------------------------------------------------------
     def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
         L = np.asarray(state.box_lengths, dtype=np.float64)
-        self._kernel(state.positions, state.types, L, 1.0 / L, self._table, self.n_types,
-                     state.forces, state.energy, state.virial, with_energy)
+        self._kernel(state.positions, state.types, state.positions, state.types, 0, L, 1.0 / L, self._table,
+                     self.n_types, state.forces, state.energy, state.virial, with_energy)
+
+    def compute_block(self, state, sources, source_types, self_offset: int, with_energy: bool) -> None:
+        """Forces on the state's atoms (targets) from ``sources`` only (one block of the force matrix).
+
+        ``sources``: positions as the state's (CPU (M, 3); GPU (M, 4) rows with the type), ``source_types``
+        (M,) int32 (CPU; on the GPU the type is the 4th column); target ``i`` is source
+        ``i + self_offset`` (its self pair skipped), no such source when out of range.  The generic
+        kernel only (the Yukawa fast path takes one array); used by :mod:`pycumd.parallel.matrix`.
+        """
+        L = np.asarray(state.box_lengths, dtype=np.float64)
+        if not self.backend.is_gpu:
+            self._kernel(state.positions, state.types, sources, source_types, int(self_offset), L, 1.0 / L,
+                         self._table, self.n_types, state.forces, state.energy, state.virial, with_energy)
+            return
+        if self.fast:
+            raise NotImplementedError("the Yukawa fast path takes one array of targets and sources; "
+                                      "build AllPairsForces(..., fast=False) for force-matrix blocks")
+        if self.block is None:
+            self.block = (128, 1)
+        self._launch(state, self.block, with_energy, sources, self_offset)
 
     # -- GPU ------------------------------------------------------------------------------
     def _shared_bytes(self, block) -> int:
@@ -186,13 +208,15 @@ class AllPairsForces:
         tile_bytes = -(-tile_bytes // accum_size) * accum_size
         return tile_bytes + (10 * tile * accum_size if l > 1 else 0)
 
-    def _launch(self, state, block, with_energy) -> None:
+    def _launch(self, state, block, with_energy, sources=None, self_offset: int = 0) -> None:
         m, l = block
         n = state.n_atoms
         real = self._real
         L = np.asarray(state.box_lengths, dtype=np.float64)
+        sources = state.positions if sources is None else sources
         self._kernel(((n + m - 1) // m,), (m, l),
-                     (state.positions, np.int32(n), np.int32(n), self._table, np.int32(self.n_types),
+                     (state.positions, np.int32(n), sources, np.int32(len(sources)), np.int32(self_offset),
+                      self._table, np.int32(self.n_types),
                       *[real(x) for x in L], *[real(x) for x in 1.0 / L],
                       state.forces, state.energy, state.virial, np.int32(with_energy)),
                      shared_mem=self._shared_bytes(block))

@@ -112,9 +112,11 @@ def _face_gap(x, c, d, w, n):
 def _build_cpu(positions, keys, cell_start, cell_order, n_cells, L, invL, r_list2, nbr, nbr_count):
     """CPU twin of the ``build_neighbor_list`` kernel (row-major storage ``nbr[i, k]``).
 
+    Targets are the first ``len(nbr_count)`` atoms (n_local), sources all ``len(positions)``
+    (n_local + n_ghost: spatial domains, :mod:`pycumd.parallel.domains`).
     Returns (max_count, min_r2 over all recorded pairs).
     """
-    n = positions.shape[0]
+    n = nbr_count.shape[0]
     capacity = nbr.shape[1]
     nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
     wx, wy, wz = L[0] / nx, L[1] / ny, L[2] / nz
