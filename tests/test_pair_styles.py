@@ -94,8 +94,8 @@ def step_zero(case, data_path, backend):
     sim = Simulation(system, pot, device=backend.name, precision="double")
     energy = sim.potential_energy()
     order = np.argsort(backend.to_host(sim.state.ids))
-    forces = np.asarray(sim.state.values("forces", backend))[order]
-    virial = np.asarray(sim.state.values("virial", backend)).sum(axis=0)
+    forces = np.asarray(backend.to_host(sim.state.values("forces", backend)))[order]
+    virial = np.asarray(backend.to_host(sim.state.values("virial", backend))).sum(axis=0)
     return energy, forces, virial, system.box.volume
 
 

@@ -13,7 +13,7 @@ from pycumd.box import Box
 from pycumd.forces import POTENTIAL_HEADER_IDS
 from pycumd.potentials import LennardJones
 from pycumd.potentials.lammps_styles import check_pair_style, potential_from_lammps
-from pycumd.potentials.table import Table, TableFileError
+from pycumd.potentials.table import Table, TableFileError, table_cuda_defines
 from pycumd.simulation import Simulation
 from pycumd.system import System
 
@@ -83,7 +83,7 @@ def test_step_zero_matches_lammps(style, n, backend, tmp_path):
     assert sim.potential_energy() == pytest.approx(ref.thermo["PotEng"][0], rel=1e-7)
     f = np.asarray(backend.to_host(sim.state.forces))[np.argsort(backend.to_host(sim.state.ids))]
     assert np.abs(f - atoms["f"]).max() < 1e-7 * np.abs(atoms["f"]).max()
-    w = np.asarray(sim.state.values("virial", backend)).sum(axis=0) / np.prod(L)
+    w = np.asarray(backend.to_host(sim.state.values("virial", backend))).sum(axis=0) / np.prod(L)
     p_ref = np.array([ref.thermo[k][0] for k in ("Pxx", "Pyy", "Pzz", "Pxy", "Pxz", "Pyz")])
     assert np.abs(w - p_ref).max() < 1e-7 * np.abs(p_ref).max()
 
@@ -125,7 +125,7 @@ def test_bad_tables(tmp_path):
 def test_table_kernels_compile(tmp_path):
     """forces.cu with a 1,000-point table (row of 5,009 columns) and the row loaded per pair."""
     pot = Table("spline", 1000)
-    defines = {"POTENTIAL_HEADER_ID": POTENTIAL_HEADER_IDS[pot.cuda_header], **pot.cuda_defines}
+    defines = {"POTENTIAL_HEADER_ID": POTENTIAL_HEADER_IDS[pot.cuda_header], **table_cuda_defines(pot.n)}
     cmd = [NVCC, "-std=c++17", "-arch=sm_80", "--cubin", f"-I{PACKAGE}", "-Dreal_t=float", "-Dpair_t=float",
            "-Daccum_t=float", *[f"-D{k}={v}" for k, v in defines.items()], "-o", str(tmp_path / "t.cubin"),
            str(PACKAGE / "forces.cu")]
@@ -135,22 +135,10 @@ def test_table_kernels_compile(tmp_path):
 
 @pytest.mark.cuda
 @pytest.mark.skipif(not __import__("pycumd").backend.cuda_available(), reason="no CUDA GPU")
-@pytest.mark.parametrize("style,precision", [("linear", "double"), ("spline", "double"), ("spline", "mixed")])
-def test_gpu_matches_cpu(style, precision, tmp_path):
+def test_gpu_path_refused_until_fixed(tmp_path):
+    """The CUDA table path gave energies 1.1% off the CPU's (H100, 2026-11-24): it raises until fixed."""
     from pycumd.system import lattice_system
     table_file = write_tables(tmp_path / "lj.table")
-    pot = Table(style, 700).pair_table(0, 0, table_file, "LJ_R", 2.5).pair_table(1, 1, table_file, "LJ_RSQ") \
-        .pair_table(0, 1, table_file, "LJ_EXPLICIT", 2.4)
-    system = lattice_system("fcc", 6, density=0.8442)
-    system.types = (np.arange(system.n_atoms) % 2).astype(np.int32)
-    system.masses = np.array([1.0, 1.0])
-    system.positions += np.random.default_rng(7).uniform(-0.05, 0.05, system.positions.shape)
-    system.positions %= system.box.L
-    out = []
-    for device, prec in (("cpu", "double"), ("cuda", precision)):
-        sim = Simulation(system, pot, device=device, precision=prec)
-        e = sim.potential_energy()
-        out.append((e, np.asarray(sim.backend.to_host(sim.state.forces))[np.argsort(sim.backend.to_host(sim.state.ids))]))
-    tol = 1e-12 if precision == "double" else 1e-5
-    assert out[1][0] == pytest.approx(out[0][0], rel=tol)
-    assert np.abs(out[1][1] - out[0][1]).max() <= tol * 10 * np.abs(out[0][1]).max()
+    pot = Table("linear", 700).pair_table(0, 0, table_file, "LJ_R", 2.5)
+    with pytest.raises(NotImplementedError, match="table: the CUDA path is not validated"):
+        Simulation(lattice_system("fcc", 6, density=0.8442), pot, device="cuda", precision="double")

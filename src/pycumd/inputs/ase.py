@@ -162,9 +162,9 @@ def _make_calculator_class():
             energy = sim.potential_energy()                                # builds the list, computes all
             b, s = sim.backend, sim.state
             order = np.argsort(b.to_host(s.ids), kind="stable")            # back to atoms order
-            energies = np.asarray(s.values("energy", b), dtype=np.float64)[order]
-            forces = np.asarray(s.values("forces", b), dtype=np.float64)[order]
-            virial = np.asarray(s.values("virial", b), dtype=np.float64).sum(axis=0)
+            energies = np.asarray(b.to_host(s.values("energy", b)), dtype=np.float64)[order]
+            forces = np.asarray(b.to_host(s.values("forces", b)), dtype=np.float64)[order]
+            virial = np.asarray(b.to_host(s.values("virial", b)), dtype=np.float64).sum(axis=0)
             self.results = {"energy": energy, "free_energy": energy, "energies": energies, "forces": forces,
                             "stress": -virial[VOIGT_FROM_VIRIAL] / system.box.volume}
             sim.close()

@@ -11,7 +11,8 @@ as LAMMPS' ``PairTable::compute_table`` (so energies and forces agree with LAMMP
 Each type pair's table row holds ``[rc^2, rc, e_c, f_c, inner^2, 1/delta, delta^2/6, spline, N]``
 followed by five arrays of ``N`` values: ``r^2, e, f/r`` and ``de, df/r`` (linear) or the spline's
 second derivatives ``e2, f2`` (spline).  The kernels read a pair's row from memory (the
-single-type register copy of the row is off: ``FORCE_ONE_TYPE_PATH=0``).
+single-type register copy of the row is off: ``FORCE_ONE_TYPE_PATH=0``).  The CUDA path is closed
+for now (:attr:`Table.cuda_defines` raises): on the H100 it gave energies 1.1% off the CPU path.
 
 Distances below the table's inner distance (LAMMPS stops with "Pair distance < table inner
 cutoff") are extrapolated from the first bin; ``BITMAP`` and ``lookup`` tables are not supported.
@@ -193,6 +194,11 @@ def table_row(style: str, n: int, data: dict, cut: float) -> np.ndarray:
     return np.concatenate([header, rsq, ee, ff, a2, b2])
 
 
+def table_cuda_defines(n: int) -> dict:
+    """The defines of table.cuh for N-point tables: the row width, rows read per pair."""
+    return {"TABLE_COLUMNS": TABLE_HEADER + 5 * n, "FORCE_ONE_TYPE_PATH": 0}
+
+
 class Table(PairPotential):
     """A tabulated pair potential, one table per type pair (LAMMPS ``pair_style table``).
 
@@ -226,8 +232,13 @@ class Table(PairPotential):
 
     @property
     def cuda_defines(self) -> dict:
-        """The row width and the per-pair row loads of the force kernels (no register copy of a row)."""
-        return {"TABLE_COLUMNS": TABLE_HEADER + 5 * self.n, "FORCE_ONE_TYPE_PATH": 0}
+        """The row width and the per-pair row loads of the force kernels (no register copy of a row).
+
+        Raises NotImplementedError: the CUDA path gave energies 1.1% off the CPU path on the H100
+        (tests/test_table.py, 2026-11-24) and stays closed until that is found.
+        """
+        raise NotImplementedError("table: the CUDA path is not validated (its energies differed from the CPU's by "
+                                  "1.1% in a test); run tabulated potentials with device='cpu'")
 
     def pair_table(self, type_i: int, type_j: int, path, keyword: str, r_cut: float | None = None) -> "Table":
         """The table of a pair (0-based types) from section ``keyword`` of the LAMMPS table file ``path``."""
