@@ -1,0 +1,177 @@
+"""Radial distribution function g(r) over the cell list of the engine's counting sort.
+
+Atoms are binned into cells of edge >= ``r_max`` with :func:`~pycumd.neighbors.counting_sort.cell_index`
+and :func:`~pycumd.neighbors.counting_sort.counting_sort` (the one binning mechanism of pycumd); each
+atom then visits the 27 (fewer in small boxes) surrounding cells and histograms its distances below
+``r_max`` (CPU: Numba, :func:`_histogram_cpu`; GPU: ``rdf.cu``).  The cost is O(N) per frame.
+
+``g(r_k) = V / (N (N - 1)) * n_k / (4/3 pi (r_{k+1}^3 - r_k^3))``, averaged over frames, where
+``n_k`` counts ordered pairs (i != j) in bin k: g tends to 1 at large r for any N (freud's
+``normalization_mode="finite_size"``).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from ..backend import array_backend, select
+from ..neighbors.counting_sort import cell_index, counting_sort
+
+__all__ = ["RDF", "rdf"]
+
+BLOCK = 128
+
+
+@numba.njit(inline="always")
+def _stencil(n):
+    return -min(1, (n - 1) // 2), min(1, n // 2)
+
+
+@numba.njit(parallel=True, cache=True)
+def _histogram_cpu(positions, keys, cell_start, cell_order, cells, L, r_max2, inv_dr, bins, n_chunks):
+    """CPU twin of the ``rdf_histogram`` kernel: counts per bin (int64), chunks summed at the end."""
+    n = positions.shape[0]
+    nx, ny, nz = cells[0], cells[1], cells[2]
+    partial = np.zeros((n_chunks, bins), np.int64)
+    lox, hix = _stencil(nx)
+    loy, hiy = _stencil(ny)
+    loz, hiz = _stencil(nz)
+    for chunk in numba.prange(n_chunks):
+        for i in range(chunk, n, n_chunks):
+            xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
+            c = keys[i]
+            cx, cy, cz = c % nx, (c // nx) % ny, c // (nx * ny)
+            for dz in range(loz, hiz + 1):
+                z = (cz + dz) % nz
+                for dy in range(loy, hiy + 1):
+                    y = (cy + dy) % ny
+                    for dx in range(lox, hix + 1):
+                        cell = (z * ny + y) * nx + (cx + dx) % nx
+                        for s in range(cell_start[cell], cell_start[cell + 1]):
+                            j = cell_order[s]
+                            if j == i:
+                                continue
+                            ddx = xi - positions[j, 0]
+                            ddy = yi - positions[j, 1]
+                            ddz = zi - positions[j, 2]
+                            ddx -= L[0] * np.rint(ddx / L[0])
+                            ddy -= L[1] * np.rint(ddy / L[1])
+                            ddz -= L[2] * np.rint(ddz / L[2])
+                            r2 = ddx * ddx + ddy * ddy + ddz * ddz
+                            if r2 < r_max2:
+                                partial[chunk, min(int(np.sqrt(r2) * inv_dr), bins - 1)] += 1
+    return partial.sum(axis=0)
+
+
+def pair_distance_histogram(positions, box_lengths, r_max: float, bins: int):
+    """Counts of ordered pairs (i != j) per distance bin ``[k dr, (k+1) dr)``, ``dr = r_max / bins``.
+
+    Parameters
+    ----------
+    positions : numpy or cupy array, (N, 3) or (N, 4) float32/float64
+        Positions (length units); any periodic image (they are wrapped for binning, and distances
+        use the minimum image).  The backend is the array's.
+    box_lengths : (3,) floats, each >= 2 ``r_max``
+    r_max : float
+    bins : int
+
+    Returns
+    -------
+    numpy.ndarray (bins,) int64
+    """
+    backend = array_backend(positions)
+    L = np.asarray(box_lengths, dtype=np.float64)
+    if r_max <= 0 or bins < 1:
+        raise ValueError(f"rdf needs r_max > 0 and bins >= 1, got r_max={r_max}, bins={bins}")
+    if np.any(L < 2.0 * r_max):
+        raise ValueError(f"rdf r_max = {r_max:g} is more than half the box ({' x '.join(f'{x:g}' for x in L)}): "
+                         f"use r_max <= {0.5 * L.min():g}")
+    cells = np.clip(np.floor(L / r_max).astype(np.int64), 1, 1024)
+    keys = cell_index(positions, L, cells)
+    sort = counting_sort(keys, int(np.prod(cells)), backend)
+    n = positions.shape[0]
+    inv_dr = bins / r_max
+    if not backend.is_gpu:
+        pos = np.ascontiguousarray(positions[:, :3], dtype=np.float64)
+        chunks = max(1, min(n, 4 * numba.get_num_threads()))
+        return _histogram_cpu(pos, keys, sort.bin_start, sort.order, cells.astype(np.int64), L,
+                              r_max * r_max, inv_dr, bins, chunks)
+    cp = backend.xp
+    positions = cp.ascontiguousarray(positions)
+    real = positions.dtype.type
+    kernel = backend.kernel_module("analysis/rdf.cu", {"real_t": "float" if real == np.float32 else "double"}
+                                   ).get_function("rdf_histogram")
+    hist = cp.zeros(bins, np.uint64)
+    kernel(((n + BLOCK - 1) // BLOCK,), (BLOCK,),
+           (positions, np.int32(positions.shape[1]), np.int32(n), keys, sort.bin_start, sort.order,
+            *[np.int32(c) for c in cells], *[real(x) for x in L], real(r_max * r_max), real(inv_dr),
+            np.int32(bins), hist), shared_mem=4 * bins)
+    return hist.get().astype(np.int64)
+
+
+class RDF:
+    """g(r) accumulated over frames (freud-like: :meth:`compute` returns ``self``).
+
+    Parameters
+    ----------
+    r_max : float
+        Largest distance (length units), at most half the shortest box edge.
+    bins : int
+        Number of bins of width ``r_max / bins``.
+
+    Attributes
+    ----------
+    r : (bins,) bin centres (length units)
+    bin_edges : (bins + 1,)
+    rdf : (bins,) g(r), averaged over the frames computed (raises before the first)
+    n_frames : int
+    """
+
+    def __init__(self, r_max: float, bins: int = 200):
+        if r_max <= 0 or int(bins) < 1:
+            raise ValueError(f"rdf needs r_max > 0 and bins >= 1, got r_max={r_max}, bins={bins}")
+        self.r_max, self.bins = float(r_max), int(bins)
+        self.bin_edges = np.linspace(0.0, self.r_max, self.bins + 1)
+        self.r = 0.5 * (self.bin_edges[1:] + self.bin_edges[:-1])
+        self._shell = 4.0 / 3.0 * np.pi * np.diff(self.bin_edges**3)
+        self._sum = np.zeros(self.bins)
+        self.n_frames = 0
+
+    def compute(self, positions, box_lengths) -> "RDF":
+        """Add one frame: ``positions`` (N, 3 or 4) on either backend, ``box_lengths`` (3,)."""
+        n = positions.shape[0]
+        if n < 2:
+            raise ValueError(f"rdf needs at least 2 atoms, got {n}")
+        counts = pair_distance_histogram(positions, box_lengths, self.r_max, self.bins)
+        volume = float(np.prod(box_lengths))
+        self._sum += counts * volume / (n * (n - 1.0) * self._shell)
+        self.n_frames += 1
+        return self
+
+    @property
+    def rdf(self) -> np.ndarray:
+        if self.n_frames == 0:
+            raise ValueError("g(r) not computed yet: call compute() on at least one frame")
+        return self._sum / self.n_frames
+
+    def table(self) -> dict:
+        """Columns for CSV output: ``r``, ``g``."""
+        return {"r": self.r, "g": self.rdf}
+
+
+def rdf(path, r_max: float, bins: int = 200, start: int = 0, stop: int | None = None, stride: int = 1,
+        device: str = "cpu") -> RDF:
+    """g(r) averaged over the frames ``start:stop:stride`` of a trajectory file (GSD, XYZ, dump).
+
+    ``device``: ``"cpu"``, ``"cuda"`` or ``"auto"`` (where the histograms are computed).
+    """
+    from .trajectory import read_trajectory
+
+    backend = select(device)
+    result = RDF(r_max, bins)
+    for frame in read_trajectory(path, start, stop, stride):
+        result.compute(backend.asarray(frame.positions), frame.lengths)
+    if result.n_frames == 0:
+        raise ValueError(f"{path}: no frames in the selection {start}:{stop}:{stride}")
+    return result
