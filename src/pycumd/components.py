@@ -53,6 +53,10 @@ class EngineOptions:
     pair_method : {"auto", "neighbor", "all_pairs"}
     use_graphs : bool
         On the GPU, plain NVE steps between reports as CUDA-graph blocks.
+    comm : mpi4py communicator or None
+        Run decomposed over its ranks (:mod:`pycumd.parallel`); None: one process.
+    processors : tuple of 3 ints or None
+        Spatial-domain grid, 0 = free (LAMMPS ``processors``); matrix_grid : (P, Q) or None.
     """
 
     device: str = "auto"
@@ -60,6 +64,9 @@ class EngineOptions:
     deterministic: bool = False
     pair_method: str = "auto"
     use_graphs: bool = True
+    comm: object = None
+    processors: tuple | None = None
+    matrix_grid: tuple | None = None
 
 
 @dataclass
@@ -74,6 +81,7 @@ class Components:
     neighbors: object
     forces: object
     pair_method: str
+    decomposition: object = None      # pycumd.parallel decomposition of a run over MPI ranks, or None
 
 
 def build_components(system: System, potential, integrator, neighbor: NeighborOptions,
@@ -84,6 +92,9 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     box too small for the cutoff.
     """
     backend = _backend.select(engine.device)
+    if engine.comm is not None and backend.is_gpu:   # one GPU per rank, by local rank
+        from .parallel import select_device
+        select_device(engine.comm)
     precision = get_precision(engine.precision, backend.name, engine.deterministic)
     integrator.bind(backend, precision, system.units)
     skin = neighbor.resolved_skin(system.units.name)
@@ -100,6 +111,10 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                  position_error=_storage_rounding(precision, system.box.L),
                                  list_dtype=precision.list_dtype)
         forces_class = PairForces
+    if engine.comm is not None:                   # several MPI ranks: pycumd.parallel
+        from .parallel import decompose
+        parts = decompose(system, potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor, engine)
+        return Components(backend, precision, parts[1], integrator, parts[2], parts[3], pair_method, parts[0])
     neighbors.check_box(system.box.L)
     state = State.from_system(system, backend, precision)
     forces = forces_class(potential, system.n_types, backend, precision)
