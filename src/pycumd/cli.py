@@ -15,7 +15,7 @@ EXAMPLES = {"melt": "melt.toml", "argon-sphere": "in.argon_sphere", "argon-spher
 BENCHMARKS = ["lj", "scan", "precision", "ions", "drift", "potential-map"]
 #: further subcommands, each a module with ``add_arguments(parser)``, ``HELP`` (one line) and ``main(args) -> int``
 COMMAND_MODULES: dict[str, str] = {"potential-map": "pycumd.potential_maps.command",
-                                   "place-ions": "pycumd.potential_maps.place_ions"}
+                                   "place-ions": "pycumd.potential_maps.place_ions", "plot": "pycumd.plot"}
 
 
 def _plan(args):
