@@ -65,9 +65,9 @@ class Simulation:
     def __init__(self, system: System, potential, integrator=None, *, skin: float | None = None,
                  neighbor_every: int = 1, neighbor_delay: int = 0, neighbor_check: bool = True,
                  device="auto", precision="auto", pair_method: str = "auto", use_graphs: bool = True,
-                 deterministic: bool = False, reporters=()):
+                 deterministic: bool = False, reporters=(), comm=None, processors=None, matrix_grid=None):
         neighbor = NeighborOptions(skin, neighbor_every, neighbor_delay, neighbor_check)
-        engine = EngineOptions(device, precision, deterministic, pair_method, use_graphs)
+        engine = EngineOptions(device, precision, deterministic, pair_method, use_graphs, comm, processors, matrix_grid)
         self.units = system.units
         self.potential = potential
         self.n_types = system.n_types
@@ -77,8 +77,10 @@ class Simulation:
         self.backend, self.precision, self.state = parts.backend, parts.precision, parts.state
         self.integrator, self.neighbors, self.forces = parts.integrator, parts.neighbors, parts.forces
         self.pair_method = parts.pair_method
-        self.book = Bookkeeping(parts, system.units, system.box.volume)
-        self.use_graphs = use_graphs
+        #: pycumd.parallel decomposition over MPI ranks (comm given), else None
+        self.decomposition = d = parts.decomposition
+        self.book = (d.bookkeeping if d else Bookkeeping)(parts, system.units, system.box.volume)
+        self.use_graphs = use_graphs and d is None
         self._step_graph = None
         self.reporters: list = list(reporters)
         self._run_start = self._run_end = 0
@@ -105,6 +107,8 @@ class Simulation:
     def system(self) -> System:
         """A host copy of the current state as a :class:`System`, particles in id order."""
         b, s = self.backend, self.state
+        if self.decomposition is not None:          # every rank gets the whole system (collective)
+            return self.decomposition.gather_system(s, b)
         by_id = np.argsort(b.to_host(s.ids), kind="stable")
         return System(self.box, s.host_positions(b)[by_id], self._masses, self.units,
                       types=b.to_host(s.types)[by_id],
@@ -116,7 +120,8 @@ class Simulation:
         return self.book.kinetic_energy()
 
     def temperature(self) -> float:
-        return temperature(self.kinetic_energy(), self.state.n_atoms, self.units)
+        n = self.state.n_atoms if self.decomposition is None else self.decomposition.n_atoms
+        return temperature(self.kinetic_energy(), n, self.units)
 
     def potential_energy(self) -> float:
         """Total pair energy (energy units) at the current step."""
@@ -237,7 +242,7 @@ class Simulation:
     def _report(self, due: list) -> None:
         """Hand every due reporter the same snapshot of this step."""
         if due:
-            snapshot = Snapshot(self)
+            snapshot = Snapshot(self if self.decomposition is None else self.decomposition.report_view(self))
             for r in due:
                 r.report(snapshot)
 
@@ -252,7 +257,8 @@ class Simulation:
                 f"({self.units.name} units)\n"
                 f"pair {self.potential.describe()}, skin {self.neighbors.skin}\n"
                 f"{self.integrator.describe()}\n"
-                f"device {self.backend.name} ({self.backend.device_name}), precision {self.precision.name}")
+                f"device {self.backend.name} ({self.backend.device_name}), precision {self.precision.name}"
+                + (f"\n{self.decomposition.describe()}" if self.decomposition is not None else ""))
 
 
 __all__ = ["Simulation", "SimulationError"]
