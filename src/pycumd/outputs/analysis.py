@@ -180,8 +180,9 @@ class RDFOutput:
     r_max: float = 5.0
     bins: int = 200
 
-    def build(self) -> RDFReporter:
-        return RDFReporter(self.path, self.every, self.r_max, self.bins)
+    def build(self, path=None) -> RDFReporter:
+        """The reporter, writing to ``path`` (default :attr:`path`)."""
+        return RDFReporter(self.path if path is None else path, self.every, self.r_max, self.bins)
 
 
 @dataclass
@@ -192,8 +193,9 @@ class MSDOutput:
     every: int = 10
     window: int = 100
 
-    def build(self) -> MSDReporter:
-        return MSDReporter(self.path, self.every, self.window)
+    def build(self, path=None) -> MSDReporter:
+        """The reporter, writing to ``path`` (default :attr:`path`)."""
+        return MSDReporter(self.path if path is None else path, self.every, self.window)
 
 
 @dataclass
@@ -204,8 +206,9 @@ class VACFOutput:
     every: int = 1
     window: int = 100
 
-    def build(self) -> VACFReporter:
-        return VACFReporter(self.path, self.every, self.window)
+    def build(self, path=None) -> VACFReporter:
+        """The reporter, writing to ``path`` (default :attr:`path`)."""
+        return VACFReporter(self.path if path is None else path, self.every, self.window)
 
 
 @dataclass
@@ -218,5 +221,6 @@ class StructureFactorOutput:
     bins: int = 100
     q_min: float = 0.0
 
-    def build(self) -> StructureFactorReporter:
-        return StructureFactorReporter(self.path, self.every, self.q_max, self.bins, self.q_min)
+    def build(self, path=None) -> StructureFactorReporter:
+        """The reporter, writing to ``path`` (default :attr:`path`)."""
+        return StructureFactorReporter(self.path if path is None else path, self.every, self.q_max, self.bins, self.q_min)

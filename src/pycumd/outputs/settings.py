@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .thermo import ThermoReporter
+from .analysis import MSDOutput, RDFOutput, StructureFactorOutput, VACFOutput
 from .trajectory import FORMATS, trajectory_writer
 
 
@@ -42,6 +43,8 @@ class OutputSettings:
     trajectories : list of TrajectoryOutput
     progress : bool or None
         Progress bar (None: on a terminal, for runs longer than a few seconds).
+    rdf, msd, vacf, structure_factor : RDFOutput, MSDOutput, VACFOutput, StructureFactorOutput or None
+        Analysis during the run, each to its own CSV file (:mod:`pycumd.outputs.analysis`).
 
     The thermo interval is a stage's (LAMMPS ``thermo N`` may change between runs).
     """
@@ -50,6 +53,10 @@ class OutputSettings:
     screen: bool = True
     trajectories: list = field(default_factory=list)
     progress: bool | None = None
+    rdf: RDFOutput | None = None
+    msd: MSDOutput | None = None
+    vacf: VACFOutput | None = None
+    structure_factor: StructureFactorOutput | None = None
 
     def build(self) -> "Reporters":
         """Open the files and return the reporters (thermo first)."""
@@ -58,6 +65,7 @@ class OutputSettings:
         try:
             for t in self.trajectories:
                 writers.append(trajectory_writer(_writable(t.path, "trajectory"), t.every))
+            writers.extend(a.build(_writable(a.path, 'analysis output')) for a in (self.rdf, self.msd, self.vacf, self.structure_factor) if a is not None)
         except BaseException:
             thermo.close()
             for w in writers:
