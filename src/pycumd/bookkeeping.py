@@ -10,6 +10,15 @@ class SimulationError(RuntimeError):
     """A run cannot continue (e.g. it blew up); the message names the step and the atom."""
 
 
+class RunStopped(Exception):
+    """A run stopped between steps on request (a signal, ``--walltime``); the state is whole."""
+
+    def __init__(self, step: int, reason: str, checkpoint=None):
+        super().__init__(f"stopped at step {step} ({reason})"
+                         + (f", checkpoint {checkpoint} written" if checkpoint is not None else ""))
+        self.step, self.reason, self.checkpoint = step, reason, checkpoint
+
+
 class Bookkeeping:
     """Energies, thermo rows and finiteness checks of one simulation's components.
 

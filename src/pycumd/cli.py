@@ -22,6 +22,7 @@ def _plan(args):
     """The RunPlan of the command line's input (TOML, LAMMPS script, or the embedded default)."""
     from .inputs.config import load_config, plan_from_config
     from .inputs.lammps_input import plan_from_lammps_script
+    from .inputs.text import read_text_input
 
     if args.example:
         if args.file is not None:
@@ -33,30 +34,74 @@ def _plan(args):
               f"LAMMPS examples/melt, 4000 LJ atoms)", flush=True)
         return plan_from_config(load_config(resources.files("pycumd.data").joinpath(DEFAULT_INPUT).read_text()))
     if str(args.file).endswith(".toml"):
-        return plan_from_config(load_config(Path(args.file).read_text()))
+        return plan_from_config(load_config(read_text_input(args.file, "config")))
     return plan_from_lammps_script(path=args.file, variables=dict(args.var or []))
 
 
 def _run(args) -> int:
-    """``pycumd run``: the input's plan, with the command line's options applied, run by the driver."""
+    """``pycumd run``: the input's plan (or a checkpoint's), with the command line's options applied,
+    run by the driver. Exit status: 0 done; 1 the run failed; 2 bad input; 128 + signal number
+    after a clean stop on SIGINT/SIGTERM (the checkpoint to resume from is printed); 3 after
+    ``--walltime``."""
+    from .bookkeeping import RunStopped
     from .outputs.settings import TrajectoryOutput
     from .run_plan import execute
 
-    plan = _plan(args)
+    resume = None
+    if args.restart:
+        from .inputs.checkpoint import plan_from_checkpoint, read_checkpoint
+
+        if args.file or args.example:
+            raise ValueError("--restart continues the checkpoint's own input: give no input file")
+        resume = read_checkpoint(args.restart)
+        plan = plan_from_checkpoint(resume)
+        print(f"pycumd: continuing from {args.restart} at step {resume.step}", flush=True)
+    else:
+        plan = _plan(args)
     if args.device != "auto":
         plan.engine.device = args.device
     if args.precision != "auto":
         plan.engine.precision = args.precision
     plan.engine.deterministic = plan.engine.deterministic or args.deterministic
-    plan.outputs.thermo_log = args.log
-    plan.outputs.progress = args.progress
+    if args.log is not None:
+        plan.outputs.thermo_log = args.log
+    if args.progress is not None:
+        plan.outputs.progress = args.progress
     if args.trajectory:
         plan.outputs.trajectories = [TrajectoryOutput(args.trajectory, args.trajectory_every)]
-    result = execute(plan)
+    if args.checkpoint:
+        plan.outputs.checkpoint = args.checkpoint
+    if args.checkpoint_every is not None:
+        plan.outputs.checkpoint_every = args.checkpoint_every
+    plan.outputs.__post_init__()
+    deadline = _walltime_deadline(args.walltime)
+    try:
+        result = execute(plan, resume=resume, stop_on_signals=True,
+                         on_simulation=lambda sim: setattr(sim, "wall_deadline", deadline))
+    except RunStopped as stop:
+        print(f"pycumd: {stop}; every output is flushed. Resume with: pycumd run --restart {stop.checkpoint}",
+              file=sys.stderr, flush=True)
+        return 3 if stop.reason.startswith("walltime") else 128 + (15 if stop.reason.startswith("SIGTERM") else 2)
     n = result.sim.state.n_atoms if result.sim else 0
     print(f"Total wall time {result.wall_seconds:.2f} s for {result.steps} steps of {n} atoms "
           f"(including set-up and compilation)", flush=True)
     return 0
+
+
+def _walltime_deadline(text):
+    """``HH:MM:SS`` (or ``MM:SS``, or seconds) from now as a ``time.monotonic()`` deadline, or None."""
+    if text is None:
+        return None
+    import time
+
+    try:
+        parts = [float(p) for p in text.split(":")]
+        if len(parts) > 3 or any(p < 0 for p in parts):
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"--walltime {text!r}: expected HH:MM:SS") from None
+    seconds = sum(p * 60 ** k for k, p in enumerate(reversed(parts)))
+    return time.monotonic() + seconds
 
 
 def _bench(args, rest) -> int:
@@ -83,6 +128,13 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--trajectory-every", type=int, default=100, help="steps between frames (default 100)")
     r.add_argument("--var", nargs=2, action="append", metavar=("NAME", "VALUE"),
                    help="set a LAMMPS index variable, as lmp -var NAME VALUE")
+    r.add_argument("--checkpoint", metavar="PATH",
+                   help="checkpoint file (previous one kept as PATH.1); also written at a clean stop")
+    r.add_argument("--checkpoint-every", type=int, metavar="N", help="steps between checkpoints")
+    r.add_argument("--restart", metavar="CHECKPOINT",
+                   help="continue the run a checkpoint was written in, bit for bit, appending to its outputs")
+    r.add_argument("--walltime", metavar="HH:MM:SS",
+                   help="stop cleanly (checkpoint, flushed outputs) before this much wall time has passed")
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: on a terminal, for runs longer than a few seconds)")
     b = sub.add_parser("bench", help="benchmarks: lj (MD throughput), scan (prefix sums), precision "

@@ -15,15 +15,22 @@ Example
 
 from __future__ import annotations
 
+import signal
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Callable
 
+import numpy as np
+
+from .bookkeeping import RunStopped
+from .box import Box
 from .components import EngineOptions, NeighborOptions
 from .integrators import VelocityVerlet
+from .outputs.checkpoint import CheckpointWriter
 from .outputs.settings import OutputSettings, Reporters
 from .simulation import Simulation
 from .system import System
+from .units import get_units
 
 
 @dataclass
@@ -61,13 +68,17 @@ class RunPlan:
     """Everything a run needs: stages, engine options and outputs.
 
     first_step : int
-        The step number of the first stage's start (LAMMPS ``reset_timestep``; a restart).
+        The step number of the first stage's start (LAMMPS ``reset_timestep``).
+    source : dict or None
+        The input the plan was read from (``kind``: "toml" | "lammps", ``text``, ``variables``,
+        ``base_dir``), stored in checkpoints so that ``pycumd run --restart`` can read it again.
     """
 
     stages: list
     engine: EngineOptions = field(default_factory=EngineOptions)
     outputs: OutputSettings = field(default_factory=OutputSettings)
     first_step: int = 0
+    source: dict | None = None
 
     def build_simulation(self, stage_index: int = 0, previous: Simulation | None = None,
                          reporters=()) -> Simulation:
@@ -91,6 +102,31 @@ class RunPlan:
         sim.state.step = previous.state.step if previous is not None else self.first_step
         return sim
 
+    def simulation_from_checkpoint(self, checkpoint, reporters=()) -> Simulation:
+        """The simulation of the checkpoint's stage with the checkpoint's state restored in it."""
+        stage_index = int(checkpoint.context.get("stage", 0))
+        if not 0 <= stage_index < len(self.stages):
+            raise ValueError(f"checkpoint {checkpoint.path} is of stage {stage_index + 1}, the plan has "
+                             f"{len(self.stages)}")
+        stage = self.stages[stage_index]
+        meta, arrays = checkpoint.meta, checkpoint.arrays
+        box = Box(np.asarray(meta["box_lengths"]), np.asarray(meta["box_origin"]))
+        system = System(box, arrays["positions"][:, :3].astype(np.float64), meta["masses"], get_units(meta["units"]),
+                        types=arrays["types"], velocities=arrays["velocities"].astype(np.float64),
+                        images=arrays["images"], ids=arrays["ids"])
+        e, n = self.engine, stage.neighbor
+        sim = Simulation(system, stage.potential, stage.integrator or VelocityVerlet(), skin=n.skin,
+                         neighbor_every=n.every, neighbor_delay=n.delay, neighbor_check=n.check,
+                         device=e.device, precision=e.precision, deterministic=e.deterministic,
+                         pair_method=e.pair_method, use_graphs=e.use_graphs, reporters=reporters)
+        sim.restore_checkpoint(meta, arrays)
+        return sim
+
+    def checkpoint_context(self, stage_index: int) -> dict:
+        """What a checkpoint written in stage ``stage_index`` records of the plan."""
+        return {"source": self.source, "engine": asdict(self.engine), "outputs": self.outputs.to_dict(),
+                "stage": stage_index}
+
     @property
     def total_steps(self) -> int:
         return sum(s.steps for s in self.stages)
@@ -111,33 +147,96 @@ class RunResult:
         return self.simulation
 
 
-def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = None) -> RunResult:
+def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = None,
+            resume=None, stop_on_signals: bool = False) -> RunResult:
     """Run every stage of ``plan`` in order with one set of reporters; close them at the end (also
     after an error, so that what was written stays readable).
 
-    ``on_simulation(sim)`` is called for each simulation built (e.g. to add a reporter).
+    Parameters
+    ----------
+    on_simulation : callable, optional
+        Called with each simulation built (e.g. to add a reporter).
+    resume : Checkpoint, optional
+        Continue the run from this checkpoint (:func:`pycumd.inputs.checkpoint.read_checkpoint`):
+        stages before its stage are skipped, its stage goes on from the checkpoint's step with the
+        same bits as the run that wrote it, output files are cut back to that step and appended to.
+    stop_on_signals : bool
+        SIGINT and SIGTERM stop the run cleanly at the end of the current step block: a checkpoint
+        is written (to the plan's checkpoint file, or ``pycumd-stop.ckpt``), every file flushed, and
+        :class:`~pycumd.bookkeeping.RunStopped` raised. A second signal stops at once.
+
+    A run stopped by ``sim.stop_request`` or its ``wall_deadline`` ends the same way.
     """
     t0 = time.perf_counter()
-    reporters: Reporters = plan.outputs.build()
+    if resume is not None and plan.outputs.checkpoint is None:
+        plan.outputs.checkpoint = str(resume.path)
+    reporters: Reporters = plan.outputs.build(resume_step=resume.step if resume is not None else None)
     screen = plan.outputs.screen
+    first_stage = int(resume.context.get("stage", 0)) if resume is not None else 0
     sim, steps_run = None, 0
+    signals = _StopOnSignals() if stop_on_signals else None
     try:
         for index, stage in enumerate(plan.stages):
-            if sim is None or stage.rebuild:
-                sim = plan.build_simulation(index, sim, reporters.all)
+            if index < first_stage:
+                continue
+            if resume is not None and index == first_stage:
+                sim = plan.simulation_from_checkpoint(resume, reporters.all)
+                steps = int(resume.meta["run_end"]) - resume.step
                 if on_simulation is not None:
                     on_simulation(sim)
+            else:
+                steps = stage.steps
+                if sim is None or stage.rebuild:
+                    sim = plan.build_simulation(index, sim, reporters.all)
+                    if on_simulation is not None:
+                        on_simulation(sim)
+            if reporters.checkpoint is not None:
+                reporters.checkpoint.context = plan.checkpoint_context(index)
+            if signals is not None:
+                signals.simulation = sim
             reporters.thermo.every = stage.thermo_every
             if screen:
                 print(sim.describe(), flush=True)
-            sim.run(stage.steps, progress=plan.outputs.progress)
-            steps_run += stage.steps
+            try:
+                sim.run(steps, progress=plan.outputs.progress)
+            except RunStopped:
+                writer = reporters.checkpoint or CheckpointWriter(_STOP_CHECKPOINT)
+                writer.context = plan.checkpoint_context(index)
+                writer.write_now(sim, wait=True)
+                writer.close()
+                raise RunStopped(sim.state.step, sim.stop_request, writer.path) from None
+            steps_run += steps
             if screen:
-                print(f"Run of {stage.steps} steps done; neighbour list builds: {sim.neighbors.n_builds}",
-                      flush=True)
+                print(f"Run of {steps} steps done; neighbour list builds: {sim.neighbors.n_builds}", flush=True)
     finally:
+        if signals is not None:
+            signals.restore()
         reporters.close()
     return RunResult(sim, reporters.thermo, steps_run, time.perf_counter() - t0)
+
+
+_STOP_CHECKPOINT = "pycumd-stop.ckpt"
+
+
+class _StopOnSignals:
+    """SIGINT/SIGTERM ask the running simulation to stop at its next block; a second one raises
+    KeyboardInterrupt at once."""
+
+    def __init__(self):
+        self.simulation = None
+        self._previous = {sig: signal.signal(sig, self._handle) for sig in (signal.SIGINT, signal.SIGTERM)}
+
+    def _handle(self, signum, frame):
+        sim = self.simulation
+        if sim is None or sim.stop_request is not None:
+            self.restore()
+            raise KeyboardInterrupt(f"stopped at once by a second {signal.Signals(signum).name}")
+        sim.stop_request = signal.Signals(signum).name
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
 
 
 __all__ = ["RunPlan", "RunResult", "Stage", "execute"]

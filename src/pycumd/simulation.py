@@ -8,9 +8,11 @@ is the one place the order of a step is written.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
-from .bookkeeping import Bookkeeping, SimulationError
+from .bookkeeping import Bookkeeping, RunStopped, SimulationError
 from .components import EngineOptions, NeighborOptions, build_components
 from .integrators import VelocityVerlet
 from .outputs.progress import Progress
@@ -84,6 +86,9 @@ class Simulation:
         self._step_graph = None
         self.reporters: list = list(reporters)
         self._run_start = self._run_end = 0
+        self._resume = None          # (run_start, run_end, thermostat state) of a restored checkpoint
+        self.stop_request: str | None = None   # set (e.g. by a signal handler) to stop at the next block
+        self.wall_deadline: float | None = None  # time.monotonic() at which to stop (--walltime)
 
     # -- properties ------------------------------------------------------------------------
     @property
@@ -171,18 +176,33 @@ class Simulation:
         (:mod:`pycumd.step_graph`): the same kernels in the same order, one host synchronisation
         per block instead of one per step.
 
+        A run continued from a checkpoint (:meth:`restore_checkpoint`) starts with
+        :meth:`_setup_from_checkpoint` instead of :meth:`setup` and reports nothing at its first step
+        (the checkpointing run did). Between blocks the loop stops with :class:`RunStopped` if
+        :attr:`stop_request` is set or :attr:`wall_deadline` has passed.
+
         Positions and velocities are checked for finite values at every report and at the end.
         A run that produces non-finite positions, velocities or energies stops with
         :class:`SimulationError` naming the step and the atom; reporters keep what they wrote.
         """
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
             raise ValueError(f"run length must be a whole number of steps >= 0, got {steps!r}")
-        self._run_start = self.state.step
-        self._run_end = self.state.step + int(steps)
-        self.setup()
-        for r in self.reporters:
-            r.begin_run(self)
-        self._report(self._due(self.state.step))
+        if self._resume is not None:     # a restored checkpoint: the run it was written in goes on
+            self._run_start, self._run_end, thermostat_state = self._resume
+            self._resume = None
+            if self._run_end - self.state.step != steps:
+                raise ValueError(f"the checkpoint's run has {self._run_end - self.state.step} steps left, "
+                                 f"not {steps}")
+            self._setup_from_checkpoint(thermostat_state)
+            for r in self.reporters:
+                r.begin_run(self)
+        else:
+            self._run_start = self.state.step
+            self._run_end = self.state.step + int(steps)
+            self.setup()
+            for r in self.reporters:
+                r.begin_run(self)
+            self._report(self._due(self.state.step))
         bar = Progress(steps, enabled=progress)
         graph = None
         if self.use_graphs and CudaStepGraph.applicable(self):
@@ -197,6 +217,7 @@ class Simulation:
                 else:
                     self._one_step(step)
                 bar.update(state.step - self._run_start)
+                self._stop_if_asked()
             self.book.check_finite()
         finally:
             self.backend.synchronize()
@@ -246,6 +267,76 @@ class Simulation:
             for r in due:
                 r.report(snapshot)
 
+    # -- checkpoints -------------------------------------------------------------------------
+    def start_checkpoint(self) -> None:
+        """Make this step a point a checkpoint can restart from exactly: rebuild the neighbour
+        list (wrap, reorder by cell) and compute the forces again with the ordinary kernel.
+
+        A restored checkpoint does the same on the same arrays (the wrap and the reorder then
+        change nothing), so the run continues with the same bits. The rebuild is the one change a
+        checkpoint makes to a run: a run that writes checkpoints rebuilds at those steps too.
+        """
+        self.neighbors.build(self.state)
+        self.forces.compute(self.state, self.neighbors, False)
+
+    def checkpoint_arrays(self) -> dict:
+        """The state's per-atom arrays as they are (backend arrays, current order; composite low
+        parts as ``lo.NAME``): what :meth:`restore_checkpoint` needs after :meth:`start_checkpoint`."""
+        s = self.state
+        arrays = {name: getattr(s, name) for name in ("positions", "velocities", "per_atom_mass", "types",
+                                                      "images", "ids")}
+        for name in ("positions", "velocities", "per_atom_mass"):
+            if s.lo is not None:
+                arrays[f"lo.{name}"] = s.lo[name]
+        return arrays
+
+    def checkpoint_scalars(self) -> dict:
+        """Step, time, run bounds, box, and the state of the thermostat and the neighbour policy."""
+        nl, th = self.neighbors, self.thermostat
+        return {"step": self.state.step, "time": self.time, "run_start": self._run_start, "run_end": self._run_end,
+                "box_lengths": [float(x) for x in self.box.lengths], "box_origin": [float(x) for x in self.box.origin],
+                "units": self.units.name, "masses": [float(m) for m in self._masses], "n_atoms": self.state.n_atoms, "device": self.backend.name,
+                "precision": self.precision.name, "dt": self.integrator.dt,
+                "thermostat": th.checkpoint_state() if th is not None else None,
+                "neighbors": {"capacity": getattr(nl, "capacity", None),
+                              "recent_max_counts": [int(c) for c in getattr(nl, "recent_max_counts", [])]}}
+
+    def restore_checkpoint(self, scalars: dict, arrays: dict) -> None:
+        """Put a checkpoint's state into this simulation (built with the same components, device and
+        precision); the next :meth:`run` continues the checkpoint's run with the same bits."""
+        for key, mine in (("device", self.backend.name), ("precision", self.precision.name),
+                          ("n_atoms", self.state.n_atoms)):
+            if scalars[key] != mine:
+                raise ValueError(f"the checkpoint was written with {key} {scalars[key]}, this run has {mine}: "
+                                 f"an exact continuation needs the same")
+        s, xp = self.state, self.backend.xp
+        for name, host in arrays.items():
+            target = s.lo[name[3:]] if name.startswith("lo.") else getattr(s, name)
+            if target.shape != host.shape or target.dtype != host.dtype:
+                raise ValueError(f"checkpoint array {name} is {host.dtype}{host.shape}, the state's "
+                                 f"{target.dtype}{target.shape}")
+            target[...] = xp.asarray(host)
+        s.step = int(scalars["step"])
+        nl = self.neighbors
+        if scalars["neighbors"]["capacity"] is not None:
+            nl.capacity = int(scalars["neighbors"]["capacity"])
+            nl.recent_max_counts = list(scalars["neighbors"]["recent_max_counts"])
+        self._resume = (int(scalars["run_start"]), int(scalars["run_end"]), scalars["thermostat"])
+
+    def _setup_from_checkpoint(self, thermostat_state) -> None:
+        """:meth:`start_checkpoint` on the restored arrays, then the thermostat's restored state."""
+        self.start_checkpoint()
+        self.book.check_finite()
+        if self.thermostat is not None:
+            self.thermostat.bind(self)
+            self.thermostat.restore_checkpoint_state(thermostat_state)
+
+    def _stop_if_asked(self) -> None:
+        if self.stop_request is None and self.wall_deadline is not None and time.monotonic() > self.wall_deadline:
+            self.stop_request = "walltime"
+        if self.stop_request is not None and self.state.step < self._run_end:
+            raise RunStopped(self.state.step, self.stop_request)
+
     def close(self) -> None:
         """Close every reporter's files."""
         for r in self.reporters:
@@ -261,4 +352,4 @@ class Simulation:
                 + (f"\n{self.decomposition.describe()}" if self.decomposition is not None else ""))
 
 
-__all__ = ["Simulation", "SimulationError"]
+__all__ = ["RunStopped", "Simulation", "SimulationError"]

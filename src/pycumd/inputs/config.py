@@ -156,7 +156,41 @@ def load_config(text: str) -> dict:
     skipped = {name for k, names in SYSTEM_SECTIONS.items() if k != kind for name in names}
     config = _fill(data, {k: v for k, v in SCHEMA.items() if k not in skipped}, "")
     config["kind"] = kind
+    config["text"] = text
+    _check_values(config)
     return config
+
+
+#: value checks: (section, key) -> kind ("count": int >= 0; "positive_int"; "positive": number > 0;
+#: "non_negative": number >= 0); None values (optional keys left out) pass
+VALUE_CHECKS = {
+    ("run", "steps"): "count", ("run", "thermo"): "count", ("run", "trajectory_every"): "positive_int",
+    ("neighbor", "every"): "positive_int", ("neighbor", "delay"): "count", ("neighbor", "skin"): "non_negative",
+    ("integrator", "dt"): "positive", ("integrator", "damping"): "positive", ("integrator", "chain"): "positive_int",
+    ("system", "density"): "positive", ("system", "constant"): "positive", ("system", "mass"): "positive",
+    ("system", "sphere_radius"): "non_negative", ("pair", "r_cut"): "positive",
+}
+
+
+def _check_values(config: dict) -> None:
+    """Raise :class:`ConfigError` naming the key for a value of the wrong type or sign."""
+    import math
+
+    for (section, key), kind in VALUE_CHECKS.items():
+        if config.get(section) is None or config[section].get(key) is None:
+            continue
+        value = config[section][key]
+        where = f"{section}.{key} = {value!r}"
+        if kind in ("count", "positive_int"):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{where}: must be a whole number")
+            if value < (0 if kind == "count" else 1):
+                raise ConfigError(f"{where}: must be {'>= 0' if kind == 'count' else '>= 1'}")
+        else:
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ConfigError(f"{where}: must be a finite number")
+            if value < 0 or (kind == "positive" and value == 0):
+                raise ConfigError(f"{where}: must be {'> 0' if kind == 'positive' else '>= 0'}")
 
 
 def _thermostat(ic: dict):
@@ -205,7 +239,7 @@ def plan_from_config(config: dict, device=None, precision=None, deterministic: b
         outputs.trajectories.append(TrajectoryOutput(rc["trajectory"], rc["trajectory_every"]))
     engine = EngineOptions(device=device or config["device"], precision=precision or config["precision"],
                            deterministic=deterministic)
-    return RunPlan([stage], engine, outputs)
+    return RunPlan([stage], engine, outputs, source={"kind": "toml", "text": config["text"]})
 
 
 def _lattice_system_and_pair(config: dict):

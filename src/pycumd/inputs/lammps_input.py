@@ -38,7 +38,8 @@ from ..integrators import Langevin, NoseHoover, VelocityVerlet
 from ..potentials.lammps_styles import check_pair_style, potential_from_lammps
 from ..system import System, create_velocities, lattice_positions, lattice_spacing
 from ..units import get_units
-from .lammps_script import Command, LammpsScriptError, read_script, read_script_file
+from .lammps_script import Command, LammpsScriptError, read_script
+from .text import read_text_input
 from .lammps_data import read_lammps_data
 from ..components import EngineOptions, NeighborOptions
 from ..outputs.settings import OutputSettings, TrajectoryOutput
@@ -230,7 +231,7 @@ class LammpsPlanner:
 
     # -- interactions ------------------------------------------------------------------------
     def _cmd_pair_style(self, a):
-        args = [float(x) for x in a[1:]]
+        args = list(a[1:])              # potentials.lammps_styles converts and checks them
         check_pair_style(a[0], args)
         self.setup.pair = (a[0], args)
         self.setup.pair_coeffs = []
@@ -242,7 +243,7 @@ class LammpsPlanner:
         for i in _type_range(a[0], self.setup.n_types):
             for j in _type_range(a[1], self.setup.n_types):
                 if i <= j:
-                    self.setup.pair_coeffs.append((i, j, [float(x) for x in a[2:]]))
+                    self.setup.pair_coeffs.append((i, j, list(a[2:])))
         self._dirty = True
 
     def _cmd_pair_modify(self, a):
@@ -328,7 +329,9 @@ class LammpsPlanner:
                 s.skin, s.neigh["every"], s.neigh["delay"], s.neigh["check"]), s.thermo_every,
                 system=system, system_edits=self._edits)
         else:                                                               # the same simulation goes on
-            stage = Stage(steps, thermo_every=s.thermo_every, rebuild=False)
+            previous = self.stages[-1]
+            stage = Stage(steps, previous.potential, previous.integrator, previous.neighbor, s.thermo_every,
+                          rebuild=False)
         self.stages.append(stage)
         self._system, self._edits, self._dirty = None, [], False
 
@@ -337,7 +340,8 @@ class LammpsPlanner:
         s = self.setup
         style, args = s.pair
         return potential_from_lammps(style, args, s.pair_coeffs, n_types=s.n_types, cutoff_mode=s.pair_cutoff_mode,
-                                     mixing=s.pair_mixing, charges=s.charges, units=s.units)
+                                     mixing=s.pair_mixing, charges=s.charges, units=s.units,
+                                     directory=self.base_dir)
 
     def _cmd_read_data(self, a):
         if len(a) != 1:
@@ -422,15 +426,21 @@ def _type_range(spec: str, n_types: int) -> range:
     return range(lo - 1, hi)
 
 
-def plan_from_lammps_script(path=None, text=None, variables=None, screen: bool = True) -> RunPlan:
-    """The :class:`~pycumd.run_plan.RunPlan` of a LAMMPS input (a file ``path`` or a string ``text``)."""
+def plan_from_lammps_script(path=None, text=None, variables=None, screen: bool = True, base_dir=None) -> RunPlan:
+    """The :class:`~pycumd.run_plan.RunPlan` of a LAMMPS input (a file ``path`` or a string ``text``;
+    ``base_dir``: where a text's relative paths are, default the file's directory)."""
     if (path is None) == (text is None):
         raise ValueError("give exactly one of path or text")
-    commands = read_script_file(path, variables) if path is not None else read_script(text, "<input>", variables)
+    if path is not None:
+        text = read_text_input(path, "LAMMPS input")
+        base_dir = base_dir or str(Path(path).resolve().parent)
+    commands = read_script(text, str(path) if path is not None else "<input>", variables, base_dir=base_dir)
     planner = LammpsPlanner(screen=screen)
-    planner.base_dir = Path(path).parent if path is not None else None
+    planner.base_dir = base_dir
     planner.execute(commands)
-    return planner.plan()
+    plan = planner.plan()
+    plan.source = {"kind": "lammps", "text": text, "variables": dict(variables or {}), "base_dir": base_dir}
+    return plan
 
 
 def run_lammps_script(path=None, text=None, variables=None, *, screen: bool = True, log=None, trajectory=None,

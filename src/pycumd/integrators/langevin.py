@@ -97,6 +97,13 @@ class Langevin:
     def end_step(self, sim) -> None:
         pass
 
+    def checkpoint_state(self) -> dict:
+        """Nothing beyond the seed: the noise is a counter-based stream of (seed, step, atom id)."""
+        return {}
+
+    def restore_checkpoint_state(self, state: dict) -> None:
+        pass
+
     def describe(self) -> str:
         return f"Langevin T = {self.t_start}->{self.t_stop}, damp = {self.damping}, seed = {self.seed}"
 

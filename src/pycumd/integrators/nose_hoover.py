@@ -100,5 +100,15 @@ class NoseHoover:
         self._t_current = self._temperature(sim)
         self._chain_half_step(sim)
 
+    def checkpoint_state(self) -> dict:
+        """The chain's variables (what :meth:`restore_checkpoint_state` needs after :meth:`bind`)."""
+        return {"eta": self.eta.tolist(), "eta_dot": self.eta_dot.tolist(), "eta_dotdot": self.eta_dotdot.tolist(),
+                "eta_mass": self.eta_mass.tolist(), "t_current": self._t_current}
+
+    def restore_checkpoint_state(self, state: dict) -> None:
+        self.eta, self.eta_dot = np.array(state["eta"]), np.array(state["eta_dot"])
+        self.eta_dotdot, self.eta_mass = np.array(state["eta_dotdot"]), np.array(state["eta_mass"])
+        self._t_current = float(state["t_current"])
+
     def describe(self) -> str:
         return f"Nose-Hoover chain({self.chain}) T = {self.t_start}->{self.t_stop}, damp = {self.damping}"

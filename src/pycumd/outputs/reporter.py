@@ -114,26 +114,18 @@ class Snapshot:
         return self._frame
 
 
-class PendingFrame:
-    """A :class:`Frame` whose host copy may still be in flight; :meth:`result` waits and builds it."""
+class HostCopy:
+    """Host copies of backend arrays, made without stalling the GPU: on the GPU a device-to-device
+    snapshot on the compute stream, then copies to pinned host memory on a side stream;
+    :meth:`wait` returns the host arrays once they are there (call it from a writer thread)."""
 
     _copy_streams: dict = {}
 
-    def __init__(self, sim):
-        s, backend = sim.state, sim.backend
-        arrays = (s.positions[:, :3], s.velocities, s.images, s.types, s.ids)
-        if s.lo is not None:                      # composite precision: the low parts too
-            arrays += (s.lo["positions"][:, :3], s.lo["velocities"])
-        self._meta = (s.step, sim.time, sim.box, sim.n_types)
-        self._lock = threading.Lock()
-        self._frame = None
+    def __init__(self, backend, arrays):
         self._done = self._device_snapshot = None
-        if backend.is_gpu:
-            self._host = self._copy_async(backend, arrays)
-        else:
+        if not backend.is_gpu:
             self._host = [np.array(a) for a in arrays]
-
-    def _copy_async(self, backend, arrays):
+            return
         cp = backend.xp
         import cupyx
 
@@ -145,21 +137,37 @@ class PendingFrame:
         ready = cp.cuda.Event()
         ready.record()
         stream.wait_event(ready)
-        host = [cupyx.empty_pinned(a.shape, a.dtype) for a in self._device_snapshot]
-        for h, d in zip(host, self._device_snapshot):
+        self._host = [cupyx.empty_pinned(a.shape, a.dtype) for a in self._device_snapshot]
+        for h, d in zip(self._host, self._device_snapshot):
             d.get(stream=stream, out=h, blocking=False)
         self._done = cp.cuda.Event()
         self._done.record(stream)
-        return host
+
+    def wait(self) -> list:
+        if self._done is not None:
+            self._done.synchronize()
+            self._done = self._device_snapshot = None
+        return self._host
+
+
+class PendingFrame:
+    """A :class:`Frame` whose host copy may still be in flight; :meth:`result` waits and builds it."""
+
+    def __init__(self, sim):
+        s = sim.state
+        arrays = (s.positions[:, :3], s.velocities, s.images, s.types, s.ids)
+        if s.lo is not None:                      # composite precision: the low parts too
+            arrays += (s.lo["positions"][:, :3], s.lo["velocities"])
+        self._meta = (s.step, sim.time, sim.box, sim.n_types)
+        self._lock = threading.Lock()
+        self._frame = None
+        self._copy = HostCopy(sim.backend, arrays)
 
     def result(self, type_names=None) -> Frame:
         """The frame (waits for the copy); ``type_names`` default ``"1", "2", ...`` as LAMMPS."""
         with self._lock:
             if self._frame is None:
-                if self._done is not None:
-                    self._done.synchronize()
-                    self._device_snapshot = None
-                self._frame = _host_frame(self._meta, self._host)
+                self._frame = _host_frame(self._meta, self._copy.wait())
         if type_names is None:
             return self._frame
         return Frame(**{**self._frame.__dict__, "type_names": list(type_names)})

@@ -8,9 +8,10 @@ package and a field here.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from .checkpoint import CheckpointWriter
 from .thermo import ThermoReporter
 from .analysis import MSDOutput, RDFOutput, StructureFactorOutput, VACFOutput
 from .trajectory import FORMATS, trajectory_writer
@@ -45,6 +46,10 @@ class OutputSettings:
         Progress bar (None: on a terminal, for runs longer than a few seconds).
     rdf, msd, vacf, structure_factor : RDFOutput, MSDOutput, VACFOutput, StructureFactorOutput or None
         Analysis during the run, each to its own CSV file (:mod:`pycumd.outputs.analysis`).
+    checkpoint : path or None
+        Checkpoint file (the previous one kept as ``PATH.1``); also written at a clean stop.
+    checkpoint_every : int
+        Steps between checkpoints (0: only at a clean stop).
 
     The thermo interval is a stage's (LAMMPS ``thermo N`` may change between runs).
     """
@@ -57,33 +62,57 @@ class OutputSettings:
     msd: MSDOutput | None = None
     vacf: VACFOutput | None = None
     structure_factor: StructureFactorOutput | None = None
+    checkpoint: str | None = None
+    checkpoint_every: int = 0
 
-    def build(self) -> "Reporters":
-        """Open the files and return the reporters (thermo first)."""
-        thermo = ThermoReporter(every=0, log=_writable(self.thermo_log, "thermo log"), screen=self.screen)
-        writers = []
+    def __post_init__(self):
+        if int(self.checkpoint_every) < 0:
+            raise ValueError(f"checkpoint interval must be >= 0, got {self.checkpoint_every}")
+        if self.checkpoint_every and not self.checkpoint:
+            raise ValueError("a checkpoint interval needs a checkpoint file (--checkpoint PATH)")
+
+    def build(self, resume_step: int | None = None) -> "Reporters":
+        """Open the files and return the reporters (thermo first, the checkpoint writer last, so that
+        a checkpoint follows every other report of its step). With ``resume_step`` (a run continued
+        from a checkpoint at that step) existing files are cut back to that step and appended to."""
+        reporters = Reporters(None, [], None)
         try:
+            reporters.thermo = ThermoReporter(every=0, log=_writable(self.thermo_log, "thermo log"),
+                                              screen=self.screen, resume_step=resume_step)
             for t in self.trajectories:
-                writers.append(trajectory_writer(_writable(t.path, "trajectory"), t.every))
-            writers.extend(a.build(_writable(a.path, 'analysis output')) for a in (self.rdf, self.msd, self.vacf, self.structure_factor) if a is not None)
+                reporters.others.append(trajectory_writer(_writable(t.path, "trajectory"), t.every,
+                                                          resume_step=resume_step))
+            reporters.others.extend(a.build(_writable(a.path, 'analysis output')) for a in (self.rdf, self.msd, self.vacf, self.structure_factor) if a is not None)
+            if self.checkpoint:
+                reporters.checkpoint = CheckpointWriter(_writable(self.checkpoint, "checkpoint"),
+                                                        self.checkpoint_every)
         except BaseException:
-            thermo.close()
-            for w in writers:
-                w.close()
+            reporters.close()
             raise
-        return Reporters(thermo, writers)
+        return reporters
+
+    def to_dict(self) -> dict:
+        """Plain values (stored in checkpoints); :meth:`from_dict` reads them back."""
+        return {**asdict(self), "trajectories": [asdict(t) for t in self.trajectories]}
+
+    @classmethod
+    def from_dict(cls, values: dict) -> "OutputSettings":
+        values = dict(values)
+        values["trajectories"] = [TrajectoryOutput(**t) for t in values.get("trajectories", [])]
+        return cls(**values)
 
 
 @dataclass
 class Reporters:
     """The reporters :meth:`OutputSettings.build` made."""
 
-    thermo: ThermoReporter
+    thermo: ThermoReporter | None
     others: list
+    checkpoint: CheckpointWriter | None = None
 
     @property
     def all(self) -> list:
-        return [self.thermo, *self.others]
+        return [r for r in (self.thermo, *self.others, self.checkpoint) if r is not None]
 
     def close(self) -> None:
         """Close every file, even if one close fails (the first error is raised after)."""

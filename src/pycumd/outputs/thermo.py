@@ -7,7 +7,9 @@ kinetic and virial terms.
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 from .reporter import Needs, Reporter
 
@@ -30,14 +32,18 @@ class ThermoReporter(Reporter):
 
     needs = Needs(energy=True)
 
-    def __init__(self, every: int = 100, log=None, screen=True):
+    def __init__(self, every: int = 100, log=None, screen=True, resume_step: int | None = None):
         if every < 0:
             raise ValueError(f"thermo interval must be >= 0, got {every}")
         self.every = int(every)
         self.rows: list[dict] = []
         self._screen = sys.stdout if screen is True else (screen or None)
-        self._log = open(log, "w", newline="") if log is not None else None
-        if self._log:
+        self._log = None
+        if log is not None and resume_step is not None and Path(log).exists():
+            self.rows = _keep_rows_up_to(Path(log), resume_step)
+            self._log = open(log, "a", newline="")
+        elif log is not None:
+            self._log = open(log, "w", newline="")
             self._log.write(",".join(COLUMNS) + "\n")
             self._log.flush()
         self._header_due = True
@@ -66,6 +72,26 @@ class ThermoReporter(Reporter):
         if self._log:
             self._log.close()
             self._log = None
+
+
+def _keep_rows_up_to(path: Path, step: int) -> list[dict]:
+    """Cut a CSV log back to its whole rows of steps <= ``step`` (a run continued from a checkpoint
+    at ``step`` writes the later ones again); returns those rows."""
+    lines = path.read_text().split("\n")
+    if not lines or lines[0].split(",") != list(COLUMNS):
+        raise ValueError(f"thermo log {path}: not a pycumd thermo log (header {lines[0][:60]!r}); "
+                         f"cannot continue it")
+    kept, rows = [lines[0]], []
+    for line in lines[1:-1]:                  # the last element follows the last newline
+        values = line.split(",")
+        if len(values) != len(COLUMNS) or int(values[0]) > step:
+            break
+        kept.append(line)
+        rows.append({c: (int(v) if c == "Step" else float(v)) for c, v in zip(COLUMNS, values)})
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("\n".join(kept) + "\n")
+    os.replace(tmp, path)
+    return rows
 
 
 def _fmt(value) -> str:

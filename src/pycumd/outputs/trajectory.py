@@ -15,6 +15,8 @@ at ``close()``: no frame is lost silently.
 
 from __future__ import annotations
 
+import io
+import os
 import queue
 import threading
 from pathlib import Path
@@ -40,14 +42,18 @@ class TrajectoryWriter(Reporter):
 
     needs = Needs(frame=True)
 
-    def __init__(self, path, every: int, type_names=None, max_pending: int = 4):
+    def __init__(self, path, every: int, type_names=None, max_pending: int = 4, resume_step: int | None = None):
         if every <= 0:
             raise ValueError(f"trajectory interval must be > 0, got {every}")
         self.path = Path(path)
         self.every = int(every)
         self.type_names = type_names
         self._last_step = None
-        self._open()
+        if resume_step is not None and self.path.exists():
+            self._keep_frames_up_to(resume_step)
+            self._open(append=True)
+        else:
+            self._open(append=False)
         self._queue: queue.Queue = queue.Queue(maxsize=max_pending)
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._drain, name=f"pycumd-{self.path.name}", daemon=True)
@@ -85,7 +91,12 @@ class TrajectoryWriter(Reporter):
             raise RuntimeError(f"writing {self.path} failed: {error}") from error
 
     # -- per format ----------------------------------------------------------------------------
-    def _open(self) -> None:
+    def _open(self, append: bool) -> None:
+        raise NotImplementedError
+
+    def _keep_frames_up_to(self, step: int) -> None:
+        """Cut the file back to its whole frames of steps <= ``step`` (a run continued from a
+        checkpoint at ``step`` writes the later ones again)."""
         raise NotImplementedError
 
     def _write(self, frame: Frame) -> None:
@@ -98,8 +109,8 @@ class TrajectoryWriter(Reporter):
 class ExtXYZWriter(TrajectoryWriter):
     """Extended XYZ: species, positions, velocities and ids; the box as ``Lattice``, step and time."""
 
-    def _open(self):
-        self._file = open(self.path, "w")
+    def _open(self, append: bool):
+        self._file = open(self.path, "a" if append else "w")
 
     def _write(self, f: Frame):
         lattice = " ".join(f"{x:.10g}" for x in np.diag(f.lengths).ravel())
@@ -107,9 +118,14 @@ class ExtXYZWriter(TrajectoryWriter):
                   f'Properties=species:S:1:pos:R:3:velo:R:3:id:I:1 pbc="T T T" step={f.step} time={f.time:.10g}\n')
         names = np.asarray(f.type_names, dtype=object)[f.types]
         body = np.column_stack([names, f.positions, f.velocities, f.ids])
-        self._file.write(header)
-        np.savetxt(self._file, body, fmt=["%s"] + ["%.10g"] * 6 + ["%d"])
-        self._file.flush()
+        _write_whole(self._file, header, body, ["%s"] + ["%.10g"] * 6 + ["%d"])
+
+    def _keep_frames_up_to(self, step: int) -> None:
+        def frame_at(lines, i):          # (frame step, lines in the frame) or None if not a whole frame
+            n = int(lines[i])
+            step_field = [w for w in lines[i + 1].split() if w.startswith("step=")]
+            return int(step_field[0][5:]), n + 2
+        _truncate_text_frames(self.path, step, frame_at)
 
     def _close(self):
         self._file.close()
@@ -118,18 +134,24 @@ class ExtXYZWriter(TrajectoryWriter):
 class LammpsDumpWriter(TrajectoryWriter):
     """LAMMPS text dump (``dump custom ... id type x y z ix iy iz vx vy vz``), sorted by id."""
 
-    def _open(self):
-        self._file = open(self.path, "w")
+    def _open(self, append: bool):
+        self._file = open(self.path, "a" if append else "w")
 
     def _write(self, f: Frame):
         lo, hi = f.origin, f.origin + f.lengths
-        self._file.write(f"ITEM: TIMESTEP\n{f.step}\nITEM: NUMBER OF ATOMS\n{len(f.ids)}\n"
-                         "ITEM: BOX BOUNDS pp pp pp\n"
-                         + "".join(f"{lo[d]:.10g} {hi[d]:.10g}\n" for d in range(3))
-                         + "ITEM: ATOMS id type x y z ix iy iz vx vy vz\n")
+        header = (f"ITEM: TIMESTEP\n{f.step}\nITEM: NUMBER OF ATOMS\n{len(f.ids)}\n"
+                  "ITEM: BOX BOUNDS pp pp pp\n"
+                  + "".join(f"{lo[d]:.10g} {hi[d]:.10g}\n" for d in range(3))
+                  + "ITEM: ATOMS id type x y z ix iy iz vx vy vz\n")
         body = np.column_stack([f.ids, f.types + 1, f.positions, f.images, f.velocities])
-        np.savetxt(self._file, body, fmt=["%d", "%d"] + ["%.10g"] * 3 + ["%d"] * 3 + ["%.10g"] * 3)
-        self._file.flush()
+        _write_whole(self._file, header, body, ["%d", "%d"] + ["%.10g"] * 3 + ["%d"] * 3 + ["%.10g"] * 3)
+
+    def _keep_frames_up_to(self, step: int) -> None:
+        def frame_at(lines, i):
+            if lines[i] != "ITEM: TIMESTEP":
+                raise ValueError("expected ITEM: TIMESTEP")
+            return int(lines[i + 1]), 9 + int(lines[i + 3])
+        _truncate_text_frames(self.path, step, frame_at)
 
     def _close(self):
         self._file.close()
@@ -139,13 +161,22 @@ class GSDWriter(TrajectoryWriter):
     """GSD (HOOMD schema, the ``gsd`` package): positions centred in the box as HOOMD expects,
     images, velocities, type ids and names; the step as ``configuration/step``."""
 
-    def _open(self):
+    def _open(self, append: bool):
+        self._gsd = _gsd_hoomd()
+        self._file = self._gsd.open(str(self.path), mode="a" if append else "w")
+
+    def _keep_frames_up_to(self, step: int) -> None:
+        hoomd = _gsd_hoomd()
         try:
-            import gsd.hoomd
-        except ImportError:
-            raise ImportError("GSD output needs the gsd package: pip install 'pycumd[io]'") from None
-        self._gsd = gsd.hoomd
-        self._file = gsd.hoomd.open(str(self.path), mode="w")
+            with hoomd.open(str(self.path), mode="r") as old:
+                kept = [frame for frame in old if frame.configuration.step <= step]
+        except Exception as exc:
+            raise ValueError(f"trajectory {self.path}: cannot read it back to continue it ({exc})") from None
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        with hoomd.open(str(tmp), mode="w") as new:
+            for frame in kept:
+                new.append(frame)
+        os.replace(tmp, self.path)
 
     def _write(self, f: Frame):
         frame = self._gsd.Frame()
@@ -162,6 +193,43 @@ class GSDWriter(TrajectoryWriter):
 
     def _close(self):
         self._file.close()
+
+
+def _gsd_hoomd():
+    try:
+        import gsd.hoomd
+    except ImportError:
+        raise ImportError("GSD output needs the gsd package: pip install 'pycumd[io]'") from None
+    return gsd.hoomd
+
+
+def _write_whole(file, header: str, body: np.ndarray, fmt: list) -> None:
+    """Format a frame completely, then write it with one call and flush: a run killed while writing
+    leaves whole frames (and at most one cut-off last frame, which a continuation removes)."""
+    text = io.StringIO()
+    text.write(header)
+    np.savetxt(text, body, fmt=fmt)
+    file.write(text.getvalue())
+    file.flush()
+
+
+def _truncate_text_frames(path: Path, step: int, frame_at) -> None:
+    """Cut a text trajectory after its last whole frame of step <= ``step``; ``frame_at(lines, i)``
+    returns (step, number of lines) of the frame starting at line ``i``."""
+    lines = path.read_text().split("\n")
+    i = kept_lines = 0
+    while i < len(lines) - 1:
+        try:
+            frame_step, n_lines = frame_at(lines, i)
+        except (ValueError, IndexError):
+            break
+        if frame_step > step or i + n_lines > len(lines) - 1:
+            break
+        i += n_lines
+        kept_lines = i
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(line + "\n" for line in lines[:kept_lines]))
+    os.replace(tmp, path)
 
 
 FORMATS = {".xyz": ExtXYZWriter, ".extxyz": ExtXYZWriter, ".gsd": GSDWriter,

@@ -1,0 +1,140 @@
+"""Checkpoints: the complete state of a run, written atomically, from which it continues bit for bit.
+
+File format (pycumd's own; version :data:`FORMAT_VERSION`)::
+
+    PYCUMD-CHECKPOINT\\n
+    {"format": 1, "sha256": "<hex of the payload>", "bytes": <payload length>}\\n
+    <payload: a NumPy .npz archive>
+
+The payload holds ``meta.json`` (step, time, run bounds, box, units, device and precision, the
+thermostat's and the neighbour policy's state, the pycumd version, the input the run came from and
+the options it ran with) and the per-atom arrays exactly as the run held them (current order, the
+run's dtypes, composite low parts as ``lo.NAME``). Reading checks the header, the length and the
+checksum, so a truncated or altered file is an error, never a wrong run.
+
+A file is written to ``PATH.tmp``, flushed, fsync'ed and renamed over ``PATH``; the previous
+checkpoint is kept as ``PATH.1`` (the last two). The state is copied off the GPU on a side stream
+and the file is written by a background thread, so a checkpoint does not stall the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import queue
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from .reporter import HostCopy, Needs, Reporter
+
+MAGIC = b"PYCUMD-CHECKPOINT\n"
+FORMAT_VERSION = 1
+
+
+def encode_checkpoint(meta: dict, arrays: dict) -> bytes:
+    """The bytes of a checkpoint file (header and payload) for ``meta`` and host ``arrays``."""
+    buffer = io.BytesIO()
+    np.savez(buffer, **{"meta.json": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)},
+             **{name: np.asarray(a) for name, a in arrays.items()})
+    payload = buffer.getvalue()
+    header = {"format": FORMAT_VERSION, "sha256": hashlib.sha256(payload).hexdigest(), "bytes": len(payload)}
+    return MAGIC + json.dumps(header).encode() + b"\n" + payload
+
+
+def write_atomically(path, data: bytes, keep_previous: bool = True) -> None:
+    """Write ``data`` to ``path`` through ``path.tmp`` + fsync + rename; keep the old file as ``path.1``."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    if keep_previous and path.exists():
+        os.replace(path, path.with_name(path.name + ".1"))
+    os.replace(tmp, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+class CheckpointWriter(Reporter):
+    """Writes a checkpoint every ``every`` steps (and on request: :meth:`write_now`).
+
+    Parameters
+    ----------
+    path : str or path
+        The checkpoint file; the previous one is kept as ``PATH.1``.
+    every : int
+        Interval in steps (0: only on request, e.g. at a clean stop).
+    context : dict
+        What the run came from and how it ran (input, options, stage): stored in every checkpoint
+        so that ``pycumd run --restart PATH`` can rebuild the run (set by the driver).
+    """
+
+    needs = Needs()
+
+    def __init__(self, path, every: int = 0, context: dict | None = None):
+        if every < 0:
+            raise ValueError(f"checkpoint interval must be >= 0, got {every}")
+        self.path = Path(path)
+        self.every = int(every)
+        self.context = dict(context or {})
+        self.written: list[int] = []           # steps of the checkpoints written
+        self._last_step = None
+        self._queue: queue.Queue = queue.Queue(maxsize=2)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._drain, name=f"pycumd-{self.path.name}", daemon=True)
+        self._thread.start()
+
+    def report(self, snapshot) -> None:
+        self.write_now(snapshot.simulation)
+
+    def write_now(self, sim, wait: bool = False) -> None:
+        """Checkpoint ``sim`` at its current step (which becomes a restart point: see
+        :meth:`~pycumd.simulation.Simulation.start_checkpoint`); ``wait`` for the file to be on disk."""
+        self._raise_pending_error()
+        if sim.state.step != self._last_step:
+            self._last_step = sim.state.step
+            sim.start_checkpoint()
+            arrays = sim.checkpoint_arrays()
+            from .. import __version__
+
+            meta = {"pycumd_version": __version__, "format": FORMAT_VERSION, **sim.checkpoint_scalars(),
+                    "context": self.context, "array_names": list(arrays)}
+            self._queue.put((meta, list(arrays), HostCopy(sim.backend, list(arrays.values()))))
+        if wait:
+            self._queue.join()
+            self._raise_pending_error()
+
+    def close(self) -> None:
+        """Wait for the checkpoints in flight to be written."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        self._raise_pending_error()
+
+    def _drain(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if item is None:
+                    return
+                if self._error is None:
+                    meta, names, copy = item
+                    write_atomically(self.path, encode_checkpoint(meta, dict(zip(names, copy.wait()))))
+                    self.written.append(meta["step"])
+            except BaseException as exc:          # reported in the simulation's thread
+                self._error = exc
+            finally:
+                self._queue.task_done()
+
+    def _raise_pending_error(self) -> None:
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise RuntimeError(f"writing checkpoint {self.path} failed: {error}") from error
