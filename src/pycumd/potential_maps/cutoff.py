@@ -32,7 +32,7 @@ __all__ = ["cutoff_sum", "SPLITS", "periodic_images"]
 
 SPLITS = {"shifted": 0, "msm": 1}
 #: GPU: lattice points per thread along z (the block's region is 8 x 8 x 2 ZU points)
-Z_PER_THREAD = 8
+Z_PER_THREAD = 4
 
 
 def periodic_images(atoms: np.ndarray, box_lengths, reach: float) -> np.ndarray:
