@@ -28,6 +28,7 @@ from .components import EngineOptions, NeighborOptions
 from .integrators import VelocityVerlet
 from .outputs.checkpoint import CheckpointWriter
 from .outputs.settings import OutputSettings, Reporters
+from .parallel.outputs import rank_outputs
 from .simulation import Simulation
 from .system import System
 from .units import get_units
@@ -98,7 +99,8 @@ class RunPlan:
         sim = Simulation(system, stage.potential, stage.integrator or VelocityVerlet(), skin=n.skin,
                          neighbor_every=n.every, neighbor_delay=n.delay, neighbor_check=n.check,
                          device=e.device, precision=e.precision, deterministic=e.deterministic,
-                         pair_method=e.pair_method, use_graphs=e.use_graphs, reporters=reporters)
+                         pair_method=e.pair_method, use_graphs=e.use_graphs, reporters=reporters,
+                         comm=e.comm, processors=e.processors, matrix_grid=e.matrix_grid)
         sim.state.step = previous.state.step if previous is not None else self.first_step
         return sim
 
@@ -170,8 +172,9 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
     t0 = time.perf_counter()
     if resume is not None and plan.outputs.checkpoint is None:
         plan.outputs.checkpoint = str(resume.path)
-    reporters: Reporters = plan.outputs.build(resume_step=resume.step if resume is not None else None)
-    screen = plan.outputs.screen
+    outputs = rank_outputs(plan.outputs, plan.engine.comm)       # MPI ranks other than 0 write nothing
+    reporters: Reporters = outputs.build(resume_step=resume.step if resume is not None else None)
+    screen = outputs.screen
     first_stage = int(resume.context.get("stage", 0)) if resume is not None else 0
     sim, steps_run = None, 0
     signals = _StopOnSignals() if stop_on_signals else None
@@ -198,7 +201,7 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
             if screen:
                 print(sim.describe(), flush=True)
             try:
-                sim.run(steps, progress=plan.outputs.progress)
+                sim.run(steps, progress=outputs.progress)
             except RunStopped:
                 writer = reporters.checkpoint or CheckpointWriter(_STOP_CHECKPOINT)
                 writer.context = plan.checkpoint_context(index)

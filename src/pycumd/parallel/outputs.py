@@ -1,0 +1,52 @@
+"""Outputs of a run over MPI ranks: single files, written by rank 0.
+
+Every rank runs the same reporters' schedule (thermo rows and frames are collective: sums over the
+ranks, gathers in id order), but only rank 0 opens files and prints.  :func:`rank_outputs` gives
+the other ranks stand-ins: a thermo reporter that computes and keeps its rows without printing,
+and for each trajectory a :class:`FrameParticipant` that takes part in the frame gathers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..outputs.reporter import Needs, Reporter
+from ..outputs.settings import OutputSettings, Reporters
+from ..outputs.thermo import ThermoReporter
+
+
+class FrameParticipant(Reporter):
+    """A trajectory writer's schedule without its file: joins the collective gather of each frame."""
+
+    needs = Needs(frame=True)
+
+    def __init__(self, every: int):
+        self.every = int(every)
+
+    def report(self, snapshot) -> None:
+        snapshot.frame()
+
+
+@dataclass
+class FollowerOutputs:
+    """The outputs of a rank other than 0: the same schedule, nothing written."""
+
+    settings: OutputSettings
+
+    screen = False
+    progress = False
+
+    def build(self, resume_step: int | None = None) -> Reporters:
+        return Reporters(ThermoReporter(every=0, log=None, screen=False),
+                         [FrameParticipant(t.every) for t in self.settings.trajectories])
+
+
+def rank_outputs(settings: OutputSettings, comm):
+    """``settings`` on rank 0 of ``comm`` (an mpi4py communicator or None), else :class:`FollowerOutputs`."""
+    if comm is None:
+        return settings
+    if getattr(settings, "checkpoint", None) is not None:
+        raise NotImplementedError("checkpoints of runs over several MPI ranks are not implemented yet")
+    if getattr(comm, "comm", comm).Get_rank() == 0:
+        return settings
+    return FollowerOutputs(settings)
