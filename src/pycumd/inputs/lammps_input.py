@@ -99,7 +99,10 @@ class LammpsPlanner:
 
     def plan(self, engine: EngineOptions | None = None) -> RunPlan:
         """The plan of the commands executed so far."""
-        return RunPlan(list(self.stages), engine or EngineOptions(), self.outputs)
+        engine = engine or EngineOptions()
+        if engine.processors is None:
+            engine.processors = getattr(self, "processors", None)    # LAMMPS processors Px Py Pz (MPI runs)
+        return RunPlan(list(self.stages), engine, self.outputs)
 
     # -- entry points -----------------------------------------------------------------------
     def execute(self, commands: list[Command]) -> None:
@@ -125,6 +128,13 @@ class LammpsPlanner:
         if a[0] not in ("atomic", "charge"):
             raise ValueError(f"atom_style {a[0]} is not supported (atomic or charge)")
         self.setup.atom_style = a[0]
+
+    def _cmd_processors(self, a):
+        """``processors Px Py Pz`` (``*`` free): the grid of spatial domains of a run over MPI ranks
+        (pycumd.parallel.grid); its further keywords are ignored."""
+        from ..parallel.grid import parse_processors
+
+        self.processors = parse_processors(a[:3])
 
     def _cmd_dimension(self, a):
         if a[0] != "3":

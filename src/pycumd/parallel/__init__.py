@@ -15,7 +15,7 @@ the ranks (:mod:`pycumd.parallel.decomposition`).  See docs/scaling.md.
 
 from __future__ import annotations
 
-from .comm import Communicator, as_communicator, launched_size, select_device, world
+from .comm import Communicator, abort_on_error, as_communicator, launched_size, select_device, world
 from .grid import block_range, choose_domain_grid, choose_matrix_grid, parse_processors
 
 
@@ -57,5 +57,5 @@ def decompose(system, potential, integrator, backend, precision, pair_method: st
     return d, state, neighbors, forces
 
 
-__all__ = ["Communicator", "as_communicator", "block_range", "choose_domain_grid", "choose_matrix_grid",
+__all__ = ["Communicator", "abort_on_error", "as_communicator", "block_range", "choose_domain_grid", "choose_matrix_grid",
            "decompose", "launched_size", "parse_processors", "select_device", "world"]

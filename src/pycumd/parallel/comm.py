@@ -209,3 +209,31 @@ def select_device(comm, device: int | None = None) -> int:
         device = int(env) if env else local_rank(comm) % count
     cupy.cuda.Device(device).use()
     return device
+
+
+class abort_on_error:
+    """Context manager: an exception on one rank of ``comm`` prints its message (with the rank) and
+    stops every rank (``MPI_Abort``), so that no rank waits forever in a collective.  With ``comm``
+    None or of one rank, exceptions pass through unchanged.
+
+    >>> with abort_on_error(MPI.COMM_WORLD):
+    ...     execute(plan)
+    """
+
+    def __init__(self, comm, code: int = 1):
+        self.comm = getattr(comm, "comm", comm)
+        self.code = code
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, traceback):
+        if exc is None or self.comm is None or self.comm.Get_size() == 1:
+            return False
+        if isinstance(exc, SystemExit) and not exc.code:
+            return False
+        print(f"pycumd: error on MPI rank {self.comm.Get_rank()} of {self.comm.Get_size()}: "
+              f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        sys.stdout.flush()
+        self.comm.Abort(self.code)
+        return False
