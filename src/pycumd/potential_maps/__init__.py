@@ -90,7 +90,7 @@ def _molecule(source, **read_options):
 
 
 def potential_map(source, *, spacing: float = 0.5, padding: float = 10.0, method: str = "direct",
-                  cutoff: float = 12.0, msm_spacing: float = 2.5, device="auto", precision: str = "single",
+                  cutoff: float = 12.0, msm_spacing: float = 1.0, device="auto", precision: str = "single",
                   units: str = "kT/e", periodic: bool | None = None, lattice: Lattice | None = None,
                   devices=None, **read_options) -> PotentialMap:
     """Compute the electrostatic potential of charged atoms on a lattice.

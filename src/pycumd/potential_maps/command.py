@@ -21,7 +21,7 @@ def add_map_arguments(parser, default_method: str = "direct") -> None:
                         help=f"direct (all pairs), cutoff (shifted to zero at --cutoff), msm (multilevel; "
                              f"periodic for inputs with a box) (default {default_method})")
     parser.add_argument("--cutoff", type=float, default=12.0, help="cutoff / MSM short-range cutoff, Angstrom (12)")
-    parser.add_argument("--msm-spacing", type=float, default=2.5, help="finest MSM grid spacing, Angstrom (2.5)")
+    parser.add_argument("--msm-spacing", type=float, default=1.0, help="finest MSM grid spacing, Angstrom (1.0)")
     parser.add_argument("--units", choices=list(UNITS), default="kT/e", help="output units: kT/e at 300 K, V, e/A")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--precision", default="single", choices=["single", "double"],
