@@ -26,6 +26,7 @@ from .bookkeeping import RunStopped
 from .box import Box
 from .components import EngineOptions, NeighborOptions
 from .integrators import VelocityVerlet
+from .minimize import Minimizer
 from .outputs.checkpoint import CheckpointWriter
 from .outputs.settings import OutputSettings, Reporters
 from .parallel.outputs import rank_outputs
@@ -52,6 +53,8 @@ class Stage:
     rebuild : bool
         Build new components for this stage (settings changed); False continues the previous
         stage's simulation as it is (only ``steps`` and ``thermo_every`` may differ).
+    minimize : MinimizeSettings or None
+        LAMMPS ``minimize``: the stage minimises the energy (:mod:`pycumd.minimize`) instead of running steps.
     """
 
     steps: int
@@ -62,6 +65,7 @@ class Stage:
     system: System | None = None
     system_edits: list = field(default_factory=list)
     rebuild: bool = True
+    minimize: object = None
 
 
 @dataclass
@@ -201,7 +205,12 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
             if screen:
                 print(sim.describe(), flush=True)
             try:
-                sim.run(steps, progress=outputs.progress)
+                if stage.minimize is not None:          # LAMMPS minimize (pycumd.minimize)
+                    minimized = Minimizer(sim, stage.minimize).run()
+                    if screen:
+                        print(minimized.describe(), flush=True)
+                else:
+                    sim.run(steps, progress=outputs.progress)
             except RunStopped:
                 writer = reporters.checkpoint or CheckpointWriter(_STOP_CHECKPOINT)
                 writer.context = plan.checkpoint_context(index)

@@ -46,7 +46,11 @@ def encode_checkpoint(meta: dict, arrays: dict) -> bytes:
 
 
 def write_atomically(path, data: bytes, keep_previous: bool = True) -> None:
-    """Write ``data`` to ``path`` through ``path.tmp`` + fsync + rename; keep the old file as ``path.1``."""
+    """Write ``data`` to ``path`` through ``path.tmp`` + fsync + rename; keep the old file as ``path.1``.
+
+    At every moment ``path`` is a complete file (the old or the new one): the old one is linked to
+    ``path.1`` before the new one is renamed over it.
+    """
     path = Path(path)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
@@ -54,7 +58,15 @@ def write_atomically(path, data: bytes, keep_previous: bool = True) -> None:
         f.flush()
         os.fsync(f.fileno())
     if keep_previous and path.exists():
-        os.replace(path, path.with_name(path.name + ".1"))
+        previous = path.with_name(path.name + ".1")
+        staging = path.with_name(path.name + ".1.tmp")
+        if staging.exists():
+            staging.unlink()
+        try:
+            os.link(path, staging)
+        except OSError:                       # a file system without hard links
+            staging.write_bytes(path.read_bytes())
+        os.replace(staging, previous)
     os.replace(tmp, path)
     directory = os.open(path.parent, os.O_RDONLY)
     try:

@@ -1,0 +1,239 @@
+"""Checkpoints and restarts: a continued run gives the uninterrupted run's bits and files; damaged
+checkpoints are refused; clean stops on signals and --walltime; a run killed at random moments
+leaves readable files and continues exactly."""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pycumd import EngineOptions, InputError, Reporter, RunPlan, execute
+from pycumd.bookkeeping import RunStopped
+from pycumd.inputs.checkpoint import read_checkpoint
+from pycumd.inputs.lammps_input import plan_from_lammps_script
+from pycumd.outputs.checkpoint import write_atomically
+from pycumd.outputs.settings import TrajectoryOutput
+
+SCRIPT = """
+units lj
+lattice fcc 0.8442
+region box block 0 4 0 4 0 4
+create_box 1 box
+create_atoms 1 box
+mass 1 1.0
+velocity all create 1.44 87287 loop geom
+pair_style lj/cut 2.5
+pair_coeff 1 1 1.0 1.0 2.5
+neighbor 0.3 bin
+{fix}
+thermo 5
+run 30
+{second_run}
+"""
+FIXES = {
+    "nve": "fix 1 all nve",
+    "nose-hoover": "fix 1 all nvt temp 1.44 1.2 0.5",
+    "langevin": "fix 1 all nve\nfix 2 all langevin 1.44 1.44 0.5 48279",
+}
+
+
+def _plan(tmp_path: Path, fix="nve", second_run="run 20", **outputs) -> RunPlan:
+    plan = plan_from_lammps_script(text=SCRIPT.format(fix=FIXES[fix], second_run=second_run), screen=False)
+    plan.engine = EngineOptions(device="cpu")
+    plan.outputs.thermo_log = str(tmp_path / "thermo.csv")
+    plan.outputs.trajectories = [TrajectoryOutput(str(tmp_path / "traj.xyz"), 5),
+                                 TrajectoryOutput(str(tmp_path / "traj.lammpstrj"), 10),
+                                 TrajectoryOutput(str(tmp_path / "traj.gsd"), 10)]
+    plan.outputs.checkpoint = str(tmp_path / "run.ckpt")
+    plan.outputs.checkpoint_every = 10
+    for key, value in outputs.items():
+        setattr(plan.outputs, key, value)
+    return plan
+
+
+def _final(result):
+    system = result.sim.system()
+    return system.positions, system.velocities, system.images
+
+
+def _files(tmp_path: Path) -> dict:
+    import gsd.hoomd
+
+    files = {name: (tmp_path / name).read_bytes() for name in ("thermo.csv", "traj.xyz", "traj.lammpstrj")}
+    with gsd.hoomd.open(str(tmp_path / "traj.gsd")) as frames:
+        files["traj.gsd"] = [(f.configuration.step, f.particles.position.tobytes(), f.particles.velocity.tobytes())
+                             for f in frames]
+    return files
+
+
+@pytest.mark.parametrize("fix", sorted(FIXES))
+def test_a_restart_continues_with_the_bits_and_files_of_the_uninterrupted_run(tmp_path, fix):
+    """Two runs (30 + 20 steps), checkpoints every 10: continuing from the checkpoint of step 20 (in
+    the first run) and of step 40 (in the second) gives the uninterrupted run's final state bit for
+    bit and the same thermo log and trajectories, no row or frame repeated or missing."""
+    reference = execute(_plan(tmp_path, fix))
+    expected_files = _files(tmp_path)
+    expected = _final(reference)
+    assert read_checkpoint(tmp_path / "run.ckpt").step == 50 and read_checkpoint(tmp_path / "run.ckpt.1").step == 40
+    for step in (20, 40):
+        # a second, identical run, stopped after step `step` (as by a signal)
+        work = tmp_path / f"from_{step}"
+        work.mkdir()
+        with pytest.raises(RunStopped):
+            execute(_plan(work, fix), on_simulation=lambda sim: sim.reporters.append(_StopAt(step)))
+        checkpoint = read_checkpoint(work / "run.ckpt")
+        assert checkpoint.step == step
+        resumed = execute(_plan(work, fix), resume=checkpoint)
+        for a, b in zip(_final(resumed), expected):
+            assert np.array_equal(a, b)
+        assert _files(work) == expected_files
+
+
+class _StopAt(Reporter):
+    """Asks the simulation to stop after step ``step``."""
+
+    def __init__(self, step):
+        self.step = step
+
+    def next_report(self, step, run_start, run_end):
+        return self.step if step <= self.step <= run_end else None
+
+    def report(self, snapshot):
+        snapshot.simulation.stop_request = "test"
+
+
+def test_the_checkpoint_holds_the_thermostat_and_run_bounds(tmp_path):
+    execute(_plan(tmp_path, "nose-hoover", second_run=""))
+    meta = read_checkpoint(tmp_path / "run.ckpt").meta
+    assert meta["run_start"] == 0 and meta["run_end"] == 30 and meta["step"] == 30
+    assert set(meta["thermostat"]) == {"eta", "eta_dot", "eta_dotdot", "eta_mass", "t_current"}
+    assert meta["context"]["source"]["kind"] == "lammps" and meta["precision"] == "double"
+
+
+def test_damaged_checkpoints_are_refused_with_the_reason(tmp_path):
+    execute(_plan(tmp_path, second_run=""))
+    good = (tmp_path / "run.ckpt").read_bytes()
+    cases = {"truncated": good[:-100], "altered": good[:-50] + bytes([good[-50] ^ 1]) + good[-49:],
+             "other": b"ITEM: TIMESTEP\n0\n", "version": good.replace(b'"format": 1', b'"format": 9', 1)}
+    messages = {"truncated": "truncated", "altered": "checksum mismatch", "other": "not a pycumd checkpoint",
+                "version": "format version 9"}
+    for name, data in cases.items():
+        path = tmp_path / f"{name}.ckpt"
+        path.write_bytes(data)
+        with pytest.raises(InputError, match=messages[name]):
+            read_checkpoint(path)
+    with pytest.raises(InputError, match="No such file"):
+        read_checkpoint(tmp_path / "missing.ckpt")
+
+
+def test_atomic_writes_keep_a_complete_file_and_the_previous_one(tmp_path):
+    path = tmp_path / "c.ckpt"
+    write_atomically(path, b"first")
+    write_atomically(path, b"second")
+    write_atomically(path, b"third")
+    assert path.read_bytes() == b"third" and (tmp_path / "c.ckpt.1").read_bytes() == b"second"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.ckpt", "c.ckpt.1"]
+
+
+def _pycumd(*args, cwd) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "pycumd.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+LONG_SCRIPT = SCRIPT.format(fix=FIXES["nve"], second_run="").replace("run 30", "run ${steps}")
+
+
+def test_sigterm_stops_cleanly_with_a_checkpoint_and_the_run_resumes(tmp_path):
+    (tmp_path / "in.lj").write_text(LONG_SCRIPT)
+    proc = _pycumd("run", "in.lj", "--var", "steps", "200000", "--device", "cpu", "--log", "thermo.csv", cwd=tmp_path)
+    deadline = time.time() + 60
+    while not (tmp_path / "thermo.csv").exists() or len((tmp_path / "thermo.csv").read_text().splitlines()) < 3:
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "Resume with: pycumd run --restart pycumd-stop.ckpt" in err
+    stopped_at = read_checkpoint(tmp_path / "pycumd-stop.ckpt").step
+    rows = (tmp_path / "thermo.csv").read_text().splitlines()
+    assert int(rows[-1].split(",")[0]) <= stopped_at
+    # the continuation is asked to stop at once by a wall time of zero: it stops at its first block
+    proc = _pycumd("run", "--restart", "pycumd-stop.ckpt", "--walltime", "0:0:0", cwd=tmp_path)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    assert read_checkpoint(tmp_path / "pycumd-stop.ckpt").step > stopped_at
+
+
+def test_restart_errors_name_the_problem(tmp_path):
+    from pycumd.cli import main
+
+    assert main(["run", "--restart", str(tmp_path / "none.ckpt")]) == 2
+    (tmp_path / "bad.ckpt").write_bytes(b"\xff\xfe garbage")
+    assert main(["run", "--restart", str(tmp_path / "bad.ckpt")]) == 2
+    assert main(["run", "--walltime", "soon"]) == 2
+
+
+def _parse_xyz_frames(text: str) -> list[int]:
+    lines, steps, i = text.split("\n"), [], 0
+    while i < len(lines) - 1:
+        n = int(lines[i])
+        assert i + n + 2 <= len(lines) - 1, "a cut-off frame"
+        steps.append(int([w for w in lines[i + 1].split() if w.startswith("step=")][0][5:]))
+        for line in lines[i + 2:i + 2 + n]:
+            assert len(line.split()) == 8
+        i += n + 2
+    return steps
+
+
+def test_a_run_killed_at_20_random_moments_leaves_whole_files_and_continues_exactly(tmp_path):
+    """SIGKILL at 20 random moments of a run that continues each time from its last checkpoint:
+    after every kill the CSV has only whole rows and every trajectory frame reads back; the final
+    state and files equal those of the run never killed."""
+    steps = 400
+    args = ["--var", "steps", str(steps), "--device", "cpu", "--log", "thermo.csv", "--trajectory", "traj.xyz",
+            "--trajectory-every", "20", "--checkpoint", "run.ckpt", "--checkpoint-every", "40", "--no-progress"]
+    reference = tmp_path / "reference"
+    killed = tmp_path / "killed"
+    for d in (reference, killed):
+        d.mkdir()
+        (d / "in.lj").write_text(LONG_SCRIPT)
+    proc = _pycumd("run", "in.lj", *args, cwd=reference)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    rng = random.Random(20261124)
+    kills = restarts = 0
+    while True:
+        if (killed / "run.ckpt").exists():
+            restarts += 1
+            proc = _pycumd("run", "--restart", "run.ckpt", cwd=killed)
+        else:
+            proc = _pycumd("run", "in.lj", *args, cwd=killed)
+        if kills == 20:
+            break
+        time.sleep(rng.uniform(0.2, 2.5))
+        if proc.poll() is not None:          # finished before the kill: start the test's chain again
+            assert proc.returncode == 0, proc.stderr.read()
+            for name in ("run.ckpt", "run.ckpt.1", "thermo.csv", "traj.xyz"):
+                (killed / name).unlink(missing_ok=True)
+            continue
+        proc.kill()
+        proc.wait()
+        kills += 1
+        if (killed / "thermo.csv").exists():
+            lines = (killed / "thermo.csv").read_text().split("\n")
+            assert lines[-1] == "" and all(len(line.split(",")) == 6 for line in lines[:-1])
+        if (killed / "traj.xyz").exists():
+            _parse_xyz_frames((killed / "traj.xyz").read_text())
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    assert restarts >= 10           # most kills came after a checkpoint: the chain really continued
+    for name in ("thermo.csv", "traj.xyz"):
+        assert (killed / name).read_bytes() == (reference / name).read_bytes(), name
+    assert _parse_xyz_frames((killed / "traj.xyz").read_text()) == list(range(0, steps + 1, 20))
