@@ -21,6 +21,7 @@ Supported commands and keywords::
                                               langevin T0 T1 DAMP SEED
     unfix ID                       thermo N            thermo_style one
     run N                          print TEXT          echo/log/newton/processors (ignored)
+    min_style cg|fire              min_modify dmax D   minimize ETOL FTOL MAXITER MAXEVAL
 
 Anything else stops with an error naming the command and its line.  In ``lj`` units
 ``lattice fcc 0.8442`` is the reduced density; otherwise the argument is the lattice constant.
@@ -35,6 +36,7 @@ import numpy as np
 
 from ..box import Box
 from ..integrators import Langevin, NoseHoover, VelocityVerlet
+from ..minimize import MIN_STYLES, MinimizeSettings
 from ..potentials.lammps_styles import check_pair_style, potential_from_lammps
 from ..system import System, create_velocities, lattice_positions, lattice_spacing
 from ..units import get_units
@@ -76,6 +78,7 @@ class _Setup:
     fixes: dict = field(default_factory=dict)
     thermo_every: int = 0
     pending_velocity: list = field(default_factory=list)
+    minimize: dict = field(default_factory=lambda: {"style": "cg", "dmax": 0.1})   # min_style, min_modify
 
 
 class LammpsPlanner:
@@ -320,6 +323,32 @@ class LammpsPlanner:
     def _cmd_thermo_style(self, a):
         if a != ["one"]:
             raise ValueError("only thermo_style one is supported")
+
+    def _cmd_min_style(self, a):
+        if len(a) != 1 or a[0] not in MIN_STYLES:
+            raise ValueError(f"min_style {' '.join(a)} is not supported (use {' or '.join(MIN_STYLES)})")
+        self.setup.minimize["style"] = a[0]
+
+    def _cmd_min_modify(self, a):
+        if len(a) != 2 or a[0] != "dmax":
+            raise ValueError(f"min_modify {' '.join(a)} is not supported (only dmax VALUE)")
+        self.setup.minimize["dmax"] = float(a[1])
+
+    def _cmd_minimize(self, a):
+        if len(a) != 4:
+            raise ValueError("minimize needs etol ftol maxiter maxeval")
+        settings = MinimizeSettings(float(a[0]), float(a[1]), int(a[2]), int(a[3]), **self.setup.minimize)
+        fixes = self.setup.fixes                # minimisation needs no fix nve: one holds the time step (FIRE)
+        borrowed = not any(f[0] in ("nve", "nvt") for f in fixes.values())
+        if borrowed:
+            fixes["minimize"] = ("nve",)
+        try:
+            self._cmd_run(["0"])                # a stage like 'run 0' that minimises (pycumd.minimize)
+        finally:
+            if borrowed:
+                del fixes["minimize"]
+                self._dirty = True
+        self.stages[-1].minimize = settings
 
     def _cmd_run(self, a):
         steps = int(a[0])
