@@ -1,0 +1,153 @@
+"""Runs over MPI ranks (pycumd.parallel): grids, and P-rank runs against the 1-rank run.
+
+The MPI runs are subprocesses (``mpiexec -n P python3 tests/mpi_parallel_check.py CASE``), skipped
+when mpi4py or mpiexec is missing.  Each prints one ``RESULT`` JSON line (rank 0) with its
+measured differences from the 1-rank run of the same input, which rank 0 runs first.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pycumd.parallel.grid import block_range, choose_domain_grid, choose_matrix_grid, parse_processors
+from pycumd.system import InputError
+
+HERE = Path(__file__).resolve().parent
+
+
+# -- grids (no MPI needed) -----------------------------------------------------------------------
+def _surface(g, L):
+    a = np.asarray(L, float) / np.asarray(g)
+    return a[0] * a[1] + a[0] * a[2] + a[1] * a[2]
+
+
+@pytest.mark.parametrize("size, L", [(4, (10, 10, 10)), (6, (30, 10, 10)), (8, (12, 12, 24)), (12, (20, 15, 10))])
+def test_domain_grid_least_surface_among_thick_enough(size, L):
+    g = choose_domain_grid(size, L, 2.8)
+    assert int(np.prod(g)) == size
+    assert (np.asarray(L) / np.asarray(g) >= 2.8).all()
+    triples = [(a, b, size // (a * b)) for a in range(1, size + 1) for b in range(1, size + 1)
+               if size % (a * b) == 0]
+    assert _surface(g, L) == min(_surface(t, L) for t in triples if (np.asarray(L) / np.asarray(t) >= 2.8).all())
+
+
+def test_domain_grid_honours_processors():
+    assert choose_domain_grid(4, (12, 12, 12), 2.8, "4 1 1") == (4, 1, 1)      # not the least surface (2x2x1)
+    assert choose_domain_grid(4, (12, 12, 12), 2.8, "* 1 *") == (2, 1, 2)
+    assert choose_domain_grid(6, (12, 12, 12), 2.8, (3, 0, 0)) in {(3, 2, 1), (3, 1, 2)}
+
+
+def test_domain_thinner_than_ghost_layer_is_a_clear_error():
+    with pytest.raises(InputError, match="ghost layer"):
+        choose_domain_grid(4, (10, 10, 10), 2.8, "4 1 1")        # domains 2.5 thick < 2.8
+    with pytest.raises(InputError, match="ghost layer"):
+        choose_domain_grid(3, (10, 10, 10), 4.0)                   # every 3-grid is 3.33 thick
+    with pytest.raises(InputError, match="multiply"):
+        choose_domain_grid(3, (10, 10, 10), 1.0, "2 1 1")
+
+
+def test_parse_processors_errors():
+    assert parse_processors("2 * 1") == (2, 0, 1)
+    with pytest.raises(InputError, match="three"):
+        parse_processors("2 2")
+    with pytest.raises(InputError, match="whole number"):
+        parse_processors("2 x 1")
+
+
+def test_matrix_grid_and_blocks():
+    assert choose_matrix_grid(4) == (2, 2)
+    assert choose_matrix_grid(6) == (3, 2)
+    assert choose_matrix_grid(3) == (3, 1)
+    assert choose_matrix_grid(6, "1x6") == (1, 6)
+    with pytest.raises(InputError, match="product"):
+        choose_matrix_grid(4, "3x2")
+    blocks = [block_range(10, 3, i) for i in range(3)]
+    assert blocks == [(0, 4), (4, 7), (7, 10)]
+
+
+# -- MPI runs --------------------------------------------------------------------------------------
+def _mpiexec():
+    try:
+        import mpi4py  # noqa: F401
+    except ImportError:
+        return None
+    exe = shutil.which("mpiexec") or shutil.which("mpirun")
+    if exe is None:
+        return None
+    version = subprocess.run([exe, "--version"], capture_output=True, text=True).stdout
+    return [exe, "--oversubscribe"] if "Open MPI" in version or "OpenRTE" in version else [exe]
+
+
+MPIEXEC = _mpiexec()
+needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="needs mpi4py and mpiexec (pip install 'pycumd[mpi]')")
+
+
+def _mpi(ranks: int, *args, timeout=240):
+    env = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1", PYCUMD_DEVICE="cpu")
+    return subprocess.run([*MPIEXEC, "-n", str(ranks), sys.executable, *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=HERE.parent)
+
+
+def _result(ranks, case, *extra):
+    proc = _mpi(ranks, str(HERE / "mpi_parallel_check.py"), case, *extra)
+    lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    assert proc.returncode == 0 and lines, proc.stdout[-2000:] + proc.stderr[-4000:]
+    return json.loads(lines[-1][len("RESULT "):])
+
+
+def _assert_matches_one_rank(r):
+    assert r["n_atoms"][0] == r["n_atoms"][1] and sum(r["local_counts"]) >= r["n_atoms"][1]
+    assert r["ids_equal"] and r["frame_ids_sorted"]
+    assert r["force_rel"] < 1e-12, r                # forces of every atom at step 0
+    assert r["position_rel"] < 1e-10, r             # positions after 100 steps (relative to the box)
+    assert r["velocity_rel"] < 1e-10, r
+    assert r["thermo_rel"] < 1e-10, r               # Temp, E_pair, TotEng, Press every 10 steps
+    assert r["thermo_rows"][0] == r["thermo_rows"][1] == 11
+    assert r["frame_rel"] < 1e-10, r                # the gathered frame of step 100
+    assert r["momentum_change"] < 1e-12, r
+    assert r["builds"][0] == r["builds"][1]
+
+
+@needs_mpi
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_spatial_domains_match_one_rank(ranks):
+    r = _result(ranks, "lj")
+    assert r["decomposition"].startswith("spatial domains")
+    _assert_matches_one_rank(r)
+    assert sum(r["local_counts"]) == r["n_atoms"][0]       # each atom owned once
+    assert r["migrated"] > 50                               # atoms did change domains (T = 3, 17 builds)
+
+
+@needs_mpi
+@pytest.mark.parametrize("ranks, grid", [(2, None), (3, "1x3"), (4, None)])
+def test_force_matrix_matches_one_rank(ranks, grid):
+    r = _result(ranks, "ions", *(["--grid", grid] if grid else []))
+    assert r["decomposition"].startswith("all-pairs force matrix")
+    _assert_matches_one_rank(r)
+
+
+@needs_mpi
+def test_error_on_one_rank_stops_all(tmp_path):
+    script = tmp_path / "fail.py"
+    script.write_text(
+        "from mpi4py import MPI\n"
+        "from pycumd.parallel import abort_on_error\n"
+        "comm = MPI.COMM_WORLD\n"
+        "with abort_on_error(comm):\n"
+        "    if comm.rank == 1:\n"
+        "        raise RuntimeError('atom 7 blew up at step 12')\n"
+        "    comm.Barrier()\n")
+    t0 = time.monotonic()
+    proc = _mpi(3, str(script), timeout=60)
+    assert proc.returncode != 0
+    assert "rank 1" in proc.stderr and "atom 7 blew up at step 12" in proc.stderr
+    assert time.monotonic() - t0 < 30
