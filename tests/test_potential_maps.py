@@ -10,8 +10,10 @@ from pycumd.potential_maps import (Lattice, cutoff_sum, direct_sum, lattice_arou
                                    potential_map, unit_factor, z_slabs)
 from pycumd.system import InputError
 
-ADK = next((p for p in (Path("/work/shared/data/adk_open.pqr"), Path(__file__).resolve().parents[1] / ".pm_data" /
-             "adk_open.pqr") if p.exists()), None)
+# the project's shared data sits beside the checkout (../shared, as in CI); on the device it travels in .pm_data
+_REPO = Path(__file__).resolve().parents[1]
+ADK = next((p for p in (_REPO.parent / "shared" / "data" / "adk_open.pqr", _REPO / ".pm_data" / "adk_open.pqr")
+            if p.exists()), None)
 needs_adk = pytest.mark.skipif(ADK is None, reason="adk_open.pqr (shared data) not on this machine")
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-ADK_CANDIDATES = [Path("/work/shared/data/adk_open.pqr"), Path(".pm_data/adk_open.pqr"),
+ADK_CANDIDATES = [Path(__file__).resolve().parents[4] / "shared" / "data" / "adk_open.pqr", Path(".pm_data/adk_open.pqr"),
                   Path(__file__).resolve().parents[3] / ".pm_data" / "adk_open.pqr"]
 
 
