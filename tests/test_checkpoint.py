@@ -237,3 +237,32 @@ def test_a_run_killed_at_20_random_moments_leaves_whole_files_and_continues_exac
     for name in ("thermo.csv", "traj.xyz"):
         assert (killed / name).read_bytes() == (reference / name).read_bytes(), name
     assert _parse_xyz_frames((killed / "traj.xyz").read_text()) == list(range(0, steps + 1, 20))
+
+
+def test_lammps_restart_commands_write_and_read_checkpoints_and_data_files(tmp_path):
+    """``restart N FILE`` checkpoints every N steps; ``write_restart`` and ``write_data`` after a run;
+    ``read_restart`` and ``read_data`` give back the atoms, velocities, images and step."""
+    script = SCRIPT.format(fix=FIXES["nve"], second_run="write_restart end.ckpt\nwrite_data end.data")
+    script = script.replace("thermo 5", "thermo 5\nrestart 10 every.ckpt")
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        plan = plan_from_lammps_script(text=script, screen=False)
+        assert plan.outputs.checkpoint == "every.ckpt" and plan.outputs.checkpoint_every == 10
+        plan.engine = EngineOptions(device="cpu")
+        final = execute(plan).sim.system()
+        assert read_checkpoint("every.ckpt").step == 30 and read_checkpoint("every.ckpt.1").step == 20
+        assert read_checkpoint("end.ckpt").step == 30
+        for reader in ("read_restart end.ckpt", "read_data end.data"):
+            text = f"units lj\natom_style atomic\n{reader}\npair_style lj/cut 2.5\npair_coeff 1 1 1.0 1.0 2.5\n" \
+                   "fix 1 all nve\nthermo 10\nrun 0\n"
+            again = plan_from_lammps_script(text=text, screen=False)
+            system = again.stages[0].system
+            assert np.array_equal(system.positions, final.positions)
+            assert np.array_equal(system.velocities, final.velocities)
+            assert np.array_equal(system.images, final.images) and np.array_equal(system.ids, final.ids)
+            assert again.first_step == (30 if "restart" in reader else 0)
+    finally:
+        os.chdir(cwd)
+    with pytest.raises(Exception, match="write_data before the first run"):
+        plan_from_lammps_script(text="units lj\nwrite_data x.data\n", screen=False)

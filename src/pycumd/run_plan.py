@@ -65,6 +65,7 @@ class Stage:
     system: System | None = None
     system_edits: list = field(default_factory=list)
     rebuild: bool = True
+    after_run: list = field(default_factory=list)
     minimize: object = None
 
 
@@ -116,10 +117,7 @@ class RunPlan:
                              f"{len(self.stages)}")
         stage = self.stages[stage_index]
         meta, arrays = checkpoint.meta, checkpoint.arrays
-        box = Box(np.asarray(meta["box_lengths"]), np.asarray(meta["box_origin"]))
-        system = System(box, arrays["positions"][:, :3].astype(np.float64), meta["masses"], get_units(meta["units"]),
-                        types=arrays["types"], velocities=arrays["velocities"].astype(np.float64),
-                        images=arrays["images"], ids=arrays["ids"])
+        system = system_from_checkpoint(checkpoint)
         e, n = self.engine, stage.neighbor
         sim = Simulation(system, stage.potential, stage.integrator or VelocityVerlet(), skin=n.skin,
                          neighbor_every=n.every, neighbor_delay=n.delay, neighbor_check=n.check,
@@ -136,6 +134,19 @@ class RunPlan:
     @property
     def total_steps(self) -> int:
         return sum(s.steps for s in self.stages)
+
+
+def system_from_checkpoint(checkpoint) -> System:
+    """The particles of a checkpoint as a :class:`System` (values ``hi + lo`` in composite precision)."""
+    meta, arrays = checkpoint.meta, checkpoint.arrays
+    positions = arrays["positions"][:, :3].astype(np.float64)
+    velocities = arrays["velocities"].astype(np.float64)
+    if "lo.positions" in arrays:
+        positions = positions + arrays["lo.positions"][:, :3]
+        velocities = velocities + arrays["lo.velocities"]
+    box = Box(np.asarray(meta["box_lengths"]), np.asarray(meta["box_origin"]))
+    return System(box, positions, meta["masses"], get_units(meta["units"]), types=arrays["types"],
+                  velocities=velocities, images=arrays["images"], ids=arrays["ids"])
 
 
 @dataclass
@@ -218,6 +229,8 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
                 writer.close()
                 raise RunStopped(sim.state.step, sim.stop_request, writer.path) from None
             steps_run += steps
+            for action in stage.after_run:
+                action(sim, plan, index)
             if screen:
                 print(f"Run of {steps} steps done; neighbour list builds: {sim.neighbors.n_builds}", flush=True)
     finally:
@@ -251,4 +264,13 @@ class _StopOnSignals:
         self._previous = {}
 
 
-__all__ = ["RunPlan", "RunResult", "Stage", "execute"]
+def write_checkpoint_action(path):
+    """An ``after_run`` action writing a checkpoint to ``path`` (LAMMPS ``write_restart``)."""
+    def action(sim, plan, stage_index):
+        writer = CheckpointWriter(path, context=plan.checkpoint_context(stage_index))
+        writer.write_now(sim, wait=True)
+        writer.close()
+    return action
+
+
+__all__ = ["RunPlan", "RunResult", "Stage", "execute", "system_from_checkpoint"]

@@ -21,6 +21,8 @@ Supported commands and keywords::
                                               langevin T0 T1 DAMP SEED
     unfix ID                       thermo N            thermo_style one
     run N                          print TEXT          echo/log/newton/processors (ignored)
+    restart N FILE | restart 0     write_restart FILE  read_restart FILE   (pycumd checkpoints)
+    write_data FILE [nocoeff]      (after a run: atoms, masses, images, velocities)
     min_style cg|fire              min_modify dmax D   minimize ETOL FTOL MAXITER MAXEVAL
 
 Anything else stops with an error naming the command and its line.  In ``lj`` units
@@ -45,7 +47,9 @@ from .text import read_text_input
 from .lammps_data import read_lammps_data
 from ..components import EngineOptions, NeighborOptions
 from ..outputs.settings import OutputSettings, TrajectoryOutput
-from ..run_plan import RunPlan, RunResult, Stage, execute
+from ..outputs.lammps_data import write_lammps_data
+from ..run_plan import RunPlan, RunResult, Stage, execute, system_from_checkpoint, write_checkpoint_action
+from .checkpoint import read_checkpoint
 
 IGNORED = {"echo", "log", "newton", "processors", "print", "atom_modify", "comm_modify"}
 
@@ -99,13 +103,14 @@ class LammpsPlanner:
         self._system = None    # a System set since the last run (read_data, velocity before the first run)
         self._edits: list = [] # edits of the continuing system since the last run (velocity after a run)
         self._dirty = True     # settings changed since the last run: the next stage builds anew
+        self.first_step = 0    # the step number of the first run's start (read_restart)
 
     def plan(self, engine: EngineOptions | None = None) -> RunPlan:
         """The plan of the commands executed so far."""
         engine = engine or EngineOptions()
         if engine.processors is None:
             engine.processors = getattr(self, "processors", None)    # LAMMPS processors Px Py Pz (MPI runs)
-        return RunPlan(list(self.stages), engine, self.outputs)
+        return RunPlan(list(self.stages), engine, self.outputs, first_step=self.first_step)
 
     # -- entry points -----------------------------------------------------------------------
     def execute(self, commands: list[Command]) -> None:
@@ -326,12 +331,12 @@ class LammpsPlanner:
 
     def _cmd_min_style(self, a):
         if len(a) != 1 or a[0] not in MIN_STYLES:
-            raise ValueError(f"min_style {' '.join(a)} is not supported (use {' or '.join(MIN_STYLES)})")
+            raise ValueError(f"style {' '.join(a)} is not supported (use {' or '.join(MIN_STYLES)})")
         self.setup.minimize["style"] = a[0]
 
     def _cmd_min_modify(self, a):
         if len(a) != 2 or a[0] != "dmax":
-            raise ValueError(f"min_modify {' '.join(a)} is not supported (only dmax VALUE)")
+            raise ValueError(f"keyword {' '.join(a)} is not supported (only dmax VALUE)")
         self.setup.minimize["dmax"] = float(a[1])
 
     def _cmd_minimize(self, a):
@@ -381,6 +386,58 @@ class LammpsPlanner:
         return potential_from_lammps(style, args, s.pair_coeffs, n_types=s.n_types, cutoff_mode=s.pair_cutoff_mode,
                                      mixing=s.pair_mixing, charges=s.charges, units=s.units,
                                      directory=self.base_dir)
+
+    # -- restarts and data files ------------------------------------------------------------------
+    def _cmd_restart(self, a):
+        every = int(a[0])
+        if every < 0:
+            raise ValueError(f"restart interval must be >= 0, got {every}")
+        if every == 0:
+            self.outputs.checkpoint, self.outputs.checkpoint_every = None, 0
+            return
+        if len(a) != 2:
+            raise NotImplementedError("restart N FILE takes one file (pycumd keeps the previous checkpoint "
+                                      "as FILE.1); two alternating files are not supported")
+        if "*" in a[1]:
+            raise NotImplementedError("restart file names with '*' (one file per step) are not supported")
+        self.outputs.checkpoint, self.outputs.checkpoint_every = a[1], every
+
+    def _cmd_write_restart(self, a):
+        if len(a) != 1:
+            raise ValueError("write_restart takes one file name and no keywords")
+        self._after_last_run("write_restart", write_checkpoint_action(a[0]))
+
+    def _cmd_write_data(self, a):
+        unknown = [k for k in a[1:] if k != "nocoeff"]
+        if unknown:
+            raise ValueError(f"write_data keyword(s) {' '.join(unknown)} not supported")
+        path, style, charges = a[0], self.setup.atom_style, dict(self.setup.charges)
+        self._after_last_run("write_data", lambda sim, plan, index: write_lammps_data(
+            path, sim.system(), atom_style=style, charges=charges))
+
+    def _after_last_run(self, command: str, action) -> None:
+        if not self.stages:
+            raise NotImplementedError(f"{command} before the first run is not supported (use 'run 0' first)")
+        if self._system is not None or self._edits:
+            raise NotImplementedError(f"{command} after commands that change the atoms since the last run "
+                                      f"is not supported")
+        self.stages[-1].after_run.append(action)
+
+    def _cmd_read_restart(self, a):
+        if len(a) != 1:
+            raise ValueError("read_restart takes one file name")
+        if self.stages:
+            raise NotImplementedError("read_restart after a run is not supported")
+        path = Path(a[0])
+        if not path.is_absolute() and self.base_dir is not None:
+            path = Path(self.base_dir) / path
+        checkpoint = read_checkpoint(path)
+        system = system_from_checkpoint(checkpoint)
+        s = self.setup
+        s.units, s.box, s.n_types = checkpoint.meta["units"], system.box, system.n_types
+        s.masses.update({t: float(m) for t, m in enumerate(system.masses)})
+        self.first_step = checkpoint.step
+        self._set_system(system)
 
     def _cmd_read_data(self, a):
         if len(a) != 1:
