@@ -266,3 +266,32 @@ def test_lammps_restart_commands_write_and_read_checkpoints_and_data_files(tmp_p
         os.chdir(cwd)
     with pytest.raises(Exception, match="write_data before the first run"):
         plan_from_lammps_script(text="units lj\nwrite_data x.data\n", screen=False)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("precision", ["single", "mixed", "double", "composite"])
+@pytest.mark.parametrize("graphs", [True, False])
+@pytest.mark.parametrize("fix", sorted(FIXES))
+def test_gpu_restarts_give_the_uninterrupted_bits(tmp_path, precision, graphs, fix):
+    """On the GPU, in every precision, with CUDA graphs on and off: continuing from a checkpoint in
+    the first and in the second run gives the uninterrupted run's final state and files."""
+    if precision == "composite" and fix == "langevin":
+        pytest.skip("composite precision has no Langevin thermostat (raises NotImplementedError)")
+    engine = EngineOptions(device="cuda", precision=precision, use_graphs=graphs)
+
+    def plan_in(directory):
+        plan = _plan(directory, fix)
+        plan.engine = engine
+        return plan
+
+    expected = _final(execute(plan_in(tmp_path)))
+    expected_files = _files(tmp_path)
+    for step in (20, 40):
+        work = tmp_path / f"from_{step}"
+        work.mkdir()
+        with pytest.raises(RunStopped):
+            execute(plan_in(work), on_simulation=lambda sim: sim.reporters.append(_StopAt(step)))
+        resumed = execute(plan_in(work), resume=read_checkpoint(work / "run.ckpt"))
+        for a, b in zip(_final(resumed), expected):
+            assert np.array_equal(a, b)
+        assert _files(work) == expected_files

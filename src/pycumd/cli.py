@@ -20,7 +20,7 @@ COMMAND_MODULES: dict[str, str] = {"potential-map": "pycumd.potential_maps.comma
 
 def _plan(args):
     """The RunPlan of the command line's input (TOML, LAMMPS script, or the embedded default)."""
-    from .inputs.config import load_config, plan_from_config
+    from .inputs.config import ConfigError, load_config, plan_from_config
     from .inputs.lammps_input import plan_from_lammps_script
     from .inputs.text import read_text_input
 
@@ -34,7 +34,10 @@ def _plan(args):
               f"LAMMPS examples/melt, 4000 LJ atoms)", flush=True)
         return plan_from_config(load_config(resources.files("pycumd.data").joinpath(DEFAULT_INPUT).read_text()))
     if str(args.file).endswith(".toml"):
-        return plan_from_config(load_config(read_text_input(args.file, "config")))
+        try:
+            return plan_from_config(load_config(read_text_input(args.file, "config")))
+        except ConfigError as exc:
+            raise ConfigError(f"{args.file}: {exc}") from None
     return plan_from_lammps_script(path=args.file, variables=dict(args.var or []))
 
 

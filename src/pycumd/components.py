@@ -17,7 +17,7 @@ from .neighbors.allpairs import AllPairsForces, AllPairsNeighbors, choose_pair_m
 from .neighbors.verlet import NeighborList
 from .precision import get_precision
 from .state import State
-from .system import System
+from .system import InputError, System
 
 
 @dataclass
@@ -91,6 +91,8 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     Raises NotImplementedError for combinations a precision does not cover, and InputError for a
     box too small for the cutoff.
     """
+    if system.n_atoms == 0:
+        raise InputError("the system has no atoms: nothing to simulate (is create_atoms or read_data missing?)")
     backend = _backend.select(engine.device)
     if engine.comm is not None and backend.is_gpu:   # one GPU per rank, by local rank
         from .parallel import select_device

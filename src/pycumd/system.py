@@ -144,6 +144,10 @@ def lattice_spacing(style: str, units: str | UnitSystem, *, density: float | Non
     return float(constant)
 
 
+#: the most atoms a system may hold (neighbour lists index atoms with int32)
+MAX_ATOMS = 2**31 - 1
+
+
 def lattice_positions(style: str, spacing: float, cells, first_cell=(0, 0, 0)) -> np.ndarray:
     """Sites of an ``nx x ny x nz`` block of a cubic lattice, in LAMMPS ``create_atoms`` order.
 
@@ -153,6 +157,10 @@ def lattice_positions(style: str, spacing: float, cells, first_cell=(0, 0, 0)) -
     """
     basis = LATTICE_BASES[style]
     nx, ny, nz = (int(c) for c in np.broadcast_to(cells, (3,)))
+    n_sites = float(nx) * ny * nz * len(basis)
+    if min(nx, ny, nz) < 1 or n_sites > MAX_ATOMS:
+        raise InputError(f"a lattice block of {nx} x {ny} x {nz} cells ({n_sites:.4g} sites) is outside "
+                         f"1 .. {MAX_ATOMS:.4g} atoms (pycumd indexes atoms with 32-bit integers)")
     x0, y0, z0 = (int(c) for c in first_cell)
     k, j, i = np.meshgrid(np.arange(z0, z0 + nz), np.arange(y0, y0 + ny), np.arange(x0, x0 + nx),
                           indexing="ij")
