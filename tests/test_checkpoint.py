@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from pycumd import EngineOptions, InputError, Reporter, RunPlan, execute
+from pycumd.backend import cuda_available
 from pycumd.bookkeeping import RunStopped
 from pycumd.inputs.checkpoint import read_checkpoint
 from pycumd.inputs.lammps_input import plan_from_lammps_script
@@ -269,6 +270,7 @@ def test_lammps_restart_commands_write_and_read_checkpoints_and_data_files(tmp_p
 
 
 @pytest.mark.cuda
+@pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU / CuPy on this machine")
 @pytest.mark.parametrize("precision", ["single", "mixed", "double", "composite"])
 @pytest.mark.parametrize("graphs", [True, False])
 @pytest.mark.parametrize("fix", sorted(FIXES))
