@@ -2,8 +2,8 @@
 
 The kind of file is recognised from its header line:
 
-* thermo log (``Step,Temp,E_pair,E_mol,TotEng,Press``): total, potential and kinetic energy with a
-  least-squares drift line through the total energy, temperature and pressure against the step;
+* thermo log (``Step,Temp,E_pair,E_mol,TotEng,Press``): the total energy with its least-squares drift
+  line, potential and kinetic energy, temperature and pressure against the step;
 * g(r) (``r,g``), MSD (``lag,time,msd``: log-log, with the diffusion coefficient of the late-time
   slope), VACF (``lag,time,vacf,normalized``), S(q) (``q,S,n_vectors``).
 
@@ -69,21 +69,24 @@ def figure(path, columns: dict | None = None):
     kind = kind_of(columns)
     name = Path(path).name
     if kind == "thermo":
-        fig, axes = plt.subplots(3, 1, figsize=(7, 8), sharex=True)
+        fig, axes = plt.subplots(4, 1, figsize=(7, 9.5), sharex=True)
         step, total, pair = columns["Step"], columns["TotEng"], columns["E_pair"]
         slope, intercept = drift(step, total)
-        axes[0].plot(step, total, label="total")
-        axes[0].plot(step, pair, label="potential")
-        axes[0].plot(step, total - pair, label="kinetic")
+        relative = slope * (step[-1] - step[0]) / max(abs(float(total.mean())), 1e-300)
+        axes[0].plot(step, total, label="total energy")
         axes[0].plot(step, intercept + slope * step, "k--", lw=1,
-                     label=f"drift {slope:.3g} per step ({slope * (step[-1] - step[0]) / max(abs(total.mean()), 1e-300):.2g} relative)")
-        axes[0].set_ylabel("energy")
+                     label=f"drift {slope:.3g} per step ({relative:.2g} of |E| over the run)")
+        axes[0].set_ylabel("total energy")
         axes[0].legend(fontsize=8)
-        axes[1].plot(step, columns["Temp"])
-        axes[1].set_ylabel("temperature")
-        axes[2].plot(step, columns["Press"])
-        axes[2].set_ylabel("pressure")
-        axes[2].set_xlabel("step")
+        axes[1].plot(step, pair, label="potential")
+        axes[1].plot(step, total - pair, label="kinetic")
+        axes[1].set_ylabel("energy")
+        axes[1].legend(fontsize=8)
+        axes[2].plot(step, columns["Temp"])
+        axes[2].set_ylabel("temperature")
+        axes[3].plot(step, columns["Press"])
+        axes[3].set_ylabel("pressure")
+        axes[3].set_xlabel("step")
     else:
         fig, ax = plt.subplots(figsize=(6, 4.2))
         if kind == "rdf":

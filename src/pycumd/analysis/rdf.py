@@ -21,6 +21,8 @@ from ..neighbors.counting_sort import cell_index, counting_sort
 __all__ = ["RDF", "rdf"]
 
 BLOCK = 128
+#: most bins of the GPU kernel's block histogram (4 bytes each in shared memory)
+GPU_MAX_BINS = 8192
 
 
 @numba.njit(inline="always")
@@ -97,6 +99,9 @@ def pair_distance_histogram(positions, box_lengths, r_max: float, bins: int):
         chunks = max(1, min(n, 4 * numba.get_num_threads()))
         return _histogram_cpu(pos, keys, sort.bin_start, sort.order, cells.astype(np.int64), L,
                               r_max * r_max, inv_dr, bins, chunks)
+    if bins > GPU_MAX_BINS:
+        raise ValueError(f"rdf on the GPU takes at most {GPU_MAX_BINS} bins (a block histogram in shared "
+                         f"memory), got {bins}")
     cp = backend.xp
     positions = cp.ascontiguousarray(positions)
     real = positions.dtype.type
