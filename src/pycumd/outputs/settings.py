@@ -99,6 +99,10 @@ class OutputSettings:
     def from_dict(cls, values: dict) -> "OutputSettings":
         values = dict(values)
         values["trajectories"] = [TrajectoryOutput(**t) for t in values.get("trajectories", [])]
+        for name, output in (("rdf", RDFOutput), ("msd", MSDOutput), ("vacf", VACFOutput),
+                             ("structure_factor", StructureFactorOutput)):
+            if values.get(name) is not None:
+                values[name] = output(**values[name])
         return cls(**values)
 
 
