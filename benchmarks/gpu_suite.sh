@@ -13,7 +13,11 @@
 # Logs and JSON lines go under $OUT (or ./gpu_out); a short table is printed last.
 set -o pipefail
 OUT=${OUT:-gpu_out}; mkdir -p "$OUT"
-export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
+export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0
+# Python packages the device lacks (gsd, ase, ...) travel as wheels in .whl (carry it: README of the device tool)
+if compgen -G ".whl/*.whl" > /dev/null; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=$PYTHONPATH:/tmp/site
+fi
 parts=${*:-tests bench}
 {
   date -u; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
