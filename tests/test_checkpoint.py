@@ -27,7 +27,7 @@ from pycumd.outputs.settings import TrajectoryOutput
 SCRIPT = """
 units lj
 lattice fcc 0.8442
-region box block 0 4 0 4 0 4
+region box block 0 5 0 5 0 5
 create_box 1 box
 create_atoms 1 box
 mass 1 1.0
@@ -59,6 +59,12 @@ def _plan(tmp_path: Path, fix="nve", second_run="run 20", **outputs) -> RunPlan:
     for key, value in outputs.items():
         setattr(plan.outputs, key, value)
     return plan
+
+
+def test_the_test_system_uses_the_neighbour_list(tmp_path):
+    """The restart tests exercise the neighbour-list path (its rebuild, reorder and CUDA graphs),
+    not the all-pairs kernel a smaller box would get."""
+    assert execute(_plan(tmp_path, second_run="")).sim.pair_method == "neighbor"
 
 
 def _final(result):
@@ -145,8 +151,9 @@ def test_atomic_writes_keep_a_complete_file_and_the_previous_one(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.ckpt", "c.ckpt.1"]
 
 
-def _pycumd(*args, cwd) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "pycumd.cli", *args], cwd=cwd, stdout=subprocess.PIPE,
+def _pycumd(*args, cwd, stdout=subprocess.PIPE) -> subprocess.Popen:
+    """``pycumd ARGS`` in a subprocess (``stdout=DEVNULL`` for one that is waited for, not read)."""
+    return subprocess.Popen([sys.executable, "-m", "pycumd.cli", *args], cwd=cwd, stdout=stdout,
                             stderr=subprocess.PIPE, text=True)
 
 
@@ -199,27 +206,34 @@ def test_a_run_killed_at_20_random_moments_leaves_whole_files_and_continues_exac
     """SIGKILL at 20 random moments of a run that continues each time from its last checkpoint:
     after every kill the CSV has only whole rows and every trajectory frame reads back; the final
     state and files equal those of the run never killed."""
-    steps = 400
+    steps = 4000
     args = ["--var", "steps", str(steps), "--device", "cpu", "--log", "thermo.csv", "--trajectory", "traj.xyz",
-            "--trajectory-every", "20", "--checkpoint", "run.ckpt", "--checkpoint-every", "40", "--no-progress"]
+            "--trajectory-every", "100", "--checkpoint", "run.ckpt", "--checkpoint-every", "200", "--no-progress"]
     reference = tmp_path / "reference"
     killed = tmp_path / "killed"
     for d in (reference, killed):
         d.mkdir()
         (d / "in.lj").write_text(LONG_SCRIPT)
-    proc = _pycumd("run", "in.lj", *args, cwd=reference)
+    proc = _pycumd("run", "in.lj", *args, cwd=reference, stdout=subprocess.DEVNULL)
     assert proc.wait(timeout=120) == 0, proc.stderr.read()
     rng = random.Random(20261124)
     kills = restarts = 0
     while True:
         if (killed / "run.ckpt").exists():
             restarts += 1
-            proc = _pycumd("run", "--restart", "run.ckpt", cwd=killed)
+            proc = _pycumd("run", "--restart", "run.ckpt", cwd=killed, stdout=subprocess.DEVNULL)
         else:
-            proc = _pycumd("run", "in.lj", *args, cwd=killed)
+            proc = _pycumd("run", "in.lj", *args, cwd=killed, stdout=subprocess.DEVNULL)
         if kills == 20:
             break
-        time.sleep(rng.uniform(0.2, 2.5))
+        # kill at a random moment once the run is under way (its log has grown: start-up is over)
+        log = killed / "thermo.csv"
+        size = log.stat().st_size if log.exists() else 0
+        deadline = time.time() + 60
+        while proc.poll() is None and (log.stat().st_size if log.exists() else 0) <= size + 200:
+            assert time.time() < deadline
+            time.sleep(0.02)
+        time.sleep(rng.uniform(0.0, 0.6))
         if proc.poll() is not None:          # finished before the kill: start the test's chain again
             assert proc.returncode == 0, proc.stderr.read()
             for name in ("run.ckpt", "run.ckpt.1", "thermo.csv", "traj.xyz"):
@@ -237,7 +251,7 @@ def test_a_run_killed_at_20_random_moments_leaves_whole_files_and_continues_exac
     assert restarts >= 10           # most kills came after a checkpoint: the chain really continued
     for name in ("thermo.csv", "traj.xyz"):
         assert (killed / name).read_bytes() == (reference / name).read_bytes(), name
-    assert _parse_xyz_frames((killed / "traj.xyz").read_text()) == list(range(0, steps + 1, 20))
+    assert _parse_xyz_frames((killed / "traj.xyz").read_text()) == list(range(0, steps + 1, 100))
 
 
 def test_lammps_restart_commands_write_and_read_checkpoints_and_data_files(tmp_path):
