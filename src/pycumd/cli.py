@@ -96,7 +96,18 @@ def _run(args) -> int:
             return 0
     print(f"Total wall time {result.wall_seconds:.2f} s for {result.steps} steps of {n} atoms "
           f"(including set-up and compilation)", flush=True)
+    print(_where_the_files_are(plan.outputs), flush=True)
     return 0
+
+
+def _where_the_files_are(outputs) -> str:
+    """The closing line of a run: the files it wrote and how to look at them."""
+    files = [p for p in (outputs.thermo_log, *(t.path for t in outputs.trajectories), outputs.checkpoint) if p]
+    if not files:
+        return ("pycumd: no files written; add --log thermo.csv (and --trajectory traj.gsd) to keep the run, "
+                "then: pycumd plot thermo.csv")
+    hint = f"; plot with: pycumd plot {outputs.thermo_log}" if outputs.thermo_log else ""
+    return f"pycumd: files written: {', '.join(files)}{hint}"
 
 
 def _walltime_deadline(text):
