@@ -311,3 +311,40 @@ def test_gpu_restarts_give_the_uninterrupted_bits(tmp_path, precision, graphs, f
         for a, b in zip(_final(resumed), expected):
             assert np.array_equal(a, b)
         assert _files(work) == expected_files
+
+
+def test_a_checkpoint_of_another_input_or_version_is_refused(tmp_path):
+    execute(_plan(tmp_path, second_run=""))
+    checkpoint = read_checkpoint(tmp_path / "run.ckpt")
+    (tmp_path / "other").mkdir()
+    other = _plan(tmp_path / "other", "nose-hoover", second_run="")
+    with pytest.raises(ValueError, match="written by another input"):
+        execute(other, resume=checkpoint)
+    checkpoint.meta["pycumd_version"] = "0.0.1"
+    with pytest.raises(ValueError, match="written by pycumd 0.0.1"):
+        execute(_plan(tmp_path, second_run=""), resume=checkpoint)
+
+
+def _limit_file_size():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (60_000, 60_000))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)      # a write past the limit fails with EFBIG
+
+
+def test_a_full_disk_gives_a_clear_error_and_loses_nothing_written(tmp_path):
+    """With a 60 kB file-size limit (a full disk, as a process sees it), the run stops with one line
+    naming the trajectory; the thermo CSV keeps whole rows and the trajectory its whole frames."""
+    (tmp_path / "in.lj").write_text(LONG_SCRIPT)
+    proc = subprocess.Popen([sys.executable, "-m", "pycumd.cli", "run", "in.lj", "--var", "steps", "200",
+                             "--device", "cpu", "--log", "thermo.csv", "--trajectory", "traj.xyz",
+                             "--trajectory-every", "10", "--no-progress"], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_limit_file_size)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 1, err
+    last = err.strip().split("\n")[-1]
+    assert last.startswith("pycumd: error: writing trajectory traj.xyz failed: File too large"), err
+    frames = _parse_xyz_frames((tmp_path / "traj.xyz").read_text())
+    assert frames and frames == list(range(0, 10 * len(frames), 10))
+    lines = (tmp_path / "thermo.csv").read_text().split("\n")
+    assert lines[-1] == "" and all(len(line.split(",")) == 6 for line in lines[:-1]) and len(lines) > 2

@@ -173,6 +173,7 @@ def main(argv=None) -> int:
     from .backend import BackendUnavailableError
     from .inputs.config import ConfigError
     from .inputs.lammps_script import LammpsScriptError
+    from .outputs.reporter import OutputError
     from .simulation import SimulationError
     from .system import InputError
 
@@ -192,12 +193,16 @@ def main(argv=None) -> int:
             NotImplementedError) as exc:
         print(f"pycumd: error: {exc}", file=sys.stderr)
         return 2
-    except SimulationError as exc:
+    except (SimulationError, OutputError, OSError) as exc:
         print(f"pycumd: error: {exc}", file=sys.stderr)
         return 1
     except ValueError as exc:
         print(f"pycumd: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:
+        print(f"pycumd: {exc or 'interrupted'}; the files written so far are flushed and readable",
+              file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

@@ -185,6 +185,8 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
     A run stopped by ``sim.stop_request`` or its ``wall_deadline`` ends the same way.
     """
     t0 = time.perf_counter()
+    if resume is not None:
+        _check_resumable(plan, resume)
     if resume is not None and plan.outputs.checkpoint is None:
         plan.outputs.checkpoint = str(resume.path)
     outputs = rank_outputs(plan.outputs, plan.engine.comm)       # MPI ranks other than 0 write nothing
@@ -241,6 +243,21 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
 
 
 _STOP_CHECKPOINT = "pycumd-stop.ckpt"
+
+
+def _check_resumable(plan: RunPlan, checkpoint) -> None:
+    """A checkpoint continues only the run it was written in, by the same pycumd."""
+    from . import __version__
+
+    written_by = checkpoint.meta.get("pycumd_version")
+    if written_by != __version__:
+        raise ValueError(f"checkpoint {checkpoint.path} was written by pycumd {written_by}, this is {__version__}: "
+                         f"an exact continuation needs the same version")
+    source = checkpoint.context.get("source")
+    if plan.source is not None and source is not None and (
+            plan.source.get("text") != source.get("text") or plan.source.get("variables") != source.get("variables")):
+        raise ValueError(f"checkpoint {checkpoint.path} was written by another input (its text or variables "
+                         f"differ from this run's); continue it with pycumd run --restart {checkpoint.path}")
 
 
 class _StopOnSignals:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .reporter import HostCopy, Needs, Reporter
+from .reporter import HostCopy, Needs, OutputError, Reporter
 
 MAGIC = b"PYCUMD-CHECKPOINT\n"
 FORMAT_VERSION = 1
@@ -73,6 +73,10 @@ def write_atomically(path, data: bytes, keep_previous: bool = True) -> None:
         os.fsync(directory)
     finally:
         os.close(directory)
+
+
+def _reason(error: BaseException) -> str:
+    return getattr(error, "strerror", None) or str(error)
 
 
 class CheckpointWriter(Reporter):
@@ -149,4 +153,5 @@ class CheckpointWriter(Reporter):
     def _raise_pending_error(self) -> None:
         if self._error is not None:
             error, self._error = self._error, None
-            raise RuntimeError(f"writing checkpoint {self.path} failed: {error}") from error
+            raise OutputError(f"writing checkpoint {self.path} failed: {_reason(error)} (the previous "
+                              f"checkpoint, if any, is intact)") from error

@@ -18,6 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 
 
+class OutputError(RuntimeError):
+    """Writing an output file failed (a full disk, a file-size limit, a lost mount); the message
+    names the file. What was written before stays readable."""
+
+
 @dataclass(frozen=True)
 class Needs:
     """What a reporter reads at its step.

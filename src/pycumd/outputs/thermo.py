@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from .reporter import Needs, Reporter
+from .reporter import Needs, OutputError, Reporter
 
 COLUMNS = ("Step", "Temp", "E_pair", "E_mol", "TotEng", "Press")
 
@@ -62,8 +62,18 @@ class ThermoReporter(Reporter):
                 self._header_due = False
             print("   " + " ".join(_fmt(row[c]) for c in COLUMNS), file=self._screen, flush=True)
         if self._log:
-            self._log.write(",".join(repr(row[c]) for c in COLUMNS) + "\n")
-            self._log.flush()
+            line = ",".join(repr(row[c]) for c in COLUMNS) + "\n"
+            start = self._log.tell()
+            try:
+                self._log.write(line)
+                self._log.flush()
+            except OSError as exc:
+                try:                          # a full disk: no half row left behind
+                    self._log.truncate(start)
+                except OSError:
+                    pass
+                raise OutputError(f"writing thermo log {self._log.name} failed: {exc.strerror or exc} "
+                                  f"(the rows before step {row['Step']} are whole)") from None
 
     def begin_run(self, simulation) -> None:
         self._header_due = True

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .reporter import Frame, Needs, Reporter
+from .reporter import Frame, Needs, OutputError, Reporter
 
 
 class TrajectoryWriter(Reporter):
@@ -88,7 +88,9 @@ class TrajectoryWriter(Reporter):
     def _raise_pending_error(self) -> None:
         if self._error is not None:
             error, self._error = self._error, None
-            raise RuntimeError(f"writing {self.path} failed: {error}") from error
+            reason = getattr(error, "strerror", None) or str(error)
+            raise OutputError(f"writing trajectory {self.path} failed: {reason} (its earlier frames are "
+                              f"whole)") from error
 
     # -- per format ----------------------------------------------------------------------------
     def _open(self, append: bool) -> None:
@@ -209,8 +211,16 @@ def _write_whole(file, header: str, body: np.ndarray, fmt: list) -> None:
     text = io.StringIO()
     text.write(header)
     np.savetxt(text, body, fmt=fmt)
-    file.write(text.getvalue())
-    file.flush()
+    start = file.tell()
+    try:
+        file.write(text.getvalue())
+        file.flush()
+    except OSError:
+        try:                                  # a full disk: take the partial frame back out
+            file.truncate(start)
+        except OSError:
+            pass
+        raise
 
 
 def _truncate_text_frames(path: Path, step: int, frame_at) -> None:
