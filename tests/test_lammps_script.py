@@ -268,10 +268,11 @@ def test_error_messages_have_file_and_line():
 
 
 @pytest.mark.parametrize("text, line, match", [
-    ("units lj\nlabel loop\n", 2, r"'label' command .* not supported"),
-    ("units lj\nrun 1\njump SELF loop\n", 3, r"'jump'"),
-    ("variable a loop 3\nnext a\n", 2, r"'next'"),
-    ("if \"1 > 0\" then \"run 1\"\n", 1, r"'if'"),
+    ("units lj\nlabel\n", 2, r"illegal label command"),
+    ("units lj\nrun 1\njump SELF loop\n", 3, r"label 'loop' of the jump was not found"),
+    ("variable a equal 3\nnext a\n", 2, r"next of a equal-style variable 'a' is not supported"),
+    ("if \"v_q > 0\" then \"run 1\"\n", 1, r"v_q"),
+    ("units lj\njump other.in\n", 2, r"jump to another file"),
     ("print \"abc\n", 1, r"unmatched double quote"),
     ("print 'abc\n", 1, r"unmatched single quote"),
     ("print \"a\"b\n", 1, r"quote not followed by white-space"),

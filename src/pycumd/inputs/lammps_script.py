@@ -40,9 +40,13 @@ ternary``.  Thermo keywords (``step``, ``atoms``, ``temp``...), computes, fixes,
 special functions need a running simulation and raise :class:`LammpsScriptError`.
 
 ``include FILE`` reads ``FILE`` relative to the directory of the including script
-(``base_dir``, default the current directory, for text without a file).  Flow control --
-``label``, ``jump``, ``next`` and ``if`` -- is not supported and raises
-:class:`LammpsScriptError`.  ``quit`` ends reading (it is returned as the last command).
+(``base_dir``, default the current directory, for text without a file).  Flow control is
+done while reading, so a loop is unrolled into its commands: ``label ID``, ``jump SELF
+[ID]`` (read the current file again from its start or from ``label ID``; a jump to another
+file raises), ``next V ...`` (index, loop, world, universe and uloop variables; when one
+runs out they are deleted and the next ``jump`` is skipped, as in LAMMPS) and ``if COND
+then CMD ... [elif COND CMD ...] [else CMD ...]`` with a condition that can be evaluated
+now (no thermo keywords).  ``quit`` ends reading (it is returned as the last command).
 """
 
 from __future__ import annotations
@@ -65,6 +69,15 @@ __all__ = [
 
 _BLANKS = " \t\n\v\f\r"
 _MAX_INCLUDE_DEPTH = 16  # LMP_MAXFILE
+_MAX_LINES = 10_000_000  # lines read, loops included: a jump loop without a 'next' stops here
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 class LammpsScriptError(ValueError):
@@ -555,6 +568,8 @@ class ScriptReader:
             self.variables[name] = _Variable("index", values)
         self._evaluating: list[str] = []
         self._quit = False
+        self._jump_skip = False
+        self._lines_read = 0
 
     # ------------------------------------------------------------------ variables
 
@@ -793,9 +808,29 @@ class ScriptReader:
         return commands
 
     def _read(self, text, filename, base_dir, commands, depth):
-        for lineno, line in _logical_lines(text):
+        """Read one file's lines into ``commands``; ``label``/``jump``/``next``/``if`` are done here
+        (a loop is unrolled: its commands are returned once per pass)."""
+        lines = list(_logical_lines(text))
+        pending: list[tuple[int, str]] = []     # commands of an 'if', run before the next line
+        i = 0
+        seeking, jump_line = None, 0             # the label a 'jump' looks for, and the jump's line
+        while pending or i < len(lines):
             if self._quit:
                 return
+            if pending:
+                lineno, line = pending.pop(0)
+            else:
+                lineno, line = lines[i]
+                i += 1
+            self._lines_read += 1
+            if self._lines_read > _MAX_LINES:
+                raise LammpsScriptError(f"more than {_MAX_LINES} commands read: a jump loop that never ends?",
+                                        lineno, filename)
+            if seeking is not None:              # LAMMPS skips every line up to 'label ID'
+                words = line.split()
+                if len(words) >= 2 and words[0] == "label" and words[1] == seeking:
+                    seeking = None
+                continue
             try:
                 words = _split_words(self.substitute(_strip_comment(line)))
                 if not words:
@@ -804,9 +839,27 @@ class ScriptReader:
                 if name == "variable":
                     self._define(args)
                     continue
-                if name in ("label", "jump", "next", "if"):
-                    raise _Error(f"the '{name}' command (loops and flow control) is not "
-                                 "supported by the script reader")
+                if name == "label":
+                    if len(args) != 1:
+                        raise _Error("illegal label command: expected one label")
+                    continue
+                if name == "next":
+                    self._next(args)
+                    continue
+                if name == "jump":
+                    if not 1 <= len(args) <= 2:
+                        raise _Error("illegal jump command: expected FILE [LABEL]")
+                    if self._jump_skip:          # a 'next' ran out of values: this jump is skipped
+                        self._jump_skip = False
+                        continue
+                    if args[0] != "SELF" and Path(base_dir, args[0]).resolve() != Path(filename).resolve():
+                        raise _Error(f"jump to another file ({args[0]}) is not supported (only jump SELF)")
+                    pending, i = [], 0
+                    seeking, jump_line = (args[1] if len(args) == 2 else None), lineno
+                    continue
+                if name == "if":
+                    pending = [(lineno, c) for c in self._if(args)] + pending
+                    continue
                 if name == "include":
                     if len(args) != 1:
                         raise _Error("illegal include command: expected one file name")
@@ -820,6 +873,70 @@ class ScriptReader:
             if name == "quit":
                 self._quit = True
                 return
+        if seeking is not None:
+            raise LammpsScriptError(f"label {seeking!r} of the jump was not found in {filename}", jump_line, filename)
+
+    def _next(self, names: list[str]) -> None:
+        """LAMMPS ``next V1 V2 ...``: the next value of each; when one runs out, all are deleted
+        and the next ``jump`` is skipped (``Variable::next``)."""
+        if not names:
+            raise _Error("illegal next command: no variables")
+        for name in names:
+            var = self.variables.get(name)
+            if var is None:
+                raise _Error(f"invalid variable '{name}' in next command")
+            if var.style not in ("index", "loop", "world", "universe", "uloop"):
+                raise _Error(f"next of a {var.style}-style variable '{name}' is not supported "
+                             "(index, loop, world, universe, uloop)")
+        exhausted = False
+        for name in names:
+            var = self.variables[name]
+            var.values.pop(0)
+            exhausted = exhausted or not var.values
+        if exhausted:
+            for name in names:
+                self.variables.pop(name, None)
+            self._jump_skip = True
+
+    def _if(self, args: list[str]) -> list[str]:
+        """LAMMPS ``if COND then C1 C2 ... [elif COND C ...] [else C ...]``: the commands of the
+        first true branch (conditions are equal-style formulas evaluated now; string comparisons
+        as in ``Variable::evaluate_boolean`` are supported for ``==`` and ``!=``)."""
+        if len(args) < 3 or args[1] != "then":
+            raise _Error("illegal if command: expected 'if COND then CMD ...'")
+        branches = [[args[0], []]]
+        current = branches[0][1]
+        k = 2
+        while k < len(args):
+            word = args[k]
+            if word == "elif":
+                if k + 1 >= len(args):
+                    raise _Error("illegal if command: elif without a condition")
+                branches.append([args[k + 1], []])
+                current = branches[-1][1]
+                k += 2
+                continue
+            if word == "else":
+                branches.append([None, []])
+                current = branches[-1][1]
+                k += 1
+                continue
+            current.append(word)
+            k += 1
+        for condition, cmds in branches:
+            if condition is None or self._condition(condition):
+                return cmds
+        return []
+
+    def _condition(self, text: str) -> bool:
+        text = self.substitute(text)             # as LAMMPS' If::command: the quoted condition too
+        m = re.fullmatch(r"\s*(\S+)\s*(==|!=)\s*(\S+)\s*", text)
+        if m and not all(_is_number(x) for x in (m.group(1), m.group(3))):
+            try:
+                return (self._evaluate(text) != 0.0)
+            except _Error:
+                return (m.group(1) == m.group(3)) == (m.group(2) == "==")
+        return self._evaluate(text) != 0.0
 
     def _include(self, target, base_dir, commands, depth):
         if depth + 1 >= _MAX_INCLUDE_DEPTH:
