@@ -19,7 +19,7 @@ import pytest
 from pycumd import EngineOptions, InputError, Reporter, RunPlan, execute
 from pycumd.backend import cuda_available
 from pycumd.bookkeeping import RunStopped
-from pycumd.inputs.checkpoint import read_checkpoint
+from pycumd.checkpoint_file import read_checkpoint
 from pycumd.inputs.lammps_input import plan_from_lammps_script
 from pycumd.outputs.checkpoint import write_atomically
 from pycumd.outputs.settings import TrajectoryOutput
@@ -348,3 +348,26 @@ def test_a_full_disk_gives_a_clear_error_and_loses_nothing_written(tmp_path):
     assert frames and frames == list(range(0, 10 * len(frames), 10))
     lines = (tmp_path / "thermo.csv").read_text().split("\n")
     assert lines[-1] == "" and all(len(line.split(",")) == 6 for line in lines[:-1]) and len(lines) > 2
+
+
+def test_simulation_from_checkpoint_continues_with_the_same_bits(tmp_path):
+    """The Python API: Simulation.from_checkpoint + run(the rest) equals the run that wrote it."""
+    from pycumd import LennardJones, Simulation, VelocityVerlet, create_velocities, lattice_system
+    from pycumd.outputs.checkpoint import CheckpointWriter
+
+    def simulation():
+        system = lattice_system("fcc", 5, density=0.8442)
+        create_velocities(system, 1.44, seed=4711)
+        lj = LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
+        return Simulation(system, lj, VelocityVerlet(0.005), device="cpu"), lj
+
+    reference, lj = simulation()
+    reference.reporters.append(CheckpointWriter(tmp_path / "api.ckpt", every=25))
+    reference.run(60)
+    reference.close()
+    checkpoint = read_checkpoint(tmp_path / "api.ckpt")
+    assert checkpoint.step == 50
+    resumed = Simulation.from_checkpoint(tmp_path / "api.ckpt", lj, VelocityVerlet(0.005))
+    resumed.run(checkpoint.meta["run_end"] - checkpoint.step)
+    a, b = reference.system(), resumed.system()
+    assert np.array_equal(a.positions, b.positions) and np.array_equal(a.velocities, b.velocities)

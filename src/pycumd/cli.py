@@ -6,7 +6,6 @@ import argparse
 import importlib
 import sys
 from importlib import resources
-from pathlib import Path
 
 from .precision import PRECISION_NAMES
 

@@ -20,10 +20,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Callable
 
-import numpy as np
 
 from .bookkeeping import RunStopped
-from .box import Box
 from .components import EngineOptions, NeighborOptions
 from .integrators import VelocityVerlet
 from .minimize import Minimizer
@@ -32,7 +30,6 @@ from .outputs.settings import OutputSettings, Reporters
 from .parallel.outputs import rank_outputs
 from .simulation import Simulation
 from .system import System
-from .units import get_units
 
 
 @dataclass
@@ -67,6 +64,7 @@ class Stage:
     rebuild: bool = True
     after_run: list = field(default_factory=list)
     minimize: object = None
+    thermo_style: object = None     # LAMMPS thermo_style custom (outputs.thermo_keywords.ThermoStyle); None: one
 
 
 @dataclass
@@ -115,16 +113,13 @@ class RunPlan:
         if not 0 <= stage_index < len(self.stages):
             raise ValueError(f"checkpoint {checkpoint.path} is of stage {stage_index + 1}, the plan has "
                              f"{len(self.stages)}")
-        stage = self.stages[stage_index]
-        meta, arrays = checkpoint.meta, checkpoint.arrays
-        system = system_from_checkpoint(checkpoint)
-        e, n = self.engine, stage.neighbor
-        sim = Simulation(system, stage.potential, stage.integrator or VelocityVerlet(), skin=n.skin,
-                         neighbor_every=n.every, neighbor_delay=n.delay, neighbor_check=n.check,
-                         device=e.device, precision=e.precision, deterministic=e.deterministic,
-                         pair_method=e.pair_method, use_graphs=e.use_graphs, reporters=reporters)
-        sim.restore_checkpoint(meta, arrays)
-        return sim
+        stage, e = self.stages[stage_index], self.engine
+        n = stage.neighbor
+        return Simulation.from_checkpoint(checkpoint, stage.potential, stage.integrator or VelocityVerlet(),
+                                          skin=n.skin, neighbor_every=n.every, neighbor_delay=n.delay,
+                                          neighbor_check=n.check, device=e.device, precision=e.precision,
+                                          deterministic=e.deterministic, pair_method=e.pair_method,
+                                          use_graphs=e.use_graphs, reporters=reporters)
 
     def checkpoint_context(self, stage_index: int) -> dict:
         """What a checkpoint written in stage ``stage_index`` records of the plan."""
@@ -134,19 +129,6 @@ class RunPlan:
     @property
     def total_steps(self) -> int:
         return sum(s.steps for s in self.stages)
-
-
-def system_from_checkpoint(checkpoint) -> System:
-    """The particles of a checkpoint as a :class:`System` (values ``hi + lo`` in composite precision)."""
-    meta, arrays = checkpoint.meta, checkpoint.arrays
-    positions = arrays["positions"][:, :3].astype(np.float64)
-    velocities = arrays["velocities"].astype(np.float64)
-    if "lo.positions" in arrays:
-        positions = positions + arrays["lo.positions"][:, :3]
-        velocities = velocities + arrays["lo.velocities"]
-    box = Box(np.asarray(meta["box_lengths"]), np.asarray(meta["box_origin"]))
-    return System(box, positions, meta["masses"], get_units(meta["units"]), types=arrays["types"],
-                  velocities=velocities, images=arrays["images"], ids=arrays["ids"])
 
 
 @dataclass
@@ -215,6 +197,7 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
             if signals is not None:
                 signals.simulation = sim
             reporters.thermo.every = stage.thermo_every
+            reporters.thermo.style = stage.thermo_style
             if screen:
                 print(sim.describe(), flush=True)
             try:
@@ -290,4 +273,4 @@ def write_checkpoint_action(path):
     return action
 
 
-__all__ = ["RunPlan", "RunResult", "Stage", "execute", "system_from_checkpoint"]
+__all__ = ["RunPlan", "RunResult", "Stage", "execute"]

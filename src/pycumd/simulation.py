@@ -279,6 +279,30 @@ class Simulation:
         self.neighbors.build(self.state)
         self.forces.compute(self.state, self.neighbors, False)
 
+    @classmethod
+    def from_checkpoint(cls, checkpoint, potential, integrator=None, **options) -> "Simulation":
+        """A simulation continuing a checkpoint (a path or a read :class:`~pycumd.checkpoint_file.Checkpoint`).
+
+        ``potential``, ``integrator`` and ``options`` (skin, neighbour policy, ...) must be those of
+        the run that wrote it; device and precision default to the checkpoint's. The next
+        ``run(steps)`` must be the rest of the checkpoint's run: ``checkpoint.meta["run_end"] -
+        checkpoint.step`` steps; it continues with the same bits.
+        """
+        from .checkpoint_file import read_checkpoint, system_from_checkpoint
+
+        if not hasattr(checkpoint, "meta"):
+            checkpoint = read_checkpoint(checkpoint)
+        meta = checkpoint.meta
+        options.setdefault("device", meta["device"])
+        options.setdefault("precision", meta["precision"])
+        if options["device"] == "auto":
+            options["device"] = meta["device"]
+        if options["precision"] == "auto":
+            options["precision"] = meta["precision"]
+        sim = cls(system_from_checkpoint(checkpoint), potential, integrator, **options)
+        sim.restore_checkpoint(meta, checkpoint.arrays)
+        return sim
+
     def checkpoint_arrays(self) -> dict:
         """The state's per-atom arrays as they are (backend arrays, current order; composite low
         parts as ``lo.NAME``): what :meth:`restore_checkpoint` needs after :meth:`start_checkpoint`."""

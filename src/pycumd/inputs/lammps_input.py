@@ -48,8 +48,8 @@ from .lammps_data import read_lammps_data
 from ..components import EngineOptions, NeighborOptions
 from ..outputs.settings import OutputSettings, TrajectoryOutput
 from ..outputs.lammps_data import write_lammps_data
-from ..run_plan import RunPlan, RunResult, Stage, execute, system_from_checkpoint, write_checkpoint_action
-from .checkpoint import read_checkpoint
+from ..checkpoint_file import read_checkpoint, system_from_checkpoint
+from ..run_plan import RunPlan, RunResult, Stage, execute, write_checkpoint_action
 
 IGNORED = {"echo", "log", "newton", "processors", "print", "atom_modify", "comm_modify"}
 

@@ -1,48 +1,20 @@
-"""Checkpoints: the complete state of a run, written atomically, from which it continues bit for bit.
+"""Writing checkpoints: :class:`CheckpointWriter` (a reporter) and :func:`write_atomically`.
 
-File format (pycumd's own; version :data:`FORMAT_VERSION`)::
-
-    PYCUMD-CHECKPOINT\\n
-    {"format": 1, "sha256": "<hex of the payload>", "bytes": <payload length>}\\n
-    <payload: a NumPy .npz archive>
-
-The payload holds ``meta.json`` (step, time, run bounds, box, units, device and precision, the
-thermostat's and the neighbour policy's state, the pycumd version, the input the run came from and
-the options it ran with) and the per-atom arrays exactly as the run held them (current order, the
-run's dtypes, composite low parts as ``lo.NAME``). Reading checks the header, the length and the
-checksum, so a truncated or altered file is an error, never a wrong run.
-
-A file is written to ``PATH.tmp``, flushed, fsync'ed and renamed over ``PATH``; the previous
-checkpoint is kept as ``PATH.1`` (the last two). The state is copied off the GPU on a side stream
-and the file is written by a background thread, so a checkpoint does not stall the run.
+The format is :mod:`pycumd.checkpoint_file`'s. A file is written to ``PATH.tmp``, flushed, fsync'ed
+and renamed over ``PATH``; the previous checkpoint is kept as ``PATH.1`` (the last two). The state is
+copied off the GPU on a side stream and the file is written by a background thread, so a checkpoint
+does not stall the run.
 """
 
 from __future__ import annotations
 
-import hashlib
-import io
-import json
 import os
 import queue
 import threading
 from pathlib import Path
 
-import numpy as np
-
+from ..checkpoint_file import FORMAT_VERSION, encode_checkpoint
 from .reporter import HostCopy, Needs, OutputError, Reporter
-
-MAGIC = b"PYCUMD-CHECKPOINT\n"
-FORMAT_VERSION = 1
-
-
-def encode_checkpoint(meta: dict, arrays: dict) -> bytes:
-    """The bytes of a checkpoint file (header and payload) for ``meta`` and host ``arrays``."""
-    buffer = io.BytesIO()
-    np.savez(buffer, **{"meta.json": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)},
-             **{name: np.asarray(a) for name, a in arrays.items()})
-    payload = buffer.getvalue()
-    header = {"format": FORMAT_VERSION, "sha256": hashlib.sha256(payload).hexdigest(), "bytes": len(payload)}
-    return MAGIC + json.dumps(header).encode() + b"\n" + payload
 
 
 def write_atomically(path, data: bytes, keep_previous: bool = True) -> None:
