@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 from .reporter import Needs, OutputError, Reporter
@@ -47,6 +48,10 @@ class ThermoReporter(Reporter):
             self._log.write(",".join(COLUMNS) + "\n")
             self._log.flush()
         self._header_due = True
+        #: thermo_style custom columns (:class:`~pycumd.outputs.thermo_keywords.ThermoStyle`); None:
+        #: thermo_style one. Rows hold the one columns and these; the CSV log has the one columns.
+        self.style = None
+        self._run_start, self._wall_start = 0, None
 
     def also_reports(self, run_start: int, run_end: int) -> tuple:
         return (run_start, run_end)
@@ -55,12 +60,15 @@ class ThermoReporter(Reporter):
         row = snapshot.thermo_row()
         if self.rows and self.rows[-1]["Step"] == row["Step"]:
             return
-        self.rows.append(row)
+        shown = {c: row[c] for c in COLUMNS}
+        if self.style is not None:              # thermo_style custom: its columns on the screen and in rows
+            shown = self.style.row(snapshot.simulation, self._run_start, self._wall_start)
+        self.rows.append({**row, **shown})
         if self._screen:
             if self._header_due:
-                print("   " + " ".join(f"{c:>14}" for c in COLUMNS), file=self._screen)
+                print("   " + " ".join(f"{c:>14}" for c in shown), file=self._screen)
                 self._header_due = False
-            print("   " + " ".join(_fmt(row[c]) for c in COLUMNS), file=self._screen, flush=True)
+            print("   " + " ".join(_fmt(v) for v in shown.values()), file=self._screen, flush=True)
         if self._log:
             line = ",".join(repr(row[c]) for c in COLUMNS) + "\n"
             start = self._log.tell()
@@ -77,6 +85,7 @@ class ThermoReporter(Reporter):
 
     def begin_run(self, simulation) -> None:
         self._header_due = True
+        self._run_start, self._wall_start = simulation.step, time.perf_counter()
 
     def close(self) -> None:
         if self._log:
