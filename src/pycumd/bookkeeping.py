@@ -64,9 +64,14 @@ class Bookkeeping:
         """Sum over pairs of r_ij . f_ij (energy units); per-atom virials must be current."""
         return float(self.c.state.values("virial", self.c.backend)[:, :3].sum())
 
+    @property
+    def n_atoms(self) -> int:
+        """Atoms of the whole system (a decomposed run's bookkeeping counts every rank's)."""
+        return self.c.state.n_atoms
+
     def thermo_row(self) -> dict:
         """Step, Temp, E_pair, E_mol, TotEng, Press, normalised as LAMMPS does."""
-        n = self.c.state.n_atoms
+        n = self.n_atoms
         ke = self.kinetic_energy()
         t = temperature(ke, n, self.units)
         pe = self.potential_energy()

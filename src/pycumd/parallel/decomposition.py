@@ -18,7 +18,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..bookkeeping import Bookkeeping, SimulationError
-from ..observables import pressure, temperature
 from ..system import System
 
 
@@ -133,16 +132,6 @@ class DistributedBookkeeping(Bookkeeping):
 
     def virial_trace(self) -> float:
         return self.d.owners.sum(super().virial_trace())
-
-    def thermo_row(self) -> dict:
-        n = self.d.n_atoms
-        ke = self.kinetic_energy()
-        t = temperature(ke, n, self.units)
-        pe = self.potential_energy()
-        p = pressure(t, self.virial_trace(), n, self.volume, self.units)
-        norm = n if self.units.normalize_thermo else 1
-        return {"Step": self.c.state.step, "Temp": t, "E_pair": pe / norm, "E_mol": 0.0,
-                "TotEng": (ke + pe) / norm, "Press": p}
 
     def check_finite(self) -> None:
         """Every rank raises the same :class:`SimulationError` if some rank's atoms blew up (the
