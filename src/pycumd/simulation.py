@@ -160,7 +160,10 @@ class Simulation:
         Each step, in this order (LAMMPS' ``Verlet::run`` order):
 
         1. thermostat ``begin_step`` (Nose-Hoover: chain half step, velocity scaling);
-        2. ``v += dt/2 f/m``, ``x += dt v`` (initial integrate);
+        2. ``v += dt/2 f/m``, ``x += dt v`` (initial integrate; with a barostat,
+           :mod:`pycumd.integrators.barostats`, also the box change: positions, box and volume scaled,
+           and its begin_step/end_step hooks run in place of the thermostat's, with the virial
+           computed every step);
         3. neighbour decision; on a rebuild: wrap into the box, counting-sort into cells, new list;
         4. pair forces, with per-atom energy and virial only if a reporter due this step needs them;
         5. thermostat ``post_force`` (Langevin: friction and noise forces);
@@ -227,7 +230,8 @@ class Simulation:
         """One step on the host-driven path (the order of :meth:`run`'s docstring)."""
         integ, th, nl, forces, state = self.integrator, self.thermostat, self.neighbors, self.forces, self.state
         due = self._due(step)
-        with_energy = any(r.needs.energy for r in due)
+        # a barostat reads the virial every step
+        with_energy = any(r.needs.energy for r in due) or getattr(th, "needs_virial", False)
         state.step = step              # as LAMMPS, the step number advances first
         if th is not None:
             th.begin_step(self)

@@ -36,6 +36,9 @@ class VelocityVerlet:
     dt : float, optional
         Time step (time units); defaults to the unit system's (LJ 0.005 tau, metal 0.001 ps).
     thermostat : Langevin or NoseHoover, optional
+    barostat : MTKBarostat or CRescale, optional
+        Constant pressure (:mod:`pycumd.integrators.barostats`); it runs the thermostat's hooks in
+        its own order and becomes :attr:`thermostat` (the object whose hooks the simulation calls).
     """
 
     #: GPU, not composite: ``final_then_initial_integrate(state, step_in_block)``, the final half
@@ -43,11 +46,12 @@ class VelocityVerlet:
     #: blocks use it; the same bits as the two calls); None where there is none
     final_then_initial_integrate = None
 
-    def __init__(self, dt: float | None = None, thermostat=None):
+    def __init__(self, dt: float | None = None, thermostat=None, barostat=None):
         if dt is not None and not dt > 0:
             raise ValueError(f"time step must be positive, got {dt}")
         self.dt = dt
-        self.thermostat = thermostat
+        self.barostat = barostat
+        self.thermostat = thermostat if barostat is None else barostat.couple(thermostat)
 
     def bind(self, backend, precision, units) -> None:
         """Fix the time step and pick the kernels for a backend (called by Simulation)."""
@@ -59,6 +63,7 @@ class VelocityVerlet:
         real = precision.state_dtype
         if precision.composite:
             self._bind_composite(backend, precision)
+            self._bind_barostat(precision)
             return
         if backend.is_gpu:
             c = precision.cuda_defines
@@ -96,6 +101,12 @@ class VelocityVerlet:
         def scale(state, factor):
             state.velocities *= state.velocities.dtype.type(factor)
         self.scale_velocities = scale
+        self._bind_barostat(precision)
+
+    def _bind_barostat(self, precision) -> None:
+        """A barostat replaces the initial half step by its own (box scaling inside it)."""
+        if self.barostat is not None:
+            self.barostat.bind_integrator(self, precision)
 
     def _bind_composite(self, backend, precision) -> None:
         """The float-float kernels (``integrate.cu`` with COMPOSITE): dtf and dt as composite numbers."""
