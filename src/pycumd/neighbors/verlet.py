@@ -242,6 +242,7 @@ class NeighborList:
         self.capacity = capacity
         self.n_builds = 0
         self.steps_since_build = 0
+        self.box_at_build = None     # box lengths at the last build (a barostat changes them)
         self.nbr = None
         self.nbr_count = None
         self.reorder = reorder
@@ -279,12 +280,25 @@ class NeighborList:
             return False
         if not self.check:
             return True
-        return self._impl.displacement_exceeds(state, self.displacement_limit2)
+        return self._impl.displacement_exceeds(state, self.displacement_limit2_in_box(state))
 
     @property
     def displacement_limit2(self) -> float:
         """Squared displacement that triggers a rebuild: ``(skin/2 - position_error)^2``."""
         return max(0.5 * self.skin - self.position_error, 0.0) ** 2
+
+    def displacement_limit2_in_box(self, state) -> float:
+        """:attr:`displacement_limit2`, or, when the box changed since the build (a barostat),
+        ``(skin/2 - |L - L_build|/2 - position_error)^2``: positions are scaled with the box about its
+        lower corner, so a periodic image of an atom moves by its displacement plus up to
+        ``|L - L_build|``, and a pair's separation changes by at most ``2 d + |L - L_build|``."""
+        L_build = self.box_at_build
+        if L_build is None:
+            return self.displacement_limit2
+        change = float(np.linalg.norm(np.asarray(state.box_lengths, dtype=np.float64) - L_build))
+        if change == 0.0:
+            return self.displacement_limit2
+        return max(0.5 * (self.skin - change) - self.position_error, 0.0) ** 2
 
     def build(self, state) -> None:
         """Wrap positions, counting-sort atoms into cells and rebuild the list (growing storage as needed)."""
@@ -328,6 +342,7 @@ class NeighborList:
                 f"{self.overlap_distance:.4g} (length units); check the input coordinates")
         self.n_builds += 1
         self.steps_since_build = 0
+        self.box_at_build = np.asarray(state.box_lengths, dtype=np.float64).copy()
         return True
 
     def neighbors_of(self, i: int) -> np.ndarray:
