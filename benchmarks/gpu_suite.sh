@@ -9,6 +9,7 @@
 #          carried in .whl/peers), then the plot docs/performance_lj.png and the ratio table
 #   extra  large sizes (EXTRA_CELLS, default "100 159"), graphs off and deterministic variants
 #   largest  LARGEST_CELLS (default 293: 100,614,228 atoms), single precision, 50 steps
+#   smoke  every script under benchmarks/ and every pycumd bench at a tiny size (they still run)
 #
 # Logs and JSON lines go under $OUT (or ./gpu_out); a short table is printed last.
 set -o pipefail
@@ -34,12 +35,20 @@ for part in $parts; do
          bench --cells 20 63 --precision single --steps 500 --no-graphs
          bench --cells 20 63 --precision single mixed double composite --steps 500 --deterministic ;;
   largest) bench --cells ${LARGEST_CELLS:-293} --precision single --steps 50 --warmup 250 ;;
-  *) echo "gpu_suite.sh: unknown part $part (tests, bench, peers, extra, largest)"; exit 2 ;;
+  smoke) for cmd in "benchmarks/force_kernel/compare.py --cells 8 --precision single mixed" \
+                    "benchmarks/allpairs_fast.py --n 1152 --repeats 2" \
+                    "benchmarks/formula_speed.py 8" \
+                    "benchmarks/argon_sphere.py pycumd --out $OUT/argon --scale 0.1 --steps 100 --every 50 --full-steps 60 --frames 2" \
+                    "-m pycumd.bench.checkpoint --cells 10 --steps 200 --every 100 --repeats 1" \
+                    "-m pycumd.bench.ions --help" "-m pycumd.bench.scan --help"; do
+           if python3 $cmd > "$OUT/smoke.log" 2>&1; then echo "smoke ok: $cmd"; else echo "smoke FAILED: $cmd"; tail -n 5 "$OUT/smoke.log"; fi
+         done 2>&1 | tee -a "$OUT/smoke.txt" ;;
+  *) echo "gpu_suite.sh: unknown part $part (tests, bench, peers, extra, largest, smoke)"; exit 2 ;;
   esac
 done
 echo "== summary =="
 [ -f "$OUT/tests.log" ] && tail -n 3 "$OUT/tests.log" | grep -E "passed|failed"
-cat "$OUT/bench_lj.txt" 2>/dev/null
+cat "$OUT/bench_lj.txt" "$OUT/smoke.txt" 2>/dev/null
 if [ -f "$OUT/peers.jsonl" ]; then
   python3 benchmarks/plot_performance.py "$OUT/bench_lj.jsonl" "$OUT/peers.jsonl" --out "$OUT/performance_lj.png"
 fi
