@@ -371,3 +371,20 @@ def test_simulation_from_checkpoint_continues_with_the_same_bits(tmp_path):
     resumed.run(checkpoint.meta["run_end"] - checkpoint.step)
     a, b = reference.system(), resumed.system()
     assert np.array_equal(a.positions, b.positions) and np.array_equal(a.velocities, b.velocities)
+
+
+def test_two_ctrl_c_stop_at_once_with_readable_files(tmp_path):
+    (tmp_path / "in.lj").write_text(LONG_SCRIPT)
+    proc = _pycumd("run", "in.lj", "--var", "steps", "200000", "--device", "cpu", "--log", "thermo.csv",
+                   cwd=tmp_path, stdout=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while not (tmp_path / "thermo.csv").exists() or len((tmp_path / "thermo.csv").read_text().splitlines()) < 3:
+        assert time.time() < deadline and proc.poll() is None
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and err.strip().split("\n")[-1].startswith("pycumd:"), err
+    lines = (tmp_path / "thermo.csv").read_text().split("\n")
+    assert lines[-1] == "" and all(len(line.split(",")) == 6 for line in lines[:-1])
