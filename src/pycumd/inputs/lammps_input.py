@@ -38,6 +38,7 @@ import numpy as np
 
 from ..box import Box
 from ..integrators import Langevin, NoseHoover, VelocityVerlet
+from ..integrators.barostats import lammps_fix_nh
 from ..minimize import MIN_STYLES, MinimizeSettings
 from ..potentials.lammps_styles import check_pair_style, potential_from_lammps
 from ..system import System, create_velocities, lattice_positions, lattice_spacing
@@ -312,8 +313,11 @@ class LammpsPlanner:
             if len(a) > 7:
                 raise ValueError(f"fix langevin keyword(s) {' '.join(a[7:])} not supported")
             self.setup.fixes[fid] = ("langevin", float(a[3]), float(a[4]), float(a[5]), int(a[6]))
+        elif style in ("npt", "nph"):
+            lammps_fix_nh(style, a[3:])                 # its errors now, at the fix command
+            self.setup.fixes[fid] = (style, tuple(a[3:]))
         else:
-            raise ValueError(f"fix style {style} is not supported (nve, nvt, langevin)")
+            raise ValueError(f"fix style {style} is not supported (nve, nvt, npt, nph, langevin)")
         self._dirty = True
 
     def _cmd_unfix(self, a):
@@ -491,20 +495,22 @@ class LammpsPlanner:
     def _integrator(self) -> VelocityVerlet:
         """The integrator (and thermostat) of the fixes defined now."""
         s = self.setup
-        integrators = [f for f in s.fixes.values() if f[0] in ("nve", "nvt")]
+        integrators = [f for f in s.fixes.values() if f[0] in ("nve", "nvt", "npt", "nph")]
         langevin = [f for f in s.fixes.values() if f[0] == "langevin"]
         if len(integrators) != 1:
-            raise ValueError("exactly one of fix nve or fix nvt is needed to run")
-        thermostat = None
+            raise ValueError("exactly one of fix nve, nvt, npt or nph is needed to run")
+        thermostat = barostat = None
         if integrators[0][0] == "nvt":
             _, t0, t1, damp, chain = integrators[0]
             thermostat = NoseHoover((t0, t1), damp, chain)
+        elif integrators[0][0] in ("npt", "nph"):
+            thermostat, barostat = lammps_fix_nh(*integrators[0])
         if langevin:
             if thermostat is not None:
                 raise ValueError("fix langevin with fix nvt: use one thermostat")
             _, t0, t1, damp, seed = langevin[0]
             thermostat = Langevin((t0, t1), damp, seed)
-        return VelocityVerlet(s.dt if s.dt is not None else get_units(s.units).dt, thermostat)
+        return VelocityVerlet(s.dt if s.dt is not None else get_units(s.units).dt, thermostat, barostat)
 
 
 def _type_range(spec: str, n_types: int) -> range:
