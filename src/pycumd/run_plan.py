@@ -198,6 +198,8 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
                 signals.simulation = sim
             reporters.thermo.every = stage.thermo_every
             reporters.thermo.style = stage.thermo_style
+            for reporter in reporters.all:
+                reporter.begin_stage(index)
             if screen:
                 print(sim.describe(), flush=True)
             try:

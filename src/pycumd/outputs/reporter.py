@@ -61,6 +61,10 @@ class Reporter:
     def begin_run(self, simulation) -> None:
         """Called at the start of every run (before its first report)."""
 
+    def begin_stage(self, index: int) -> None:
+        """Called by the driver before stage ``index`` of a run plan (e.g. a LAMMPS dump defined
+        between runs reports only from its stage on)."""
+
     def report(self, snapshot: "Snapshot") -> None:
         raise NotImplementedError
 

@@ -15,6 +15,10 @@ from .checkpoint import CheckpointWriter
 from .thermo import ThermoReporter
 from .analysis import MSDOutput, RDFOutput, StructureFactorOutput, VACFOutput
 from .trajectory import FORMATS, trajectory_writer
+from .ave_time import AveTimeOutput
+from .dump import DumpOutput
+
+LAMMPS_OUTPUTS = {"dump": DumpOutput, "ave/time": AveTimeOutput}
 
 
 @dataclass
@@ -62,6 +66,7 @@ class OutputSettings:
     msd: MSDOutput | None = None
     vacf: VACFOutput | None = None
     structure_factor: StructureFactorOutput | None = None
+    lammps_outputs: list = field(default_factory=list)   # LAMMPS dump and fix ave/time files (LAMMPS_OUTPUTS)
     checkpoint: str | None = None
     checkpoint_every: int = 0
 
@@ -83,6 +88,8 @@ class OutputSettings:
                 reporters.others.append(trajectory_writer(_writable(t.path, "trajectory"), t.every,
                                                           resume_step=resume_step))
             reporters.others.extend(a.build(_writable(a.path, 'analysis output')) for a in (self.rdf, self.msd, self.vacf, self.structure_factor) if a is not None)
+            reporters.others.extend(o.build(resume_step=resume_step) for o in self.lammps_outputs
+                                    if o.path is None or _writable(o.path, o.kind))
             if self.checkpoint:
                 reporters.checkpoint = CheckpointWriter(_writable(self.checkpoint, "checkpoint"),
                                                         self.checkpoint_every)
@@ -99,6 +106,7 @@ class OutputSettings:
     def from_dict(cls, values: dict) -> "OutputSettings":
         values = dict(values)
         values["trajectories"] = [TrajectoryOutput(**t) for t in values.get("trajectories", [])]
+        values["lammps_outputs"] = [LAMMPS_OUTPUTS[o["kind"]](**o) for o in values.get("lammps_outputs", [])]
         for name, output in (("rdf", RDFOutput), ("msd", MSDOutput), ("vacf", VACFOutput),
                              ("structure_factor", StructureFactorOutput)):
             if values.get(name) is not None:
