@@ -38,6 +38,10 @@ import numpy as np
 
 from ..box import Box
 from ..integrators import Langevin, NoseHoover, VelocityVerlet
+from ..integrators.fixes import FixChain, Momentum, Recenter, TempRescale
+from ..outputs.ave_time import AveTimeOutput
+from ..outputs.dump import DumpOutput
+from ..outputs.thermo_keywords import Compute, ThermoStyle, one_style, parse_column
 from ..integrators.barostats import lammps_fix_nh
 from ..minimize import MIN_STYLES, MinimizeSettings
 from ..potentials.lammps_styles import check_pair_style, potential_from_lammps
@@ -52,7 +56,7 @@ from ..outputs.lammps_data import write_lammps_data
 from ..checkpoint_file import read_checkpoint, system_from_checkpoint
 from ..run_plan import RunPlan, RunResult, Stage, execute, write_checkpoint_action
 
-IGNORED = {"echo", "log", "newton", "processors", "print", "atom_modify", "comm_modify"}
+IGNORED = {"echo", "log", "newton", "processors", "atom_modify", "comm_modify"}
 
 
 class UnsupportedCommandError(LammpsScriptError):
@@ -84,6 +88,10 @@ class _Setup:
     thermo_every: int = 0
     pending_velocity: list = field(default_factory=list)
     minimize: dict = field(default_factory=lambda: {"style": "cg", "dmax": 0.1})   # min_style, min_modify
+    thermo_style: ThermoStyle | None = None   # thermo_style custom (None: one)
+    thermo_norm: bool | None = None           # thermo_modify norm (None: the units' default)
+    computes: dict = field(default_factory=dict)   # compute ID -> thermo_keywords.Compute
+    groups: dict = field(default_factory=dict)     # group ID -> _Group
 
 
 class LammpsPlanner:
@@ -233,8 +241,22 @@ class LammpsPlanner:
         self._dirty = True
 
     def _cmd_velocity(self, a):
-        if a[0] != "all" or a[1] != "create":
-            raise ValueError("only 'velocity all create T SEED ...' is supported")
+        self._group_all(a[0], "velocity")
+        if a[1] == "scale":
+            if len(a) != 3:
+                raise ValueError("velocity scale keywords are not supported (velocity all scale T)")
+            target = float(a[2])
+            self._edit_system(lambda system: _scale_velocities(system, target))
+            return
+        if a[1] == "zero":
+            if len(a) != 3 or a[2] not in ("linear", "angular"):
+                raise ValueError("velocity zero needs linear or angular (and no keywords)")
+            if a[2] == "angular":
+                raise NotImplementedError("velocity zero angular is not supported (linear is)")
+            self._edit_system(_zero_linear_momentum)
+            return
+        if a[1] != "create":
+            raise ValueError(f"velocity style {a[1]} is not supported (create, scale, zero)")
         temperature, seed = float(a[2]), int(a[3])
         kw = dict(zip(a[4::2], a[5::2]))
         unknown = set(kw) - {"dist", "loop", "mom", "rot"}
@@ -298,9 +320,20 @@ class LammpsPlanner:
 
     def _cmd_fix(self, a):
         fid, group, style = a[0], a[1], a[2]
-        if group != "all":
-            raise ValueError("fixes apply to group all only")
-        if style == "nve":
+        self._group_all(group, f"fix {style}")
+        if style == "ave/time":
+            self._fix_ave_time(fid, a[3:])
+            return
+        if style == "temp/rescale":
+            if len(a) != 8:
+                raise ValueError("fix temp/rescale needs N Tstart Tstop window fraction (no keywords)")
+            self.setup.fixes[fid] = ("temp/rescale", TempRescale(int(a[3]), float(a[4]), float(a[5]),
+                                                                  float(a[6]), float(a[7])))
+        elif style == "momentum":
+            self.setup.fixes[fid] = ("momentum", _fix_momentum(a[3:]))
+        elif style == "recenter":
+            self.setup.fixes[fid] = ("recenter", self._fix_recenter(a[3:]))
+        elif style == "nve":
             self.setup.fixes[fid] = ("nve",)
         elif style == "nvt":
             if a[3] != "temp":
@@ -317,10 +350,17 @@ class LammpsPlanner:
             lammps_fix_nh(style, a[3:])                 # its errors now, at the fix command
             self.setup.fixes[fid] = (style, tuple(a[3:]))
         else:
-            raise ValueError(f"fix style {style} is not supported (nve, nvt, npt, nph, langevin)")
+            raise ValueError(f"fix style {style} is not supported (nve, nvt, npt, nph, langevin, temp/rescale, "
+                             f"momentum, recenter, ave/time)")
         self._dirty = True
 
     def _cmd_unfix(self, a):
+        for output in self.outputs.lammps_outputs:
+            if output.kind == "ave/time" and output.id == a[0] and output.end_stage is None:
+                output.end_stage = len(self.stages)
+                return
+        if a[0] not in self.setup.fixes:
+            raise ValueError(f"unknown fix ID {a[0]!r}")
         self.setup.fixes.pop(a[0])
         self._dirty = True
 
@@ -330,8 +370,250 @@ class LammpsPlanner:
         self.setup.thermo_every = int(a[0])
 
     def _cmd_thermo_style(self, a):
-        if a != ["one"]:
-            raise ValueError("only thermo_style one is supported")
+        s = self.setup
+        s.thermo_norm = None                    # as LAMMPS: thermo_style resets thermo_modify
+        if a == ["one"]:
+            s.thermo_style = None
+        elif a and a[0] == "custom":
+            s.thermo_style = ThermoStyle(a[1:], s.computes)
+        else:
+            raise ValueError(f"thermo_style {a[0] if a else ''} is not supported (one, custom)")
+
+    def _cmd_thermo_modify(self, a):
+        k = 0
+        while k < len(a):
+            key = a[k]
+            if key == "norm":
+                self.setup.thermo_norm = _yes_no(a[k + 1], "thermo_modify norm")
+            elif key in ("flush", "lost", "lost/bond", "warn", "line"):
+                _ = a[k + 1]                    # output details pycumd does not need (no lost atoms)
+            elif key == "format":               # screen layout only: pycumd prints its own (rows keep full values)
+                _ = a[k + 2] if a[k + 1] != "none" else None
+                k += 1 if a[k + 1] == "none" else 2
+            elif key in ("temp", "press"):
+                c = self.setup.computes.get(a[k + 1])
+                if c is None or c.style != ("temp" if key == "temp" else "pressure"):
+                    raise ValueError(f"thermo_modify {key} {a[k + 1]}: needs a compute of that kind")
+            else:
+                raise ValueError(f"thermo_modify {key} is not supported (norm, format, flush, lost, warn, line)")
+            k += 2
+
+    def _cmd_compute(self, a):
+        if len(a) < 3:
+            raise ValueError("compute needs ID group style")
+        self._group_all(a[1], f"compute {a[2]}")
+        if a[2] == "pressure":
+            if len(a) < 4 or len(a) > 4:
+                raise ValueError("compute pressure takes a temperature compute ID and no keywords")
+            c = self.setup.computes.get(a[3])
+            if c is None or c.style != "temp":
+                raise ValueError(f"compute pressure: {a[3]} is not a temp compute")
+        elif len(a) > 3:
+            raise ValueError(f"compute {a[2]} arguments {' '.join(a[3:])} are not supported")
+        self.setup.computes[a[0]] = Compute(a[0], a[2])
+
+    def _cmd_uncompute(self, a):
+        if self.setup.computes.pop(a[0], None) is None:
+            raise ValueError(f"unknown compute ID {a[0]!r}")
+
+    def _fix_ave_time(self, fid, a):
+        nevery, nrepeat, nfreq = int(a[0]), int(a[1]), int(a[2])
+        values, k = [], 3
+        while k < len(a) and a[k] not in ("file", "ave", "mode", "start", "off", "title1", "title2", "title3",
+                                          "format"):
+            values.append(a[k])
+            k += 1
+        kw = dict(zip(a[k::2], a[k + 1::2]))
+        if kw.get("ave", "one") != "one" or kw.get("mode", "scalar") != "scalar":
+            raise ValueError("fix ave/time: only ave one and mode scalar are supported")
+        unknown = set(kw) - {"file", "ave", "mode"}
+        if unknown:
+            raise ValueError(f"fix ave/time keyword(s) {', '.join(sorted(unknown))} not supported")
+        computes = {}
+        for v in values:
+            parse_column(v, self.setup.computes)
+            if v.startswith("c_"):
+                cid = v[2:].split("[")[0]
+                computes[cid] = self.setup.computes[cid].style
+        self.outputs.lammps_outputs.append(AveTimeOutput(fid, nevery, nrepeat, nfreq, values, computes,
+                                                         kw.get("file"), first_stage=len(self.stages)))
+
+    # -- dumps ------------------------------------------------------------------------------
+    def _cmd_dump(self, a):
+        did, group, style, every, path = a[0], a[1], a[2], int(a[3]), a[4]
+        if any(o.kind == "dump" and o.id == did and o.end_stage is None for o in self.outputs.lammps_outputs):
+            raise ValueError(f"dump ID {did!r} is already in use")
+        if style not in ("atom", "custom", "xyz"):
+            raise ValueError(f"dump style {style} is not supported (atom, custom, xyz)")
+        if style != "custom" and len(a) > 5:
+            raise ValueError(f"dump {style} takes no columns")
+        ids, types = self._group_members(group)
+        self.outputs.lammps_outputs.append(DumpOutput(did, style, every, path, list(a[5:]), ids, types,
+                                                      first_stage=len(self.stages)))
+
+    def _cmd_dump_modify(self, a):
+        dump = self._dump(a[0])
+        if dump.first_stage < len(self.stages):
+            raise NotImplementedError("dump_modify of a dump that has already been written in a run")
+        k = 1
+        while k < len(a):
+            key = a[k]
+            if key == "sort":
+                if a[k + 1] not in ("id", "off"):
+                    raise ValueError(f"dump_modify sort {a[k + 1]} is not supported (pycumd sorts by id)")
+                k += 2
+            elif key == "format":
+                what = a[k + 1]
+                if what == "none":
+                    dump.format_line = dump.format_int = dump.format_float = None
+                    k += 2
+                elif what == "line":
+                    dump.format_line = a[k + 2]
+                    k += 3
+                elif what == "int":
+                    dump.format_int = a[k + 2]
+                    k += 3
+                elif what == "float":
+                    dump.format_float = a[k + 2]
+                    k += 3
+                else:
+                    raise ValueError("dump_modify format per column is not supported (line, int, float, none)")
+                dump.formats()                 # checked now
+            elif key in ("scale", "image"):
+                setattr(dump, key, _yes_no(a[k + 1], f"dump_modify {key}"))
+                k += 2
+            elif key == "flush":
+                _yes_no(a[k + 1], "dump_modify flush")   # pycumd flushes every frame
+                k += 2
+            elif key == "element":
+                dump.element = list(a[k + 1:k + 1 + self.setup.n_types])
+                if len(dump.element) != self.setup.n_types:
+                    raise ValueError("dump_modify element needs one name per atom type")
+                k += 1 + self.setup.n_types
+            else:
+                raise ValueError(f"dump_modify {key} is not supported (sort, format, scale, image, element, flush)")
+
+    def _cmd_undump(self, a):
+        self._dump(a[0]).end_stage = len(self.stages)
+
+    def _dump(self, did):
+        for o in self.outputs.lammps_outputs:
+            if o.kind == "dump" and o.id == did and o.end_stage is None:
+                return o
+        raise ValueError(f"unknown dump ID {did!r}")
+
+    # -- groups and atom edits ----------------------------------------------------------------
+    def _cmd_group(self, a):
+        gid, style = a[0], a[1]
+        if gid == "all":
+            raise ValueError("group all cannot be redefined")
+        if style == "type":
+            types = set()
+            for spec in a[2:]:
+                if ":" in spec or "<>" in a[2:]:
+                    raise ValueError("group type with ranges 'a:b' or '<>' is not supported (list types, or a*b)")
+                types.update(_type_range(spec, self.setup.n_types))
+            self.setup.groups[gid] = _Group(types=sorted(types))
+        elif style == "region":
+            if len(a) != 3:
+                raise ValueError("group region takes one region ID")
+            region = self.setup.regions.get(a[2])
+            if region is None:
+                raise ValueError(f"unknown region {a[2]!r}")
+            group = _Group(ids=None)
+            self.setup.groups[gid] = group
+            # static, as LAMMPS: the atoms inside now (at the next run's start after a run)
+            self._edit_system(lambda system: group.set_ids(system.ids[_inside(region, system)]))
+        elif style in ("delete", "clear"):
+            self.setup.groups.pop(gid, None)
+        else:
+            raise ValueError(f"group style {style} is not supported (type, region, delete)")
+
+    def _group_members(self, gid):
+        """(ids, types) of a group for outputs: (None, None) for all."""
+        if gid == "all":
+            return None, None
+        group = self.setup.groups.get(gid)
+        if group is None:
+            raise ValueError(f"unknown group {gid!r}")
+        if group.types is not None:
+            return None, list(group.types)
+        if group.ids is None:
+            raise NotImplementedError(f"group {gid} (a region group defined after a run) in a dump is not supported")
+        return [int(i) for i in group.ids], None
+
+    def _group_all(self, gid, what):
+        """pycumd applies fixes, computes and velocity commands to all atoms: other groups are refused
+        unless they hold every atom type."""
+        if gid == "all":
+            return
+        group = self.setup.groups.get(gid)
+        if group is None:
+            raise ValueError(f"unknown group {gid!r}")
+        if group.types is not None and set(group.types) == set(range(self.setup.n_types)):
+            return
+        raise NotImplementedError(f"{what} on group {gid}: pycumd applies it to group all only")
+
+    def _cmd_displace_atoms(self, a):
+        self._group_all(a[0], "displace_atoms")
+        if a[1] != "move":
+            raise ValueError(f"displace_atoms style {a[1]} is not supported (move)")
+        shift = np.array([float(x) for x in a[2:5]])
+        kw = dict(zip(a[5::2], a[6::2]))
+        if set(kw) - {"units"}:
+            raise ValueError(f"displace_atoms keyword(s) {', '.join(sorted(set(kw) - {'units'}))} not supported")
+        if kw.get("units", "lattice") == "lattice":
+            if self.setup.lattice is None:
+                raise ValueError("displace_atoms in lattice units needs a lattice command first")
+            shift = shift * self.setup.lattice[1]
+        self._edit_system(lambda system: _displace(system, shift))
+
+    def _cmd_delete_atoms(self, a):
+        if a[0] != "overlap":
+            raise ValueError(f"delete_atoms style {a[0]} is not supported (overlap)")
+        cutoff = float(a[1])
+        g1, g2 = self._group_members(a[2]), self._group_members(a[3])
+        if len(a) > 4:
+            raise ValueError(f"delete_atoms keyword(s) {' '.join(a[4:])} not supported")
+        self._edit_system(lambda system: _delete_overlaps(system, cutoff, g1, g2))
+
+    def _fix_recenter(self, a) -> Recenter:
+        kw = dict(zip(a[3::2], a[4::2]))
+        if set(kw) - {"units"}:
+            raise ValueError(f"fix recenter keyword(s) {', '.join(sorted(set(kw) - {'units'}))} not supported")
+        units = kw.get("units", "lattice")
+        if units not in ("lattice", "box"):
+            raise ValueError(f"fix recenter units {units} is not supported (lattice, box)")
+        if units == "lattice" and self.setup.lattice is None and any(v not in ("NULL", "INIT") for v in a[:3]):
+            raise ValueError("fix recenter in lattice units needs a lattice command first")
+        scale = self.setup.lattice[1] if units == "lattice" and self.setup.lattice else 1.0
+        return Recenter([None if v == "NULL" else "INIT" if v == "INIT" else float(v) * scale for v in a[:3]])
+
+    def _cmd_reset_timestep(self, a):
+        step = int(a[0])
+        if len(a) > 1:
+            raise ValueError(f"reset_timestep keyword(s) {' '.join(a[1:])} not supported")
+        if step < 0:
+            raise ValueError(f"timestep must be >= 0, got {step}")
+        if not self.stages:
+            self.first_step = step
+            return
+        # after the last run's actions; the next stage starts from the simulation's step
+        self.stages[-1].after_run.append(lambda sim, plan, index: _reset_step(sim, step))
+
+    def _cmd_print(self, a):
+        if not a:
+            raise ValueError("print needs text")
+        kw = dict(zip(a[1::2], a[2::2]))
+        if set(kw) - {"screen"}:
+            raise ValueError(f"print keyword(s) {', '.join(sorted(set(kw) - {'screen'}))} not supported")
+        text, screen = a[0], self.outputs.screen and kw.get("screen", "yes") == "yes"
+        if not screen:
+            return
+        if not self.stages:
+            print(text, flush=True)             # nothing has run yet: in order now
+        else:
+            self.stages[-1].after_run.append(lambda sim, plan, index: print(text, flush=True))
 
     def _cmd_min_style(self, a):
         if len(a) != 1 or a[0] not in MIN_STYLES:
@@ -380,6 +662,10 @@ class LammpsPlanner:
             previous = self.stages[-1]
             stage = Stage(steps, previous.potential, previous.integrator, previous.neighbor, s.thermo_every,
                           rebuild=False)
+        style = s.thermo_style
+        if s.thermo_norm is not None:
+            style = (style or one_style()).with_norm(s.thermo_norm)
+        stage.thermo_style = style
         self.stages.append(stage)
         self._system, self._edits, self._dirty = None, [], False
 
@@ -510,7 +796,123 @@ class LammpsPlanner:
                 raise ValueError("fix langevin with fix nvt: use one thermostat")
             _, t0, t1, damp, seed = langevin[0]
             thermostat = Langevin((t0, t1), damp, seed)
+        extra = [f[1] for f in s.fixes.values() if f[0] in ("temp/rescale", "momentum", "recenter")]
+        if extra:
+            thermostat = FixChain(([thermostat] if thermostat is not None else []) + extra)
         return VelocityVerlet(s.dt if s.dt is not None else get_units(s.units).dt, thermostat, barostat)
+
+
+@dataclass
+class _Group:
+    """A LAMMPS group: atom types (0-based) or, for a region group, the ids inside it when defined."""
+
+    types: list | None = None
+    ids: np.ndarray | None = None
+
+    def set_ids(self, ids) -> None:
+        self.ids = np.asarray(ids)
+
+
+def _yes_no(value: str, what: str) -> bool:
+    if value not in ("yes", "no"):
+        raise ValueError(f"{what} needs yes or no, got {value!r}")
+    return value == "yes"
+
+
+def _inside(region, system: System) -> np.ndarray:
+    """Mask of the atoms inside a region (box coordinates; as LAMMPS' Region::match)."""
+    x = system.positions + np.asarray(system.box.origin)
+    if region[0] == "sphere":
+        d = x - region[1]
+        return np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]) <= region[2]
+    return ((x >= region[1][:, 0]) & (x <= region[1][:, 1])).all(axis=1)
+
+
+def _scale_velocities(system: System, target: float) -> None:
+    """LAMMPS ``velocity all scale T``: scale to the temperature of compute temp (3N - 3 dof)."""
+    ke = 0.5 * system.units.mvv2e * float((system.per_atom_mass[:, None] * system.velocities ** 2).sum())
+    dof = max(3 * system.n_atoms - 3, 1)
+    t = 2.0 * ke / (dof * system.units.boltz)
+    if t == 0.0:
+        raise ValueError("velocity scale: the temperature is 0, nothing to scale")
+    system.velocities *= np.sqrt(target / t)
+
+
+def _zero_linear_momentum(system: System) -> None:
+    """LAMMPS ``velocity all zero linear``: subtract the centre-of-mass velocity."""
+    m = system.per_atom_mass
+    system.velocities -= (m[:, None] * system.velocities).sum(axis=0) / m.sum()
+
+
+def _displace(system: System, shift) -> None:
+    """LAMMPS ``displace_atoms all move``: shift, then wrap with image counts (``Domain::remap``)."""
+    unwrapped = system.unwrapped_positions() + shift
+    L = np.asarray(system.box.L)
+    system.images = np.floor(unwrapped / L).astype(np.int32)
+    system.positions = unwrapped - system.images * L
+
+
+def _delete_overlaps(system: System, cutoff: float, group1, group2) -> None:
+    """LAMMPS ``delete_atoms overlap CUT G1 G2`` (``DeleteAtoms::delete_overlap``, one process): each
+    atom I of G1, in id order, is deleted if an atom J of G2 lies within the cutoff (minimum image)
+    that is not deleted yet; a pair across the periodic boundary (J a ghost in LAMMPS) with both
+    atoms in both groups deletes only the lower id. Ids are then renumbered 1..N (``compress yes``)."""
+    from scipy.spatial import cKDTree
+
+    def member(group):
+        ids, types = group
+        mask = np.ones(system.n_atoms, bool)
+        if ids is not None:
+            mask &= np.isin(system.ids, ids)
+        if types is not None:
+            mask &= np.isin(system.types, types)
+        return mask
+
+    in1, in2 = member(group1), member(group2)
+    order = np.argsort(system.ids, kind="stable")
+    L = np.asarray(system.box.L)
+    x = np.mod(system.positions, L)
+    tree = cKDTree(x, boxsize=L)
+    deleted = np.zeros(system.n_atoms, bool)
+    for i in order:
+        if not in1[i]:
+            continue
+        for j in tree.query_ball_point(x[i], cutoff):
+            if j == i or not in2[j]:
+                continue
+            d = x[i] - x[j]
+            if np.dot(d, d) >= cutoff * cutoff:           # across the boundary: a ghost in LAMMPS
+                if in2[i] and in1[j] and system.ids[i] > system.ids[j]:
+                    continue
+            elif deleted[j]:
+                continue
+            deleted[i] = True
+            break
+    keep = ~deleted
+    system.positions, system.velocities = system.positions[keep], system.velocities[keep]
+    system.types, system.images = system.types[keep], system.images[keep]
+    ids = system.ids[keep]
+    system.ids = np.argsort(np.argsort(ids, kind="stable"), kind="stable").astype(np.int64) + 1
+
+
+def _reset_step(sim, step: int) -> None:
+    """LAMMPS ``reset_timestep N`` between runs (an after-run action on the simulation)."""
+    sim.state.step = step
+
+
+def _fix_momentum(a) -> Momentum:
+    every, flags, rescale, k = int(a[0]), (True, True, True), False, 1
+    while k < len(a):
+        if a[k] == "linear":
+            flags = tuple(int(f) == 1 for f in a[k + 1:k + 4])
+            k += 4
+        elif a[k] == "rescale":
+            rescale, k = True, k + 1
+        elif a[k] == "angular":
+            raise NotImplementedError("fix momentum angular is not supported (linear is)")
+        else:
+            raise ValueError(f"fix momentum keyword {a[k]} is not supported (linear, rescale)")
+    return Momentum(every, flags, rescale)
 
 
 def _type_range(spec: str, n_types: int) -> range:

