@@ -25,7 +25,15 @@ Supported commands and keywords::
     write_data FILE [nocoeff]      (after a run: atoms, masses, images, velocities)
     min_style cg|fire              min_modify dmax D   minimize ETOL FTOL MAXITER MAXEVAL
 
-Anything else stops with an error naming the command and its line.  In ``lj`` units
+    thermo_style one|custom KEYWORDS   thermo_modify norm yes|no   compute ID all temp|pe|ke|pressure
+    fix ID all ave/time NEVERY NREPEAT NFREQ VALUES [file F]
+    dump ID GROUP atom|custom|xyz N FILE [columns]   dump_modify   undump ID
+    reset_timestep N    displace_atoms all move DX DY DZ    delete_atoms overlap CUT G1 G2
+    group ID type|region|delete    velocity all scale T | zero linear
+    fix ID all temp/rescale | momentum | recenter     print TEXT (in run order)
+
+(docs/lammps-compatibility.md has the table.) Anything else stops with an error naming the command
+and its line.  In ``lj`` units
 ``lattice fcc 0.8442`` is the reduced density; otherwise the argument is the lattice constant.
 """
 
@@ -402,6 +410,7 @@ class LammpsPlanner:
         if len(a) < 3:
             raise ValueError("compute needs ID group style")
         self._group_all(a[1], f"compute {a[2]}")
+        Compute(a[0], a[2])                     # an unsupported style is named first
         if a[2] == "pressure":
             if len(a) < 4 or len(a) > 4:
                 raise ValueError("compute pressure takes a temperature compute ID and no keywords")
