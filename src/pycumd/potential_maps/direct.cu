@@ -2,15 +2,26 @@
 //     V(i, j, k) = sum_a q_a / |r_ijk - r_a|,   r_ijk = (i hx, j hy, k hz) relative to the map origin.
 // One thread computes UNROLL points of one row, BX apart along x (coalesced stores, the seed's
 // version 4); the block's BX * BY threads stage TILE atoms at a time in shared memory, so any
-// number of atoms streams through.  Single precision: coordinates as float hi + lo pairs (the
-// distance components are exact to float rounding of the distance itself), one rsqrtf per
-// evaluation, a float partial sum per tile, tile sums added with TwoSum (compensated).
+// number of atoms streams through.  Single precision: coordinates as float hi + lo pairs, atoms and
+// every lattice point alike (each of a thread's UNROLL x coordinates is split in float64 once, at the
+// start), so each distance component is (x_hi - a_hi) + (x_lo - a_lo): the first difference exact
+// near the atom (Sterbenz), one rounding relative to the component itself.  One rsqrtf per
+// evaluation, a float partial sum per SUBTILE atoms, partial sums added with TwoSum (compensated).
+//
+// Issue 17: the x components used to be formed once per atom at the thread's first point and
+// offset by u * BX * hx in float (dx0 + u * step): dx0 carries an absolute rounding error of up to
+// half an ulp of the distance to the first point (up to ~60 A), which near an atom at another of
+// the thread's points is a large relative error of a large term.  That made the GPU single map
+// 1.6e-6 from float64 on adk at 0.5 A where the CPU path (per-point hi + lo) gives 7.6e-7.
 #ifndef UNROLL
 #define UNROLL 8
 #endif
 #ifndef RSQRT_NEWTON
 #define RSQRT_NEWTON 0      // 1: one Newton step after rsqrtf (3 more FP32 ops); 2: the step with its residual
 #endif                      //    1 - r2 y^2 computed exactly by FMAs (6 more ops, close to correctly rounded)
+#ifndef EXACT_X
+#define EXACT_X 0           // 1: every x coordinate i hx of the launch is a float (x_lo == 0, e.g. hx = 0.5):
+#endif                      //    dx = (x_hi - a_hi) - a_lo, one add fewer per evaluation, same result
 #define SUBTILE 32          // atoms per float partial sum before its TwoSum into the compensated total
 #define BX 16
 #define BY 8
@@ -39,16 +50,21 @@ dcs_single(const float4* __restrict__ atoms_hi,  // (n_atoms,): x, y, z relative
     const int tid = threadIdx.x + BX * threadIdx.y;
     const int ix = blockIdx.x * (BX * UNROLL) + threadIdx.x;
     const int iy = blockIdx.y * BY + threadIdx.y;
-    const double xd = ix * hx, yd = iy * hy, zd = (z_first + (int)blockIdx.z) * hz;
-    const float x_hi = (float)xd, x_lo = (float)(xd - (double)x_hi);
+    const double yd = iy * hy, zd = (z_first + (int)blockIdx.z) * hz;
     const float y_hi = (float)yd, y_lo = (float)(yd - (double)y_hi);
     const float z_hi = (float)zd, z_lo = (float)(zd - (double)z_hi);
-    const double step = BX * hx;
-    const float step_hi = (float)step, step_lo = (float)(step - (double)step_hi);
 
-    float acc[UNROLL], sum[UNROLL], comp[UNROLL];
+    float x_hi[UNROLL], acc[UNROLL], sum[UNROLL], comp[UNROLL];
+#if !EXACT_X
+    float x_lo[UNROLL];
+#endif
 #pragma unroll
     for (int u = 0; u < UNROLL; ++u) {
+        const double xd = (ix + u * BX) * hx;   // this point's own x, split in float64 (not x_0 + u * step)
+        x_hi[u] = (float)xd;
+#if !EXACT_X
+        x_lo[u] = (float)(xd - (double)x_hi[u]);
+#endif
         acc[u] = 0.0f;
         sum[u] = 0.0f;
         comp[u] = 0.0f;
@@ -64,13 +80,16 @@ dcs_single(const float4* __restrict__ atoms_hi,  // (n_atoms,): x, y, z relative
             for (int t = sub; t < sub + SUBTILE; ++t) {
                 const float4 h = s_hi[t];
                 const float4 l = s_lo[t];
-                const float dx0 = (x_hi - h.x) + (x_lo - l.x);
                 const float dy = (y_hi - h.y) + (y_lo - l.y);
                 const float dz = (z_hi - h.z) + (z_lo - l.z);
                 const float dyz2 = fmaf(dy, dy, dz * dz);
 #pragma unroll
                 for (int u = 0; u < UNROLL; ++u) {
-                    const float dx = fmaf((float)u, step_lo, fmaf((float)u, step_hi, dx0));
+#if EXACT_X
+                    const float dx = (x_hi[u] - h.x) - l.x;
+#else
+                    const float dx = (x_hi[u] - h.x) + (x_lo[u] - l.x);
+#endif
                     const float r2 = fmaf(dx, dx, dyz2);
                     float rs = rsqrtf(r2);
 #if RSQRT_NEWTON == 1

@@ -3,9 +3,12 @@
 ``V(r_ijk) = sum_a q_a / |r_ijk - r_a|`` (e/Angstrom), ``O(N_atoms * N_points)``.  The GPU kernel
 (``direct.cu``) is the seed's version 4 taken further: lattice coordinates computed on the fly,
 ``UNROLL`` points per thread along x spaced one block width apart (coalesced stores), atoms staged
-through shared memory in tiles (any atom count), one ``rsqrtf`` per evaluation, float partial sums
-per tile of 128 atoms added into a compensated (TwoSum) float pair.  Coordinates travel as float
-hi + lo pairs, so the distance components are as exact as the float distance itself.  The CPU path
+through shared memory in tiles of 128 (any atom count), one ``rsqrtf`` per evaluation, float partial
+sums over 32 atoms added into a compensated (TwoSum) float pair.  Atom and lattice coordinates are
+float hi + lo pairs (each lattice point's own, split in float64), so each distance component is
+``(x_hi - a_hi) + (x_lo - a_lo)``: as exact as its float rounding.  Where every lattice x coordinate
+``i * hx`` is itself a float (``hx`` = 0.5, 0.25, 1, ...) the kernel is built with ``EXACT_X=1`` and
+skips the zero ``x_lo`` (one add fewer per evaluation, the same result).  The CPU path
 (Numba) runs the same summation: float32 terms, per-tile partials, TwoSum; ``precision="double"``
 sums in float64 on either backend (the reference).
 
@@ -133,11 +136,21 @@ def _unroll_for(nx: int) -> int:
 RSQRT_NEWTON = 0
 
 
-def _launch_gpu(backend, atoms_dev, n_atoms, out_dev, lattice, z_first, z_count, precision, newton=None):
+def exact_x(nx: int, hx: float) -> bool:
+    """True when every lattice x coordinate ``i * hx`` (relative to the origin, i < nx, float64 as the
+    kernel forms it) is a float32, so its lo part is zero (direct.cu's ``EXACT_X``)."""
+    xs = np.arange(nx) * np.float64(hx)
+    return bool(np.array_equal(xs.astype(np.float32).astype(np.float64), xs))
+
+
+def _launch_gpu(backend, atoms_dev, n_atoms, out_dev, lattice, z_first, z_count, precision, newton=None,
+                exact=None):
     nx, ny = lattice.shape[0], lattice.shape[1]
     unroll = _unroll_for(nx)
     newton = RSQRT_NEWTON if newton is None else int(newton)
-    module = backend.kernel_module("potential_maps/direct.cu", defines={"UNROLL": unroll, "RSQRT_NEWTON": newton})
+    exact = exact_x(nx, lattice.spacing[0]) if exact is None else bool(exact)
+    module = backend.kernel_module("potential_maps/direct.cu", defines={
+        "UNROLL": unroll, "RSQRT_NEWTON": newton, "EXACT_X": int(exact and precision == "single")})
     grid = (-(-nx // (BLOCK_X * unroll)), -(-ny // BLOCK_Y), z_count)
     hx, hy, hz = (np.float64(h) for h in lattice.spacing)
     if precision == "single":
