@@ -2,8 +2,8 @@
 thermo.csv, traj.gsd, rdf.csv, msd.csv, vacf.csv, sq.csv in the current folder); plot with
 ``pycumd plot *.csv``."""
 
-from pycumd import (LennardJones, NoseHoover, Simulation, ThermoReporter, VelocityVerlet, create_velocities,
-                    lattice_system)
+from pycumd import (CRescale, LennardJones, NoseHoover, Simulation, ThermoReporter, VelocityVerlet,
+                    create_velocities, lattice_system)
 from pycumd.minimize import MinimizeSettings, Minimizer
 from pycumd.outputs.analysis import MSDReporter, RDFReporter, StructureFactorReporter, VACFReporter
 from pycumd.outputs.trajectory import trajectory_writer
@@ -19,11 +19,15 @@ sim.run(500)                                                   # melt, then cool
 result = Minimizer(sim, MinimizeSettings(etol=1e-8, ftol=1e-8, maxiter=2000, maxeval=20000, style="fire")).run()
 print(result.describe())
 
-# 3. equilibrate at T = 1.5 from the minimum: new velocities (FIRE leaves them near zero), NVT
+# 3. equilibrate at T = 1.5 and P = 2.5 from the minimum: new velocities (FIRE leaves them near zero),
+#    Nose-Hoover thermostat with stochastic cell rescaling (NPT)
 relaxed = sim.system()
 create_velocities(relaxed, temperature=1.5, seed=7)
-equil = Simulation(relaxed, lj, VelocityVerlet(dt=0.005, thermostat=NoseHoover(1.5, damping=0.5)))
+equil = Simulation(relaxed, lj, VelocityVerlet(dt=0.005, thermostat=NoseHoover(1.5, damping=0.5),
+                                               barostat=CRescale(pressure=2.5, tau_p=0.5, compressibility=0.1,
+                                                                 seed=11)))
 equil.run(2000)
+print(f"NPT: density {equil.state.n_atoms / equil.box.volume:.4f} after 2000 steps")
 
 # 4. produce (NVE) with thermo, a trajectory and the four analyses
 prod = Simulation(equil.system(), lj, VelocityVerlet(dt=0.005))
