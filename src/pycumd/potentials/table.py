@@ -11,8 +11,17 @@ as LAMMPS' ``PairTable::compute_table`` (so energies and forces agree with LAMMP
 Each type pair's table row holds ``[rc^2, rc, e_c, f_c, inner^2, 1/delta, delta^2/6, spline, N]``
 followed by five arrays of ``N`` values: ``r^2, e, f/r`` and ``de, df/r`` (linear) or the spline's
 second derivatives ``e2, f2`` (spline).  The kernels read a pair's row from memory (the
-single-type register copy of the row is off: ``FORCE_ONE_TYPE_PATH=0``).  The CUDA path is closed
-for now (:attr:`Table.cuda_defines` raises): on the H100 it gave energies 1.1% off the CPU path.
+single-type register copy of the row is off: ``FORCE_ONE_TYPE_PATH=0``).  CPU and GPU run the same
+arithmetic (``table_raw`` and ``table.cuh``); on the GPU in double precision energies, forces and the
+virial agree with the CPU to 1e-12 (tests/test_table.py).
+
+Issue 19: the CUDA path was closed after a test found its energy 1.1% off the CPU's (-5279.2 against
+-5340.2).  The kernel was right: that test ran the CPU Simulation and then the GPU one on the same
+``System``, and building the CPU state does not copy ``system.types`` (``State.from_system``: NumPy's
+``asarray`` of an int32 array is the array itself), so the CPU run's reorder by cell (at its first
+force computation) permuted the system's types in place while its positions (copied) stayed; the GPU
+then saw the types scrambled.  A CPU
+Simulation on that system gives -5279.2166 too.  The test now builds a fresh system per Simulation.
 
 Distances below the table's inner distance (LAMMPS stops with "Pair distance < table inner
 cutoff") are extrapolated from the first bin; ``BITMAP`` and ``lookup`` tables are not supported.
@@ -232,13 +241,8 @@ class Table(PairPotential):
 
     @property
     def cuda_defines(self) -> dict:
-        """The row width and the per-pair row loads of the force kernels (no register copy of a row).
-
-        Raises NotImplementedError: the CUDA path gave energies 1.1% off the CPU path on the H100
-        (tests/test_table.py, 2026-11-24) and stays closed until that is found.
-        """
-        raise NotImplementedError("table: the CUDA path is not validated (its energies differed from the CPU's by "
-                                  "1.1% in a test); run tabulated potentials with device='cpu'")
+        """The row width and the per-pair row loads of the force kernels (no register copy of a row)."""
+        return table_cuda_defines(self.n)
 
     def pair_table(self, type_i: int, type_j: int, path, keyword: str, r_cut: float | None = None) -> "Table":
         """The table of a pair (0-based types) from section ``keyword`` of the LAMMPS table file ``path``."""
