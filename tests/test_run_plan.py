@@ -143,3 +143,15 @@ def test_thermo_reporter_declares_the_first_and_last_step_of_a_run():
     thermo.every = 3
     assert thermo.next_report(4, 0, 7) == 6 and thermo.next_report(7, 0, 7) == 7
     assert thermo.next_report(8, 0, 7) is None
+
+
+def test_a_simulation_leaves_the_system_it_was_built_from_unchanged():
+    """The state is reordered in place at every neighbour build: it must hold copies, so that a
+    second simulation built from the same System starts from the same atoms."""
+    system = lattice_system("fcc", 5, density=0.8442)
+    create_velocities(system, 1.44, seed=3)
+    before = {name: getattr(system, name).copy() for name in ("positions", "velocities", "types", "images", "ids")}
+    lj = LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
+    Simulation(system, lj, device="cpu").run(30)
+    for name, value in before.items():
+        assert np.array_equal(getattr(system, name), value), name

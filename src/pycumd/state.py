@@ -124,12 +124,14 @@ class State:
                       virial=xp.zeros((n, 6), np.float32))
         return cls(
             positions=positions,
-            velocities=xp.asarray(system.velocities, dtype=real),
+            # copies (xp.array), never views of the System: the state is reordered in place at
+            # every neighbour build, and the caller's System must not be reordered with it
+            velocities=xp.array(system.velocities, dtype=real),
             forces=xp.zeros((n, 3), dtype=accum),
-            per_atom_mass=xp.asarray(system.per_atom_mass, dtype=real),
-            types=xp.asarray(system.types, dtype=np.int32),
-            images=xp.asarray(system.images, dtype=np.int32),
-            ids=xp.asarray(system.ids, dtype=np.int64),
+            per_atom_mass=xp.array(system.per_atom_mass, dtype=real),
+            types=xp.array(system.types, dtype=np.int32),
+            images=xp.array(system.images, dtype=np.int32),
+            ids=xp.array(system.ids, dtype=np.int64),
             positions_at_build=positions.copy(),
             energy=xp.zeros(n, dtype=accum),
             virial=xp.zeros((n, 6), dtype=accum),
