@@ -43,7 +43,24 @@ def _temperature(sim) -> float:
     return 2.0 * sim.kinetic_energy() / (dof * sim.units.boltz)
 
 
-class TempRescale:
+class EndOfStepFix:
+    """Base of the fixes that act at the end of a step: the thermostat hooks they do not use are
+    no-ops, and they keep no state a checkpoint needs."""
+
+    def begin_step(self, sim) -> None:
+        pass
+
+    def post_force(self, sim) -> None:
+        pass
+
+    def checkpoint_state(self) -> dict:
+        return {}
+
+    def restore_checkpoint_state(self, state: dict) -> None:
+        pass
+
+
+class TempRescale(EndOfStepFix):
     """LAMMPS ``fix temp/rescale`` (see module docstring).
 
     Parameters
@@ -69,12 +86,6 @@ class TempRescale:
     def bind(self, sim) -> None:
         _check_plain_precision(sim, "temp/rescale")
 
-    def begin_step(self, sim) -> None:
-        pass
-
-    def post_force(self, sim) -> None:
-        pass
-
     def end_step(self, sim) -> None:
         if sim.step % self.every:
             return
@@ -86,18 +97,12 @@ class TempRescale:
             t_target = t_current - self.fraction * (t_current - t_target)
             sim.state.velocities *= math.sqrt(t_target / t_current)
 
-    def checkpoint_state(self) -> dict:
-        return {}
-
-    def restore_checkpoint_state(self, state: dict) -> None:
-        pass
-
     def describe(self) -> str:
         return (f"temp/rescale every {self.every}: T = {self.t_start}->{self.t_stop}, window {self.window}, "
                 f"fraction {self.fraction}")
 
 
-class Momentum:
+class Momentum(EndOfStepFix):
     """LAMMPS ``fix momentum N linear xflag yflag zflag [rescale]`` (see module docstring)."""
 
     def __init__(self, every: int, flags=(True, True, True), rescale: bool = False):
@@ -108,22 +113,10 @@ class Momentum:
     def bind(self, sim) -> None:
         _check_plain_precision(sim, "momentum")
 
-    def begin_step(self, sim) -> None:
-        pass
-
-    def post_force(self, sim) -> None:
-        pass
-
     def end_step(self, sim) -> None:
         if sim.step % self.every:
             return
         zero_momentum(sim, self.flags, self.rescale)
-
-    def checkpoint_state(self) -> dict:
-        return {}
-
-    def restore_checkpoint_state(self, state: dict) -> None:
-        pass
 
     def describe(self) -> str:
         axes = "".join(a for a, f in zip("xyz", self.flags) if f)
@@ -146,7 +139,7 @@ def zero_momentum(sim, flags=(True, True, True), rescale: bool = False) -> None:
             v *= math.sqrt(ke_before / ke_after)
 
 
-class Recenter:
+class Recenter(EndOfStepFix):
     """LAMMPS ``fix recenter x y z`` (see module docstring).
 
     Parameters
@@ -174,12 +167,6 @@ class Recenter:
     def bind(self, sim) -> None:
         _check_plain_precision(sim, "recenter")
         self._init = self._centre(sim)
-
-    def begin_step(self, sim) -> None:
-        pass
-
-    def post_force(self, sim) -> None:
-        pass
 
     def end_step(self, sim) -> None:
         centre = self._centre(sim)
