@@ -152,7 +152,7 @@ def _compile(expr_text: str, parameters: tuple):
     exec(compile(source, "<pycumd formula>", "exec"), namespace)
     raw = numba.njit(inline="always", error_model="numpy")(namespace["formula_raw"])   # 1/0 -> inf, as on the GPU
     column_functions = [sp.lambdify([par[p] for p in parameters], c, modules="math") for c in columns]
-    return column_functions, raw, cuda, source
+    return column_functions, raw, cuda, source, bool(prelude)
 
 
 def _printers():
@@ -233,9 +233,10 @@ def _python(e, index):
 @functools.lru_cache(maxsize=None)
 def _formula_class(expr_text: str, parameters: tuple):
     """One subclass per generated pair function, so that kernels cached per class are per formula."""
-    column_functions, raw, cuda, source = _compile(expr_text, parameters)
+    column_functions, raw, cuda, source, inverse_powers = _compile(expr_text, parameters)
     return type("Formula", (Formula,), {"raw_pair_function": staticmethod(raw), "_column_functions": column_functions,
-                                        "_cuda_body": cuda, "generated_source": source})
+                                        "_cuda_body": cuda, "generated_source": source,
+                                        "_inverse_powers_of_r2": inverse_powers})
 
 
 class Formula(PairPotential):
@@ -276,6 +277,7 @@ class Formula(PairPotential):
     cuda_header = "potentials/formula.cuh"
     _column_functions: list = []
     _cuda_body = ""
+    _inverse_powers_of_r2 = False
     generated_source = ""
 
     def __init__(self, energy, r_cut: float, parameters=None, constants=None, cutoff: str = "truncate",
@@ -294,8 +296,13 @@ class Formula(PairPotential):
 
     @property
     def cuda_defines(self) -> dict:
-        """The generated ``pair_raw`` body and the table width, for ``formula.cuh``."""
-        return {"FORMULA_COLUMNS": 4 + len(self._column_functions), "FORMULA_BODY": self._cuda_body}
+        """The generated ``pair_raw`` body and the table width, for ``formula.cuh``; for a formula in
+        inverse powers of r^2 only (LJ-like arithmetic, no function calls) the mixed-precision
+        force kernel's launch bounds of the built-in LJ (forces.cu ``FIXED_MIN_BLOCKS``)."""
+        defines = {"FORMULA_COLUMNS": 4 + len(self._column_functions), "FORMULA_BODY": self._cuda_body}
+        if self._inverse_powers_of_r2:
+            defines.update(FIXED_MIN_BLOCKS=12, FIXED_MIN_BLOCKS_ENERGY=8)
+        return defines
 
     def _columns(self, p):
         args = [p[name] for name in self.parameter_names]
