@@ -202,18 +202,46 @@ def _parse_xyz_frames(text: str) -> list[int]:
     return steps
 
 
+def _check_frames_read_back(directory: Path) -> None:
+    """Every frame of the XYZ, LAMMPS dump and GSD files in ``directory`` reads back."""
+    import gsd.hoomd
+
+    if (directory / "traj.xyz").exists():            # LAMMPS dump xyz: N, "Atoms. Timestep: K", N lines
+        lines, i = (directory / "traj.xyz").read_text().split("\n"), 0
+        while i < len(lines) - 1:
+            n = int(lines[i])
+            assert lines[i + 1].strip().startswith("Atoms. Timestep:") and i + n + 2 <= len(lines) - 1
+            assert all(len(line.split()) == 4 for line in lines[i + 2:i + 2 + n])
+            i += n + 2
+    if (directory / "traj.lammpstrj").exists():
+        lines, i = (directory / "traj.lammpstrj").read_text().split("\n"), 0
+        while i < len(lines) - 1:
+            assert lines[i] == "ITEM: TIMESTEP"
+            n = int(lines[i + 3])
+            assert i + 9 + n <= len(lines) - 1, "a cut-off dump frame"
+            assert all(len(line.split()) == 5 for line in lines[i + 9:i + 9 + n])
+            i += 9 + n
+    if (directory / "traj.gsd").exists():
+        with gsd.hoomd.open(str(directory / "traj.gsd")) as frames:
+            for frame in frames:
+                assert frame.particles.position.shape == (frame.particles.N, 3)
+
+
 def test_a_run_killed_at_20_random_moments_leaves_whole_files_and_continues_exactly(tmp_path):
     """SIGKILL at 20 random moments of a run that continues each time from its last checkpoint:
-    after every kill the CSV has only whole rows and every trajectory frame reads back; the final
-    state and files equal those of the run never killed."""
+    after every kill the CSV has only whole rows and every frame of the XYZ, LAMMPS dump and GSD
+    trajectories reads back; the chain ends with the files of the run never killed."""
     steps = 4000
-    args = ["--var", "steps", str(steps), "--device", "cpu", "--log", "thermo.csv", "--trajectory", "traj.xyz",
+    script = LONG_SCRIPT.replace("thermo 5", "thermo 5\ndump 1 all custom 100 traj.lammpstrj id type x y z\n"
+                                 "dump 2 all xyz 100 traj.xyz")
+    args = ["--var", "steps", str(steps), "--device", "cpu", "--log", "thermo.csv", "--trajectory", "traj.gsd",
             "--trajectory-every", "100", "--checkpoint", "run.ckpt", "--checkpoint-every", "200", "--no-progress"]
+    files = ("thermo.csv", "traj.xyz", "traj.lammpstrj", "traj.gsd")
     reference = tmp_path / "reference"
     killed = tmp_path / "killed"
     for d in (reference, killed):
         d.mkdir()
-        (d / "in.lj").write_text(LONG_SCRIPT)
+        (d / "in.lj").write_text(script)
     proc = _pycumd("run", "in.lj", *args, cwd=reference, stdout=subprocess.DEVNULL)
     assert proc.wait(timeout=120) == 0, proc.stderr.read()
     rng = random.Random(20261124)
@@ -236,7 +264,7 @@ def test_a_run_killed_at_20_random_moments_leaves_whole_files_and_continues_exac
         time.sleep(rng.uniform(0.0, 0.6))
         if proc.poll() is not None:          # finished before the kill: start the test's chain again
             assert proc.returncode == 0, proc.stderr.read()
-            for name in ("run.ckpt", "run.ckpt.1", "thermo.csv", "traj.xyz"):
+            for name in ("run.ckpt", "run.ckpt.1", *files):
                 (killed / name).unlink(missing_ok=True)
             continue
         proc.kill()
@@ -245,13 +273,12 @@ def test_a_run_killed_at_20_random_moments_leaves_whole_files_and_continues_exac
         if (killed / "thermo.csv").exists():
             lines = (killed / "thermo.csv").read_text().split("\n")
             assert lines[-1] == "" and all(len(line.split(",")) == 6 for line in lines[:-1])
-        if (killed / "traj.xyz").exists():
-            _parse_xyz_frames((killed / "traj.xyz").read_text())
+        _check_frames_read_back(killed)
     assert proc.wait(timeout=120) == 0, proc.stderr.read()
     assert restarts >= 10           # most kills came after a checkpoint: the chain really continued
-    for name in ("thermo.csv", "traj.xyz"):
+    for name in ("thermo.csv", "traj.xyz", "traj.lammpstrj"):
         assert (killed / name).read_bytes() == (reference / name).read_bytes(), name
-    assert _parse_xyz_frames((killed / "traj.xyz").read_text()) == list(range(0, steps + 1, 100))
+    assert _files(killed)["traj.gsd"] == _files(reference)["traj.gsd"]
 
 
 def test_lammps_restart_commands_write_and_read_checkpoints_and_data_files(tmp_path):
