@@ -75,7 +75,7 @@ def _run(args) -> int:
         plan.outputs.checkpoint = args.checkpoint
     if args.checkpoint_every is not None:
         plan.outputs.checkpoint_every = args.checkpoint_every
-    plan.outputs.__post_init__()
+    plan.outputs.check()
     deadline = _walltime_deadline(args.walltime)
     from .parallel import abort_on_error, launched_size, world
     if launched_size() > 1:           # mpirun/srun -n P: one run decomposed over the P ranks (pycumd.parallel)

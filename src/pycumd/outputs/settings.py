@@ -71,6 +71,10 @@ class OutputSettings:
     checkpoint_every: int = 0
 
     def __post_init__(self):
+        self.check()
+
+    def check(self) -> None:
+        """Raise ValueError for settings that cannot work together (call again after changing them)."""
         if int(self.checkpoint_every) < 0:
             raise ValueError(f"checkpoint interval must be >= 0, got {self.checkpoint_every}")
         if self.checkpoint_every and not self.checkpoint:
