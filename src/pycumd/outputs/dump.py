@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import io
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 

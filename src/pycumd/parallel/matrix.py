@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..state import State
 from ..system import System
 from .decomposition import Decomposition
 from .grid import block_range, choose_matrix_grid
