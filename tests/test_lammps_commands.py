@@ -171,7 +171,7 @@ run 10
 @pytest.mark.parametrize("line, match", [
     ("dump 1 all cfg 10 x.cfg", "dump style cfg is not supported"),
     ("dump 1 all custom 10 x.txt id mass", "column"),
-    ("thermo_style custom step v_x", "variables and fixes"),
+    ("thermo_style custom step f_x", "fix ID 'x' in f_x is not a fix ave/time"),
     ("thermo_style multi", "thermo_style multi is not supported"),
     ("compute 1 all msd", "compute style msd is not supported"),
     ("group g type 1\nfix 2 g momentum 1", "on group g: pycumd applies it to group all only"),
@@ -189,3 +189,91 @@ def test_unsupported_commands_say_what_and_where(line, match):
 def test_unknown_command_still_stops():
     with pytest.raises(UnsupportedCommandError, match="unsupported command 'fix_modify'"):
         plan_from_lammps_script(text=HEAD + "fix_modify 1 energy yes\n", screen=False)
+
+
+METAL_HEAD = """units metal
+lattice fcc 5.376
+region box block 0 4 0 4 0 4
+create_box 1 box
+create_atoms 1 box
+mass 1 39.948
+velocity all create 120.0 87287 loop geom
+pair_style lj/cut 8.5
+pair_coeff 1 1 0.0103 3.405
+neighbor 1.0 bin
+timestep 0.002
+fix 1 all nve
+"""
+
+VARIABLES = """compute myT all temp
+compute myP all pressure myT
+compute myPE all pe
+variable a equal temp*2+sqrt(abs(pe))
+variable b equal "v_a/atoms + c_myP[1]*vol/lx^3 + step + ln(c_myT) - exp(-c_myPE/1e4)"
+variable tk equal c_myT[1]/atoms
+variable pr equal press
+variable e equal etotal
+fix av all ave/time 5 2 10 c_myT v_a file ave.txt
+fix av1 all ave/time 5 2 10 v_b
+thermo_style custom step temp pe press v_a v_b v_tk v_pr f_av[1] f_av[2] f_av1 c_myP[2] c_myT[3]
+thermo_modify format float %20.15g
+thermo 10
+run 20
+print "after: T = $(temp) b = ${b} e = ${e} f = $(f_av[2]) v = $(v_pr/2)"
+variable b delete
+variable b equal ke
+print "b = ${b}"
+"""
+
+
+@needs_lammps
+@pytest.mark.parametrize("head", [HEAD, METAL_HEAD], ids=["lj", "metal"])
+def test_equal_style_variables_in_thermo_ave_time_and_print(head, tmp_path, monkeypatch, capsys):
+    text = head + VARIABLES
+    oracle = run_lammps(text.replace("file ave.txt", f"file {tmp_path}/ref_ave.txt"))
+    monkeypatch.chdir(tmp_path)
+    result = execute(plan_from_lammps_script(text=text, screen=True, base_dir=str(tmp_path)))
+    cols = [c for c in oracle.runs[0] if c != "Step"]
+    assert "v_b" in cols and "f_av[2]" in cols and "f_av1" in cols
+    assert oracle.thermo["f_av1"][-1] != 0.0
+    _compare_rows(result.thermo.rows, oracle.runs[0], cols)
+    ref, got = np.loadtxt(tmp_path / "ref_ave.txt"), np.loadtxt(tmp_path / "ave.txt")
+    assert got.shape == ref.shape == (2, 3) and np.allclose(got, ref, rtol=2e-5)   # %g: 6 digits
+    # print after the run: LAMMPS' lines, the numbers to 1e-6
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("after:", "b ="))]
+    expected = [line for line in oracle.log.splitlines() if line.startswith(("after:", "b ="))]
+    assert len(printed) == len(expected) == 2
+    for a, b in zip(printed, expected):
+        wa, wb = a.split(), b.split()
+        assert [w for w in wa if not _number(w)] == [w for w in wb if not _number(w)]
+        for x, y in zip(wa, wb):
+            if _number(y):
+                assert float(x) == pytest.approx(float(y), rel=1e-6), (a, b)
+
+
+def _number(word):
+    try:
+        float(word)
+    except ValueError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("lines, line, match", [
+    ("thermo_style custom step v_nope\nrun 1", 2, r"thermo_style custom \(line 12\): v_nope: variable 'nope' is not defined"),
+    ("variable a equal 2*bogus\nthermo_style custom step v_a\nrun 1", 3, r"'bogus'"),
+    ("variable a equal c_nope\nthermo_style custom step v_a\nrun 1", 3, r"compute ID 'nope'"),
+    ("variable a equal f_nope\nthermo_style custom step v_a\nrun 1", 3, r"fix ID 'nope'"),
+    ("variable a atom x\nthermo_style custom step v_a\nrun 1", 3, r"atom-style variables are not supported"),
+    ("fix 2 all ave/time 1 1 1 v_nope", 1, r"variable 'nope' is not defined"),
+    ("compute t all temp/region nowhere", 1, r"region ID 'nowhere'"),
+    ("print \"$(temp)\"", 1, r"need a run before"),
+    ("run 1\nprint \"$(bogus)\"", 2, r"'bogus'"),
+    ("run 1\nprint \"$(c_nope)\"", 2, r"compute ID 'nope'"),
+])
+def test_variable_errors_name_the_word_and_line(lines, line, match):
+    text = HEAD + lines + "\n"
+    with pytest.raises(LammpsScriptError, match=match) as info:
+        plan_from_lammps_script(text=text, screen=False)
+    assert info.value.line == HEAD.count("\n") + line
+    assert "\n" not in str(info.value)

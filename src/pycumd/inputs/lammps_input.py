@@ -49,7 +49,7 @@ from ..integrators import Langevin, NoseHoover, VelocityVerlet
 from ..integrators.fixes import FixChain, Momentum, Recenter, TempRescale
 from ..outputs.ave_time import AveTimeOutput
 from ..outputs.dump import DumpOutput
-from ..outputs.thermo_keywords import Compute, ThermoStyle, one_style, parse_column
+from ..outputs.thermo_keywords import Compute, Names, ThermoState, ThermoStyle, formula_value, one_style, parse_column
 from ..integrators.barostats import lammps_fix_nh
 from ..minimize import MIN_STYLES, MinimizeSettings
 from ..potentials.lammps_styles import check_pair_style, potential_from_lammps
@@ -98,6 +98,7 @@ class _Setup:
     minimize: dict = field(default_factory=lambda: {"style": "cg", "dmax": 0.1})   # min_style, min_modify
     thermo_style: ThermoStyle | None = None   # thermo_style custom (None: one)
     thermo_norm: bool | None = None           # thermo_modify norm (None: the units' default)
+    thermo_style_line: int | None = None      # the line of the thermo_style custom command
     computes: dict = field(default_factory=dict)   # compute ID -> thermo_keywords.Compute
     groups: dict = field(default_factory=dict)     # group ID -> _Group
 
@@ -121,6 +122,7 @@ class LammpsPlanner:
         self._edits: list = [] # edits of the continuing system since the last run (velocity after a run)
         self._dirty = True     # settings changed since the last run: the next stage builds anew
         self.first_step = 0    # the step number of the first run's start (read_restart)
+        self._command = None   # the command being executed
 
     def plan(self, engine: EngineOptions | None = None) -> RunPlan:
         """The plan of the commands executed so far."""
@@ -132,6 +134,7 @@ class LammpsPlanner:
     # -- entry points -----------------------------------------------------------------------
     def execute(self, commands: list[Command]) -> None:
         for cmd in commands:
+            self._command = cmd                 # its variables (Command.variables) for v_name
             handler = getattr(self, "_cmd_" + cmd.name, None)
             if handler is None and cmd.name not in IGNORED:
                 raise UnsupportedCommandError(f"unsupported command '{cmd.name}'", cmd.line, cmd.source)
@@ -383,7 +386,8 @@ class LammpsPlanner:
         if a == ["one"]:
             s.thermo_style = None
         elif a and a[0] == "custom":
-            s.thermo_style = ThermoStyle(a[1:], s.computes)
+            s.thermo_style = ThermoStyle(a[1:], self._names())   # v_name are checked at 'run'
+            s.thermo_style_line = self._command.line if self._command is not None else None
         else:
             raise ValueError(f"thermo_style {a[0] if a else ''} is not supported (one, custom)")
 
@@ -410,7 +414,16 @@ class LammpsPlanner:
         if len(a) < 3:
             raise ValueError("compute needs ID group style")
         self._group_all(a[1], f"compute {a[2]}")
-        Compute(a[0], a[2])                     # an unsupported style is named first
+        if a[2] not in ("temp/region",):
+            Compute(a[0], a[2])                 # an unsupported style is named first
+        if a[2] == "temp/region":
+            if len(a) != 4:
+                raise ValueError("compute temp/region takes one region ID and no keywords")
+            region = self.setup.regions.get(a[3])
+            if region is None:
+                raise ValueError(f"region ID {a[3]!r} for compute temp/region does not exist")
+            self.setup.computes[a[0]] = Compute(a[0], "temp/region", _region_spec(region))
+            return
         if a[2] == "pressure":
             if len(a) < 4 or len(a) > 4:
                 raise ValueError("compute pressure takes a temperature compute ID and no keywords")
@@ -438,14 +451,21 @@ class LammpsPlanner:
         unknown = set(kw) - {"file", "ave", "mode"}
         if unknown:
             raise ValueError(f"fix ave/time keyword(s) {', '.join(sorted(unknown))} not supported")
-        computes = {}
+        names = self._names()
         for v in values:
-            parse_column(v, self.setup.computes)
-            if v.startswith("c_"):
-                cid = v[2:].split("[")[0]
-                computes[cid] = self.setup.computes[cid].style
+            item = parse_column(v, names)
+            if item[0] == "variable":
+                names.check_variable(item[1])
+        computes = {cid: c.spec() for cid, c in self.setup.computes.items()}
         self.outputs.lammps_outputs.append(AveTimeOutput(fid, nevery, nrepeat, nfreq, values, computes,
                                                          kw.get("file"), first_stage=len(self.stages)))
+
+    def _names(self) -> Names:
+        """What c_ID, f_ID and v_name refer to now: computes, fix ave/time, the current command's variables."""
+        fixes = {o.id: len(o.values) for o in self.outputs.lammps_outputs
+                 if o.kind == "ave/time" and o.end_stage is None}
+        variables = self._command.variables if self._command is not None else None
+        return Names(dict(self.setup.computes), variables or {}, fixes)
 
     # -- dumps ------------------------------------------------------------------------------
     def _cmd_dump(self, a):
@@ -617,6 +637,17 @@ class LammpsPlanner:
         if set(kw) - {"screen"}:
             raise ValueError(f"print keyword(s) {', '.join(sorted(set(kw) - {'screen'}))} not supported")
         text, screen = a[0], self.outputs.screen and kw.get("screen", "yes") == "yes"
+        deferred = self._command is not None and self._command.deferred
+        if deferred:                            # thermo keywords, computes or fixes: values at the last run's end
+            if not self.stages:
+                raise ValueError(f"print {text!r}: thermo keywords, computes and fixes in a print need a run "
+                                 f"before it")
+            names, norm = self._names(), self.setup.thermo_norm
+            names.check_text(text)
+            stage = self.stages[-1]
+            stage.after_run.append(lambda sim, plan, index: print(_substitute_at_run(text, names, norm, sim),
+                                                                  flush=True) if screen else None)
+            return
         if not screen:
             return
         if not self.stages:
@@ -671,10 +702,20 @@ class LammpsPlanner:
             previous = self.stages[-1]
             stage = Stage(steps, previous.potential, previous.integrator, previous.neighbor, s.thermo_every,
                           rebuild=False)
-        style = s.thermo_style
-        if s.thermo_norm is not None:
-            style = (style or one_style()).with_norm(s.thermo_norm)
+        style, names = s.thermo_style, self._names()
+        if style is not None or s.thermo_norm is not None:
+            try:                                # variables and fixes as they are now; v_name checked
+                style = (style or one_style()).bind(names, s.thermo_norm)
+            except ValueError as exc:
+                raise ValueError(f"thermo_style custom (line {s.thermo_style_line}): {exc}") from None
         stage.thermo_style = style
+        for output in self.outputs.lammps_outputs:    # fix ave/time: variables as they are at this run
+            if output.kind == "ave/time" and output.end_stage is None:
+                for v in output.values:
+                    if v.startswith("v_"):
+                        names.check_variable(v[2:])
+                output.stage_context.extend([None] * (len(self.stages) + 1 - len(output.stage_context)))
+                output.stage_context[len(self.stages)] = {"norm": s.thermo_norm, "variables": names.variables}
         self.stages.append(stage)
         self._system, self._edits, self._dirty = None, [], False
 
@@ -902,6 +943,19 @@ def _delete_overlaps(system: System, cutoff: float, group1, group2) -> None:
     system.types, system.images = system.types[keep], system.images[keep]
     ids = system.ids[keep]
     system.ids = np.argsort(np.argsort(ids, kind="stable"), kind="stable").astype(np.int64) + 1
+
+
+def _region_spec(region) -> tuple:
+    """A region of ``_Setup.regions`` as :func:`pycumd.outputs.thermo_keywords.region_contains` takes it."""
+    if region[0] == "sphere":
+        return ("sphere", (*(float(c) for c in region[1]), float(region[2])))
+    return ("block", tuple(float(v) for v in np.asarray(region[1]).ravel()))
+
+
+def _substitute_at_run(text: str, names: Names, norm, sim) -> str:
+    """A deferred print text with the simulation's values (LAMMPS print after a run)."""
+    state = ThermoState(sim, norm=norm, names=names)
+    return names.substitute(text, lambda word, index: formula_value(state, word, index))
 
 
 def _reset_step(sim, step: int) -> None:

@@ -115,6 +115,15 @@ class _Error(Exception):
     """Internal: an error without a location yet (the reader adds file and line)."""
 
 
+class _NeedsRun(_Error):
+    """A formula names a thermo keyword, compute or fix: it can be evaluated only while (or after)
+    a simulation runs, with a ``runtime`` lookup (see :meth:`ScriptReader.evaluate`)."""
+
+
+class _MathError(_Error):
+    """Divide by zero, the square root of a negative number ...: the formula is well formed."""
+
+
 @dataclass(frozen=True)
 class Command:
     """One LAMMPS command after substitution.
@@ -135,6 +144,12 @@ class Command:
     args: list[str] = field(default_factory=list)
     line: int = 0
     source: str = "<input>"
+    #: the script's variables when the command was read (:meth:`ScriptReader.snapshot`), for what is
+    #: evaluated later, while or after a simulation runs (``v_name`` in thermo output, ``print``)
+    variables: dict | None = field(default=None, repr=False, compare=False)
+    #: ``print`` only: the text names thermo keywords, computes or fixes, so its ``$`` references are
+    #: substituted when the print executes (:meth:`ScriptReader.substitute_at_run`), not when read
+    deferred: bool = field(default=False, repr=False, compare=False)
 
 
 @dataclass
@@ -180,7 +195,7 @@ def _lmp_pow(a: float, b: float) -> float:
     if b == 0.0:
         return 1.0
     if a == 0.0 and b < 0.0:
-        raise _Error("invalid power expression in variable formula (0 to a negative power)")
+        raise _MathError("invalid power expression in variable formula (0 to a negative power)")
     try:
         return math.pow(a, b)
     except ValueError:  # negative base, fractional exponent: C's pow gives nan
@@ -191,31 +206,31 @@ def _lmp_pow(a: float, b: float) -> float:
 
 def _sqrt(x: float) -> float:
     if x < 0.0:
-        raise _Error("sqrt of negative value in variable formula")
+        raise _MathError("sqrt of negative value in variable formula")
     return math.sqrt(x)
 
 
 def _ln(x: float) -> float:
     if x <= 0.0:
-        raise _Error("log of zero/negative value in variable formula")
+        raise _MathError("log of zero/negative value in variable formula")
     return math.log(x)
 
 
 def _log10(x: float) -> float:
     if x <= 0.0:
-        raise _Error("log of zero/negative value in variable formula")
+        raise _MathError("log of zero/negative value in variable formula")
     return math.log10(x)
 
 
 def _asin(x: float) -> float:
     if x < -1.0 or x > 1.0:
-        raise _Error("arcsin of invalid value in variable formula")
+        raise _MathError("arcsin of invalid value in variable formula")
     return math.asin(x)
 
 
 def _acos(x: float) -> float:
     if x < -1.0 or x > 1.0:
-        raise _Error("arccos of invalid value in variable formula")
+        raise _MathError("arccos of invalid value in variable formula")
     return math.acos(x)
 
 
@@ -255,9 +270,12 @@ class _Formula:
     unary ``- !``; numbers, names, calls and parentheses.
     """
 
-    def __init__(self, text: str, lookup):
+    def __init__(self, text: str, lookup, runtime=None):
         self.text = text
         self.lookup = lookup  # name -> float, for v_name references
+        # (word, index) -> float for thermo keywords, c_ID, c_ID[k], f_ID, f_ID[k] (index None or
+        # the integer k); None before a simulation runs: such names raise _NeedsRun
+        self.runtime = runtime
         self.tokens: list[tuple[str, str]] = []
         pos = 0
         stripped = text.rstrip()
@@ -337,7 +355,7 @@ class _Formula:
             if op == "*":
                 return a * b
             if b == 0.0:
-                raise _Error("divide by 0 in variable formula" if op == "/"
+                raise _MathError("divide by 0 in variable formula" if op == "/"
                              else "modulo 0 in variable formula")
             if op == "/":
                 return a / b
@@ -378,21 +396,30 @@ class _Formula:
         nkind, ntok = self._peek()
         if nkind == "op" and ntok == "(":
             return self._call(tok)
+        index = None
         if nkind == "op" and ntok == "[":
-            raise _Error(f"indexed reference '{tok}[...]' in variable formula {self.text!r} "
-                         "needs a running LAMMPS simulation (not supported)")
-        if tok.startswith("v_"):
+            if not tok.startswith(("c_", "f_")):
+                raise _Error(f"indexed reference '{tok}[...]' in variable formula {self.text!r} is not "
+                             "supported (only c_ID[k] and f_ID[k])")
+            self.i += 1
+            kind, number = self._take()
+            if kind != "num" or not number.isdigit():
+                raise _Error(f"invalid index of '{tok}' in variable formula {self.text!r}")
+            self._expect("]")
+            index = int(number)
+        elif tok.startswith("v_"):
             return self.lookup(tok[2:])
-        for prefix in ("c_", "f_", "i_", "d_", "i2_", "d2_"):
-            if tok.startswith(prefix):
-                raise _Error(f"reference '{tok}' in variable formula {self.text!r} needs a "
-                             "running LAMMPS simulation (computes, fixes and per-atom "
-                             "properties are not supported)")
-        if tok in _CONSTANTS:
+        elif tok in _CONSTANTS:
             return _CONSTANTS[tok]
-        raise _Error(f"'{tok}' in variable formula {self.text!r} is a thermo keyword or an "
-                     "unknown name; thermo keywords (step, atoms, temp, ...) need a running "
-                     "LAMMPS simulation and are not supported")
+        if tok.startswith(("i_", "d_", "i2_", "d2_")):
+            raise _Error(f"reference '{tok}' in variable formula {self.text!r}: per-atom properties are "
+                         "not supported")
+        if self.runtime is None:
+            what = "compute or fix" if tok.startswith(("c_", "f_")) else "thermo keyword"
+            raise _NeedsRun(f"'{tok}' in variable formula {self.text!r} is a {what} (or an unknown name): "
+                            "it needs a running LAMMPS simulation (pycumd evaluates it in thermo_style "
+                            "custom, fix ave/time and print after a run)")
+        return float(self.runtime(tok, index))
 
     def _call(self, name):
         if name in _RUNTIME_FUNCTIONS:
@@ -567,6 +594,8 @@ class ScriptReader:
                 raise LammpsScriptError(f"command-line variable {name!r} has no value")
             self.variables[name] = _Variable("index", values)
         self._evaluating: list[str] = []
+        self._runtime = None          # (word, index) -> float while a simulation's values are at hand
+        self._snapshot = None         # snapshot() of the variables as they are now (None: changed since)
         self._quit = False
         self._jump_skip = False
         self._lines_read = 0
@@ -586,21 +615,69 @@ class ScriptReader:
         except _Error as exc:
             raise LammpsScriptError(str(exc)) from None
 
-    def evaluate(self, expr: str) -> float:
+    def evaluate(self, expr: str, runtime=None) -> float:
         """Evaluate an equal-style formula with the current variables.
+
+        Parameters
+        ----------
+        expr : str
+            The formula.
+        runtime : callable ``(word, index) -> float``, optional
+            The values of a running simulation: thermo keywords (``temp``; index None), computes
+            (``c_ID``, ``c_ID[k]``) and fixes (``f_ID``, ``f_ID[k]``). It raises ``ValueError`` or
+            ``KeyError`` naming a word it does not know. Without it such words raise.
 
         Raises
         ------
         LammpsScriptError
             For syntax errors, unknown names, or math errors (divide by 0, ...).
         """
+        return self._with_runtime(runtime, self._evaluate, expr)
+
+    def substitute_at_run(self, text: str, runtime) -> str:
+        """``$`` substitution of ``text`` with a running simulation's values (``runtime`` as in
+        :meth:`evaluate`): ``print "T = $(temp)"`` when the print executes."""
+        return self._with_runtime(runtime, self.substitute, text)
+
+    def check_names(self, expr: str, runtime, text: bool = False) -> None:
+        """Evaluate the formula ``expr`` (``text``: substitute the text ``expr``) with ``runtime``
+        giving placeholder values, to find names that cannot be evaluated before a run starts; math
+        errors (divide by 0 ...) of the placeholders are ignored."""
         try:
-            return self._evaluate(expr)
+            self._with_runtime(runtime, self.substitute if text else self._evaluate, expr)
+        except LammpsScriptError as exc:
+            if not isinstance(exc.__cause__, _MathError):
+                raise
+
+    def _with_runtime(self, runtime, function, argument):
+        previous, self._runtime = self._runtime, runtime
+        try:
+            return function(argument)
         except _Error as exc:
-            raise LammpsScriptError(str(exc)) from None
+            raise LammpsScriptError(str(exc)) from exc
+        except (ValueError, KeyError) as exc:      # the runtime lookup names what it does not know
+            raise LammpsScriptError(str(exc.args[0]) if exc.args else str(exc)) from None
+        finally:
+            self._runtime = previous
+
+    def snapshot(self) -> dict:
+        """The variables as they are now, as plain values (JSON-able): ``{name: [style, values,
+        expr]}``; :meth:`from_snapshot` makes a reader of them. One dict is shared until a
+        ``variable`` or ``next`` command changes the variables."""
+        if self._snapshot is None:
+            self._snapshot = {name: [v.style, list(v.values), v.expr] for name, v in self.variables.items()}
+        return self._snapshot
+
+    @classmethod
+    def from_snapshot(cls, snapshot: Mapping[str, list]) -> "ScriptReader":
+        """A reader holding the variables of a :meth:`snapshot` (to evaluate them at run time)."""
+        reader = cls()
+        reader.variables = {name: _Variable(style, list(values), expr)
+                            for name, (style, values, expr) in snapshot.items()}
+        return reader
 
     def _evaluate(self, expr: str) -> float:
-        return _Formula(expr, self._numeric).evaluate()
+        return _Formula(expr, self._numeric, self._runtime).evaluate()
 
     def _numeric(self, name: str) -> float:
         var = self.variables.get(name)
@@ -649,6 +726,7 @@ class ScriptReader:
 
     def _define(self, args: list[str]) -> None:
         """The ``variable`` command."""
+        self._snapshot = None
         if len(args) < 2:
             raise _Error("illegal variable command: needs a name and a style")
         name, style, rest = args[0], args[1], args[2:]
@@ -831,8 +909,15 @@ class ScriptReader:
                 if len(words) >= 2 and words[0] == "label" and words[1] == seeking:
                     seeking = None
                 continue
+            deferred = False
             try:
-                words = _split_words(self.substitute(_strip_comment(line)))
+                try:
+                    words = _split_words(self.substitute(_strip_comment(line)))
+                except _NeedsRun:             # print T=$(temp) (unquoted): substituted when it executes
+                    words = _split_words(_strip_comment(line))
+                    if words[:1] != ["print"]:
+                        raise
+                    deferred = True
                 if not words:
                     continue
                 name, args = words[0], words[1:]
@@ -865,11 +950,14 @@ class ScriptReader:
                         raise _Error("illegal include command: expected one file name")
                     self._include(args[0], base_dir, commands, depth)
                     continue
-                if name == "print" and args:
-                    args = [self.substitute(args[0])] + args[1:]
+                if name == "print" and args and not deferred:
+                    try:
+                        args = [self.substitute(args[0])] + args[1:]
+                    except _NeedsRun:         # print "T = $(temp)": substituted when it executes
+                        deferred = True
             except _Error as exc:
                 raise LammpsScriptError(str(exc), lineno, filename) from None
-            commands.append(Command(name, args, lineno, filename))
+            commands.append(Command(name, args, lineno, filename, self.snapshot(), deferred))
             if name == "quit":
                 self._quit = True
                 return
@@ -879,6 +967,7 @@ class ScriptReader:
     def _next(self, names: list[str]) -> None:
         """LAMMPS ``next V1 V2 ...``: the next value of each; when one runs out, all are deleted
         and the next ``jump`` is skipped (``Variable::next``)."""
+        self._snapshot = None
         if not names:
             raise _Error("illegal next command: no variables")
         for name in names:

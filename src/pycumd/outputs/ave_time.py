@@ -3,8 +3,9 @@
 Every ``Nfreq`` steps the average of ``Nrepeat`` samples taken ``Nevery`` steps apart, the last at
 that step, is written (``ave one``, ``mode scalar``), as ``FixAveTime`` does: a window that would
 start before the run's first step is skipped (LAMMPS' ``nextvalid``); samples are the quantities
-of :mod:`pycumd.outputs.thermo_keywords` (computes temp/pe/ke/pressure, not normalised by N, and
-thermo keywords). File layout::
+of :mod:`pycumd.outputs.thermo_keywords` (computes temp/pe/ke/pressure/temp/region, not normalised by
+N, equal-style variables ``v_name`` and thermo keywords). Its latest averages are ``f_ID`` (one value)
+or ``f_ID[k]`` in thermo output and formulas (0 before the first average, as LAMMPS). File layout::
 
     # Time-averaged data for fix ID
     # TimeStep c_A c_B
@@ -15,17 +16,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .reporter import Needs, Reporter
-from .thermo_keywords import Compute, ThermoState, column_value, parse_column
+from .reporter import Needs, Reporter, Snapshot
+from .thermo_keywords import KEYWORDS, Compute, Names, ThermoState, column_value, parse_column
 
 
 @dataclass
 class AveTimeOutput:
     """One ``fix ave/time`` (settings; :meth:`build` makes the reporter).
 
-    id : fix ID; nevery, nrepeat, nfreq : its three intervals; values : ``c_ID`` / keywords;
-    computes : ``{ID: style}`` of the computes referenced; path : the ``file`` keyword (None: no file);
-    first_stage, end_stage : the plan stages in which the fix is defined (``unfix`` ends it).
+    id : fix ID; nevery, nrepeat, nfreq : its three intervals; values : ``c_ID`` / ``v_name`` / keywords;
+    computes : ``{ID: Compute.spec()}`` of the computes defined with it; path : the ``file`` keyword
+    (None: no file); first_stage, end_stage : the plan stages in which the fix is defined (``unfix``
+    ends it); stage_context : per stage index, ``{"norm": thermo_modify norm or None, "variables":
+    ScriptReader.snapshot()}`` as they are at that stage's ``run`` (variables are evaluated with them).
+    Every field is a plain value: the settings are stored in checkpoints.
     """
 
     id: str
@@ -38,6 +42,7 @@ class AveTimeOutput:
     first_stage: int = 0
     end_stage: int | None = None
     kind: str = "ave/time"
+    stage_context: list = field(default_factory=list)
 
     def __post_init__(self):
         if self.nevery <= 0 or self.nrepeat <= 0 or self.nfreq <= 0:
@@ -46,9 +51,20 @@ class AveTimeOutput:
             raise ValueError("fix ave/time: Nfreq must be a multiple of Nevery and Nrepeat*Nevery <= Nfreq")
         if not self.values:
             raise ValueError("fix ave/time needs at least one value")
-        computes = {k: Compute(k, v) for k, v in self.computes.items()}
+        names = self.names(None)
         for v in self.values:
-            parse_column(v, computes)
+            parse_column(v, names)
+
+    def names(self, stage_index: int | None) -> Names:
+        """Computes and the variables of stage ``stage_index`` (None: no variables)."""
+        context = self.context(stage_index)
+        return Names({k: Compute.from_spec(k, v) for k, v in self.computes.items()},
+                     context.get("variables") or {})
+
+    def context(self, stage_index: int | None) -> dict:
+        if stage_index is None or stage_index >= len(self.stage_context):
+            return {}
+        return self.stage_context[stage_index] or {}
 
     def build(self, resume_step: int | None = None) -> "AveTimeReporter":
         return AveTimeReporter(self, resume_step)
@@ -61,8 +77,9 @@ class AveTimeReporter(Reporter):
 
     def __init__(self, output: AveTimeOutput, resume_step: int | None = None):
         self.output = output
-        computes = {k: Compute(k, v) for k, v in output.computes.items()}
-        self._items = [parse_column(v, computes) for v in output.values]
+        self._names = output.names(0)
+        self._norm = output.context(0).get("norm")
+        self._items = [parse_column(v, self._names) for v in output.values]
         self._active = output.first_stage == 0
         self._sums, self._count, self._last = None, 0, None
         self._next_valid = None
@@ -78,6 +95,30 @@ class AveTimeReporter(Reporter):
     def begin_stage(self, index: int) -> None:
         o = self.output
         self._active = o.first_stage <= index and (o.end_stage is None or index < o.end_stage)
+        self._names, self._norm = o.names(index), o.context(index).get("norm")
+        self._items = [parse_column(v, self._names) for v in o.values]
+
+    @property
+    def fix_id(self) -> str:
+        return self.output.id
+
+    @property
+    def active(self) -> bool:
+        return self._active
+
+    def value(self, index: int | None, simulation) -> tuple:
+        """``(f_ID or f_ID[index], extensive)``: the latest average (0 before the first), taking this
+        step's sample first if it is due and not taken yet (LAMMPS ends a step's fixes before thermo)."""
+        if simulation.step != self._last and self._next_valid is not None \
+                and simulation.step in self._sample_steps(self._next_valid):
+            self.report(Snapshot(simulation))
+        k = 0 if index is None else index - 1
+        kind, what, vector_index = self._items[k]
+        if kind == "keyword":
+            extensive = KEYWORDS[what][1]
+        else:
+            extensive = kind == "compute" and (what.extensive or vector_index is not None and what.style != "pressure")
+        return (self.rows[-1][1][k] if self.rows else 0.0), extensive
 
     def begin_run(self, simulation) -> None:
         o, step = self.output, simulation.step
@@ -106,7 +147,7 @@ class AveTimeReporter(Reporter):
         if step == self._last or step not in self._sample_steps(self._next_valid):
             return
         self._last = step
-        state = ThermoState(snapshot.simulation, 0, None)
+        state = ThermoState(snapshot.simulation, 0, None, self._norm, self._names)
         values = [float(column_value(item, state, False)) for item in self._items]
         self._sums = values if self._sums is None else [a + b for a, b in zip(self._sums, values)]
         self._count += 1

@@ -13,14 +13,22 @@ once). The definitions follow LAMMPS' ``Thermo::compute_*`` (22 Jul 2025):
 * ``cpu``: wall seconds since the run's set-up; ``elapsed``/``elaplong``: steps since the run's start.
 
 Computes (``compute ID all temp|pe|ke|pressure``) are the same quantities under another name:
-``c_ID`` (``c_ID[1..6]`` for the pressure tensor), extensive for ``pe`` and ``ke``.
+``c_ID`` (``c_ID[1..6]`` for the pressure tensor and the kinetic-energy tensor of a temp compute),
+extensive for ``pe`` and ``ke``. ``compute ID all temp/region R`` is the temperature of the atoms inside
+region R at that step, with ``3 n - 3`` degrees of freedom for the ``n`` atoms inside (LAMMPS'
+``ComputeTempRegion::compute_scalar``: ``dimension * count - extra_dof``).
+
+Equal-style variables (``v_name``) are LAMMPS formulas (:mod:`pycumd.inputs.lammps_script`) whose
+thermo keywords, ``c_ID``/``c_ID[k]`` and ``f_ID``/``f_ID[k]`` are looked up here, at the step they
+are evaluated: thermo keywords normalised as thermo output is (LAMMPS' ``Thermo::evaluate_keyword``),
+computes and fixes not. ``f_ID`` is the latest average of a ``fix ave/time`` (0 before its first).
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -46,8 +54,8 @@ KEYWORDS = {
 #: LAMMPS thermo_style one
 ONE = ("step", "temp", "epair", "emol", "etotal", "press")
 
-#: compute styles pycumd has, and the thermo keyword each one is
-COMPUTE_STYLES = {"temp": "temp", "pe": "pe", "ke": "ke", "pressure": "press"}
+#: compute styles pycumd has, and the thermo keyword each one is (temp/region: its own, below)
+COMPUTE_STYLES = {"temp": "temp", "pe": "pe", "ke": "ke", "pressure": "press", "temp/region": None}
 
 #: mass * mv2d / volume -> density (g/cm^3 from g/mol and Angstrom^3 in real and metal)
 _MV2D = {"lj": 1.0, "real": 1.0 / 0.602214129, "metal": 1.0 / 0.602214129}
@@ -70,10 +78,14 @@ class ThermoState:
         ``time.perf_counter()`` at the run's set-up (``cpu``).
     """
 
-    def __init__(self, simulation, run_start: int = 0, wall_start: float | None = None):
+    def __init__(self, simulation, run_start: int = 0, wall_start: float | None = None,
+                 norm: bool | None = None, names: "Names | None" = None):
         self.sim = simulation
         self.run_start = run_start
         self.wall_start = wall_start
+        #: thermo_modify norm, for thermo keywords inside variables (None: the units' default)
+        self.norm = simulation.units.normalize_thermo if norm is None else norm
+        self.names = names or Names()
         self._cache: dict = {}
 
     def _once(self, key, compute):
@@ -125,6 +137,32 @@ class ThermoState:
     def press_tensor(self, a: int, c: int) -> float:
         col = _VIRIAL_COLUMN[(a, c)]
         return (self.ke_tensor()[col] + self.virial()[col]) / self.volume() * self.sim.units.nktv2p
+
+    def in_region(self, region) -> tuple:
+        """LAMMPS compute temp/region over ``region``: the number of atoms inside it now (positions as
+        integrated, as LAMMPS' ``Region::match`` sees them) and their ``sum m v_a v_b mvv2e`` (xx, yy,
+        zz, xy, xz, yz)."""
+        def compute():
+            s, b = self.sim.state, self.sim.backend
+            x = s.values("positions", b)[:, :3] + np.asarray(self.sim.box.origin)
+            inside = region_contains(region, np.asarray(x, dtype=np.float64))
+            v = np.asarray(s.values("velocities", b), dtype=np.float64)[inside]
+            m = np.asarray(s.values("per_atom_mass", b), dtype=np.float64)[inside]
+            cols = [(0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2)]
+            tensor = np.array([float((m * v[:, a] * v[:, c]).sum()) for a, c in cols]) * self.sim.units.mvv2e
+            return int(inside.sum()), tensor
+        return self._once(("region", region), compute)
+
+    def temp_region(self, region) -> float:
+        """``sum m v^2 mvv2e / (dof k_B)`` over the atoms inside, ``dof = 3 count - 3`` (0 if dof <= 0)."""
+        count, tensor = self.in_region(region)
+        dof = 3 * count - 3
+        return float(tensor[:3].sum()) / (dof * self.sim.units.boltz) if dof > 0 else 0.0
+
+    def variable(self, name: str) -> float:
+        """The equal-style variable ``name`` evaluated now (its formula's thermo keywords, computes and
+        fixes from this state)."""
+        return self.names.evaluate(name, lambda word, index: formula_value(self, word, index))
 
     def forces(self) -> np.ndarray:
         return self._once("forces", lambda: self.sim.state.values("forces", self.sim.backend)[:, :3])
@@ -213,61 +251,216 @@ _VALUES = {
 _VALUES["enthalpy"] = lambda t: t.pe() + t.ke() + t.press() * t.volume() / t.sim.units.nktv2p
 
 
+def region_contains(region, x: np.ndarray) -> np.ndarray:
+    """Mask of the points ``x`` (box coordinates) inside a region, as LAMMPS' ``Region::match``:
+    ``("block", (xlo, xhi, ylo, yhi, zlo, zhi))`` closed, ``("sphere", (cx, cy, cz, r))`` with
+    ``sqrt(dx^2 + dy^2 + dz^2) <= r``."""
+    style, p = region
+    if style == "sphere":
+        d = x - np.asarray(p[:3])
+        return np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]) <= p[3]
+    lo_hi = np.asarray(p, dtype=np.float64).reshape(3, 2)
+    return ((x >= lo_hi[:, 0]) & (x <= lo_hi[:, 1])).all(axis=1)
+
+
 @dataclass(frozen=True)
 class Compute:
-    """A LAMMPS ``compute ID all STYLE`` of a thermo quantity (``style`` one of COMPUTE_STYLES)."""
+    """A LAMMPS ``compute ID all STYLE`` of a thermo quantity (``style`` one of COMPUTE_STYLES).
+
+    ``region``: for temp/region, the region as :func:`region_contains` takes it (box units)."""
 
     id: str
     style: str
+    region: tuple | None = None
 
     def __post_init__(self):
         if self.style not in COMPUTE_STYLES:
             raise ValueError(f"compute style {self.style} is not supported "
                              f"({', '.join(COMPUTE_STYLES)})")
+        if (self.style == "temp/region") != (self.region is not None):
+            raise ValueError("compute temp/region needs a region (and only it does)")
 
     @property
     def extensive(self) -> bool:
         return self.style in ("pe", "ke")
 
+    @property
+    def vector_size(self) -> int:
+        """Length of the global vector ``c_ID[1..n]`` (pressure tensor; temp: kinetic tensor), 0: none."""
+        return 6 if self.style in ("pressure", "temp", "temp/region") else 0
 
-def parse_column(word: str, computes: dict) -> tuple:
-    """A thermo_style custom / fix ave/time item as ``(kind, name, index)``: ``("keyword", kw, None)``
-    or ``("compute", ID, None | 1..6)``; raises ValueError naming what is not supported."""
+    def spec(self):
+        """Plain values (stored in checkpoints with fix ave/time); :meth:`from_spec` reads them back."""
+        return self.style if self.region is None else [self.style, self.region[0], list(self.region[1])]
+
+    @classmethod
+    def from_spec(cls, cid: str, spec) -> "Compute":
+        if isinstance(spec, str):
+            return cls(cid, spec)
+        return cls(cid, spec[0], (spec[1], tuple(float(v) for v in spec[2])))
+
+
+@dataclass
+class Names:
+    """What ``c_ID``, ``f_ID`` and ``v_name`` refer to in thermo output, fix ave/time and print.
+
+    computes : compute ID -> :class:`Compute`
+    variables : the script's variables (:meth:`pycumd.inputs.lammps_script.ScriptReader.snapshot`)
+    fixes : fix ave/time ID -> its number of values (``f_ID`` for one, ``f_ID[k]`` for several)
+    """
+
+    computes: dict = field(default_factory=dict)
+    variables: dict = field(default_factory=dict)
+    fixes: dict = field(default_factory=dict)
+
+    def _reader(self):
+        from ..inputs.lammps_script import ScriptReader      # the one evaluator of LAMMPS formulas
+
+        reader = self.__dict__.get("_reader_cache")
+        if reader is None:
+            reader = self.__dict__["_reader_cache"] = ScriptReader.from_snapshot(self.variables)
+        return reader
+
+    def evaluate(self, name: str, runtime) -> float:
+        """Equal-style variable ``name`` with ``runtime(word, index)`` giving the simulation's values."""
+        from ..inputs.lammps_script import LammpsScriptError
+
+        try:
+            return self._reader().evaluate(f"v_{name}", runtime)
+        except LammpsScriptError as exc:
+            raise ValueError(f"v_{name}: {exc.message}") from None
+
+    def check_variable(self, name: str) -> None:
+        """Raise ValueError if ``v_name`` cannot be evaluated in a run: an unknown variable, one that is
+        not equal-style, or a formula naming an unknown thermo keyword, compute or fix."""
+        style = self.variables.get(name, [None])[0]
+        if style is None:
+            raise ValueError(f"v_{name}: variable {name!r} is not defined")
+        if style not in ("equal", "internal", "format"):
+            raise ValueError(f"v_{name}: {style}-style variables are not supported in thermo output, "
+                             f"fix ave/time or print (equal-style are)")
+        from ..inputs.lammps_script import LammpsScriptError
+
+        try:
+            self._reader().check_names(f"v_{name}", self.placeholder)
+        except LammpsScriptError as exc:
+            raise ValueError(f"v_{name}: {exc.message}") from None
+
+    def check_text(self, text: str) -> None:
+        """Raise ValueError if the ``$`` references of a print text name something unknown."""
+        from ..inputs.lammps_script import LammpsScriptError
+
+        try:
+            self._reader().check_names(text, self.placeholder, text=True)
+        except LammpsScriptError as exc:
+            raise ValueError(exc.message) from None
+
+    def substitute(self, text: str, runtime) -> str:
+        """The ``$`` references of a print text replaced with the values ``runtime`` gives."""
+        from ..inputs.lammps_script import LammpsScriptError
+
+        try:
+            return self._reader().substitute_at_run(text, runtime)
+        except LammpsScriptError as exc:
+            raise ValueError(exc.message) from None
+
+    def placeholder(self, word: str, index: int | None) -> float:
+        """A stand-in value of a name in a formula, or ValueError naming what is not known."""
+        if index is None and word in KEYWORDS:
+            return 1.2345678
+        if word.startswith(("c_", "f_")):
+            parse_column(word if index is None else f"{word}[{index}]", self)
+            return 1.2345678
+        raise ValueError(f"thermo keyword {word!r} is not supported")
+
+
+def parse_column(word: str, names: "Names | dict") -> tuple:
+    """A thermo_style custom / fix ave/time item as ``(kind, what, index)``: ``("keyword", kw, None)``,
+    ``("compute", Compute, None | k)``, ``("fix", ID, None | k)`` or ``("variable", name, None)``;
+    ``names``: a :class:`Names` (or a dict of computes). Raises ValueError naming what is not supported
+    or not defined (variables are checked by :meth:`Names.check_variable`)."""
+    if isinstance(names, dict):
+        names = Names(computes=names)
     if word in KEYWORDS:
         return ("keyword", word, None)
-    if word.startswith("c_"):
+    if word.startswith(("c_", "f_", "v_")):
         name, index = word[2:], None
         if "[" in name:
-            if not name.endswith("]"):
-                raise ValueError(f"bad compute reference {word}")
+            if not name.endswith("]") or word.startswith("v_"):
+                raise ValueError(f"bad reference {word}")
             name, index = name[:-1].split("[", 1)
+            if not index.isdigit() or int(index) < 1:
+                raise ValueError(f"bad index in {word}")
             index = int(index)
-        if name not in computes:
+        if word.startswith("v_"):
+            return ("variable", name, None)
+        if word.startswith("f_"):
+            if name not in names.fixes:
+                raise ValueError(f"fix ID {name!r} in {word} is not a fix ave/time defined so far "
+                                 f"(f_ID of other fix styles is not supported)")
+            n_values = names.fixes[name]
+            if index is None and n_values != 1:
+                raise ValueError(f"{word}: fix ave/time {name} has {n_values} values: use f_{name}[1..{n_values}]")
+            if index is not None and (n_values == 1 or index > n_values):
+                raise ValueError(f"{word}: fix ave/time {name} has no value {index} "
+                                 f"({'one value: use f_' + name if n_values == 1 else f'values 1..{n_values}'})")
+            return ("fix", name, index)
+        if name not in names.computes:
             raise ValueError(f"compute ID {name!r} in {word} is not defined")
-        compute = computes[name]
-        if index is not None and not (compute.style == "pressure" and 1 <= index <= 6):
-            raise ValueError(f"{word}: only the pressure compute has a vector (c_ID[1..6])")
+        compute = names.computes[name]
+        if index is not None and not 1 <= index <= compute.vector_size:
+            raise ValueError(f"{word}: compute {compute.style} has no vector element {index} "
+                             f"(pressure, temp and temp/region have c_ID[1..6])")
         return ("compute", compute, index)
-    if word.startswith(("v_", "f_")):
-        raise ValueError(f"{word}: variables and fixes in thermo output are not supported "
-                         f"(keywords and c_ID of temp/pe/ke/pressure computes are)")
     raise ValueError(f"thermo keyword {word!r} is not supported")
 
 
 def column_name(word: str) -> str:
-    """The header LAMMPS prints for a thermo item (``pe`` -> ``PotEng``; ``c_ID`` stays)."""
+    """The header LAMMPS prints for a thermo item (``pe`` -> ``PotEng``; ``c_ID``, ``v_name`` stay)."""
     return KEYWORDS[word][0] if word in KEYWORDS else word
 
 
 def column_value(item: tuple, state: ThermoState, norm: bool):
-    """The value of a parsed item (:func:`parse_column`), normalised as thermo output is."""
+    """The value of a parsed item (:func:`parse_column`), divided by N if ``norm`` and it is extensive
+    (keywords, computes pe/ke, vectors of temp computes, fixes averaging those; never variables)."""
     kind, what, index = item
     if kind == "keyword":
         return state.value(what, norm)
-    keyword = COMPUTE_STYLES[what.style]
-    if index is not None:
+    if kind == "variable":
+        return state.variable(what)
+    if kind == "fix":
+        value, extensive = _fix_value(state, what, index)
+        return value / state.n_atoms if norm and extensive and state.n_atoms else value
+    if what.style == "temp/region":
+        if index is None:
+            return state.temp_region(what.region)
+        value, extensive = float(state.in_region(what.region)[1][index - 1]), True
+    elif index is not None and what.style == "temp":
+        value, extensive = float(state.ke_tensor()[index - 1]), True
+    elif index is not None:
         return float(state.press_tensor(*list(_TENSOR.values())[index - 1]))
-    return state.value(keyword, norm and what.extensive)
+    else:
+        return state.value(COMPUTE_STYLES[what.style], norm and what.extensive)
+    return value / state.n_atoms if norm and extensive and state.n_atoms else value
+
+
+def formula_value(state: ThermoState, word: str, index: int | None) -> float:
+    """A name inside a variable's formula: a thermo keyword (normalised as thermo output,
+    ``state.norm``), ``c_ID``/``c_ID[k]`` or ``f_ID``/``f_ID[k]`` (not normalised)."""
+    if index is None and word in KEYWORDS:
+        return float(state.value(word, state.norm))
+    if word.startswith(("c_", "f_")):
+        item = parse_column(word if index is None else f"{word}[{index}]", state.names)
+        return float(column_value(item, state, False))
+    raise ValueError(f"thermo keyword {word!r} is not supported")
+
+
+def _fix_value(state: ThermoState, fix_id: str, index: int | None) -> tuple:
+    """(value, extensive) of fix ave/time ``fix_id``: its latest average, from its reporter."""
+    for reporter in state.sim.reporters:
+        if getattr(reporter, "fix_id", None) == fix_id and reporter.active:
+            return reporter.value(index, state.sim)
+    raise ValueError(f"f_{fix_id}: fix ave/time {fix_id} is not defined in this run")
 
 
 class ThermoStyle:
@@ -283,23 +476,28 @@ class ThermoStyle:
         Divide extensive values by N; None: the unit system's default (yes in lj units only).
     """
 
-    def __init__(self, words, computes: dict, norm: bool | None = None):
+    def __init__(self, words, names: "Names | dict", norm: bool | None = None):
         if not words:
             raise ValueError("thermo_style custom needs at least one keyword")
         self.words = list(words)
-        self.items = [parse_column(w, computes) for w in self.words]
+        self.lookup = Names(computes=names) if isinstance(names, dict) else names
+        self.items = [parse_column(w, self.lookup) for w in self.words]
         self.names = [column_name(w) for w in self.words]
         self.norm = norm
 
-    def with_norm(self, norm: bool) -> "ThermoStyle":
-        style = ThermoStyle.__new__(ThermoStyle)
-        style.words, style.items, style.names, style.norm = self.words, self.items, self.names, norm
+    def bind(self, names: "Names", norm: bool | None) -> "ThermoStyle":
+        """This style for a run: ``names`` as they are at the ``run`` command (variables, computes and
+        fixes, checked now), ``norm`` the thermo_modify norm then (None: the units' default)."""
+        style = ThermoStyle(self.words, names, norm)
+        for kind, what, _ in style.items:
+            if kind == "variable":
+                names.check_variable(what)
         return style
 
     def row(self, simulation, run_start: int = 0, wall_start: float | None = None) -> dict:
         """Column name -> value at the simulation's current step (energies must be current)."""
-        state = ThermoState(simulation, run_start, wall_start)
         norm = simulation.units.normalize_thermo if self.norm is None else self.norm
+        state = ThermoState(simulation, run_start, wall_start, norm, self.lookup)
         return {name: column_value(item, state, norm) for name, item in zip(self.names, self.items)}
 
 
@@ -308,5 +506,5 @@ def one_style(norm: bool | None = None) -> ThermoStyle:
     return ThermoStyle(list(ONE), {}, norm)
 
 
-__all__ = ["Compute", "COMPUTE_STYLES", "KEYWORDS", "ONE", "ThermoState", "column_name", "column_value",
-           "ThermoStyle", "one_style", "parse_column"]
+__all__ = ["Compute", "COMPUTE_STYLES", "KEYWORDS", "Names", "ONE", "ThermoState", "column_name",
+           "column_value", "formula_value", "region_contains", "ThermoStyle", "one_style", "parse_column"]
