@@ -277,3 +277,33 @@ def test_variable_errors_name_the_word_and_line(lines, line, match):
         plan_from_lammps_script(text=text, screen=False)
     assert info.value.line == HEAD.count("\n") + line
     assert "\n" not in str(info.value)
+
+
+@needs_lammps
+def test_compute_temp_region(tmp_path, monkeypatch, capsys):
+    text = HEAD + """region hot block INF INF INF INF 1 2
+region ball sphere 3 3 3 1.5 units box
+compute Thot all temp/region hot
+compute Tball all temp/region ball
+variable ratio equal c_Thot/c_Tball
+fix av all ave/time 2 5 10 c_Thot c_Tball[1] file ave.txt
+thermo_style custom step temp c_Thot c_Tball c_Thot[1] c_Tball[6] v_ratio f_av[1] f_av[2]
+thermo_modify format float %20.15g
+thermo 10
+run 30
+print "Thot = $(c_Thot) ratio = ${ratio}"
+"""
+    oracle = run_lammps(text.replace("file ave.txt", f"file {tmp_path}/ref_ave.txt"))
+    monkeypatch.chdir(tmp_path)
+    result = execute(plan_from_lammps_script(text=text, screen=True, base_dir=str(tmp_path)))
+    cols = [c for c in oracle.runs[0] if c != "Step"]
+    assert "c_Thot" in cols and "c_Tball[6]" in cols
+    assert not np.allclose(oracle.thermo["c_Thot"], oracle.thermo["Temp"])    # a region, not all atoms
+    _compare_rows(result.thermo.rows, oracle.runs[0], cols)
+    ref, got = np.loadtxt(tmp_path / "ref_ave.txt"), np.loadtxt(tmp_path / "ave.txt")
+    assert got.shape == ref.shape == (3, 3) and np.allclose(got, ref, rtol=2e-5)
+    printed = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Thot =")]
+    expected = [line for line in oracle.log.splitlines() if line.startswith("Thot =")]
+    assert len(printed) == len(expected) == 1
+    for x, y in zip(printed[0].split()[2::3], expected[0].split()[2::3]):
+        assert float(x) == pytest.approx(float(y), rel=1e-6)

@@ -187,15 +187,30 @@ class LammpsPlanner:
         n_args = {"block": 6, "sphere": 4}.get(style)
         if n_args is None:
             raise ValueError(f"region style {style} is not supported (block, sphere)")
-        values = [float(x) for x in a[2:2 + n_args]]
+        words = a[2:2 + n_args]
+        if len(words) != n_args:
+            raise ValueError(f"region {style} needs {n_args} numbers")
         kw = dict(zip(a[2 + n_args::2], a[3 + n_args::2]))
         unknown = set(kw) - {"units"}
         if unknown:
             raise ValueError(f"region keyword(s) {', '.join(sorted(unknown))} not supported")
+        scale = 1.0
         if kw.get("units", "lattice") == "lattice":
             if self.setup.lattice is None:
                 raise ValueError("region in lattice units needs a lattice command first")
-            values = [v * self.setup.lattice[1] for v in values]
+            scale = self.setup.lattice[1]
+        values = []
+        for k, word in enumerate(words):
+            if style == "block" and word in ("INF", "EDGE"):   # LAMMPS: -/+BIG, or the box's bound
+                if word == "EDGE" and self.setup.box is None:
+                    raise ValueError("region block EDGE needs a box (create_box or read_data first)")
+                if word == "INF":
+                    values.append(-1e20 if k % 2 == 0 else 1e20)
+                else:
+                    lo = float(self.setup.box.origin[k // 2])
+                    values.append(lo if k % 2 == 0 else lo + float(self.setup.box.L[k // 2]))
+            else:
+                values.append(float(word) * scale)
         if style == "block":
             self.setup.regions[rid] = ("block", np.array(values).reshape(3, 2))
         else:

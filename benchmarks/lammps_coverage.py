@@ -1,0 +1,179 @@
+"""How many of LAMMPS' own bench/ and examples/ scripts pycumd runs unchanged (issue 19).
+
+The scripts are copies in ``tests/data/lammps_examples/`` (``README.md`` there says which were
+selected, from which LAMMPS commit). Each one is read and planned by pycumd's LAMMPS front end and
+run on the CPU, shortened by one rule so that the sweep takes seconds:
+
+* every ``run N`` runs ``min(N, 20)`` steps, and ``minimize`` at most 20 iterations and 20 force
+  evaluations (the commands after variable substitution: the script's text is not edited);
+* sizes are reduced through ``-var`` where the script takes them (``VARIABLES`` below: bench/in.lj's
+  ``x y z``, in.melt's ``L``, ...), the same way LAMMPS' own command line would.
+
+Each script is classified as ``runs unchanged`` or ``stops at COMMAND (FILE:LINE)``: the first
+command pycumd refuses (an unsupported command, style or keyword), with pycumd's one-line reason.
+
+Usage::
+
+    python benchmarks/lammps_coverage.py             # the table (markdown) and the counts
+    python benchmarks/lammps_coverage.py in.melt     # only the scripts whose path contains a word
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import io
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "tests" / "data" / "lammps_examples"
+
+#: the longest run (steps) and minimisation (iterations and force evaluations) of the sweep
+MAX_STEPS = 20
+
+#: -var values of scripts that take their size (or a required value) from the command line
+VARIABLES = {
+    "bench/in.lj": {"x": 0.5, "y": 0.5, "z": 0.5},                 # 20*x fcc cells a side: 4000 atoms
+    "bench/KEPLER/in.lj.cpu": {"x": 10, "y": 10, "z": 10, "t": 20},  # it needs x y z t
+    "examples/accelerate/in.lj": {"x": 0.5, "y": 0.5, "z": 0.5},
+    "examples/accelerate/in.lj.5.0": {"x": 0.5, "y": 0.5, "z": 0.5},
+    "examples/melt/in.melt": {"L": 5},                               # it needs L
+    "examples/rerun/in.first": {"len": 10},
+    "examples/rerun/in.rdf.first": {"x": 0.5, "y": 0.5, "z": 0.5},
+    "examples/DIFFUSE/in.msd.2d": {"x": 10, "y": 10},
+    "examples/DIFFUSE/in.vacf.2d": {"x": 10, "y": 10},
+}
+
+#: scripts that read a file the sweep did not copy (too large to copy by hand from the index)
+NOT_COPIED = {
+    "examples/mc/in.widom.lj": "data.widom.lj (130 kB) was not copied",
+}
+
+
+@dataclass
+class Outcome:
+    """One script's result: ``status`` "runs" or "stops"; where and why it stopped."""
+
+    script: str
+    status: str
+    command: str = ""
+    where: str = ""
+    reason: str = ""
+    seconds: float = 0.0
+
+    def row(self) -> str:
+        if self.status == "runs":
+            return f"| {self.script} | runs unchanged | {self.reason} |"
+        if self.status == "not run":
+            return f"| {self.script} | not run | {self.reason} |"
+        return f"| {self.script} | stops at `{self.command}` ({self.where}) | {self.reason} |"
+
+
+def scripts(root: Path = ROOT) -> list[str]:
+    """The input scripts (``in.*``) under ``root``, as paths relative to it."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("in.*") if p.is_file())
+
+
+def shorten(commands: list) -> list:
+    """The sweep's rule: ``run N`` -> ``run min(N, MAX_STEPS)``; ``minimize`` capped likewise."""
+    out = []
+    for cmd in commands:
+        args = list(cmd.args)
+        if cmd.name == "run" and args and args[0].lstrip("-").isdigit():
+            args[0] = str(min(int(args[0]), MAX_STEPS))
+        elif cmd.name == "minimize" and len(args) == 4:
+            args[2] = str(min(int(float(args[2])), MAX_STEPS))
+            args[3] = str(min(int(float(args[3])), MAX_STEPS))
+        out.append(replace(cmd, args=args))
+    return out
+
+
+def run_script(relative: str, root: Path = ROOT) -> Outcome:
+    """Read, plan and run one script (shortened) in a scratch directory; never raises for the
+    script's own problems."""
+    from pycumd.components import EngineOptions
+    from pycumd.inputs.lammps_input import LammpsPlanner
+    from pycumd.inputs.lammps_script import LammpsScriptError, read_script
+    from pycumd.run_plan import execute
+
+    path = root / relative
+    if relative in NOT_COPIED:
+        return Outcome(relative, "not run", reason=NOT_COPIED[relative])
+    t0 = time.perf_counter()
+    commands = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="pycumd-coverage-") as scratch, \
+                contextlib.chdir(scratch), contextlib.redirect_stdout(io.StringIO()):
+            commands = shorten(read_script(path.read_text(), relative, VARIABLES.get(relative),
+                                           base_dir=path.parent))
+            planner = LammpsPlanner(screen=False)
+            planner.base_dir = str(path.parent)
+            planner.execute(commands)
+            plan = planner.plan(EngineOptions(device="cpu"))
+            result = execute(plan)
+    except LammpsScriptError as exc:
+        stopped = next((c for c in commands if c.line == exc.line and c.source == relative), None)
+        if stopped is not None:
+            words = [stopped.name] + stopped.args
+        else:                  # stopped while reading (a $ substitution): the words of the script's line
+            lines = path.read_text().splitlines()
+            words = lines[exc.line - 1].split() if exc.line and exc.line <= len(lines) else ["(reading)"]
+            if "needs a running LAMMPS simulation" in exc.message:
+                words = ["$-substitution of a thermo keyword/compute/fix between runs"]
+        return Outcome(relative, "stops", command_key(words), f"{Path(relative).name}:{exc.line}",
+                       exc.message, time.perf_counter() - t0)
+    except Exception as exc:   # a run that fails after planning: reported as such, not hidden
+        return Outcome(relative, "stops", "(run)", Path(relative).name, f"{type(exc).__name__}: {exc}",
+                       time.perf_counter() - t0)
+    return Outcome(relative, "runs", reason=f"{result.steps} steps in {len(plan.stages)} run(s)",
+                   seconds=time.perf_counter() - t0)
+
+
+def command_key(words: list[str]) -> str:
+    """What names a stopping command in the table: the style of fix/compute/dump (``fix heat``), the
+    command and its first argument for styles and settings (``dimension 2``, ``pair_style eam``),
+    else the command's name."""
+    name = words[0]
+    if name in ("fix", "compute", "dump") and len(words) > 3:
+        return f"{name} {words[3]}"
+    if name == "boundary":
+        return " ".join(words[:4])
+    if name in ("region", "variable", "group") and len(words) > 2:
+        return f"{name} {words[2]}"
+    if name in ("pair_style", "atom_style", "dimension", "lattice", "thermo_style", "pair_modify",
+                "velocity", "create_atoms", "units", "kspace_style", "bond_style") and len(words) > 1:
+        return f"{name} {words[1]}"
+    return name
+
+
+def summary(outcomes: list[Outcome]) -> str:
+    """The markdown table, the counts and the stopping commands ranked by how many scripts they stop."""
+    lines = ["| script | result | reason |", "| --- | --- | --- |"] + [o.row() for o in outcomes]
+    runs = sum(o.status == "runs" for o in outcomes)
+    stops = sum(o.status == "stops" for o in outcomes)
+    lines.append("")
+    lines.append(f"{len(outcomes)} scripts, {runs} run unchanged, {stops} stop, "
+                 f"{len(outcomes) - runs - stops} not run (an input file not copied).")
+    ranking = collections.Counter(o.command for o in outcomes if o.status == "stops")
+    lines.append("")
+    lines.append("Stopping commands, by the number of scripts they stop: " +
+                 ", ".join(f"`{c}` ({n})" for c, n in ranking.most_common()) + ".")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    chosen = [s for s in scripts() if not argv or any(w in s for w in argv)]
+    outcomes = []
+    for s in chosen:
+        outcome = run_script(s)
+        outcomes.append(outcome)
+        print(f"{outcome.seconds:6.1f} s  {outcome.row()}", file=sys.stderr, flush=True)
+    print(summary(outcomes))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
