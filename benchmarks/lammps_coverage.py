@@ -16,6 +16,9 @@ Usage::
 
     python benchmarks/lammps_coverage.py             # the table (markdown) and the counts
     python benchmarks/lammps_coverage.py in.melt     # only the scripts whose path contains a word
+    python benchmarks/lammps_coverage.py --drop "dimension 2" --drop "fix enforce2d"
+        # what-if: those commands are removed from the scripts before planning, to see where the
+        # scripts would stop next if pycumd had them (a measurement aid, not a result)
 """
 
 from __future__ import annotations
@@ -37,7 +40,16 @@ MAX_STEPS = 20
 #: -var values of scripts that take their size (or a required value) from the command line
 VARIABLES = {
     "bench/in.lj": {"x": 0.5, "y": 0.5, "z": 0.5},                 # 20*x fcc cells a side: 4000 atoms
-    "bench/KEPLER/in.lj.cpu": {"x": 10, "y": 10, "z": 10, "t": 20},  # it needs x y z t
+    "bench/KEPLER/in.lj.cpu": {"x": 5, "y": 5, "z": 5, "t": 20},  # these need x y z t and their
+    "bench/KEPLER/in.lj.cuda": {"x": 10, "y": 10, "z": 10, "t": 20, "g": 1},   # package settings
+    "bench/KEPLER/in.lj.gpu": {"x": 10, "y": 10, "z": 10, "t": 20, "g": 1},    # (as bench/KEPLER/run_*.sh)
+    "bench/KEPLER/in.lj.intel.cpu": {"x": 10, "y": 10, "z": 10, "t": 20, "a": "mixed"},
+    "bench/KEPLER/in.lj.kokkos.cuda": {"x": 10, "y": 10, "z": 10, "t": 20, "c": "device"},
+    "bench/KEPLER/in.lj.kokkos.omp": {"x": 10, "y": 10, "z": 10, "t": 20, "n": "full", "c": "no"},
+    "bench/KEPLER/in.lj.omp": {"x": 10, "y": 10, "z": 10, "t": 20, "h": 1},
+    "bench/FERMI/in.lj.cuda": {"x": 10, "y": 10, "z": 10, "t": 20, "g": 1},
+    "bench/FERMI/in.lj.titan": {"x": 0.5, "y": 0.5, "z": 0.5},
+    "bench/GPU/in.lj.gpu": {"x": 10, "y": 10, "z": 10, "t": 20, "g": 1},
     "examples/accelerate/in.lj": {"x": 0.5, "y": 0.5, "z": 0.5},
     "examples/accelerate/in.lj.5.0": {"x": 0.5, "y": 0.5, "z": 0.5},
     "examples/melt/in.melt": {"L": 5},                               # it needs L
@@ -69,7 +81,8 @@ class Outcome:
             return f"| {self.script} | runs unchanged | {self.reason} |"
         if self.status == "not run":
             return f"| {self.script} | not run | {self.reason} |"
-        return f"| {self.script} | stops at `{self.command}` ({self.where}) | {self.reason} |"
+        reason = self.reason if len(self.reason) <= 140 else self.reason[:137] + "..."
+        return f"| {self.script} | stops at `{self.command}` ({self.where}) | {reason.replace('|', '/')} |"
 
 
 def scripts(root: Path = ROOT) -> list[str]:
@@ -91,7 +104,16 @@ def shorten(commands: list) -> list:
     return out
 
 
-def run_script(relative: str, root: Path = ROOT) -> Outcome:
+def drop_commands(commands: list, drops: list[str]) -> list:
+    """The commands without those whose words start with one of ``drops`` (``"dimension 2"``,
+    ``"fix enforce2d"``: a fix is matched by its style)."""
+    def words(cmd):
+        w = [cmd.name] + cmd.args
+        return [w[0]] + w[3:4] if w[0] in ("fix", "compute") and len(w) > 3 else w
+    return [c for c in commands if not any(words(c)[:len(d.split())] == d.split() for d in drops)]
+
+
+def run_script(relative: str, root: Path = ROOT, drops: list[str] = ()) -> Outcome:
     """Read, plan and run one script (shortened) in a scratch directory; never raises for the
     script's own problems."""
     from pycumd.components import EngineOptions
@@ -109,6 +131,7 @@ def run_script(relative: str, root: Path = ROOT) -> Outcome:
                 contextlib.chdir(scratch), contextlib.redirect_stdout(io.StringIO()):
             commands = shorten(read_script(path.read_text(), relative, VARIABLES.get(relative),
                                            base_dir=path.parent))
+            commands = drop_commands(commands, list(drops))
             planner = LammpsPlanner(screen=False)
             planner.base_dir = str(path.parent)
             planner.execute(commands)
@@ -165,10 +188,17 @@ def summary(outcomes: list[Outcome]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    chosen = [s for s in scripts() if not argv or any(w in s for w in argv)]
+    drops, words = [], []
+    it = iter(argv)
+    for a in it:
+        if a == "--drop":
+            drops.append(next(it))
+        else:
+            words.append(a)
+    chosen = [s for s in scripts() if not words or any(w in s for w in words)]
     outcomes = []
     for s in chosen:
-        outcome = run_script(s)
+        outcome = run_script(s, drops=drops)
         outcomes.append(outcome)
         print(f"{outcome.seconds:6.1f} s  {outcome.row()}", file=sys.stderr, flush=True)
     print(summary(outcomes))

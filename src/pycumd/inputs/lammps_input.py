@@ -7,7 +7,7 @@ runs; :func:`run_lammps_script` does both.
 Supported commands and keywords::
 
     units lj|metal|real            dimension 3                  boundary p p p
-    lattice sc|bcc|fcc SCALE       region ID block xlo xhi ylo yhi zlo zhi [units lattice|box]
+    lattice sc|bcc|fcc SCALE       region ID block xlo xhi ylo yhi zlo zhi (INF, EDGE) [units lattice|box]
                                    region ID sphere cx cy cz r [units lattice|box]
     create_box N REGION            create_atoms TYPE box|region ID       mass TYPE VALUE
     velocity all create T SEED [dist uniform|gaussian] [loop geom|all] [mom yes|no] [rot no]
@@ -25,8 +25,10 @@ Supported commands and keywords::
     write_data FILE [nocoeff]      (after a run: atoms, masses, images, velocities)
     min_style cg|fire              min_modify dmax D   minimize ETOL FTOL MAXITER MAXEVAL
 
-    thermo_style one|custom KEYWORDS   thermo_modify norm yes|no   compute ID all temp|pe|ke|pressure
-    fix ID all ave/time NEVERY NREPEAT NFREQ VALUES [file F]
+    thermo_style one|custom KEYWORDS|c_ID|c_ID[k]|v_name|f_ID|f_ID[k]   thermo_modify norm yes|no
+    compute ID all temp|pe|ke|pressure|temp/region REGION
+    fix ID all ave/time NEVERY NREPEAT NFREQ c_ID|v_name|KEYWORD ... [file F]
+    print "T = $(temp) ${v}"   (thermo keywords, computes, fixes: the state after the last run)
     dump ID GROUP atom|custom|xyz N FILE [columns]   dump_modify   undump ID
     reset_timestep N    displace_atoms all move DX DY DZ    delete_atoms overlap CUT G1 G2
     group ID type|region|delete    velocity all scale T | zero linear
@@ -39,6 +41,7 @@ and its line.  In ``lj`` units
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -143,9 +146,12 @@ class LammpsPlanner:
                     handler(cmd.args)
             except LammpsScriptError:
                 raise
+            except OSError as exc:              # read_data, read_restart, table files ...: the file and why
+                raise LammpsScriptError(f"{cmd.name}: cannot read {exc.filename or ''}: {exc.strerror or exc}",
+                                        cmd.line, cmd.source) from exc
             except (ValueError, IndexError, KeyError, NotImplementedError) as exc:
                 msg = str(exc) if not isinstance(exc, IndexError) else "missing argument(s)"
-                raise LammpsScriptError(f"{cmd.name}: {msg}", cmd.line, cmd.source) from exc
+                raise LammpsScriptError(f"{cmd.name}: {_plain_number_message(msg)}", cmd.line, cmd.source) from exc
 
     # -- system ------------------------------------------------------------------------------
     def _cmd_units(self, a):
@@ -232,6 +238,9 @@ class LammpsPlanner:
         atom_type, style = int(a[0]), a[1]
         if style not in ("box", "region"):
             raise ValueError(f"create_atoms style {style} is not supported (box, region)")
+        extra = a[2:] if style == "box" else a[3:]
+        if extra:
+            raise ValueError(f"create_atoms keyword(s) {' '.join(extra)} not supported")
         if self.setup.box is None or self.setup.lattice is None:
             raise ValueError("create_atoms needs create_box and lattice first")
         if not 1 <= atom_type <= self.setup.n_types:
@@ -958,6 +967,17 @@ def _delete_overlaps(system: System, cutoff: float, group1, group2) -> None:
     system.types, system.images = system.types[keep], system.images[keep]
     ids = system.ids[keep]
     system.ids = np.argsort(np.argsort(ids, kind="stable"), kind="stable").astype(np.int64) + 1
+
+
+def _plain_number_message(msg: str) -> str:
+    """Python's float()/int() complaint as a LAMMPS user reads it (``v_T`` where a number must be)."""
+    m = re.match(r"(?:could not convert string to float|invalid literal for int\(\) with base 10): '(.*)'$", msg)
+    if m is None:
+        return msg
+    word = m.group(1)
+    if word.startswith("v_"):
+        return f"{word}: a variable in this argument is not supported (pycumd needs a number here)"
+    return f"{word!r} is not a number"
 
 
 def _region_spec(region) -> tuple:

@@ -1,0 +1,71 @@
+"""LAMMPS' own scripts (issue 19's coverage sweep, benchmarks/lammps_coverage.py): those that run
+unchanged keep running, and two of them (Ar in metal and real units, with equal-style variables of
+thermo keywords in their thermo output) give LAMMPS' thermo on the same input."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from pycumd.inputs.lammps_input import plan_from_lammps_script
+from pycumd.run_plan import execute
+
+from lammps_oracle import lammps_available, run_lammps
+
+ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("lammps_coverage", ROOT / "benchmarks" / "lammps_coverage.py")
+coverage = sys.modules["lammps_coverage"] = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(coverage)
+
+#: the scripts that ran unchanged in the sweep of 2026-11-24 (docs/lammps-compatibility.md)
+#: (the ones marked slow repeat bench/in.lj with another size, cutoff or a dump: about 1 s each)
+RUNS_UNCHANGED = [
+    "bench/in.lj",
+    pytest.param("bench/KEPLER/in.lj.cpu", marks=pytest.mark.slow),
+    pytest.param("bench/POTENTIALS/in.lj", marks=pytest.mark.slow),      # 32,000 atoms, no size variable
+    "examples/UNITS/in.ar.lj",
+    "examples/UNITS/in.ar.metal",
+    "examples/UNITS/in.ar.real",
+    pytest.param("examples/accelerate/in.lj", marks=pytest.mark.slow),
+    pytest.param("examples/accelerate/in.lj.5.0", marks=pytest.mark.slow),
+    "examples/melt/in.melt",
+    pytest.param("examples/rerun/in.first", marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize("script", RUNS_UNCHANGED)
+def test_script_still_runs_unchanged(script):
+    outcome = coverage.run_script(script)
+    assert outcome.status == "runs", outcome.row()
+    assert outcome.reason.startswith(f"{coverage.MAX_STEPS} steps")
+
+
+def test_a_stopping_script_names_command_file_and_line():
+    outcome = coverage.run_script("examples/KAPPA/in.heat")
+    assert (outcome.status, outcome.command, outcome.where) == ("stops", "fix heat", "in.heat:57")
+    assert "fix style heat is not supported" in outcome.reason
+
+
+@pytest.mark.skipif(not lammps_available(), reason="LAMMPS Python module not available")
+@pytest.mark.parametrize("script", ["examples/UNITS/in.ar.metal", "examples/UNITS/in.ar.real"])
+def test_units_examples_match_lammps(script, tmp_path, monkeypatch):
+    """The scripts as LAMMPS ships them, 20 steps (their own -var nsteps): thermo_style custom with
+    v_temp v_epair v_emol v_etotal v_press (reduced units computed from thermo keywords)."""
+    path = coverage.ROOT / script
+    text = path.read_text().replace("thermo_modify   norm yes", "thermo_modify   norm yes format float %20.15g") \
+        .replace("thermo_modify\tnorm yes", "thermo_modify\tnorm yes format float %20.15g")
+    assert "format float" in text
+    variables = {"nsteps": 20, "nthermo": 10}
+    oracle = run_lammps(text, var=variables)
+    monkeypatch.chdir(tmp_path)
+    rows = execute(plan_from_lammps_script(text=text, variables=variables, screen=False)).thermo.rows
+    table = oracle.runs[0]
+    assert list(table["Step"]) == [r["Step"] for r in rows] == [0, 10, 20]
+    columns = ["Temp", "PotEng", "Press", "v_temp", "v_epair", "v_emol", "v_etotal", "v_press"]
+    for k, row in enumerate(rows):
+        tol = 1e-7 if row["Step"] == 0 else 1e-6
+        for c in columns:
+            assert row[c] == pytest.approx(table[c][k], rel=tol, abs=tol), (script, row["Step"], c)
