@@ -1,6 +1,7 @@
 """Run by tests/test_parallel.py under ``mpiexec -n P``: a decomposed run against the 1-rank run.
 
-``python3 tests/mpi_parallel_check.py CASE [--device cpu|cuda] [--grid PxQ] [--steps N]`` with CASE
+``python3 tests/mpi_parallel_check.py CASE [--device cpu|cuda] [--precision P] [--grid PxQ] [--steps N]``
+with CASE
 ``lj`` (spatial domains, neighbour list) or ``ions`` (all-pairs force matrix).  Rank 0 runs the
 same input on one process first (comm=None); then every rank runs it decomposed.  Rank 0 prints one
 JSON line ``RESULT {...}`` with the measured differences; the test asserts on them.
@@ -14,7 +15,8 @@ import json
 import numpy as np
 from mpi4py import MPI
 
-from pycumd import Box, Simulation, System, VelocityVerlet, create_velocities, lattice_system
+from pycumd import Simulation, System, VelocityVerlet, create_velocities, lattice_system
+from pycumd.integrators import Langevin, NoseHoover
 from pycumd.ions import ion_mixture
 from pycumd.outputs.reporter import Needs, Reporter
 from pycumd.potentials.lennard_jones import LennardJones
@@ -52,7 +54,8 @@ def owned_forces(sim, comm):
     """Forces of every atom by id (collective)."""
     d = sim.decomposition
     s = sim.state
-    part = (s.ids.copy(), np.asarray(sim.backend.to_host(s.forces), dtype=np.float64)) if (d is None or d.owns) else None
+    part = ((sim.backend.to_host(s.ids).copy(), np.asarray(sim.backend.to_host(s.forces), dtype=np.float64))
+            if (d is None or d.owns) else None)
     parts = [p for p in comm.allgather(part) if p is not None]
     ids = np.concatenate([p[0] for p in parts])
     forces = np.concatenate([p[1] for p in parts])
@@ -64,12 +67,22 @@ def momentum(system):
         (system.per_atom_mass[:, None] * np.abs(system.velocities)).sum()
 
 
-def run(case, comm, steps, device, grid):
+def thermostat_of(name, temperature, dt):
+    """A Nose-Hoover chain or a Langevin thermostat at ``temperature`` (damping 100 dt)."""
+    if name == "nvt":
+        return NoseHoover(temperature, 100 * dt)
+    return Langevin(temperature, 100 * dt, seed=4928)
+
+
+def run(case, comm, steps, device, grid, precision="double", thermostat="nve"):
     system, potential, dt, options = (lj_input if case == "lj" else ion_input)()
-    options = dict(options, device=device, precision="double")
+    options = dict(options, device=device, precision=precision)
+    if thermostat != "nve" and case != "lj":
+        raise SystemExit("--thermostat is for the lj case (reduced units, target T = 2.4)")
     if comm is not None:
         options.update(comm=comm, matrix_grid=grid)
-    sim = Simulation(system.copy(), potential, VelocityVerlet(dt=dt), **options)
+    integrator = VelocityVerlet(dt=dt, thermostat=None if thermostat == "nve" else thermostat_of(thermostat, 2.4, dt))
+    sim = Simulation(system.copy(), potential, integrator, **options)
     sim.setup()
     forces0 = owned_forces(sim, comm or MPI.COMM_SELF)
     collect = Collect(10, steps)
@@ -85,13 +98,15 @@ def main():
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--grid", default=None)
     parser.add_argument("--steps", type=int, default=100)
+    parser.add_argument("--precision", default="double")
+    parser.add_argument("--thermostat", choices=["nve", "nvt", "langevin"], default="nve")
     args = parser.parse_args()
     world = MPI.COMM_WORLD
     reference = None
     if world.rank == 0:
-        reference = run(args.case, None, args.steps, args.device, None)
+        reference = run(args.case, None, args.steps, args.device, None, args.precision, args.thermostat)
     world.Barrier()
-    system, sim, forces0, collect, final = run(args.case, world, args.steps, args.device, args.grid)
+    system, sim, forces0, collect, final = run(args.case, world, args.steps, args.device, args.grid, args.precision, args.thermostat)
     nl = sim.neighbors
     migrated = world.allreduce(getattr(nl, "migrated_total", 0), op=MPI.SUM)
     local_counts = world.allgather(sim.state.n_atoms)
@@ -112,7 +127,7 @@ def main():
     frame = collect.frame
     frame_rel = float(np.abs(frame.positions - (ref_final.positions + ref_final.box.origin)).max() / L.min())
     result = {
-        "ranks": world.size, "decomposition": sim.decomposition.describe(),
+        "ranks": world.size, "decomposition": sim.decomposition.describe(), "device": sim.backend.device_name,
         "force_rel": force_rel, "position_rel": pos_rel, "velocity_rel": vel_rel, "thermo_rel": thermo_rel,
         "thermo_rows": [len(collect.rows), len(ref_collect.rows)], "frame_rel": frame_rel,
         "frame_ids_sorted": bool((np.diff(frame.ids) > 0).all()), "n_atoms": [int(final.n_atoms), int(system.n_atoms)],
@@ -124,4 +139,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    from pycumd.parallel import abort_on_error
+
+    with abort_on_error(MPI.COMM_WORLD):          # an error on one rank stops all (no hang)
+        main()

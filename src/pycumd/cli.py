@@ -11,7 +11,7 @@ from .precision import PRECISION_NAMES
 
 DEFAULT_INPUT = "melt.toml"
 EXAMPLES = {"melt": "melt.toml", "argon-sphere": "in.argon_sphere", "argon-sphere-toml": "argon_sphere.toml"}
-BENCHMARKS = ["lj", "scan", "precision", "ions", "drift", "checkpoint", "potential-map"]
+BENCHMARKS = ["lj", "scan", "precision", "ions", "drift", "checkpoint", "potential-map", "scaling"]
 #: further subcommands, each a module with ``add_arguments(parser)``, ``HELP`` (one line) and ``main(args) -> int``
 COMMAND_MODULES: dict[str, str] = {"potential-map": "pycumd.potential_maps.command",
                                    "place-ions": "pycumd.potential_maps.place_ions", "plot": "pycumd.plot"}

@@ -124,9 +124,13 @@ class Simulation:
     def kinetic_energy(self) -> float:
         return self.book.kinetic_energy()
 
+    @property
+    def n_atoms(self) -> int:
+        """Atoms of the whole system (over all MPI ranks of a decomposed run)."""
+        return self.state.n_atoms if self.decomposition is None else self.decomposition.n_atoms
+
     def temperature(self) -> float:
-        n = self.state.n_atoms if self.decomposition is None else self.decomposition.n_atoms
-        return temperature(self.kinetic_energy(), n, self.units)
+        return temperature(self.kinetic_energy(), self.n_atoms, self.units)
 
     def potential_energy(self) -> float:
         """Total pair energy (energy units) at the current step."""

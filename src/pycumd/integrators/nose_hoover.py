@@ -46,7 +46,7 @@ class NoseHoover:
 
     def bind(self, sim) -> None:
         self._sim = sim
-        self._dof = degrees_of_freedom(sim.state.n_atoms)
+        self._dof = degrees_of_freedom(sim.n_atoms)      # all ranks' atoms; the kinetic energy is summed over them
         self._t_current = self._temperature(sim)
         t_target = self.target(sim)
         self._set_masses(sim.units.boltz, t_target)

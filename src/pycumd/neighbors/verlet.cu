@@ -7,7 +7,9 @@
 // atom is skipped (only in dimensions with n >= 5 cells, where the offsets are unambiguous); that
 // leaves about a third of the candidates of a 27-cell stencil of edge r_list.  Inside each cell the
 // atoms come in counting-sort order (stable).  j is a neighbour when |r_i - r_j|^2 < r_list^2
-// (minimum image; requires L >= 2 r_list).  Column-major storage: nbr[k * stride + i], k < capacity;
+// (minimum image; requires L >= 2 r_list).  Targets are the atoms i < n_targets (every atom in a
+// serial run; a spatial domain's owned atoms, whose ghost rows after them are sources only).
+// Column-major storage: nbr[k * stride + i], k < capacity;
 // the true count is stored even past capacity so that the caller can grow the storage and rebuild.
 //
 // How the kernel gets there fast (same lists, same order as the rule above):
@@ -179,7 +181,7 @@ __device__ __forceinline__ void build_list_rows(
     const int* __restrict__ cell_start, const int* __restrict__ cell_order, int order_is_identity,
     int nx, int ny, int nz, int chunks_per_row,
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, real_t r_list2,
-    int* __restrict__ nbr, int* __restrict__ nbr_count, int capacity, int stride,
+    int* __restrict__ nbr, int* __restrict__ nbr_count, int capacity, int stride, int n_targets,
     int* __restrict__ max_count, unsigned int* __restrict__ min_r2_bits)
 {
     constexpr int PER_LANE = LIST_STAGE / 32;
@@ -208,12 +210,15 @@ __device__ __forceinline__ void build_list_rows(
 
     for (int first = row_first + chunk * 32; first < row_end; first += chunks_per_row * 32) {
         const int slot = first + lane;
-        const bool active = slot < row_end;
+        // targets: atoms i < n_targets (all atoms in a serial run; a domain's owned atoms, its
+        // ghosts after them being sources only)
+        const int i_slot = slot < row_end ? (order_is_identity ? slot : cell_order[slot]) : -1;
+        const bool active = i_slot >= 0 && i_slot < n_targets;
         int i = -1, cx = 0;
         real_t xi = 0, yi = 0, zi = 0;
         if (active) {
             int ti;
-            i = order_is_identity ? slot : cell_order[slot];
+            i = i_slot;
             load_position(pos4, i, xi, yi, zi, ti);
             cx = cell_of[i] - row * nx;
         }
@@ -344,11 +349,12 @@ __device__ __forceinline__ void build_list_rows(
     const int* __restrict__ cell_start, const int* __restrict__ cell_order, int order_is_identity,    \
     int nx, int ny, int nz, int chunks_per_row,                                                       \
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, real_t r_list2,        \
-    int* __restrict__ nbr, int* __restrict__ nbr_count, int capacity, int stride,                     \
+    int* __restrict__ nbr, int* __restrict__ nbr_count, int capacity, int stride, int n_targets,      \
     int* __restrict__ max_count, unsigned int* __restrict__ min_r2_bits
 #define LIST_KERNEL_PASS                                                                              \
     pos4, cell_of, cell_start, cell_order, order_is_identity, nx, ny, nz, chunks_per_row,             \
-    Lx, Ly, Lz, invLx, invLy, invLz, r_list2, nbr, nbr_count, capacity, stride, max_count, min_r2_bits
+    Lx, Ly, Lz, invLx, invLy, invLz, r_list2, nbr, nbr_count, capacity, stride, n_targets,           \
+    max_count, min_r2_bits
 
 // Every dimension with >= 7 cells: minimum image by the row's known shifts (see above).
 extern "C" __global__ void __launch_bounds__(32 * LIST_WARPS, LIST_MIN_BLOCKS) build_neighbor_list(LIST_KERNEL_ARGS) {

@@ -4,7 +4,7 @@
 over the ranks of ``comm``:
 
 * neighbour-list forces (LJ and every short-range potential): spatial domains with ghost atoms
-  (:mod:`pycumd.parallel.domains`); CPU backend;
+  (:mod:`pycumd.parallel.domains`); CPU and GPU backends;
 * all-pairs forces (ions, pasta): the P x Q force matrix of the IUMD seed
   (:mod:`pycumd.parallel.matrix`); CPU and GPU backends.
 
@@ -19,14 +19,21 @@ from .comm import Communicator, abort_on_error, as_communicator, launched_size, 
 from .grid import block_range, choose_domain_grid, choose_matrix_grid, parse_processors
 
 
+def _decomposed_thermostats():
+    from ..integrators import Langevin, NoseHoover
+
+    return (NoseHoover, Langevin)
+
+
 def decompose(system, potential, integrator, backend, precision, pair_method: str, r_cut: float, skin: float,
-              neighbor, engine):
+              neighbor, engine, serial_list=None):
     """The decomposed parts of a run: ``(decomposition, state, neighbors, forces)``.
 
     Called by :func:`pycumd.components.build_components` when ``EngineOptions.comm`` is set.
     ``engine.processors`` (LAMMPS ``processors``) fixes the domain grid, ``engine.matrix_grid`` the
-    P x Q grid.  Raises NotImplementedError for what is not decomposed yet (thermostats; spatial
-    domains on the GPU) and InputError for a grid the box cannot hold.
+    P x Q grid.  ``serial_list`` (the run's :class:`~pycumd.neighbors.verlet.NeighborList`, with
+    the precision's kernel options and position error) lends its kernels to the domains' list.  Raises NotImplementedError for what is not decomposed yet (barostats, per-step fixes,
+    composite precision) and InputError for a grid the box cannot hold.
     """
     from ..forces import PairForces, default_lanes
     from ..neighbors.allpairs import AllPairsForces, AllPairsNeighbors
@@ -35,9 +42,13 @@ def decompose(system, potential, integrator, backend, precision, pair_method: st
     from .matrix import MatrixDecomposition, MatrixForces
 
     comm = as_communicator(engine.comm, backend)
-    if integrator.thermostat is not None:
-        raise NotImplementedError("thermostats are not decomposed yet: a run over several MPI ranks is NVE "
-                                  "(fix nve) only")
+    # Nose-Hoover: its chain sees the kinetic energy summed over the ranks (DistributedBookkeeping);
+    # Langevin: its noise is keyed by atom id and step, so each rank draws its atoms' own numbers
+    DECOMPOSED_THERMOSTATS = _decomposed_thermostats()
+    thermostat = integrator.thermostat
+    if thermostat is not None and not isinstance(thermostat, DECOMPOSED_THERMOSTATS):
+        raise NotImplementedError(f"{type(thermostat).__name__} is not decomposed over MPI ranks: a run over several "
+                                  f"ranks takes fix nve, nvt (Nose-Hoover) or langevin")
     if precision.composite:
         raise NotImplementedError("composite precision is not decomposed over MPI ranks")
     if pair_method == "all_pairs":
@@ -49,7 +60,7 @@ def decompose(system, potential, integrator, backend, precision, pair_method: st
         return d, state, neighbors, forces
     d = DomainDecomposition(system, comm, r_cut + skin, getattr(engine, "processors", None))
     neighbors = DomainNeighborList(backend, r_cut, skin, d, every=neighbor.every, delay=neighbor.delay,
-                                   check=neighbor.check)
+                                   check=neighbor.check, serial=serial_list)
     neighbors.check_box(system.box.L)
     state = State.from_system(d.local_system(), backend, precision)
     forces = DomainForces(PairForces(potential, system.n_types, backend, precision,

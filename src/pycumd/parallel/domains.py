@@ -22,6 +22,9 @@ At a neighbour rebuild (decided for all ranks together: some atom on some rank m
 4. the cell list (the counting sort) and the Verlet list over the extended region
    ``[lo - r_ghost, hi + r_ghost)``.
 
+On the GPU the same steps run on the device with the serial list's kernels (the list kernel takes
+``n_targets``); the ghost rows travel through NCCL (or the host, see :mod:`pycumd.parallel.comm`).
+
 Every step, before the forces, the ghosts' positions are refreshed along the same send lists, in
 the same three stages (the list stays valid as in a serial run: nobody moved more than skin/2).
 Forces are the full-list gather on owned atoms only: no reverse communication.
@@ -34,7 +37,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from ..neighbors.counting_sort import cell_index, counting_sort
-from ..neighbors.verlet import OverlapError, _build_cpu, _max_displacement2_cpu, _wrap_cpu, capacity_for
+from ..neighbors.verlet import OverlapError, _build_cpu, capacity_for
 from ..system import System
 from .decomposition import Decomposition
 from .grid import choose_domain_grid
@@ -77,8 +80,16 @@ class DomainDecomposition(Decomposition):
 
     def owner(self, positions) -> np.ndarray:
         """Owning rank of each (wrapped) position ((N, 3) length units) -> (N,) int."""
-        c = np.floor(np.asarray(positions)[:, :3] * (self.grid / self.L)).astype(np.int64)
-        return self.rank_of(np.clip(c, 0, self.grid - 1))
+        return self.owner_of(np.asarray(positions), np)
+
+    def owner_of(self, positions, xp):
+        """:meth:`owner` of an array of the array module ``xp`` (NumPy or CuPy), on that backend;
+        the same float64 arithmetic on both."""
+        scale = xp.asarray(self.grid / self.L)
+        c = xp.floor(positions[:, :3].astype(np.float64) * scale).astype(np.int64)
+        c = xp.clip(c, 0, xp.asarray(self.grid - 1))
+        grid = self.grid
+        return (c[:, 2] * int(grid[1]) + c[:, 1]) * int(grid[0]) + c[:, 0]
 
     def neighbour(self, d: int, step: int) -> int:
         c = self.coords.copy()
@@ -101,7 +112,13 @@ class DomainNeighborList:
 
     The interface of :class:`~pycumd.neighbors.verlet.NeighborList` that the step loop uses
     (``needs_rebuild``, ``build``, ``n_builds``, ``nbr``, ``nbr_count``, ``skin``, ``check_box``);
-    CPU backend.
+    CPU and GPU backends, with the serial list's kernels (wrap, displacement check, cell index,
+    counting sort, list kernel with ``n_targets``).
+
+    On the GPU every per-atom array stays on the device: the ghosts are chosen there, and only the
+    atoms leaving the domain (a few per build) are staged through the host for MPI; ghost rows
+    travel device to device (NCCL, or through the host when the ranks share a GPU, see
+    :class:`~pycumd.parallel.comm.Communicator`).
 
     Parameters
     ----------
@@ -111,18 +128,22 @@ class DomainNeighborList:
     decomposition : DomainDecomposition
     every, delay, check :
         LAMMPS ``neigh_modify``, decided for all ranks together.
+    serial : NeighborList, optional
+        The serial list whose kernels, kernel options and position error (the displacement limit)
+        this one uses; made with the arguments above when not given.  It is switched to
+        ``reorder=False``: a domain's rows keep their order between builds (owned, then ghosts).
     """
 
     def __init__(self, backend, r_cut: float, skin: float, decomposition: DomainDecomposition, *,
-                 every: int = 1, delay: int = 0, check: bool = True):
+                 every: int = 1, delay: int = 0, check: bool = True, serial=None):
         from ..neighbors.verlet import NeighborList
 
-        if backend.is_gpu:
-            raise NotImplementedError("spatial domains on the GPU are not implemented yet (the GPU list "
-                                      "kernel has no n_local targets argument); run the decomposed "
-                                      "neighbour-list path with --device cpu, or all pairs on the GPU")
-        self.serial = NeighborList(backend, r_cut, skin, every=every, delay=delay, check=check, reorder=False)
+        if serial is None:
+            serial = NeighborList(backend, r_cut, skin, every=every, delay=delay, check=check)
+        self.serial = serial
+        self.serial.reorder = False
         self.backend = backend
+        self.xp = backend.xp
         self.d = decomposition
         self.r_cut, self.skin, self.r_list = float(r_cut), float(skin), float(r_cut) + float(skin)
         self.every, self.delay, self.check = int(every), int(delay), bool(check)
@@ -131,9 +152,11 @@ class DomainNeighborList:
         self.steps_since_build = 0
         self.capacity = None
         self.nbr = self.nbr_count = None
-        self.extended = None            # (n_local + n_ghost, 3) positions: owned rows, then ghosts
-        self.extended_types = None
-        self.stages: list = []          # per exchange: (send indices, shift, dest, source, recv rows)
+        #: extended positions, owned rows then ghosts: CPU (n_local + n_ghost, 3) float64, GPU
+        #: (n_local + n_ghost, 4) rows ``x, y, z, type`` of the state's type
+        self.extended = None
+        self.extended_types = None      # CPU: (n_local + n_ghost,) int32 (GPU: column 3 of extended)
+        self.stages: list = []          # per exchange: (send indices, shift, dest, source, recv rows, tag)
         self.migrated = 0               # atoms that left this rank at the last build
         self.migrated_total = 0         # ... at all builds
 
@@ -152,8 +175,7 @@ class DomainNeighborList:
             return False
         if not self.check:
             return True
-        L = np.asarray(state.box_lengths)
-        moved = _max_displacement2_cpu(state.positions, state.positions_at_build, L, 1.0 / L) > (0.5 * self.skin) ** 2
+        moved = state.n_atoms > 0 and self.serial._impl.displacement_exceeds(state, self.serial.displacement_limit2)
         return self.d.comm.any(moved)
 
     # -- build -------------------------------------------------------------------------------
@@ -161,25 +183,38 @@ class DomainNeighborList:
         """Wrap, migrate, exchange ghosts, build the list (growing its storage as needed)."""
         L = np.asarray(state.box_lengths, dtype=np.float64)
         self.check_box(L)
-        _wrap_cpu(state.positions, state.images, L)
+        if state.n_atoms:
+            self.serial._impl.wrap(state)
         self.migrate(state)
         self.exchange_ghosts(state)
         origin = self.d.lo - self.d.r_ghost
         extent = (self.d.hi - self.d.lo) + 2.0 * self.d.r_ghost
-        shifted = self.extended - origin
         n_cells = self.serial.cells_per_dimension(extent)
-        keys = cell_index(shifted, extent, n_cells)
-        sort = counting_sort(keys, int(np.prod(n_cells)))
         n = state.n_atoms
         if self.capacity is None:
             volume = float(np.prod(self.d.hi - self.d.lo))
             self.capacity = self.serial._initial_capacity(max(n, 1), volume)
+        if self.backend.is_gpu:
+            shifted = self.extended.copy()
+            shifted[:, :3] -= self.xp.asarray(origin, dtype=shifted.dtype)
+        else:
+            shifted = self.extended - origin
+            keys = cell_index(shifted, extent, n_cells)
+            sort = counting_sort(keys, int(np.prod(n_cells)))
         while True:
-            if self.nbr is None or self.nbr.shape != (n, self.capacity):
-                self.nbr = np.empty((n, self.capacity), np.int32)
-                self.nbr_count = np.empty(n, np.int32)
-            max_count, min_r2 = _build_cpu(shifted, keys, sort.bin_start, sort.order, n_cells, extent,
-                                           1.0 / extent, self.r_list ** 2, self.nbr, self.nbr_count)
+            if self.backend.is_gpu:
+                if self.nbr is None or self.nbr.size != n * self.capacity:
+                    self.nbr = self.nbr_count = None
+                    self.nbr = self.xp.empty(n * self.capacity, np.int32)
+                    self.nbr_count = self.xp.empty(n, np.int32)
+                max_count, min_r2 = self.serial._impl.build_targets(
+                    shifted, n, extent, n_cells, self.r_list, self.capacity, self.nbr, self.nbr_count)
+            else:
+                if self.nbr is None or self.nbr.shape != (n, self.capacity):
+                    self.nbr = np.empty((n, self.capacity), np.int32)
+                    self.nbr_count = np.empty(n, np.int32)
+                max_count, min_r2 = _build_cpu(shifted, keys, sort.bin_start, sort.order, n_cells, extent,
+                                               1.0 / extent, self.r_list ** 2, self.nbr, self.nbr_count)
             if max_count <= self.capacity:
                 break
             self.capacity = capacity_for(int(max_count), len(self.extended))
@@ -193,69 +228,81 @@ class DomainNeighborList:
         self.steps_since_build = 0
 
     def migrate(self, state) -> None:
-        """Send every owned atom whose position left the domain to its new owner (all-to-all);
-        replace the State's per-atom arrays by the kept atoms followed by the arrivals (in rank order)."""
-        comm = self.d.comm
-        owner = self.d.owner(state.positions)
+        """Send every owned atom whose position left the domain to its new owner (all-to-all of
+        host copies of the leaving atoms' rows); replace the State's per-atom arrays by the kept
+        atoms followed by the arrivals (in rank order)."""
+        comm, xp, b = self.d.comm, self.xp, self.backend
+        owner = self.d.owner_of(state.positions, xp)
         leaving = owner != comm.rank
+        n_leaving = int(leaving.sum())
         outgoing = [None] * comm.size
-        if leaving.any():
-            for r in np.unique(owner[leaving]):
-                sel = owner == r
-                outgoing[int(r)] = {name: getattr(state, name)[sel] for name in MIGRATING}
-        self.migrated = int(leaving.sum())
+        if n_leaving:
+            leaving_owner = b.to_host(owner[leaving])
+            rows = {name: b.to_host(getattr(state, name)[leaving]) for name in MIGRATING}
+            for r in np.unique(leaving_owner):
+                sel = leaving_owner == r
+                outgoing[int(r)] = {name: rows[name][sel] for name in MIGRATING}
+        self.migrated = n_leaving
         self.migrated_total += self.migrated
         arrived = [p for p in comm.alltoall(outgoing) if p is not None]
-        if not leaving.any() and not arrived:
+        if not n_leaving and not arrived:
             return
         keep = ~leaving
         for name in MIGRATING:
-            parts = [getattr(state, name)[keep]] + [p[name] for p in arrived]
-            setattr(state, name, np.concatenate(parts))
+            parts = [getattr(state, name)[keep]] + [xp.asarray(p[name]) for p in arrived]
+            setattr(state, name, xp.concatenate(parts))
         n = len(state.ids)
         state.positions_at_build = state.positions.copy()
-        state.forces = np.zeros((n, 3), dtype=state.forces.dtype)
-        state.energy = np.zeros(n, dtype=state.energy.dtype)
-        state.virial = np.zeros((n, 6), dtype=state.virial.dtype)
+        state.forces = xp.zeros((n, 3), dtype=state.forces.dtype)
+        state.energy = xp.zeros(n, dtype=state.energy.dtype)
+        state.virial = xp.zeros((n, 6), dtype=state.virial.dtype)
 
     def exchange_ghosts(self, state) -> None:
         """Choose the ghosts (three stages, see the module docstring) and fill the extended arrays."""
-        d, comm = self.d, self.d.comm
-        positions = np.array(state.positions[:, :3], dtype=np.float64)
-        types = np.array(state.types)
+        d, comm, xp = self.d, self.d.comm, self.xp
+        if self.backend.is_gpu:                     # rows x, y, z, type in the state's type
+            rows_of = state.positions.copy()
+            width, real = 4, state.positions.dtype
+        else:
+            rows_of = np.array(state.positions[:, :3], dtype=np.float64)
+            width, real = 3, np.float64
+            types = np.array(state.types)
         self.stages = []
         for dim in range(3):
-            present = len(positions)
+            present = len(rows_of)
             sends = []
             for step in (-1, +1):
-                x = positions[:present, dim]
-                chosen = np.nonzero(x < d.lo[dim] + d.r_ghost if step < 0 else x >= d.hi[dim] - d.r_ghost)[0]
-                shift = np.zeros(3)
+                x = rows_of[:present, dim].astype(np.float64)     # the same comparisons in every precision
+                chosen = xp.nonzero(x < d.lo[dim] + d.r_ghost if step < 0 else x >= d.hi[dim] - d.r_ghost)[0]
+                shift = np.zeros(width)
                 if step < 0 and d.coords[dim] == 0:
                     shift[dim] = d.L[dim]
                 elif step > 0 and d.coords[dim] == d.grid[dim] - 1:
                     shift[dim] = -d.L[dim]
-                sends.append((chosen.astype(np.int64), shift, d.neighbour(dim, step), d.neighbour(dim, -step)))
+                sends.append((chosen.astype(np.int64), xp.asarray(shift, dtype=real), d.neighbour(dim, step),
+                              d.neighbour(dim, -step)))
             for k, (chosen, shift, dest, source) in enumerate(sends):
-                rows = comm.comm.sendrecv(len(chosen), dest=dest, source=source, sendtag=10 + k, recvtag=10 + k) \
-                    if dest != comm.rank or source != comm.rank else len(chosen)
-                got = comm.sendrecv(positions[chosen] + shift, dest, source, rows, tag=20 + 2 * dim + k)
-                got_types = comm.sendrecv(types[chosen].astype(np.float64), dest, source, rows, tag=30 + 2 * dim + k)
-                positions = np.concatenate([positions, got])
-                types = np.concatenate([types, got_types.astype(np.int32)])
-                self.stages.append((chosen, shift, dest, source, rows, 20 + 2 * dim + k))
-        self.extended = positions
-        self.extended_types = types
+                count = len(chosen)
+                rows = comm.comm.sendrecv(count, dest=dest, source=source, sendtag=10 + k, recvtag=10 + k) \
+                    if dest != comm.rank or source != comm.rank else count
+                got = comm.sendrecv(rows_of[chosen] + shift, dest, source, rows, tag=20 + 2 * dim + k)
+                if not self.backend.is_gpu:
+                    got_types = comm.sendrecv(types[chosen].astype(np.float64), dest, source, rows, tag=30 + 2 * dim + k)
+                    types = np.concatenate([types, got_types.astype(np.int32)])
+                rows_of = xp.concatenate([rows_of, got])
+                self.stages.append((chosen, shift[:3], dest, source, rows, 20 + 2 * dim + k))
+        self.extended = rows_of
+        self.extended_types = None if self.backend.is_gpu else types
 
     def refresh_ghosts(self, state) -> None:
         """Copy the owned positions into the extended array and send the ghosts' new positions along
         the build's send lists (every step, before the forces)."""
         ext, comm = self.extended, self.d.comm
         n = state.n_atoms
-        ext[:n] = state.positions[:, :3]
+        ext[:n, :3] = state.positions[:, :3]
         offset = n
         for chosen, shift, dest, source, rows, tag in self.stages:
-            ext[offset:offset + rows] = comm.sendrecv(ext[chosen] + shift, dest, source, rows, tag=tag)
+            ext[offset:offset + rows, :3] = comm.sendrecv(ext[chosen, :3] + shift, dest, source, rows, tag=tag)
             offset += rows
 
 
@@ -277,8 +324,10 @@ class DomainForces:
 
 
 def ghost_bytes_per_step(neighbors: DomainNeighborList) -> int:
-    """Bytes this rank sends per step refreshing its ghosts (3 float64 per ghost row sent)."""
-    return int(sum(len(stage[0]) for stage in neighbors.stages) * 3 * 8)
+    """Bytes this rank sends per step refreshing its ghosts (3 coordinates per ghost row sent, in
+    the extended array's type: float64 on the CPU, the state's type on the GPU)."""
+    itemsize = 8 if neighbors.extended is None else neighbors.extended.dtype.itemsize
+    return int(sum(len(stage[0]) for stage in neighbors.stages) * 3 * itemsize)
 
 
 __all__ = ["DomainDecomposition", "DomainNeighborList", "DomainForces", "ghost_bytes_per_step"]

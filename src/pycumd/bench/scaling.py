@@ -1,0 +1,171 @@
+"""Throughput over MPI ranks: the LJ liquid on spatial domains, or all-pairs ions on the P x Q force matrix.
+
+Run under a launcher, one rank per GPU (or oversubscribed on one GPU / CPU cores, for correctness):
+
+    mpirun -n 2 python3 -m pycumd.bench.scaling lj --cells 159 --steps 200          # 16M atoms over 2 ranks
+    mpirun -n 2 python3 -m pycumd.bench.scaling lj --cells 159 --weak --steps 200   # 16M atoms per rank
+    mpirun -n 4 python3 -m pycumd.bench.scaling ions --n 110592 --grid 2x2 --steps 20
+
+(``pycumd bench scaling ...`` under mpirun is the same.)  The systems are those of ``pycumd bench lj``
+(LAMMPS bench/in.lj scaled up: fcc 0.8442, T 1.44, rc 2.5, skin 0.3, dt 0.005, NVE) and
+``pycumd bench ions`` (C/O white-dwarf liquid, Gamma 20, all pairs).  ``--weak`` replicates the
+lattice along x so that every rank holds ``4 cells^3`` atoms.  Rank 0 prints one line per run and
+appends a JSON record to ``--json``: atom-steps/s over the whole system, and for domains the ghost
+rows refreshed per step, their bytes per step, the time of one ghost refresh (all ranks, timed
+alone), and with ``--probe`` the bandwidth of a 256 MB send/receive between ranks 0 and 1 through
+the run's transport (NCCL between GPUs, else MPI), measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+import numpy as np
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="pycumd bench scaling", description=__doc__.split("\n\n")[0])
+    add_arguments(p)
+    return p
+
+
+def add_arguments(p) -> None:
+    p.add_argument("case", choices=["lj", "ions"])
+    p.add_argument("--cells", type=int, default=40, help="lj: fcc cells per edge (N = 4 cells^3; default 40)")
+    p.add_argument("--weak", action="store_true", help="lj: cells^3 fcc cells per rank (box stretched along x)")
+    p.add_argument("--n", type=int, default=27648, help="ions: number of ions (default 27648)")
+    p.add_argument("--grid", default=None, help="ions: P x Q force-matrix grid, e.g. 2x1 (default: squarest)")
+    p.add_argument("--processors", default=None, help="lj: LAMMPS processors Px Py Pz, e.g. '2 1 1'")
+    p.add_argument("--precision", default="single", help="single, mixed or double (default single)")
+    p.add_argument("--device", default="auto")
+    p.add_argument("--steps", type=int, default=200)
+    p.add_argument("--warmup", type=int, default=100)
+    p.add_argument("--probe", action="store_true", help="measure rank 0 <-> 1 bandwidth of the transport")
+    p.add_argument("--json", default=None, help="append one JSON record per run to this file (rank 0)")
+
+
+def _lj_system(cells: int, replicas: int):
+    from pycumd.system import System, create_velocities, lattice_system
+
+    base = lattice_system("fcc", cells, density=0.8442)
+    if replicas > 1:
+        L = np.asarray(base.box.L)
+        shifts = np.arange(replicas)[:, None, None] * np.array([L[0], 0.0, 0.0])
+        positions = (base.positions[None] + shifts).reshape(-1, 3)
+        from pycumd.box import Box
+        base = System(Box([L[0] * replicas, L[1], L[2]]), positions, base.masses, base.units)
+    create_velocities(base, 1.44, 87287)
+    return base
+
+
+def _probe(comm, backend, nbytes: int = 1 << 28) -> float | None:
+    """GB/s of one ``nbytes`` send/receive between ranks 0 and 1 (each way), or None with one rank."""
+    if comm.size < 2:
+        return None
+    xp = backend.xp
+    buffer = xp.ones(nbytes // 4, dtype=np.float32)
+    peer = 1 - comm.rank if comm.rank < 2 else comm.rank
+    best = None
+    for _ in range(3):
+        comm.barrier()
+        backend.synchronize()
+        t0 = time.perf_counter()
+        if comm.rank < 2:
+            comm.sendrecv(buffer, peer, peer, buffer.shape[0], tag=77)
+        backend.synchronize()
+        seconds = comm.comm.allreduce(time.perf_counter() - t0, op=_mpi_max())
+        best = seconds if best is None else min(best, seconds)
+    return nbytes / best / 1e9
+
+
+def _mpi_max():
+    from mpi4py import MPI
+
+    return MPI.MAX
+
+
+def measure(args, world) -> dict:
+    from pycumd.integrators import VelocityVerlet
+    from pycumd.parallel import as_communicator
+    from pycumd.parallel.domains import ghost_bytes_per_step
+    from pycumd.potentials import LennardJones
+    from pycumd.simulation import Simulation
+
+    if args.case == "lj":
+        system = _lj_system(args.cells, world.size if args.weak else 1)
+        potential = LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
+        options = dict(skin=0.3, processors=args.processors)
+        dt = 0.005
+    else:
+        from pycumd.bench.ions import white_dwarf_liquid
+
+        system, potential, dt = white_dwarf_liquid(args.n)
+        grid = tuple(int(x) for x in args.grid.lower().split("x")) if args.grid else None
+        options = dict(pair_method="all_pairs", matrix_grid=grid)
+    comm_arg = world if world.size > 1 else None
+    sim = Simulation(system, potential, VelocityVerlet(dt=dt), device=args.device, precision=args.precision,
+                     comm=comm_arg, **options)
+    sim.run(args.warmup)
+    sim.backend.synchronize()
+    world.Barrier()
+    t0 = time.perf_counter()
+    sim.run(args.steps)
+    sim.backend.synchronize()
+    world.Barrier()
+    seconds = time.perf_counter() - t0
+    n = system.n_atoms
+    record = {"case": args.case, "ranks": world.size, "N": n, "precision": args.precision,
+              "device": sim.backend.device_name, "steps": args.steps, "seconds": seconds,
+              "steps_per_s": args.steps / seconds, "atom_steps_per_s": n * args.steps / seconds,
+              "decomposition": sim.decomposition.describe() if sim.decomposition is not None else "one rank",
+              "TotEng": sim.thermo_row()["TotEng"], "weak": bool(args.weak)}
+    nl = sim.neighbors
+    if sim.decomposition is not None and hasattr(nl, "refresh_ghosts"):
+        comm = sim.decomposition.comm
+        sent = comm.comm.allreduce(sum(len(stage[0]) for stage in nl.stages))
+        record["ghost_rows_per_step"] = int(sent)
+        record["ghost_bytes_per_step"] = int(comm.comm.allreduce(ghost_bytes_per_step(nl)))
+        reps = 20
+        world.Barrier()
+        sim.backend.synchronize()
+        t1 = time.perf_counter()
+        for _ in range(reps):
+            nl.refresh_ghosts(sim.state)
+        sim.backend.synchronize()
+        record["ghost_refresh_s"] = world.allreduce(time.perf_counter() - t1, op=_mpi_max()) / reps
+        record["transport"] = comm.transport
+        if args.probe:
+            record["probe_GBps"] = _probe(comm, sim.backend)
+    elif args.probe and sim.decomposition is not None:
+        record["probe_GBps"] = _probe(as_communicator(world, sim.backend), sim.backend)
+    return record
+
+
+def main(argv=None) -> int:
+    args = _parser().parse_args(argv)
+    from pycumd.parallel import abort_on_error, world as mpi_world
+
+    world = mpi_world()
+    with abort_on_error(world):
+        record = measure(args, world)
+    if world.rank == 0:
+        extra = ""
+        if "ghost_bytes_per_step" in record:
+            extra = (f", ghosts {record['ghost_rows_per_step']} rows = {record['ghost_bytes_per_step'] / 1e6:.2f} MB "
+                     f"per step, refresh {record['ghost_refresh_s'] * 1e6:.0f} us ({record['transport']})")
+        if record.get("probe_GBps"):
+            extra += f", probe {record['probe_GBps']:.0f} GB/s"
+        print(f"{record['case']} N={record['N']} ranks={record['ranks']} {record['precision']}: "
+              f"{record['atom_steps_per_s']:.3e} atom-steps/s ({record['steps_per_s']:.1f} steps/s; "
+              f"{record['decomposition']}){extra}", flush=True)
+        if args.json:
+            with open(args.json, "a") as f:
+                f.write(json.dumps(record) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
