@@ -5,7 +5,7 @@
 #
 #   tests  pytest on the GPU tests (marker "cuda"; the CPU tests run in CI), 4 workers
 #   bench  pycumd bench lj at BENCH_CELLS (default "20 40 63"), single, mixed and composite precision
-#   peers  OpenMM and gamdpy on the same sizes (needs the wheels of benchmarks/peers/README.md
+#   peers  OpenMM, gamdpy and JAX-MD on the same sizes (needs the wheels of benchmarks/peers/README.md
 #          carried in .whl/peers), then the plot docs/performance_lj.png and the ratio table
 #   extra  large sizes (EXTRA_CELLS, default "100 159"), graphs off and deterministic variants
 #   largest  LARGEST_CELLS (default 293: 100,614,228 atoms), single precision, 50 steps

@@ -1,7 +1,8 @@
-"""Plot and tabulate the LJ benchmark: pycumd beside its peers (OpenMM, gamdpy).
+"""Plot and tabulate the LJ benchmark: pycumd beside its peers (OpenMM, gamdpy, JAX-MD).
 
 Reads JSON-lines files written by `python -m pycumd.bench.lj --json FILE` (records without an
-"engine" field are pycumd's) and by benchmarks/peers/openmm_lj.py and gamdpy_lj.py.  Writes
+"engine" field are pycumd's) and by benchmarks/peers/openmm_lj.py, gamdpy_lj.py and jaxmd_lj.py.
+A record with a "format" field (JAX-MD's neighbour-list format) is its own series, "jaxmd-dense" etc.  Writes
 docs/performance_lj.png (atom-steps/s against N, log-log, one line per engine and precision) and
 prints a markdown table of atom-steps/s per N with the ratios pycumd / peer.
 
@@ -22,7 +23,9 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-ENGINE_NAMES = {"pycumd": "pycumd", "openmm": "OpenMM", "gamdpy": "gamdpy"}
+ENGINE_NAMES = {"pycumd": "pycumd", "openmm": "OpenMM", "gamdpy": "gamdpy", "jaxmd": "JAX-MD",
+                "jaxmd-dense": "JAX-MD dense", "jaxmd-sparse": "JAX-MD sparse",
+                "jaxmd-ordered_sparse": "JAX-MD ordered-sparse"}
 PREC_ORDER = {"single": 0, "mixed": 1, "double": 2}
 
 
@@ -40,6 +43,8 @@ def load(paths):
                     print(f"warning: {path}:{i}: not JSON, skipped", file=sys.stderr)
                     continue
                 r.setdefault("engine", "pycumd")
+                if r.get("format"):            # JAX-MD: one series per neighbour-list format
+                    r["engine"] = f"{r['engine']}-{r['format']}"
                 r["precision"] = str(r.get("precision", "single")).lower()
                 recs.append(r)
     return recs
@@ -133,12 +138,13 @@ def main(argv=None):
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
         fig, ax = plt.subplots(figsize=(7, 5))
-        colors = {"pycumd": "C0", "openmm": "C1", "gamdpy": "C2"}
+        colors = {"pycumd": "C0", "openmm": "C1", "gamdpy": "C2", "jaxmd-dense": "C3", "jaxmd-sparse": "C4",
+                  "jaxmd-ordered_sparse": "C5"}
         markers = {"single": "o", "mixed": "s", "double": "^"}
         for i, k in enumerate(keys):
             xs = sorted(rate[k])
             ax.plot(xs, [rate[k][x] for x in xs], marker=markers.get(k[1], "D"),
-                    linestyle="-" if k[0] == "pycumd" else "--", color=colors.get(k[0], f"C{3 + i}"),
+                    linestyle="-" if k[0] == "pycumd" else "--", color=colors.get(k[0], f"C{6 + i}"),
                     alpha=1.0 if k[1] != "mixed" else 0.75, label=label(*k))
         ax.set_xscale("log")
         ax.set_yscale("log")
