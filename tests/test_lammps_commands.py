@@ -307,3 +307,48 @@ print "Thot = $(c_Thot) ratio = ${ratio}"
     assert len(printed) == len(expected) == 1
     for x, y in zip(printed[0].split()[2::3], expected[0].split()[2::3]):
         assert float(x) == pytest.approx(float(y), rel=1e-6)
+
+
+@needs_lammps
+def test_region_before_any_lattice_package_and_tail_no(tmp_path, monkeypatch):
+    """LAMMPS' default lattice is ``none 1.0``: a region in (default) lattice units before any lattice
+    command is in box units; ``package`` (accelerator settings) and ``pair_modify tail no`` change
+    nothing."""
+    text = """package omp 1
+units lj
+region box block 0 6.718 0 6.718 0 6.718
+create_box 1 box
+lattice fcc 0.8442
+create_atoms 1 box
+mass 1 1.0
+velocity all create 1.44 87287 loop geom
+pair_style lj/cut 2.5
+pair_coeff 1 1 1.0 1.0 2.5
+pair_modify tail no
+neighbor 0.3 bin
+fix 1 all nve
+thermo_style custom step atoms vol temp pe press
+thermo_modify format float %20.15g
+thermo 10
+run 20
+"""
+    oracle = run_lammps(text)
+    result = _pycumd(text, tmp_path, monkeypatch)
+    assert oracle.thermo["Volume"][0] == pytest.approx(6.718 ** 3, rel=1e-12) and oracle.thermo["Atoms"][0] == 256
+    _compare_rows(result.thermo.rows, oracle.runs[0], ["Atoms", "Volume", "Temp", "PotEng", "Press"])
+
+
+@pytest.mark.parametrize("line, match", [
+    ("pair_modify tail yes", "tail yes"),
+    ("package fast 4", "not a LAMMPS accelerator package"),
+    ("region r block 0 1 0 1 0 1 units foo", "region units foo is not supported"),
+    ("create_atoms 1 box basis 1 1", "create_atoms keyword"),
+    ("fix 2 all langevin v_t 1.0 1.0 5", "v_t: a variable in this argument is not supported"),
+    ("read_data nowhere.data", "read_data: cannot read .*nowhere.data"),
+])
+def test_more_unsupported_forms_say_what_and_where(line, match):
+    text = HEAD + line + "\nrun 1\n"
+    with pytest.raises(LammpsScriptError, match=match) as info:
+        plan_from_lammps_script(text=text, screen=False)
+    assert info.value.line == HEAD.count("\n") + 1
+    assert "\n" not in str(info.value)

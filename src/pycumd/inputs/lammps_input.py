@@ -15,7 +15,8 @@ Supported commands and keywords::
     pair_style yukawa KAPPA RC     pair_coeff I J A [RC]
     pair_style coul/debye KAPPA RC pair_coeff * *   (charges per type from read_data)
     atom_style atomic|charge       read_data FILE (Masses, Atoms, Velocities sections)
-    pair_modify shift yes|no mix geometric|arithmetic|sixthpower
+    pair_modify shift yes|no mix geometric|arithmetic|sixthpower tail no
+    package gpu|kokkos|omp|intel|cuda ...  (accelerator settings: accepted, not used)
     neighbor SKIN bin              neigh_modify every N delay N check yes|no
     timestep DT                    fix ID all nve | nvt temp T0 T1 TDAMP [tchain N] |
                                               langevin T0 T1 DAMP SEED
@@ -170,6 +171,14 @@ class LammpsPlanner:
 
         self.processors = parse_processors(a[:3])
 
+    def _cmd_package(self, a):
+        """``package gpu|kokkos|omp|intel|cuda ...``: settings of LAMMPS' accelerator packages (threads,
+        GPUs, neighbour-list layout, their precision). They do not change the model; pycumd picks its
+        own device and precision (``--device``, ``--precision``), so they are accepted and not used."""
+        if not a or a[0] not in ("gpu", "kokkos", "omp", "intel", "cuda"):
+            raise ValueError(f"package {a[0] if a else ''} is not a LAMMPS accelerator package "
+                             f"(gpu, kokkos, omp, intel, cuda)")
+
     def _cmd_dimension(self, a):
         if a[0] != "3":
             raise ValueError("only dimension 3 is supported")
@@ -200,11 +209,7 @@ class LammpsPlanner:
         unknown = set(kw) - {"units"}
         if unknown:
             raise ValueError(f"region keyword(s) {', '.join(sorted(unknown))} not supported")
-        scale = 1.0
-        if kw.get("units", "lattice") == "lattice":
-            if self.setup.lattice is None:
-                raise ValueError("region in lattice units needs a lattice command first")
-            scale = self.setup.lattice[1]
+        scale = self._length_unit(kw.get("units", "lattice"), "region")
         values = []
         for k, word in enumerate(words):
             if style == "block" and word in ("INF", "EDGE"):   # LAMMPS: -/+BIG, or the box's bound
@@ -221,6 +226,15 @@ class LammpsPlanner:
             self.setup.regions[rid] = ("block", np.array(values).reshape(3, 2))
         else:
             self.setup.regions[rid] = ("sphere", np.array(values[:3]), values[3])
+
+    def _length_unit(self, units: str, command: str) -> float:
+        """Length of one unit of ``units lattice|box`` (a keyword of region, displace_atoms, ...): the
+        lattice spacing, 1.0 before any lattice command (LAMMPS' default ``lattice none 1.0``), or 1.0."""
+        if units not in ("lattice", "box"):
+            raise ValueError(f"{command} units {units} is not supported (lattice, box)")
+        if units == "box" or self.setup.lattice is None:
+            return 1.0
+        return self.setup.lattice[1]
 
     def _cmd_create_box(self, a):
         n_types, rid = int(a[0]), a[1]
@@ -324,7 +338,10 @@ class LammpsPlanner:
 
     def _cmd_pair_modify(self, a):
         for key, value in zip(a[0::2], a[1::2]):
-            if key == "shift":
+            if key == "tail":
+                if _yes_no(value, "pair_modify tail"):
+                    raise NotImplementedError("pair_modify tail yes (long-range tail corrections) is not supported")
+            elif key == "shift":
                 self.setup.pair_cutoff_mode = "shift" if value == "yes" else "truncate"
             elif key == "mix":
                 self.setup.pair_mixing = value
@@ -615,10 +632,7 @@ class LammpsPlanner:
         kw = dict(zip(a[5::2], a[6::2]))
         if set(kw) - {"units"}:
             raise ValueError(f"displace_atoms keyword(s) {', '.join(sorted(set(kw) - {'units'}))} not supported")
-        if kw.get("units", "lattice") == "lattice":
-            if self.setup.lattice is None:
-                raise ValueError("displace_atoms in lattice units needs a lattice command first")
-            shift = shift * self.setup.lattice[1]
+        shift = shift * self._length_unit(kw.get("units", "lattice"), "displace_atoms")
         self._edit_system(lambda system: _displace(system, shift))
 
     def _cmd_delete_atoms(self, a):
@@ -634,12 +648,7 @@ class LammpsPlanner:
         kw = dict(zip(a[3::2], a[4::2]))
         if set(kw) - {"units"}:
             raise ValueError(f"fix recenter keyword(s) {', '.join(sorted(set(kw) - {'units'}))} not supported")
-        units = kw.get("units", "lattice")
-        if units not in ("lattice", "box"):
-            raise ValueError(f"fix recenter units {units} is not supported (lattice, box)")
-        if units == "lattice" and self.setup.lattice is None and any(v not in ("NULL", "INIT") for v in a[:3]):
-            raise ValueError("fix recenter in lattice units needs a lattice command first")
-        scale = self.setup.lattice[1] if units == "lattice" and self.setup.lattice else 1.0
+        scale = self._length_unit(kw.get("units", "lattice"), "fix recenter")
         return Recenter([None if v == "NULL" else "INIT" if v == "INIT" else float(v) * scale for v in a[:3]])
 
     def _cmd_reset_timestep(self, a):
