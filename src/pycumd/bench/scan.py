@@ -139,33 +139,33 @@ def _random(cp, n, dtype, seed):
 
 
 def _sweep(cp, dtype, repeat, copy_gbps):
-    """Time the look-back kernel per (threads, rounds, stages); keep the best at 2^27."""
+    """Time the look-back kernel per (threads, rounds, min_blocks); keep the best at 2^27."""
     from pycumd.neighbors import scan
 
-    configs = [(256, 8, 3), (256, 8, 2), (256, 4, 4), (256, 4, 6), (512, 4, 3), (128, 8, 4),
-               (256, 12, 2), (512, 8, 2)]
+    configs = [(t, r, b) for t in (128, 256) for r in (4, 8, 12, 16) for b in (1,)]
+    configs += [(128, 8, 4), (256, 8, 2), (128, 12, 3), (128, 16, 2)]
     sizes = (2**16, 2**20, 2**24, 2**27)
     table = []
     for n in sizes:
         nbytes = n * dtype.itemsize
         bufs = [_random(cp, n, dtype, s) for s in range(int(min(64, max(1, -(-ROTATE_BYTES // nbytes)))))]
-        for t, r, st in configs:
-            scan.LOOKBACK_CONFIG = {"threads": t, "rounds": r, "stages": st, "look": 8, "min_blocks": 1}
+        for t, r, b in configs:
+            scan.LOOKBACK_CONFIG = {"threads": t, "rounds": r, "min_blocks": b}
             ref = cp.cumsum(bufs[0], dtype=dtype)
             ok = bool(cp.array_equal(scan.prefix_sum(bufs[0], method="decoupled_lookback"), ref))
             us = _gpu_median_us(
                 cp, lambda x: scan.prefix_sum(x, out=x, method="decoupled_lookback"), bufs, repeat)
             frac = 2 * nbytes / (us * 1e-6) / 1e9 / copy_gbps
-            table.append({"n": n, "threads": t, "rounds": r, "stages": st, "us": us,
+            table.append({"n": n, "threads": t, "rounds": r, "min_blocks": b, "us": us,
                           "frac": frac, "ok": ok})
-            print(f"sweep n={n:>10} threads={t:4d} rounds={r:2d} stages={st}: {us:8.1f} us "
+            print(f"sweep n={n:>10} threads={t:4d} rounds={r} min_blocks={b}: {us:8.1f} us "
                   f"({frac:.3f} of copy) ok={ok}", flush=True)
         del bufs
         cp.get_default_memory_pool().free_all_blocks()
     big = [row for row in table if row["n"] == sizes[-1] and row["ok"]]
     best = min(big, key=lambda row: row["us"])
     scan.LOOKBACK_CONFIG = {"threads": best["threads"], "rounds": best["rounds"],
-                            "stages": best["stages"], "look": 8, "min_blocks": 1}
+                            "min_blocks": best["min_blocks"]}
     print(f"sweep: running with {scan.LOOKBACK_CONFIG}")
     return {"table": table, "chosen": scan.LOOKBACK_CONFIG}
 

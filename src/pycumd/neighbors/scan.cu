@@ -150,56 +150,27 @@ scan_add_offsets(A* out, u64 n, const A* offsets, unsigned int elems_per_block)
         out[i] += offsets[i / elems_per_block];
     }
 }
+
 // ---------------------------------------------------------------------------------------
-// Single-pass scan with decoupled look-back on a persistent grid.
+// Single-pass scan with decoupled look-back.
 //
 // Tile = LB_THREADS threads x LB_ROUNDS 16-byte vectors.  Each warp owns a contiguous
 // segment of 32 * LB_ROUNDS vectors; in round r lane l holds vector (r*32 + l) of its
 // warp's segment, so every load and store instruction of a warp covers 512 contiguous bytes.
 //
-// The grid is persistent: G blocks, all resident at once (the launch is cooperative, which
-// guarantees it), block b scans tiles b, b + G, b + 2G, ... in that order, so tiles are
-// scanned in generations of G consecutive tiles.  A block keeps its next tiles in a ring of
-// LB_STAGES shared-memory buffers: while it scans one tile and looks back for its prefix,
-// the loads of its next LB_STAGES-1 tiles are in flight (cp.async, each thread copying the
-// vectors it will read itself, so no barrier guards the data).  A tile waits only on tiles
-// with a smaller index, all owned by resident blocks that scan their tiles in order, so the
-// kernel cannot deadlock.
-//
-// Per tile, with S = LB_STAGES:
-//   wait for this thread's copies of the tile -> thread sums, warp scans -> barrier A ->
-//   warp 0: block aggregate, publish, look back, publish inclusive prefix -> barrier B ->
-//   outputs from the staged copy, stores -> start the copies of the tile S generations on.
-// The look-back polls 32 * LB_LOOK predecessors at once (LB_LOOK words a lane), so a tile at
-// position b of its generation finds the previous generation's inclusive prefixes in one
-// round when 32 * LB_LOOK >= G.
-//
 // Tile status: flag = (epoch << 2) | state, state 1 = aggregate of tile t published,
 // state 2 = inclusive prefix (all tiles <= t) published.  32-bit elements pack flag and value
-// into one 64-bit word; 64-bit elements keep values in agg[t] / incl[t].  A flag written
+// into one 64-bit word status[t]; 64-bit elements keep values in agg[t] / incl[t].  A flag written
 // by an earlier call carries an older epoch and reads as "not yet" (state 0), so the status
 // array needs no clearing between calls.  Values are published before their flag with
 // release semantics and read after the flag with acquire semantics.
+// Tiles are processed in blockIdx order; a tile only waits on tiles with smaller index,
+// which the hardware has already dispatched (the same assumption CUB's single-pass scan makes).
 
 #define VEC (16 / sizeof(A))
 #define LB_ITEMS (VEC * LB_ROUNDS)
 #define LB_WARPS (LB_THREADS / 32)
 #define LB_TILE (LB_THREADS * LB_ITEMS)
-#define LB_STAGE_VECS (LB_THREADS * LB_ROUNDS)      // 16-byte vectors per stage buffer
-
-#ifndef LB_STAGES
-#define LB_STAGES 3
-#endif
-#ifndef LB_BACKOFF
-#define LB_BACKOFF 0            // ns of __nanosleep between polls of a tile not yet published
-#endif
-#ifndef LB_LOOK
-#define LB_LOOK 8               // status words a lane polls per look-back round
-#endif
-#ifndef LB_STORE_CS
-#define LB_STORE_CS 0           // 1: streaming (evict-first) stores of the full tiles
-#endif
-
 
 struct __align__(16) Vec { A v[VEC]; };
 
@@ -234,46 +205,6 @@ __device__ __forceinline__ A load_relaxed(const A* p)
 #else
     return v;
 #endif
-#endif
-}
-
-// 16-byte global -> shared copy that completes asynchronously (sm_80+; a plain copy before).
-__device__ __forceinline__ void copy16_async(Vec* dst, const Vec* src)
-{
-#if __CUDA_ARCH__ >= 800
-    const unsigned int d = (unsigned int)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(d), "l"(src) : "memory");
-#else
-    *dst = *src;
-#endif
-}
-__device__ __forceinline__ void copy_commit()
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-// Wait until at most LB_STAGES-1 of this thread's copy groups are pending.
-__device__ __forceinline__ void copy_wait_stage()
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_group %0;" :: "n"(LB_STAGES - 1) : "memory");
-#endif
-}
-__device__ __forceinline__ void copy_wait_all()
-{
-#if __CUDA_ARCH__ >= 800
-    asm volatile("cp.async.wait_all;" ::: "memory");
-#endif
-}
-
-__device__ __forceinline__ void store_vec(Vec* p, const Vec& v)
-{
-#if LB_STORE_CS
-    const int4 w = *reinterpret_cast<const int4*>(&v);
-    __stcs(reinterpret_cast<int4*>(p), w);
-#else
-    *p = v;
 #endif
 }
 
@@ -360,166 +291,114 @@ __device__ __forceinline__ unsigned int poll(const u64* status, const A* agg, co
 #define LB_MIN_BLOCKS 1
 #endif
 
-// Start the copies of tile t into stage buffer buf (this thread's vectors) if the tile is
-// full and the arrays are 16-byte aligned; other tiles are loaded when they are scanned.
-__device__ __forceinline__ void stage_tile(Vec* buf, const A* in, u64 n, u64 t,
-                                           u64 n_tiles, int aligned, unsigned int slot0)
-{
-    if (aligned && t < n_tiles && (t + 1) * LB_TILE <= n) {
-        const Vec* src = reinterpret_cast<const Vec*>(in + t * LB_TILE) + slot0;
-#pragma unroll
-        for (int r = 0; r < LB_ROUNDS; ++r) copy16_async(buf + slot0 + r * 32, src + r * 32);
-    }
-    copy_commit();              // one group per stage, empty or not, so the counts stay in step
-}
-
-// Sum of the values of tiles (tile-1, tile-2, ...) back to and including the nearest tile
-// with an inclusive prefix (all 32 lanes of warp 0 call it; every lane gets the sum).
-__device__ __forceinline__ A look_back(const u64* tstat, const A* agg, const A* incl,
-                                       long long tile, unsigned int epoch, unsigned int lane)
-{
-    A prefix = A(0);
-    long long top = tile - 1;
-    while (true) {
-        unsigned int state[LB_LOOK];
-        A v[LB_LOOK];
-#pragma unroll
-        for (int j = 0; j < LB_LOOK; ++j) {   // all polls in flight together
-            const long long p = top - (long long)(j * 32 + lane);
-            state[j] = 2u;                     // before tile 0: nothing to add
-            v[j] = A(0);
-            if (p >= 0) state[j] = poll(tstat, agg, incl, p, epoch, &v[j]);
-        }
-#pragma unroll
-        for (int j = 0; j < LB_LOOK; ++j) {
-            const long long p = top - (long long)(j * 32 + lane);
-            while (state[j] == 0u) {
-#if LB_BACKOFF > 0
-                __nanosleep(LB_BACKOFF);
-#endif
-                state[j] = poll(tstat, agg, incl, p, epoch, &v[j]);
-            }
-        }
-        // nearest inclusive prefix: smallest distance j*32 + lane with state 2
-        int jj = -1;
-        unsigned int kk = 0;
-#pragma unroll
-        for (int j = 0; j < LB_LOOK; ++j) {
-            const unsigned int m = __ballot_sync(FULL_MASK, state[j] == 2u);
-            if (jj < 0 && m) { jj = j; kk = __ffs(m) - 1; }
-        }
-        A part = A(0);
-#pragma unroll
-        for (int j = 0; j < LB_LOOK; ++j)
-            if (jj < 0 || j < jj || (j == jj && lane <= kk)) part += v[j];
-        prefix += warp_sum(part);
-        if (jj >= 0) return prefix;
-        top -= 32 * LB_LOOK;
-    }
-}
-
-// Launch cooperatively, with at most as many blocks as fit on the device at once and
-// dynamic shared memory LB_STAGES * LB_TILE * sizeof(A) bytes.
 extern "C" __global__ void __launch_bounds__(LB_THREADS, LB_MIN_BLOCKS)
 scan_lookback(const A* in, A* out, u64 n, u64* status, A* agg, A* incl,
               unsigned int epoch, int exclusive, int aligned)
 {
-    extern __shared__ __align__(16) unsigned char lb_smem[];
-    Vec* const stages = reinterpret_cast<Vec*>(lb_smem);
     __shared__ A warp_prefix[LB_WARPS];
-
+    const unsigned int tile = blockIdx.x;
     const unsigned int lane = threadIdx.x & 31;
     const unsigned int warp = threadIdx.x >> 5;
-    const unsigned int slot0 = warp * (32 * LB_ROUNDS) + lane;   // this thread's round-0 vector
-    const u64 n_tiles = (n + LB_TILE - 1) / LB_TILE;
-    const u64 G = gridDim.x;
+    const u64 tile_base = (u64)tile * LB_TILE;
+    const u64 warp_base = tile_base + (u64)warp * (32 * LB_ITEMS);
+    const bool full = aligned && (tile_base + LB_TILE <= n);
 
+    A x[LB_ROUNDS][VEC];
+    if (full) {
 #pragma unroll
-    for (int s = 0; s < LB_STAGES; ++s)
-        stage_tile(stages + s * LB_STAGE_VECS, in, n, blockIdx.x + s * G, n_tiles, aligned, slot0);
+        for (int r = 0; r < LB_ROUNDS; ++r) {
+            const Vec v = *reinterpret_cast<const Vec*>(in + warp_base + (u64)(r * 32 + lane) * VEC);
+#pragma unroll
+            for (int j = 0; j < (int)VEC; ++j) x[r][j] = v.v[j];
+        }
+    } else {
+#pragma unroll
+        for (int r = 0; r < LB_ROUNDS; ++r) {
+#pragma unroll
+            for (int j = 0; j < (int)VEC; ++j) {
+                const u64 i = warp_base + (u64)(r * 32 + lane) * VEC + j;
+                x[r][j] = (i < n) ? in[i] : A(0);
+            }
+        }
+    }
 
-    unsigned int s = 0;                           // stage of this tile: k mod LB_STAGES
-    for (u64 tile = blockIdx.x; tile < n_tiles; tile += G) {
-        Vec* const buf = stages + s * LB_STAGE_VECS + slot0;
-        const u64 tile_base = tile * LB_TILE;
-        const u64 warp_base = tile_base + (u64)warp * (32 * LB_ITEMS);
-        const bool full = aligned && (tile_base + LB_TILE <= n);
+    // Per round: thread sum of its vector, exclusive warp scan of those sums.
+    A base[LB_ROUNDS];
+    A carry = A(0);
+#pragma unroll
+    for (int r = 0; r < LB_ROUNDS; ++r) {
+        A s = x[r][0];
+#pragma unroll
+        for (int j = 1; j < (int)VEC; ++j) s += x[r][j];
+        const A inc = warp_inclusive_scan(s, lane);
+        A exc = __shfl_up_sync(FULL_MASK, inc, 1);
+        if (lane == 0) exc = A(0);
+        base[r] = carry + exc;
+        carry += __shfl_sync(FULL_MASK, inc, 31);
+    }
+    if (lane == 0) warp_prefix[warp] = carry;      // warp total for now
+    __syncthreads();
 
-        copy_wait_stage();                        // this thread's copies of this tile are in
-        if (!full) {                              // partial or unaligned: load it now
-#pragma unroll
-            for (int r = 0; r < LB_ROUNDS; ++r) {
-                Vec v;
-#pragma unroll
-                for (int j = 0; j < (int)VEC; ++j) {
-                    const u64 i = warp_base + (u64)(r * 32 + lane) * VEC + j;
-                    v.v[j] = (i < n) ? in[i] : A(0);
+    if (warp == 0) {
+        const A wt = (lane < LB_WARPS) ? warp_prefix[lane] : A(0);
+        const A winc = warp_inclusive_scan(wt, lane);
+        A wexc = __shfl_up_sync(FULL_MASK, winc, 1);
+        if (lane == 0) wexc = A(0);
+        const A aggregate = __shfl_sync(FULL_MASK, winc, 31);
+
+        A prefix = A(0);
+        if (tile == 0) {
+            if (lane == 0) publish(status, agg, incl, 0, (epoch << 2) | 2u, aggregate);
+        } else {
+            if (lane == 0) publish(status, agg, incl, tile, (epoch << 2) | 1u, aggregate);
+            long long top = (long long)tile - 1;
+            while (true) {
+                const long long p = top - (long long)lane;
+                unsigned int state = 2;            // before tile 0: nothing to add
+                A v = A(0);
+                if (p >= 0) {
+                    while ((state = poll(status, agg, incl, p, epoch, &v)) == 0) { }
                 }
-                buf[r * 32] = v;
+                const unsigned int inclusive_lanes = __ballot_sync(FULL_MASK, state == 2);
+                if (inclusive_lanes) {
+                    const unsigned int k = __ffs(inclusive_lanes) - 1;
+                    prefix += warp_sum(lane <= k ? v : A(0));
+                    break;
+                }
+                prefix += warp_sum(v);
+                top -= 32;
             }
+            if (lane == 0) publish(status, agg, incl, tile, (epoch << 2) | 2u, prefix + aggregate);
         }
+        if (lane < LB_WARPS) warp_prefix[lane] = prefix + wexc;
+    }
+    __syncthreads();
 
-        // Per round: thread sum of its vector, exclusive warp scan of those sums.
-        A base[LB_ROUNDS];
-        A carry = A(0);
+    const A wp = warp_prefix[warp];
+    if (full) {
 #pragma unroll
         for (int r = 0; r < LB_ROUNDS; ++r) {
-            const Vec v = buf[r * 32];
-            A sum = v.v[0];
-#pragma unroll
-            for (int j = 1; j < (int)VEC; ++j) sum += v.v[j];
-            const A inc = warp_inclusive_scan(sum, lane);
-            A exc = __shfl_up_sync(FULL_MASK, inc, 1);
-            if (lane == 0) exc = A(0);
-            base[r] = carry + exc;
-            carry += __shfl_sync(FULL_MASK, inc, 31);
-        }
-        if (lane == 0) warp_prefix[warp] = carry;  // warp total for now
-        __syncthreads();                          // A
-
-        if (warp == 0) {
-            const A wt = (lane < LB_WARPS) ? warp_prefix[lane] : A(0);
-            const A winc = warp_inclusive_scan(wt, lane);
-            A wexc = __shfl_up_sync(FULL_MASK, winc, 1);
-            if (lane == 0) wexc = A(0);
-            const A aggregate = __shfl_sync(FULL_MASK, winc, 31);
-
-            A prefix = A(0);
-            if (tile == 0) {
-                if (lane == 0) publish(status, agg, incl, 0, (epoch << 2) | 2u, aggregate);
-            } else {
-                if (lane == 0) publish(status, agg, incl, (unsigned int)tile, (epoch << 2) | 1u, aggregate);
-                prefix = look_back(status, agg, incl, (long long)tile, epoch, lane);
-                if (lane == 0) publish(status, agg, incl, (unsigned int)tile, (epoch << 2) | 2u, prefix + aggregate);
-            }
-            if (lane < LB_WARPS) warp_prefix[lane] = prefix + wexc;
-        }
-        __syncthreads();                          // B
-
-        const A wp = warp_prefix[warp];
-#pragma unroll
-        for (int r = 0; r < LB_ROUNDS; ++r) {
-            const Vec x = buf[r * 32];
             Vec v;
             A run = wp + base[r];
 #pragma unroll
             for (int j = 0; j < (int)VEC; ++j) {
-                if (exclusive) { v.v[j] = run; run += x.v[j]; }
-                else           { run += x.v[j]; v.v[j] = run; }
+                if (exclusive) { v.v[j] = run; run += x[r][j]; }
+                else           { run += x[r][j]; v.v[j] = run; }
             }
-            if (full) {
-                store_vec(reinterpret_cast<Vec*>(out + warp_base + (u64)(r * 32 + lane) * VEC), v);
-            } else {
+            *reinterpret_cast<Vec*>(out + warp_base + (u64)(r * 32 + lane) * VEC) = v;
+        }
+    } else {
 #pragma unroll
-                for (int j = 0; j < (int)VEC; ++j) {
-                    const u64 i = warp_base + (u64)(r * 32 + lane) * VEC + j;
-                    if (i < n) out[i] = v.v[j];
-                }
+        for (int r = 0; r < LB_ROUNDS; ++r) {
+            A run = wp + base[r];
+#pragma unroll
+            for (int j = 0; j < (int)VEC; ++j) {
+                const u64 i = warp_base + (u64)(r * 32 + lane) * VEC + j;
+                A y;
+                if (exclusive) { y = run; run += x[r][j]; }
+                else           { run += x[r][j]; y = run; }
+                if (i < n) out[i] = y;
             }
         }
-        // This thread has read its vectors of the buffer for the last time: refill it.
-        stage_tile(stages + s * LB_STAGE_VECS, in, n, tile + LB_STAGES * G, n_tiles, aligned, slot0);
-        s = (s + 1 == LB_STAGES) ? 0u : s + 1;
     }
-    copy_wait_all();
 }

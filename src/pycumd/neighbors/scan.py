@@ -11,8 +11,7 @@ a Numba loop (exclusive); the GPU path has three CUDA kernels in ``scan.cu``:
     work-efficient balanced-tree block scan with padded shared memory (bank-conflict
     free), same multi-level structure.
 ``decoupled_lookback``
-    single pass (Merrill & Garland 2016) on a persistent grid that keeps the next tiles'
-    loads in flight during each look-back: one read and one write per element, one launch
+    single pass (Merrill & Garland 2016): one read and one write per element, one launch
     for any length.
 ``auto``
     the fastest per size as measured by ``pycumd bench scan`` (see docs/scan.md).
@@ -44,10 +43,9 @@ GPU_METHODS = ("auto", "hillis_steele", "blelloch", "decoupled_lookback")
 HS_THREADS = 512           # elements per Hillis-Steele block
 BL_THREADS = 512           # Blelloch block: 2 * 512 elements
 ADD_THREADS = 256
-# Decoupled look-back: tile = threads x rounds x 16 bytes; stages = tiles a block holds in
-# shared memory (the one it scans and the next ones in flight); min_blocks is the occupancy
-# asked of the compiler (__launch_bounds__).  Chosen by the measurements of docs/notes-scan.md.
-LOOKBACK_CONFIG = {"threads": 256, "rounds": 8, "stages": 3, "look": 1, "min_blocks": 1}
+# Decoupled look-back: tile = threads x rounds x 16 bytes; min_blocks is the occupancy
+# asked of the compiler (__launch_bounds__).  Chosen by the sweep of docs/notes-scan.md.
+LOOKBACK_CONFIG = {"threads": 256, "rounds": 12, "min_blocks": 1}
 
 # Measured choice of ``method="auto"``: list of (largest n, method), first match wins.
 # The decoupled look-back kernel is one launch at every size and was the fastest
@@ -151,53 +149,23 @@ _FUNCTIONS: dict = {}
 def _function(backend, dtype, name):
     """Kernel ``name`` of scan.cu compiled for ``dtype`` and the current LOOKBACK_CONFIG."""
     cfg = LOOKBACK_CONFIG
-    key = (backend.xp.cuda.runtime.getDevice(), dtype, name) + tuple(sorted(cfg.items()))
+    key = (backend.xp.cuda.runtime.getDevice(), dtype, name, cfg["threads"], cfg["rounds"],
+           cfg["min_blocks"])
     fn = _FUNCTIONS.get(key)
     if fn is None:
-        defines = {
-            "SCAN_DTYPE": SCAN_DTYPES[dtype],
-            "HS_THREADS": HS_THREADS,
-            "BL_THREADS": BL_THREADS,
-            "LB_THREADS": cfg["threads"],
-            "LB_ROUNDS": cfg["rounds"],
-            "LB_STAGES": cfg["stages"],
-            "LB_LOOK": cfg["look"],
-            "LB_MIN_BLOCKS": cfg["min_blocks"],
-        }
-        defines.update({k: v for k, v in cfg.items() if k.startswith("LB_")})   # experiments
-        module = backend.kernel_module("neighbors/scan.cu", defines=defines)
+        module = backend.kernel_module(
+            "neighbors/scan.cu",
+            defines={
+                "SCAN_DTYPE": SCAN_DTYPES[dtype],
+                "HS_THREADS": HS_THREADS,
+                "BL_THREADS": BL_THREADS,
+                "LB_THREADS": cfg["threads"],
+                "LB_ROUNDS": cfg["rounds"],
+                "LB_MIN_BLOCKS": cfg["min_blocks"],
+            },
+        )
         fn = _FUNCTIONS[key] = module.get_function(name)
     return fn
-
-
-_GRIDS: dict = {}
-
-
-def _lookback_launch(backend, dtype):
-    """(function, blocks that fit on the device at once, dynamic shared memory bytes) of the
-    look-back kernel for ``dtype`` and the current LOOKBACK_CONFIG."""
-    cp = backend.xp
-    cfg = LOOKBACK_CONFIG
-    fn = _function(backend, dtype, "scan_lookback")
-    key = (cp.cuda.runtime.getDevice(), dtype) + tuple(sorted(cfg.items()))
-    hit = _GRIDS.get(key)
-    if hit is not None:
-        return hit
-    smem = cfg["stages"] * lookback_tile_size(dtype) * np.dtype(dtype).itemsize
-    if smem > 48 * 1024:
-        fn.max_dynamic_shared_size_bytes = smem
-    fn = getattr(fn, "kernel", fn)          # the loaded cupy.cuda.Function (cooperative launch)
-    device = cp.cuda.Device()
-    sms = device.attributes["MultiProcessorCount"]
-    try:
-        per_sm = cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(fn.ptr, cfg["threads"], smem)
-    except Exception:  # noqa: BLE001 - no occupancy query: estimate from shared memory alone
-        per_sm = max(1, min(device.attributes["MaxSharedMemoryPerMultiprocessor"] // (smem + 1024),
-                            device.attributes["MaxThreadsPerMultiProcessor"] // cfg["threads"]))
-    if per_sm < 1:
-        raise RuntimeError(f"scan_lookback {cfg} does not fit on the device ({smem} B of shared memory)")
-    hit = _GRIDS[key] = (fn, int(per_sm) * int(sms), smem)
-    return hit
 
 
 def lookback_tile_size(dtype) -> int:
@@ -217,12 +185,11 @@ def _scan_lookback(backend, values, out, exclusive, ws=None, epoch=None):
         ws = _workspace(cp, dtype, n_tiles)
         epoch = ws.next_epoch()
     aligned = int(values.data.ptr % 16 == 0 and out.data.ptr % 16 == 0)
-    fn, resident, smem = _lookback_launch(backend, dtype)
-    # Cooperative: all blocks resident at once, which the persistent kernel's waits rely on.
-    fn((min(n_tiles, resident),), (LOOKBACK_CONFIG["threads"],),
-       (values, out, np.uint64(n), ws.status, ws.agg, ws.incl,
-        np.uint32(epoch), np.int32(exclusive), np.int32(aligned)),
-       shared_mem=smem, enable_cooperative_groups=LOOKBACK_CONFIG.get("cooperative", True))
+    _function(backend, dtype, "scan_lookback")(
+        (n_tiles,), (LOOKBACK_CONFIG["threads"],),
+        (values, out, np.uint64(n), ws.status, ws.agg, ws.incl,
+         np.uint32(epoch), np.int32(exclusive), np.int32(aligned)),
+    )
     return out
 
 
