@@ -117,8 +117,8 @@ def run_script(relative: str, root: Path = ROOT, drops: list[str] = ()) -> Outco
     """Read, plan and run one script (shortened) in a scratch directory; never raises for the
     script's own problems."""
     from pycumd.components import EngineOptions
-    from pycumd.inputs.lammps_input import LammpsPlanner
-    from pycumd.inputs.lammps_script import LammpsScriptError, read_script
+    from pycumd.inputs.lammps_input import LammpsPlanner, read_commands
+    from pycumd.inputs.lammps_script import LammpsScriptError
     from pycumd.run_plan import execute
 
     path = root / relative
@@ -129,9 +129,8 @@ def run_script(relative: str, root: Path = ROOT, drops: list[str] = ()) -> Outco
     try:
         with tempfile.TemporaryDirectory(prefix="pycumd-coverage-") as scratch, \
                 contextlib.chdir(scratch), contextlib.redirect_stdout(io.StringIO()):
-            commands = shorten(read_script(path.read_text(), relative, VARIABLES.get(relative),
-                                           base_dir=path.parent))
-            commands = drop_commands(commands, list(drops))
+            commands = read_commands(path.read_text(), relative, VARIABLES.get(relative), str(path.parent),
+                                     edit=lambda cmds: drop_commands(shorten(cmds), list(drops)))
             planner = LammpsPlanner(screen=False)
             planner.base_dir = str(path.parent)
             planner.execute(commands)

@@ -352,3 +352,15 @@ def test_more_unsupported_forms_say_what_and_where(line, match):
         plan_from_lammps_script(text=text, screen=False)
     assert info.value.line == HEAD.count("\n") + 1
     assert "\n" not in str(info.value)
+
+
+def test_an_earlier_unsupported_command_is_reported_before_a_later_reading_error():
+    """The script is read before it is planned; an error found while reading (a ``$`` reference to a
+    thermo keyword between runs) is reported only if no earlier command stops the script."""
+    text = "units lj\ndimension 2\nvariable v equal vol\nvariable s equal ${v}\n"
+    with pytest.raises(LammpsScriptError, match="dimension") as info:
+        plan_from_lammps_script(text=text, screen=False)
+    assert info.value.line == 2
+    with pytest.raises(LammpsScriptError, match="'vol'") as info:
+        plan_from_lammps_script(text=text.replace("dimension 2", "dimension 3"), screen=False)
+    assert info.value.line == 4

@@ -1037,6 +1037,22 @@ def _type_range(spec: str, n_types: int) -> range:
     return range(lo - 1, hi)
 
 
+def read_commands(text: str, filename: str, variables=None, base_dir=None, edit=None) -> list[Command]:
+    """:func:`~pycumd.inputs.lammps_script.read_script`, except that when reading stops at a line (a
+    ``$`` reference that needs a running simulation ...), the commands before it are planned first, so
+    that an earlier command pycumd does not support is the error reported: LAMMPS would stop there.
+    ``edit``: a function ``list -> list`` applied to the commands read (benchmarks/lammps_coverage.py
+    shortens runs with it)."""
+    edit = edit or (lambda commands: commands)
+    try:
+        return edit(read_script(text, filename, variables, base_dir=base_dir))
+    except LammpsScriptError as exc:
+        earlier = LammpsPlanner(screen=False)
+        earlier.base_dir = base_dir
+        earlier.execute(edit(getattr(exc, "commands_before", [])))
+        raise
+
+
 def plan_from_lammps_script(path=None, text=None, variables=None, screen: bool = True, base_dir=None) -> RunPlan:
     """The :class:`~pycumd.run_plan.RunPlan` of a LAMMPS input (a file ``path`` or a string ``text``;
     ``base_dir``: where a text's relative paths are, default the file's directory)."""
@@ -1045,10 +1061,9 @@ def plan_from_lammps_script(path=None, text=None, variables=None, screen: bool =
     if path is not None:
         text = read_text_input(path, "LAMMPS input")
         base_dir = base_dir or str(Path(path).resolve().parent)
-    commands = read_script(text, str(path) if path is not None else "<input>", variables, base_dir=base_dir)
     planner = LammpsPlanner(screen=screen)
     planner.base_dir = base_dir
-    planner.execute(commands)
+    planner.execute(read_commands(text, str(path) if path is not None else "<input>", variables, base_dir))
     plan = planner.plan()
     plan.source = {"kind": "lammps", "text": text, "variables": dict(variables or {}), "base_dir": base_dir}
     return plan
@@ -1070,4 +1085,4 @@ def run_lammps_script(path=None, text=None, variables=None, *, screen: bool = Tr
     return execute(plan)
 
 
-__all__ = ["LammpsPlanner", "UnsupportedCommandError", "plan_from_lammps_script", "run_lammps_script"]
+__all__ = ["LammpsPlanner", "UnsupportedCommandError", "plan_from_lammps_script", "read_commands", "run_lammps_script"]

@@ -882,7 +882,13 @@ class ScriptReader:
             base_dir = p.parent if p.is_file() else Path.cwd()
         self._quit = False
         commands: list[Command] = []
-        self._read(text, filename, Path(base_dir), commands, depth=0)
+        try:
+            self._read(text, filename, Path(base_dir), commands, depth=0)
+        except LammpsScriptError as exc:
+            # the commands read before the error: a front end that executes them may find an earlier
+            # command it cannot run, which is then the first problem of the script
+            exc.commands_before = commands
+            raise
         return commands
 
     def _read(self, text, filename, base_dir, commands, depth):
