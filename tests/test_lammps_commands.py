@@ -364,3 +364,15 @@ def test_an_earlier_unsupported_command_is_reported_before_a_later_reading_error
     with pytest.raises(LammpsScriptError, match="'vol'") as info:
         plan_from_lammps_script(text=text.replace("dimension 2", "dimension 3"), screen=False)
     assert info.value.line == 4
+
+
+@pytest.mark.parametrize("line, what", [
+    ("thermo_style custom step v_a", "thermo_style custom at step 0"),
+    ("fix av all ave/time 1 1 1 v_a", "fix ave/time av at step 0"),
+])
+def test_errors_while_running_name_the_command_line(line, what, tmp_path, monkeypatch):
+    """Atoms at rest: temp is 0 at step 0 and ``1/temp`` divides by zero while the run evaluates it."""
+    text = HEAD.replace("velocity all create 1.44 87287 loop geom\n", "") + f"variable a equal 1/temp\n{line}\nrun 5\n"
+    n = text.count("\n") - 1
+    with pytest.raises(ValueError, match=rf"^<input>:{n}: {what}: v_a: divide by 0"):
+        _pycumd(text, tmp_path, monkeypatch)

@@ -103,6 +103,7 @@ class _Setup:
     thermo_style: ThermoStyle | None = None   # thermo_style custom (None: one)
     thermo_norm: bool | None = None           # thermo_modify norm (None: the units' default)
     thermo_style_line: int | None = None      # the line of the thermo_style custom command
+    thermo_style_where: str = ""              # its FILE:LINE, for errors met while running
     computes: dict = field(default_factory=dict)   # compute ID -> thermo_keywords.Compute
     groups: dict = field(default_factory=dict)     # group ID -> _Group
 
@@ -429,6 +430,7 @@ class LammpsPlanner:
         elif a and a[0] == "custom":
             s.thermo_style = ThermoStyle(a[1:], self._names())   # v_name are checked at 'run'
             s.thermo_style_line = self._command.line if self._command is not None else None
+            s.thermo_style_where = _where(self._command)
         else:
             raise ValueError(f"thermo_style {a[0] if a else ''} is not supported (one, custom)")
 
@@ -499,7 +501,8 @@ class LammpsPlanner:
                 names.check_variable(item[1])
         computes = {cid: c.spec() for cid, c in self.setup.computes.items()}
         self.outputs.lammps_outputs.append(AveTimeOutput(fid, nevery, nrepeat, nfreq, values, computes,
-                                                         kw.get("file"), first_stage=len(self.stages)))
+                                                         kw.get("file"), first_stage=len(self.stages),
+                                                         where=_where(self._command)))
 
     def _names(self) -> Names:
         """What c_ID, f_ID and v_name refer to now: computes, fix ave/time, the current command's variables."""
@@ -675,10 +678,10 @@ class LammpsPlanner:
             if not self.stages:
                 raise ValueError(f"print {text!r}: thermo keywords, computes and fixes in a print need a run "
                                  f"before it")
-            names, norm = self._names(), self.setup.thermo_norm
+            names, norm, where = self._names(), self.setup.thermo_norm, _where(self._command)
             names.check_text(text)
             stage = self.stages[-1]
-            stage.after_run.append(lambda sim, plan, index: print(_substitute_at_run(text, names, norm, sim),
+            stage.after_run.append(lambda sim, plan, index: print(_substitute_at_run(text, names, norm, sim, where),
                                                                   flush=True) if screen else None)
             return
         if not screen:
@@ -738,7 +741,7 @@ class LammpsPlanner:
         style, names = s.thermo_style, self._names()
         if style is not None or s.thermo_norm is not None:
             try:                                # variables and fixes as they are now; v_name checked
-                style = (style or one_style()).bind(names, s.thermo_norm)
+                style = (style or one_style()).bind(names, s.thermo_norm, s.thermo_style_where)
             except ValueError as exc:
                 raise ValueError(f"thermo_style custom (line {s.thermo_style_line}): {exc}") from None
         stage.thermo_style = style
@@ -996,10 +999,19 @@ def _region_spec(region) -> tuple:
     return ("block", tuple(float(v) for v in np.asarray(region[1]).ravel()))
 
 
-def _substitute_at_run(text: str, names: Names, norm, sim) -> str:
-    """A deferred print text with the simulation's values (LAMMPS print after a run)."""
+def _substitute_at_run(text: str, names: Names, norm, sim, where: str) -> str:
+    """A deferred print text with the simulation's values (LAMMPS print after a run); errors (divide by
+    0 ...) name the print command's ``FILE:LINE``."""
     state = ThermoState(sim, norm=norm, names=names)
-    return names.substitute(text, lambda word, index: formula_value(state, word, index))
+    try:
+        return names.substitute(text, lambda word, index: formula_value(state, word, index))
+    except ValueError as exc:
+        raise ValueError(f"{where}: print: {exc}") from None
+
+
+def _where(command) -> str:
+    """``FILE:LINE`` of a command (for errors met while the plan runs)."""
+    return f"{command.source}:{command.line}" if command is not None else "<input>"
 
 
 def _reset_step(sim, step: int) -> None:

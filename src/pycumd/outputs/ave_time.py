@@ -43,6 +43,7 @@ class AveTimeOutput:
     end_stage: int | None = None
     kind: str = "ave/time"
     stage_context: list = field(default_factory=list)
+    where: str = ""          # FILE:LINE of the fix command, for errors met while running
 
     def __post_init__(self):
         if self.nevery <= 0 or self.nrepeat <= 0 or self.nfreq <= 0:
@@ -148,7 +149,12 @@ class AveTimeReporter(Reporter):
             return
         self._last = step
         state = ThermoState(snapshot.simulation, 0, None, self._norm, self._names)
-        values = [float(column_value(item, state, False)) for item in self._items]
+        try:
+            values = [float(column_value(item, state, False)) for item in self._items]
+        except ValueError as exc:
+            where = self.output.where
+            raise ValueError(f"{where + ': ' if where else ''}fix ave/time {self.output.id} at step {step}: "
+                             f"{exc}") from None
         self._sums = values if self._sums is None else [a + b for a, b in zip(self._sums, values)]
         self._count += 1
         if step == self._next_valid:

@@ -485,10 +485,12 @@ class ThermoStyle:
         self.names = [column_name(w) for w in self.words]
         self.norm = norm
 
-    def bind(self, names: "Names", norm: bool | None) -> "ThermoStyle":
+    def bind(self, names: "Names", norm: bool | None, where: str = "") -> "ThermoStyle":
         """This style for a run: ``names`` as they are at the ``run`` command (variables, computes and
-        fixes, checked now), ``norm`` the thermo_modify norm then (None: the units' default)."""
+        fixes, checked now), ``norm`` the thermo_modify norm then (None: the units' default); ``where``
+        (``FILE:LINE`` of the thermo_style command) prefixes errors met while running (divide by 0 ...)."""
         style = ThermoStyle(self.words, names, norm)
+        style.where = where
         for kind, what, _ in style.items:
             if kind == "variable":
                 names.check_variable(what)
@@ -498,7 +500,12 @@ class ThermoStyle:
         """Column name -> value at the simulation's current step (energies must be current)."""
         norm = simulation.units.normalize_thermo if self.norm is None else self.norm
         state = ThermoState(simulation, run_start, wall_start, norm, self.lookup)
-        return {name: column_value(item, state, norm) for name, item in zip(self.names, self.items)}
+        try:
+            return {name: column_value(item, state, norm) for name, item in zip(self.names, self.items)}
+        except ValueError as exc:
+            where = getattr(self, "where", "")
+            raise ValueError(f"{where + ': ' if where else ''}thermo_style custom at step {simulation.step}: "
+                             f"{exc}") from None
 
 
 #: thermo_style one as a ThermoStyle (the default columns)
