@@ -376,3 +376,19 @@ def test_errors_while_running_name_the_command_line(line, what, tmp_path, monkey
     n = text.count("\n") - 1
     with pytest.raises(ValueError, match=rf"^<input>:{n}: {what}: v_a: divide by 0"):
         _pycumd(text, tmp_path, monkeypatch)
+
+
+def test_fix_in_thermo_needs_compatible_times():
+    text = HEAD + "compute myT all temp\nfix av all ave/time 2 2 10 c_myT\nthermo_style custom step f_av\nthermo 5\nrun 20\n"
+    with pytest.raises(LammpsScriptError, match="not computed at compatible times") as info:
+        plan_from_lammps_script(text=text, screen=False)
+    assert info.value.line == text.count("\n")
+
+
+def test_fix_in_a_formula_between_its_outputs_stops_the_run(tmp_path, monkeypatch):
+    """LAMMPS: 'Fix in variable not computed at a compatible time' (f_av is computed every 10 steps,
+    thermo every 5 evaluates v_x at step 5)."""
+    text = HEAD + ("compute myT all temp\nfix av all ave/time 2 2 10 c_myT\nvariable x equal f_av\n"
+                   "thermo_style custom step temp v_x\nthermo 5\nrun 20\n")
+    with pytest.raises(ValueError, match="at step 5: v_x: f_av: fix ave/time av is not computed at step 5"):
+        _pycumd(text, tmp_path, monkeypatch)

@@ -744,6 +744,12 @@ class LammpsPlanner:
                 style = (style or one_style()).bind(names, s.thermo_norm, s.thermo_style_where)
             except ValueError as exc:
                 raise ValueError(f"thermo_style custom (line {s.thermo_style_line}): {exc}") from None
+            nfreq = {o.id: o.nfreq for o in self.outputs.lammps_outputs if o.kind == "ave/time" and o.end_stage is None}
+            for word, fid in style.fix_items():
+                if s.thermo_every % nfreq[fid]:       # LAMMPS' Thermo::init
+                    raise ValueError(f"thermo {s.thermo_every} and {word} (fix ave/time {fid}, Nfreq "
+                                     f"{nfreq[fid]}) are not computed at compatible times: thermo must be a "
+                                     f"multiple of Nfreq")
         stage.thermo_style = style
         for output in self.outputs.lammps_outputs:    # fix ave/time: variables as they are at this run
             if output.kind == "ave/time" and output.end_stage is None:
@@ -1003,6 +1009,7 @@ def _substitute_at_run(text: str, names: Names, norm, sim, where: str) -> str:
     """A deferred print text with the simulation's values (LAMMPS print after a run); errors (divide by
     0 ...) name the print command's ``FILE:LINE``."""
     state = ThermoState(sim, norm=norm, names=names)
+    state.between_runs = True
     try:
         return names.substitute(text, lambda word, index: formula_value(state, word, index))
     except ValueError as exc:

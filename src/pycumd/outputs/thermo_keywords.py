@@ -86,6 +86,8 @@ class ThermoState:
         #: thermo_modify norm, for thermo keywords inside variables (None: the units' default)
         self.norm = simulation.units.normalize_thermo if norm is None else norm
         self.names = names or Names()
+        #: evaluated after a run (print), not during one: LAMMPS then takes a fix's latest value as it is
+        self.between_runs = False
         self._cache: dict = {}
 
     def _once(self, key, compute):
@@ -451,16 +453,26 @@ def formula_value(state: ThermoState, word: str, index: int | None) -> float:
         return float(state.value(word, state.norm))
     if word.startswith(("c_", "f_")):
         item = parse_column(word if index is None else f"{word}[{index}]", state.names)
+        if item[0] == "fix" and not state.between_runs:      # LAMMPS' Variable::evaluate during a run
+            nfreq = _fix_reporter(state, item[1]).output.nfreq
+            if state.sim.step % nfreq:
+                raise ValueError(f"{word}: fix ave/time {item[1]} is not computed at step {state.sim.step} "
+                                 f"(every {nfreq} steps); LAMMPS stops here too")
         return float(column_value(item, state, False))
     raise ValueError(f"thermo keyword {word!r} is not supported")
 
 
-def _fix_value(state: ThermoState, fix_id: str, index: int | None) -> tuple:
-    """(value, extensive) of fix ave/time ``fix_id``: its latest average, from its reporter."""
+def _fix_reporter(state: ThermoState, fix_id: str):
+    """The reporter of fix ave/time ``fix_id`` in this run."""
     for reporter in state.sim.reporters:
         if getattr(reporter, "fix_id", None) == fix_id and reporter.active:
-            return reporter.value(index, state.sim)
+            return reporter
     raise ValueError(f"f_{fix_id}: fix ave/time {fix_id} is not defined in this run")
+
+
+def _fix_value(state: ThermoState, fix_id: str, index: int | None) -> tuple:
+    """(value, extensive) of fix ave/time ``fix_id``: its latest average, from its reporter."""
+    return _fix_reporter(state, fix_id).value(index, state.sim)
 
 
 class ThermoStyle:
@@ -484,6 +496,10 @@ class ThermoStyle:
         self.items = [parse_column(w, self.lookup) for w in self.words]
         self.names = [column_name(w) for w in self.words]
         self.norm = norm
+
+    def fix_items(self) -> list:
+        """The ``f_ID`` / ``f_ID[k]`` columns: ``(word, fix ID)``."""
+        return [(w, what) for w, (kind, what, _) in zip(self.words, self.items) if kind == "fix"]
 
     def bind(self, names: "Names", norm: bool | None, where: str = "") -> "ThermoStyle":
         """This style for a run: ``names`` as they are at the ``run`` command (variables, computes and
