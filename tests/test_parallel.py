@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from pycumd.backend import cuda_available
 from pycumd.parallel.grid import block_range, choose_domain_grid, choose_matrix_grid, parse_processors
 from pycumd.system import InputError
 
@@ -89,6 +90,7 @@ def _mpiexec():
 
 MPIEXEC = _mpiexec()
 needs_mpi = pytest.mark.skipif(MPIEXEC is None, reason="needs mpi4py and mpiexec (pip install 'pycumd[mpi]')")
+needs_gpu = pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU / CuPy on this machine")
 
 
 def _mpi(ranks: int, *args, timeout=240):
@@ -154,10 +156,6 @@ def test_force_matrix_matches_one_rank(ranks, grid):
     _assert_matches_one_rank(r)
 
 
-needs_gpu = pytest.mark.skipif(not __import__("pycumd.backend", fromlist=["x"]).cuda_available(),
-                               reason="no CUDA GPU / CuPy on this machine")
-
-
 @pytest.mark.cuda
 @needs_gpu
 @needs_mpi
@@ -184,6 +182,55 @@ def test_gpu_force_matrix_matches_one_rank(ranks, grid):
     r = _result(ranks, "ions", "--device", "cuda", *(["--grid", grid] if grid else []))
     assert r["decomposition"].startswith("all-pairs force matrix") and r["device"] != "cpu", r
     _assert_matches_one_rank(r)
+
+
+CHECKPOINT_SCRIPT = """units lj
+lattice fcc 0.8442
+region box block 0 7 0 7 0 7
+create_box 1 box
+create_atoms 1 box
+mass 1 1.0
+velocity all create 3.0 87287 loop geom
+pair_style lj/cut 2.5
+pair_coeff 1 1 1.0 1.0 2.5
+neighbor 0.3 bin
+neigh_modify every 1 delay 0 check yes
+fix 1 all {fix}
+thermo 10
+thermo_modify format float %.15g
+run 120
+"""
+
+
+@needs_mpi
+@pytest.mark.parametrize("fix, device", [
+    ("nve", "cpu"), ("nvt temp 2.0 2.0 0.5", "cpu"),
+    pytest.param("nvt temp 2.0 2.0 0.5", "cuda", marks=[pytest.mark.cuda, needs_gpu])])
+def test_checkpoint_of_a_decomposed_run_restarts_bit_for_bit(tmp_path, fix, device):
+    """mpiexec -n 3: checkpoints every 40 steps (rank 0 writes one file: the atoms gathered in id
+    order; every rank rebuilds with its owned atoms in id order, the order a restored run starts
+    from); the run restarted from the step-80 checkpoint on 3 ranks rewrites the thermo log's rows
+    after step 80 with the same bytes."""
+    (tmp_path / "in.lj").write_text(CHECKPOINT_SCRIPT.format(fix=fix))
+    run = ["-m", "pycumd.cli", "run", "in.lj", "--device", device, "--log", "thermo.csv",
+           "--checkpoint", "run.ckpt", "--checkpoint-every", "40"]
+    proc = subprocess.run([*MPIEXEC, "-n", "3", sys.executable, *run], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=240, env=dict(os.environ, NUMBA_NUM_THREADS="1"))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    reference = (tmp_path / "thermo.csv").read_text()
+    from pycumd.checkpoint_file import read_checkpoint
+
+    at_80 = read_checkpoint(tmp_path / "run.ckpt.1")
+    assert at_80.step == 80 and at_80.meta["ranks"] == 3 and at_80.meta["n_atoms"] == 4 * 7 ** 3
+    assert (np.diff(at_80.arrays["ids"]) > 0).all()                    # gathered in id order
+    (tmp_path / "run.ckpt.1").rename(tmp_path / "at80.ckpt")
+    proc = subprocess.run([*MPIEXEC, "-n", "3", sys.executable, "-m", "pycumd.cli", "run", "--restart", "at80.ckpt"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                          env=dict(os.environ, NUMBA_NUM_THREADS="1"))
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    assert "continuing from at80.ckpt at step 80" in proc.stdout
+    assert (tmp_path / "thermo.csv").read_text() == reference
+    assert len(reference.splitlines()) == 1 + 13                       # header, steps 0..120
 
 
 @needs_mpi

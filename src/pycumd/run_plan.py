@@ -119,12 +119,14 @@ class RunPlan:
                                           skin=n.skin, neighbor_every=n.every, neighbor_delay=n.delay,
                                           neighbor_check=n.check, device=e.device, precision=e.precision,
                                           deterministic=e.deterministic, pair_method=e.pair_method,
-                                          use_graphs=e.use_graphs, reporters=reporters)
+                                          use_graphs=e.use_graphs, reporters=reporters, comm=e.comm,
+                                          processors=e.processors, matrix_grid=e.matrix_grid)
 
     def checkpoint_context(self, stage_index: int) -> dict:
         """What a checkpoint written in stage ``stage_index`` records of the plan."""
-        return {"source": self.source, "engine": asdict(self.engine), "outputs": self.outputs.to_dict(),
-                "stage": stage_index}
+        # the communicator is the launcher's, not the run's: a restart takes the one it is launched with
+        engine = {**asdict(self.engine), "comm": None}
+        return {"source": self.source, "engine": engine, "outputs": self.outputs.to_dict(), "stage": stage_index}
 
     @property
     def total_steps(self) -> int:

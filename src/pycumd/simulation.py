@@ -48,9 +48,10 @@ class Simulation:
         ``auto``: all pairs when the potential has no cutoff or ``r_cut + skin > 0.35 L_min``,
         else the neighbour list.
     deterministic : bool
-        Build the GPU kernels without fused multiply-add, so that a double-precision NVE run gives
-        the same bits on the CPU and the GPU (runs repeat bit for bit in every mode; see
-        :mod:`pycumd.precision`).
+        Build the GPU kernels without fused multiply-add and keep the CPU's full neighbour list
+        (not its faster half list), so that a double-precision NVE run gives the same bits on the
+        CPU and the GPU, whatever the CPU's thread count (runs repeat bit for bit in every mode;
+        see :mod:`pycumd.precision`).
     use_graphs : bool
         On the GPU, run plain NVE steps between reports as CUDA-graph blocks (default True;
         :mod:`pycumd.step_graph`).  False forces the step-by-step path (same results).
@@ -284,7 +285,8 @@ class Simulation:
         change nothing), so the run continues with the same bits. The rebuild is the one change a
         checkpoint makes to a run: a run that writes checkpoints rebuilds at those steps too.
         """
-        self.neighbors.build(self.state)
+        # spatial domains: the owned atoms also put in id order, the order a restored run starts from
+        getattr(self.neighbors, "build_in_id_order", self.neighbors.build)(self.state)
         self.forces.compute(self.state, self.neighbors, False)
 
     @classmethod
@@ -313,7 +315,13 @@ class Simulation:
 
     def checkpoint_arrays(self) -> dict:
         """The state's per-atom arrays as they are (backend arrays, current order; composite low
-        parts as ``lo.NAME``): what :meth:`restore_checkpoint` needs after :meth:`start_checkpoint`."""
+        parts as ``lo.NAME``): what :meth:`restore_checkpoint` needs after :meth:`start_checkpoint`.
+
+        Over MPI ranks (a collective call): every atom's positions and velocities (float64, which
+        holds float32 values exactly), images, types and ids, gathered in id order on the host."""
+        if self.decomposition is not None:
+            gathered = self.decomposition.gather_arrays(self.state, self.backend)
+            return {name: gathered[name] for name in ("positions", "velocities", "types", "images", "ids")}
         s = self.state
         arrays = {name: getattr(s, name) for name in ("positions", "velocities", "per_atom_mass", "types",
                                                       "images", "ids")}
@@ -327,7 +335,8 @@ class Simulation:
         nl, th = self.neighbors, self.thermostat
         return {"step": self.state.step, "time": self.time, "run_start": self._run_start, "run_end": self._run_end,
                 "box_lengths": [float(x) for x in self.box.lengths], "box_origin": [float(x) for x in self.box.origin],
-                "units": self.units.name, "masses": [float(m) for m in self._masses], "n_atoms": self.state.n_atoms, "device": self.backend.name,
+                "units": self.units.name, "masses": [float(m) for m in self._masses], "n_atoms": self.n_atoms, "device": self.backend.name,
+                "ranks": 1 if self.decomposition is None else self.decomposition.comm.size,
                 "precision": self.precision.name, "dt": self.integrator.dt,
                 "thermostat": th.checkpoint_state() if th is not None else None,
                 "neighbors": {"capacity": getattr(nl, "capacity", None),
@@ -336,13 +345,16 @@ class Simulation:
     def restore_checkpoint(self, scalars: dict, arrays: dict) -> None:
         """Put a checkpoint's state into this simulation (built with the same components, device and
         precision); the next :meth:`run` continues the checkpoint's run with the same bits."""
+        ranks = 1 if self.decomposition is None else self.decomposition.comm.size
         for key, mine in (("device", self.backend.name), ("precision", self.precision.name),
-                          ("n_atoms", self.state.n_atoms)):
-            if scalars[key] != mine:
-                raise ValueError(f"the checkpoint was written with {key} {scalars[key]}, this run has {mine}: "
+                          ("n_atoms", self.n_atoms), ("ranks", ranks)):
+            if scalars.get(key, 1) != mine:
+                raise ValueError(f"the checkpoint was written with {key} {scalars.get(key, 1)}, this run has {mine}: "
                                  f"an exact continuation needs the same")
         s, xp = self.state, self.backend.xp
-        for name, host in arrays.items():
+        # over MPI ranks the arrays are those of the System this simulation was made from
+        # (from_checkpoint): each rank took its atoms, in id order, as the writing run had them
+        for name, host in (arrays.items() if self.decomposition is None else ()):
             target = s.lo[name[3:]] if name.startswith("lo.") else getattr(s, name)
             if target.shape != host.shape or target.dtype != host.dtype:
                 raise ValueError(f"checkpoint array {name} is {host.dtype}{host.shape}, the state's "

@@ -51,6 +51,12 @@ def _reason(error: BaseException) -> str:
     return getattr(error, "strerror", None) or str(error)
 
 
+def _host_backend():
+    from ..backend import select
+
+    return select("cpu")
+
+
 class CheckpointWriter(Reporter):
     """Writes a checkpoint every ``every`` steps (and on request: :meth:`write_now`).
 
@@ -90,12 +96,16 @@ class CheckpointWriter(Reporter):
         if sim.state.step != self._last_step:
             self._last_step = sim.state.step
             sim.start_checkpoint()
-            arrays = sim.checkpoint_arrays()
+            arrays = sim.checkpoint_arrays()          # over MPI ranks: gathered (collective), on the host
             from .. import __version__
 
             meta = {"pycumd_version": __version__, "format": FORMAT_VERSION, **sim.checkpoint_scalars(),
                     "context": self.context, "array_names": list(arrays)}
-            self._queue.put((meta, list(arrays), HostCopy(sim.backend, list(arrays.values()))))
+            d = sim.decomposition
+            if d is None:
+                self._queue.put((meta, list(arrays), HostCopy(sim.backend, list(arrays.values()))))
+            elif d.comm.rank == 0:                    # one file, written by rank 0
+                self._queue.put((meta, list(arrays), HostCopy(_host_backend(), list(arrays.values()))))
         if wait:
             self._queue.join()
             self._raise_pending_error()

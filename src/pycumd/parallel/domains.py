@@ -179,13 +179,24 @@ class DomainNeighborList:
         return self.d.comm.any(moved)
 
     # -- build -------------------------------------------------------------------------------
-    def build(self, state) -> None:
+    def build_in_id_order(self, state) -> None:
+        """:meth:`build` with the owned atoms put in id order after the migration: the order in which
+        a run restored from a checkpoint holds them (checkpoint steps, so that it continues with the
+        same bits)."""
+        self.build(state, by_id=True)
+
+    def build(self, state, by_id: bool = False) -> None:
         """Wrap, migrate, exchange ghosts, build the list (growing its storage as needed)."""
         L = np.asarray(state.box_lengths, dtype=np.float64)
         self.check_box(L)
         if state.n_atoms:
             self.serial._impl.wrap(state)
         self.migrate(state)
+        if by_id:
+            order = self.xp.argsort(state.ids)
+            for name in MIGRATING:
+                setattr(state, name, getattr(state, name)[order])
+            state.positions_at_build = state.positions.copy()
         self.exchange_ghosts(state)
         origin = self.d.lo - self.d.r_ghost
         extent = (self.d.hi - self.d.lo) + 2.0 * self.d.r_ghost

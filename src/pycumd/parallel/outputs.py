@@ -3,13 +3,15 @@
 Every rank runs the same reporters' schedule (thermo rows and frames are collective: sums over the
 ranks, gathers in id order), but only rank 0 opens files and prints.  :func:`rank_outputs` gives
 the other ranks stand-ins: a thermo reporter that computes and keeps its rows without printing,
-and for each trajectory a :class:`FrameParticipant` that takes part in the frame gathers.
+for each trajectory a :class:`FrameParticipant` that takes part in the frame gathers, and a
+checkpoint writer that takes part in each checkpoint and writes nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..outputs.checkpoint import CheckpointWriter
 from ..outputs.reporter import Needs, Reporter
 from ..outputs.settings import OutputSettings, Reporters
 from ..outputs.thermo import ThermoReporter
@@ -37,16 +39,18 @@ class FollowerOutputs:
     progress = False
 
     def build(self, resume_step: int | None = None) -> Reporters:
+        # a checkpoint is collective (the rebuild in id order, the gather): every rank has a writer,
+        # and only rank 0's writes the file (CheckpointWriter.write_now)
+        checkpoint = (CheckpointWriter(self.settings.checkpoint, self.settings.checkpoint_every)
+                      if self.settings.checkpoint else None)
         return Reporters(ThermoReporter(every=0, log=None, screen=False),
-                         [FrameParticipant(t.every) for t in self.settings.trajectories])
+                         [FrameParticipant(t.every) for t in self.settings.trajectories], checkpoint)
 
 
 def rank_outputs(settings: OutputSettings, comm):
     """``settings`` on rank 0 of ``comm`` (an mpi4py communicator or None), else :class:`FollowerOutputs`."""
     if comm is None:
         return settings
-    if getattr(settings, "checkpoint", None) is not None:
-        raise NotImplementedError("checkpoints of runs over several MPI ranks are not implemented yet")
     if getattr(comm, "comm", comm).Get_rank() == 0:
         return settings
     return FollowerOutputs(settings)
