@@ -312,8 +312,8 @@ print "Thot = $(c_Thot) ratio = ${ratio}"
 @needs_lammps
 def test_region_before_any_lattice_package_and_tail_no(tmp_path, monkeypatch):
     """LAMMPS' default lattice is ``none 1.0``: a region in (default) lattice units before any lattice
-    command is in box units; ``package`` (accelerator settings) and ``pair_modify tail no`` change
-    nothing."""
+    command is in box units; ``package`` (accelerator settings), an accelerator suffix (lj/cut/omp is
+    lj/cut), ``neigh_modify binsize`` and ``pair_modify tail no`` change nothing."""
     text = """package omp 1
 units lj
 region box block 0 6.718 0 6.718 0 6.718
@@ -322,10 +322,11 @@ lattice fcc 0.8442
 create_atoms 1 box
 mass 1 1.0
 velocity all create 1.44 87287 loop geom
-pair_style lj/cut 2.5
+pair_style lj/cut/omp 2.5
 pair_coeff 1 1 1.0 1.0 2.5
 pair_modify tail no
 neighbor 0.3 bin
+neigh_modify binsize 1.4
 fix 1 all nve
 thermo_style custom step atoms vol temp pe press
 thermo_modify format float %20.15g

@@ -17,7 +17,8 @@ Supported commands and keywords::
     atom_style atomic|charge       read_data FILE (Masses, Atoms, Velocities sections)
     pair_modify shift yes|no mix geometric|arithmetic|sixthpower tail no
     package gpu|kokkos|omp|intel|cuda ...  (accelerator settings: accepted, not used)
-    neighbor SKIN bin              neigh_modify every N delay N check yes|no
+    pair styles with an accelerator suffix (lj/cut/gpu, /omp, /opt, /kk, /intel): the base style
+    neighbor SKIN bin              neigh_modify every N delay N check yes|no binsize B (not used)
     timestep DT                    fix ID all nve | nvt temp T0 T1 TDAMP [tchain N] |
                                               langevin T0 T1 DAMP SEED
     unfix ID                       thermo N            thermo_style one
@@ -323,8 +324,9 @@ class LammpsPlanner:
     # -- interactions ------------------------------------------------------------------------
     def _cmd_pair_style(self, a):
         args = list(a[1:])              # potentials.lammps_styles converts and checks them
-        check_pair_style(a[0], args)
-        self.setup.pair = (a[0], args)
+        style = _without_accelerator_suffix(a[0])
+        check_pair_style(style, args)
+        self.setup.pair = (style, args)
         self.setup.pair_coeffs = []
         self._dirty = True
 
@@ -362,6 +364,8 @@ class LammpsPlanner:
                 self.setup.neigh[key] = int(value)
             elif key == "check":
                 self.setup.neigh["check"] = value == "yes"
+            elif key == "binsize":          # LAMMPS' binning of its own neighbour build: not a model setting
+                float(value)
             else:
                 raise ValueError(f"neigh_modify {key} is not supported")
         self._dirty = True
@@ -985,6 +989,17 @@ def _delete_overlaps(system: System, cutoff: float, group1, group2) -> None:
     system.types, system.images = system.types[keep], system.images[keep]
     ids = system.ids[keep]
     system.ids = np.argsort(np.argsort(ids, kind="stable"), kind="stable").astype(np.int64) + 1
+
+
+#: LAMMPS accelerator packages' style suffixes (lj/cut/gpu is lj/cut computed by the GPU package)
+ACCELERATOR_SUFFIXES = ("gpu", "omp", "opt", "kk", "intel")
+
+
+def _without_accelerator_suffix(style: str) -> str:
+    """``lj/cut/gpu`` -> ``lj/cut``: the same model, computed by one of LAMMPS' accelerator packages
+    (pycumd computes it its own way); a style without such a suffix is returned as it is."""
+    base, _, suffix = style.rpartition("/")
+    return base if suffix in ACCELERATOR_SUFFIXES and base else style
 
 
 def _plain_number_message(msg: str) -> str:
