@@ -103,6 +103,8 @@ def _missing_pairs(sim):
     slots = np.arange(nbr.shape[1])[None, :] < count[:, None]
     listed = np.zeros((n, n), bool)
     listed[np.nonzero(slots)[0], nbr[slots]] = True
+    if getattr(nl, "half", False):          # CPU half list: each pair once, as (i, j > i)
+        listed |= listed.T
     return int((wanted & ~listed).sum())
 
 

@@ -144,7 +144,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--precision", default="auto", choices=["auto", *PRECISION_NAMES],
                    help="auto: double on the CPU, mixed on the GPU")
     r.add_argument("--deterministic", action="store_true",
-                   help="GPU kernels without FMA contraction: double-precision NVE gives the CPU's bits")
+                   help="GPU kernels without FMA contraction and the CPU's full neighbour list: "
+                        "double-precision NVE gives the same bits on CPU and GPU")
     r.add_argument("--trajectory", help="write frames to this file: .xyz (extended XYZ), .gsd, .lammpstrj (LAMMPS dump)")
     r.add_argument("--trajectory-every", type=int, default=100, help="steps between frames (default 100)")
     r.add_argument("--var", nargs=2, action="append", metavar=("NAME", "VALUE"),

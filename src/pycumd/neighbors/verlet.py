@@ -2,7 +2,10 @@
 
 The list holds, for each atom, every other atom closer than ``r_list = r_cut + skin`` (a
 *full* list: each pair appears twice, once per atom, so the force kernel gathers without
-atomics).  It stays valid until some atom has moved ``skin / 2``; :class:`NeighborList`
+atomics).  On the CPU it may instead be a *half* list (``NeighborList(half=True)``, the CPU
+default of a simulation): each pair once, as ``(i, j)`` with ``j > i``, for a force kernel that
+applies Newton's third law (half the pairs to find and to evaluate, as in LAMMPS and
+HOOMD-blue on the CPU).  It stays valid until some atom has moved ``skin / 2``; :class:`NeighborList`
 decides when to rebuild, either by that displacement check or by LAMMPS' schedule
 (``neigh_modify every E delay D check yes|no``).
 
@@ -15,7 +18,8 @@ Build, on both backends (``verlet.cu`` beside this file for the GPU):
    kernel's gathers hit the cache; ``State.ids`` keeps each particle's identity);
 4. for each atom, scan the cells within two cells in each direction (fewer when a dimension has
    fewer than five cells), skipping those whose nearest face is farther than ``r_list``, in a
-   fixed order, and record neighbours;
+   fixed order, and record neighbours (the CPU finds the cells once per cell, not per atom,
+   and skips only those whose nearest cell is farther: the same neighbours in the same order);
 5. if any atom has more neighbours than the storage holds, grow it and rebuild: no pair is
    ever dropped.
 
@@ -100,20 +104,94 @@ def _stencil(n):
 
 
 @numba.njit(inline="always")
-def _face_gap(x, c, d, w, n):
-    """Distance from x (in cell c of width w) to the nearest face of cell c + d; 0 if n < 5."""
-    if d == 0 or n < 5:
+def _cell_gap(d, w, n):
+    """Smallest distance along one axis between a point of a cell and a point of the cell d cells
+    away (cells of width w): ``(|d| - 1) w``, 0 for neighbouring cells and when n < 5 (offsets may
+    then reach a cell from either side)."""
+    if n < 5 or -1 <= d <= 1:
         return 0.0
-    f = x - c * w
-    return d * w - f if d > 0 else f + (-d - 1) * w
+    return (abs(d) - 1) * w
+
+
+#: fewest cells along every box edge for image shifts instead of rint (as ``IMAGE_SHIFT`` in verlet.cu)
+IMAGE_SHIFT_MIN_CELLS = 7
+
+
+@numba.njit(inline="always")
+def _row_cell(u, n, L):
+    """Unwrapped cell ``u`` in [-n, 2n) of a cell row: its cell in the row (u mod n) and the image
+    shift ``s`` of that copy of the row (0 or +-L): the separation is ``(x_i - x_j) - s``."""
+    if u < 0:
+        return u + n, -L
+    if u >= n:
+        return u - n, L
+    return u, 0.0
+
+
+@numba.njit(inline="always")
+def _scan_cells(positions, cell_order, identity, s0, s1, i, xi, yi, zi, sx, sy, sz, L, invL, rint_image, half,
+                r_list2, nbr, capacity, slot0, step, used, m):
+    """Record the candidates ``cell_order[s0:s1]`` closer than ``r_list``; return (found, min r^2).
+
+    The separation is ``r_i - r_j`` minus the cell row's image shift ``(sx, sy, sz)``, or, with
+    ``rint_image``, the minimum image ``d - L rint(d / L)`` (the same bits when the shift is the
+    minimum image: ``L * rint(...)`` is exactly 0 or +-L).  ``half``: only ``j > i``.  ``identity``:
+    ``cell_order[s] == s`` (particles reordered by cell; the load is skipped).  The k-th neighbour
+    found goes to slot ``slot0 + step * k`` of the atom's row (``step`` 1: the row's front, -1: its
+    back), while the row has a free slot (``used`` slots taken before).  Without a branch on the
+    distance (accepted about one time in four: unpredictable): every candidate is stored in the next
+    slot while there is one free, and counted only if accepted; a full storage is never written (its
+    last entry may be a neighbour), the count tells the caller to grow it.
+    """
+    found = 0
+    for s in range(s0, s1):
+        j = s if identity else cell_order[s]
+        ddx = xi - positions[j, 0]
+        ddy = yi - positions[j, 1]
+        ddz = zi - positions[j, 2]
+        if rint_image:
+            ddx -= L[0] * np.rint(ddx * invL[0])
+            ddy -= L[1] * np.rint(ddy * invL[1])
+            ddz -= L[2] * np.rint(ddz * invL[2])
+        else:
+            ddx -= sx
+            ddy -= sy
+            ddz -= sz
+        r2 = ddx * ddx + ddy * ddy + ddz * ddz
+        accept = (r2 < r_list2) & (j != i)
+        if half:
+            accept &= j > i
+        if used + found < capacity:
+            nbr[i, slot0 + step * found] = j
+        found += accept
+        m = min(m, r2 if accept else r_list2)
+    return found, m
 
 
 @numba.njit(parallel=True, cache=True)
-def _build_cpu(positions, keys, cell_start, cell_order, n_cells, L, invL, r_list2, nbr, nbr_count):
+def _build_cpu(positions, keys, cell_start, cell_order, n_cells, L, invL, r_list2, nbr, nbr_count,
+               half=False, plain_count=None):
     """CPU twin of the ``build_neighbor_list`` kernel (row-major storage ``nbr[i, k]``).
 
     Targets are the first ``len(nbr_count)`` atoms (n_local), sources all ``len(positions)``
     (n_local + n_ghost: spatial domains, :mod:`pycumd.parallel.domains`).
+
+    Cell by cell (in parallel): the stencil rows (dz, dy) whose nearest cell is within ``r_list``
+    of the cell, in that order; in each row the cells dx = a..b that pass the same test are
+    consecutive in the counting sort, so the row is at most three ranges of ``cell_order`` (the
+    row's copy below the box, inside it, above it), each with its image shift.  The ranges are
+    found once per cell, and each target of the cell scans them (this replaced a per-atom search
+    that cost more than the distance tests: docs/notes-lj-performance.md).  Full list
+    (``half=False``): the neighbours in the GPU kernel's order.  Half list (``half=True``, needs
+    n_local = len(positions)): only ``j > i``, each pair once; with the particles reordered by cell
+    (``cell_order`` the identity) a range starts at ``i + 1`` at the earliest, so the rows before
+    the atom's own cost nothing.
+
+    ``plain_count`` (n_local,) int32, optional: the neighbours whose minimum image is the pair
+    itself (image shift 0) first, ``plain_count[i]`` of them, then the others; the force kernel
+    then skips the minimum image for the first (0 in boxes of fewer than
+    :data:`IMAGE_SHIFT_MIN_CELLS` cells per edge, where shifts are not tracked).  ``keys`` is
+    unused (the cells come from ``cell_start``); it stays for the GPU kernel's signature.
     Returns (max_count, min_r2 over all recorded pairs).
     """
     n = nbr_count.shape[0]
@@ -121,58 +199,134 @@ def _build_cpu(positions, keys, cell_start, cell_order, n_cells, L, invL, r_list
     nx, ny, nz = n_cells[0], n_cells[1], n_cells[2]
     wx, wy, wz = L[0] / nx, L[1] / ny, L[2] / nz
     skip2 = r_list2 * 1.001          # margin: rounding in the gaps never drops a pair
+    rint_image = min(nx, min(ny, nz)) < IMAGE_SHIFT_MIN_CELLS
+    split = False                    # shifted pairs to the back of the row, then behind the plain ones
+    if plain_count is not None:
+        split = not rint_image
+    identity = True
+    for s in range(cell_order.shape[0]):
+        if cell_order[s] != s:
+            identity = False
+            break
+    skip_below = half and identity
+    lo_z, hi_z = _stencil(nz)
+    lo_y, hi_y = _stencil(ny)
+    lo_x, hi_x = _stencil(nx)
     min_r2_per_atom = np.full(n, r_list2)
-    for i in numba.prange(n):
-        xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
-        c = keys[i]
+    for c in numba.prange(nx * ny * nz):
+        p0, p1 = cell_start[c], cell_start[c + 1]
+        for p in range(p0, p1):
+            i = cell_order[p]
+            if i < n:
+                nbr_count[i] = 0
+                if plain_count is not None:
+                    plain_count[i] = 0           # the back count until the end of the cell
         cx = c % nx
         cy = (c // nx) % ny
         cz = c // (nx * ny)
-        count = 0
-        m = r_list2
-        lo_z, hi_z = _stencil(nz)
-        lo_y, hi_y = _stencil(ny)
-        lo_x, hi_x = _stencil(nx)
         for dz in range(lo_z, hi_z + 1):
-            gz = _face_gap(zi, cz, dz, wz, nz)
+            gz = _cell_gap(dz, wz, nz)
             gz2 = gz * gz
-            if gz2 >= skip2:
+            if p0 == p1 or gz2 >= skip2:
                 continue
-            z = (cz + dz) % nz
+            z, sz = _row_cell(cz + dz, nz, L[2])
             for dy in range(lo_y, hi_y + 1):
-                gy = _face_gap(yi, cy, dy, wy, ny)
+                gy = _cell_gap(dy, wy, ny)
                 gyz2 = gz2 + gy * gy
                 if gyz2 >= skip2:
                     continue
-                y = (cy + dy) % ny
-                for dx in range(lo_x, hi_x + 1):
-                    gx = _face_gap(xi, cx, dx, wx, nx)
-                    if gyz2 + gx * gx >= skip2:
+                y, sy = _row_cell(cy + dy, ny, L[1])
+                a = lo_x                      # the cells of the row within reach: dx = a..b
+                while a < 0 and gyz2 + _cell_gap(a, wx, nx) ** 2 >= skip2:
+                    a += 1
+                b = hi_x
+                while b > 0 and gyz2 + _cell_gap(b, wx, nx) ** 2 >= skip2:
+                    b -= 1
+                row = (z * ny + y) * nx
+                ua, ub = cx + a, cx + b
+                # the row's copy below the box (cells ua + nx .. nx - 1), inside, above (0 .. ub - nx)
+                below0, below1 = (cell_start[row + ua + nx], cell_start[row + nx]) if ua < 0 else (0, 0)
+                in0, in1 = cell_start[row + max(ua, 0)], cell_start[row + min(ub, nx - 1) + 1]
+                above0, above1 = (cell_start[row], cell_start[row + ub - nx + 1]) if ub >= nx else (0, 0)
+                shifted_row = split and (sy != 0.0 or sz != 0.0)
+                for p in range(p0, p1):
+                    i = cell_order[p]
+                    if i >= n:
                         continue
-                    x = (cx + dx) % nx
-                    cell = (z * ny + y) * nx + x
-                    for s in range(cell_start[cell], cell_start[cell + 1]):
-                        j = cell_order[s]
-                        if j == i:
-                            continue
-                        ddx = xi - positions[j, 0]
-                        ddy = yi - positions[j, 1]
-                        ddz = zi - positions[j, 2]
-                        ddx -= L[0] * np.rint(ddx * invL[0])
-                        ddy -= L[1] * np.rint(ddy * invL[1])
-                        ddz -= L[2] * np.rint(ddz * invL[2])
-                        r2 = ddx * ddx + ddy * ddy + ddz * ddz
-                        if r2 < r_list2:
-                            if count < capacity:
-                                nbr[i, count] = j
-                            count += 1
-                            m = min(m, r2)
-        nbr_count[i] = count
-        min_r2_per_atom[i] = m
+                    xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
+                    first = i + 1 if skip_below else 0
+                    front, back, m = nbr_count[i], 0, min_r2_per_atom[i]
+                    if plain_count is not None:
+                        back = plain_count[i]
+                    # the row's three pieces (below, inside, above the box); with split, the shifted
+                    # ones go to the back of the atom's row (written out per case: a loop over the
+                    # pieces with the slot chosen at run time cost 15% of the build)
+                    if split:
+                        k, m = _scan_cells(positions, cell_order, identity, max(below0, first), below1, i, xi,
+                                           yi, zi, -L[0], sy, sz, L, invL, rint_image, half, r_list2, nbr,
+                                           capacity, capacity - 1 - back, -1, front + back, m)
+                        back += k
+                    else:
+                        k, m = _scan_cells(positions, cell_order, identity, max(below0, first), below1, i, xi,
+                                           yi, zi, -L[0], sy, sz, L, invL, rint_image, half, r_list2, nbr,
+                                           capacity, front, 1, front + back, m)
+                        front += k
+                    if shifted_row:
+                        k, m = _scan_cells(positions, cell_order, identity, max(in0, first), in1, i, xi, yi, zi,
+                                           0.0, sy, sz, L, invL, rint_image, half, r_list2, nbr, capacity,
+                                           capacity - 1 - back, -1, front + back, m)
+                        back += k
+                    else:
+                        k, m = _scan_cells(positions, cell_order, identity, max(in0, first), in1, i, xi, yi, zi,
+                                           0.0, sy, sz, L, invL, rint_image, half, r_list2, nbr, capacity,
+                                           front, 1, front + back, m)
+                        front += k
+                    if split:
+                        k, m = _scan_cells(positions, cell_order, identity, max(above0, first), above1, i, xi,
+                                           yi, zi, L[0], sy, sz, L, invL, rint_image, half, r_list2, nbr,
+                                           capacity, capacity - 1 - back, -1, front + back, m)
+                        back += k
+                    else:
+                        k, m = _scan_cells(positions, cell_order, identity, max(above0, first), above1, i, xi,
+                                           yi, zi, L[0], sy, sz, L, invL, rint_image, half, r_list2, nbr,
+                                           capacity, front, 1, front + back, m)
+                        front += k
+                    nbr_count[i] = front
+                    min_r2_per_atom[i] = m
+                    if plain_count is not None:
+                        plain_count[i] = back
+        if plain_count is not None:           # the shifted neighbours behind the plain ones
+            for p in range(p0, p1):
+                i = cell_order[p]
+                if i >= n:
+                    continue
+                front, back = nbr_count[i], plain_count[i]
+                if front + back <= capacity:
+                    for q in range(back):
+                        nbr[i, front + q] = nbr[i, capacity - back + q]
+                nbr_count[i] = front + back
+                plain_count[i] = front if split else 0
     max_count = 0
     for i in range(n):
         max_count = max(max_count, nbr_count[i])
     return max_count, min_r2_per_atom.min() if n else r_list2
+
+
+@numba.njit(parallel=True, cache=True)
+def _sort_rows_by_id(nbr, nbr_count, ids, n_targets):
+    """Canonical neighbour order (deterministic mode): each target's entries (``nbr[i, :count]``)
+    sorted by the global id of the neighbour, as ``sort_neighbours_by_id`` in verlet.cu does."""
+    capacity = nbr.shape[1]
+    for i in numba.prange(n_targets):
+        count = min(nbr_count[i], capacity)
+        for a in range(1, count):
+            j = nbr[i, a]
+            key = ids[j]
+            b = a - 1
+            while b >= 0 and ids[nbr[i, b]] > key:
+                nbr[i, b + 1] = nbr[i, b]
+                b -= 1
+            nbr[i, b + 1] = j
 
 
 @numba.njit(parallel=True, cache=True)
@@ -212,6 +366,11 @@ class NeighborList:
         afterwards the capacity follows the counts measured (see the module docstring).
     reorder : bool
         Reorder the particle arrays by cell at each build (default).
+    half : bool
+        CPU only: a *half* list, each pair once (``j > i``) for a force kernel that applies
+        Newton's third law (:meth:`pycumd.forces.PairForces._compute_cpu_half`), as LAMMPS and
+        HOOMD-blue do on the CPU: half the pairs to evaluate and to find.  Default False: the full
+        list, as on the GPU (the force sums of each atom in the GPU's order).
     cuda_options : tuple of str
         Extra NVRTC options for the kernels (the precision policy's).
     position_error : float
@@ -228,7 +387,7 @@ class NeighborList:
     def __init__(self, backend, r_cut: float, skin: float, *, every: int = 1, delay: int = 0,
                  check: bool = True, overlap_distance: float | None = None, capacity: int | None = None,
                  reorder: bool = True, cuda_options: tuple = (), position_error: float = 0.0,
-                 list_dtype=None):
+                 list_dtype=None, half: bool = False, canonical_order: bool = False):
         if skin < 0:
             raise InputError(f"neighbor skin must be >= 0, got {skin}")
         if every < 1 or delay < 0:
@@ -246,6 +405,11 @@ class NeighborList:
         self.nbr = None
         self.nbr_count = None
         self.reorder = reorder
+        if half and backend.is_gpu:
+            raise NotImplementedError("half neighbour lists are a CPU option; the GPU uses full lists")
+        self.half = bool(half)
+        #: half lists: per atom, how many of its neighbours (the first ones) need no minimum image
+        self.nbr_plain = None
         self.position_error = float(position_error)
         self.scratch: dict = {}
         self.identity_view = None   # (key, int32 view of the forces' memory): the reordered order
@@ -253,6 +417,9 @@ class NeighborList:
         self.recent_max_counts: list = []
         self.overflows = 0          # builds repeated because the storage was too small
         self.resizes = 0            # storage reallocations after the first
+        #: deterministic mode: each atom's neighbours sorted by global id after every build, so that
+        #: the force sums' order is the same on any cell grid and over any number of MPI ranks
+        self.canonical_order = bool(canonical_order)
         self._impl = _CudaBuild(backend, cuda_options, list_dtype) if backend.is_gpu else _CpuBuild()
 
     def cells_per_dimension(self, L: np.ndarray) -> np.ndarray:
@@ -381,6 +548,8 @@ class NeighborList:
         if self.nbr is not None:
             out["nbr"] = int(self.nbr.nbytes)
             out["nbr_count"] = int(self.nbr_count.nbytes)
+        if self.nbr_plain is not None:
+            out["nbr_plain"] = int(self.nbr_plain.nbytes)
         plan = getattr(self._impl, "plan", None)
         if plan is not None:
             out["build_plan"] = plan.own_bytes
@@ -399,9 +568,12 @@ class _CpuBuild:
         L = np.asarray(state.box_lengths)
         return _max_displacement2_cpu(state.positions, state.positions_at_build, L, 1.0 / L) > limit2
 
+    def wrap(self, state) -> None:
+        _wrap_cpu(state.positions, state.images, np.asarray(state.box_lengths, dtype=np.float64))
+
     def build(self, state, n_cells, r_list, capacity, nl):
         L = np.asarray(state.box_lengths, dtype=np.float64)
-        _wrap_cpu(state.positions, state.images, L)
+        self.wrap(state)
         n = state.n_atoms
         keys = cell_index(state.positions, L, n_cells)
         sort = counting_sort(keys, int(np.prod(n_cells)))
@@ -410,10 +582,23 @@ class _CpuBuild:
         if nl.nbr is None or nl.nbr.shape != (n, capacity):
             nl.nbr = np.empty((n, capacity), np.int32)
             nl.nbr_count = np.empty(n, np.int32)
-        max_count, min_r2 = _build_cpu(state.positions, keys, sort.bin_start, sort.order,
-                                       n_cells, L, 1.0 / L, r_list * r_list, nl.nbr, nl.nbr_count)
+        if not nl.half:
+            nl.nbr_plain = None
+            max_count, min_r2 = _build_cpu(state.positions, keys, sort.bin_start, sort.order,
+                                           n_cells, L, 1.0 / L, r_list * r_list, nl.nbr, nl.nbr_count)
+        else:
+            if nl.nbr_plain is None or nl.nbr_plain.shape != (n,):
+                nl.nbr_plain = np.empty(n, np.int32)
+            max_count, min_r2 = _build_cpu(state.positions, keys, sort.bin_start, sort.order, n_cells, L,
+                                           1.0 / L, r_list * r_list, nl.nbr, nl.nbr_count, True, nl.nbr_plain)
+        if nl.canonical_order:
+            self.sort_by_id(nl.nbr, nl.nbr_count, state.ids, n, capacity)
         state.positions_at_build[...] = state.positions
         return int(max_count), float(min_r2)
+
+    def sort_by_id(self, nbr, nbr_count, ids, n_targets, capacity) -> None:
+        """Each target's neighbours in global-id order (``_sort_rows_by_id``)."""
+        _sort_rows_by_id(nbr, nbr_count, ids, n_targets)
 
     def closest_pair(self, state, nl):
         best = (np.inf, -1, -1)
@@ -487,6 +672,20 @@ class _CudaBuild:
              state.positions.dtype.type(limit2), flag))
         return bool(flag.get()[0]) if wait else None
 
+    def wrap(self, state) -> None:
+        """Launch the wrap of the positions into the box (image counters updated; ``_wrap_cpu``'s rule)."""
+        n = state.n_atoms
+        real = state.positions.dtype.type
+        L = np.asarray(state.box_lengths, dtype=np.float64)
+        grid = ((n + BLOCK - 1) // BLOCK,)
+        if state.lo is None:
+            self._kernel(state, "wrap_positions")(
+                grid, (BLOCK,), (state.positions, state.images, np.int32(n), *[real(x) for x in L]))
+        else:
+            L_hi, L_lo = zip(*(ff_parts(x) for x in L))
+            self._kernel(state, "wrap_positions_composite")(
+                grid, (BLOCK,), (state.positions, state.lo["positions"], state.images, np.int32(n), *L_hi, *L_lo))
+
     def build(self, state, n_cells, r_list, capacity, nl):
         """One build: the launches of :meth:`enqueue`, replayed from a captured CUDA graph once
         the plan (buffers and addresses) has been used before; one synchronisation, to read the
@@ -542,17 +741,10 @@ class _CudaBuild:
         """
         cp = self.cp
         n = state.n_atoms
-        real = state.positions.dtype.type
         L = np.asarray(state.box_lengths, dtype=np.float64)
         grid = ((n + BLOCK - 1) // BLOCK,)
         self._mark("start")
-        if state.lo is None:
-            self._kernel(state, "wrap_positions")(
-                grid, (BLOCK,), (state.positions, state.images, np.int32(n), *[real(x) for x in L]))
-        else:
-            L_hi, L_lo = zip(*(ff_parts(x) for x in L))
-            self._kernel(state, "wrap_positions_composite")(
-                grid, (BLOCK,), (state.positions, state.lo["positions"], state.images, np.int32(n), *L_hi, *L_lo))
+        self.wrap(state)
         self._mark("wrap")
         cell_index(state.positions, L, plan.n_cells, out=plan.keys)
         self._mark("cell index")
@@ -571,36 +763,69 @@ class _CudaBuild:
             positions = plan.float_image
             self._kernel(state, "float_image")(grid, (BLOCK,), (state.positions, positions, np.int32(n)))
             self._mark("float copy")
-        self._launch_list_kernel(state, positions, plan.keys, plan.n_cells, nl.r_list, nl.capacity, nl,
-                                 plan.stats, plan.sort.bin_start, order)
+        self.launch_list_kernel(positions, n, plan.keys, plan.sort.bin_start, order, bool(nl.reorder),
+                                plan.n_cells, state.box_lengths, nl.r_list, nl.capacity, nl.nbr, nl.nbr_count,
+                                plan.stats)
+        if nl.canonical_order:
+            self.sort_by_id(nl.nbr, nl.nbr_count, state.ids, n, nl.capacity)
         self._mark("list kernel")
         cp.copyto(state.positions_at_build, state.positions)
         if control is not None:
             self._kernel(state, "publish_build_stats")((1,), (1,), (plan.stats, np.int32(nl.capacity), control))
 
-    def _launch_list_kernel(self, state, positions, keys, n_cells, r_list, capacity, nl, stats, bin_start, order):
-        """Launch ``build_neighbor_list`` on ``positions`` ((N, 4) rows, the state's or their float32
-        copy): one warp per 32 consecutive atoms of one cell row.
+    def launch_list_kernel(self, positions, n_targets, keys, bin_start, order, order_is_identity, n_cells,
+                           box_lengths, r_list, capacity, nbr, nbr_count, stats):
+        """Launch ``build_neighbor_list`` on ``positions`` ((M, 4) rows ``x, y, z, type`` in
+        ``[0, box_lengths)``, counting-sorted into ``n_cells`` by ``keys``/``bin_start``/``order``):
+        one warp per 32 consecutive atoms of one cell row.
+
+        Targets are the rows ``i < n_targets`` (all M in a serial run; a spatial domain's owned atoms,
+        its ghost rows being sources only): their lists go to ``nbr`` (``capacity`` x ``n_targets``
+        int32, column-major) and ``nbr_count`` (``n_targets``); ``stats[0]`` gets the largest count
+        (atomic max), ``stats[1]`` the smallest r^2 as float bits (atomic min).
 
         The grid holds ``chunks_per_row`` warps per cell row (y, z), enough for a row of the mean
         occupancy plus four standard deviations; a fuller row is finished by its warps in strides.
         Boxes with fewer than 7 cells along some edge use the kernel's rint variant (see verlet.cu).
         """
-        n = state.n_atoms
+        m = int(positions.shape[0])
         nx, ny, nz = (int(c) for c in n_cells)
         n_rows = ny * nz
-        mean = n / n_rows
+        mean = m / n_rows
         chunks_per_row = max(1, math.ceil((mean + 4.0 * math.sqrt(mean) + 1.0) / 32.0))
         warps = n_rows * chunks_per_row
         name = "build_neighbor_list" if min(nx, ny, nz) >= 7 else "build_neighbor_list_rint"
         real = positions.dtype
-        self._kernel(state, name, real)(
+        L = np.asarray(box_lengths, dtype=np.float64)
+        self._kernel(None, name, real)(
             ((warps + LIST_WARPS - 1) // LIST_WARPS,), (32 * LIST_WARPS,),
-            (positions, keys, bin_start, order, np.int32(bool(nl.reorder)),
+            (positions, keys, bin_start, order, np.int32(bool(order_is_identity)),
              np.int32(nx), np.int32(ny), np.int32(nz), np.int32(chunks_per_row),
-             *self._box_args(state, real), real.type(r_list * r_list),
-             nl.nbr, nl.nbr_count, np.int32(capacity), np.int32(n), stats[0:1].view(np.int32),
-             stats[1:2]))
+             *[real.type(x) for x in L], *[real.type(x) for x in 1.0 / L], real.type(r_list * r_list),
+             nbr, nbr_count, np.int32(capacity), np.int32(n_targets), np.int32(n_targets),
+             stats[0:1].view(np.int32), stats[1:2]))
+
+    def sort_by_id(self, nbr, nbr_count, ids, n_targets, capacity) -> None:
+        """Launch ``sort_neighbours_by_id``: each target's neighbours in global-id order."""
+        if n_targets:
+            self._kernel(None, "sort_neighbours_by_id", np.float64)(
+                ((n_targets + BLOCK - 1) // BLOCK,), (BLOCK,),
+                (nbr, nbr_count, ids, np.int32(n_targets), np.int32(n_targets), np.int32(capacity)))
+
+    def build_targets(self, positions, n_targets, box_lengths, n_cells, r_list, capacity, nbr, nbr_count):
+        """An uncaptured list build over ``positions`` ((M, 4) rows in ``[0, box_lengths)``) for the
+        first ``n_targets`` rows (a spatial domain's owned atoms; all M rows are sources): cell index,
+        counting sort (no reorder) and the list kernel; returns ``(largest count, smallest r^2)``
+        (one synchronisation).  The storage ``nbr`` must hold ``capacity * n_targets`` entries."""
+        cp = self.cp
+        keys = cell_index(positions, np.asarray(box_lengths, dtype=np.float64), n_cells)
+        sort = counting_sort(keys, int(np.prod(n_cells)), self.backend)
+        stats = cp.asarray([0, 0x7F7FFFFF], dtype=np.uint32)
+        if n_targets > 0:
+            self.launch_list_kernel(positions, n_targets, keys, sort.bin_start, sort.order, False, n_cells,
+                                    box_lengths, r_list, capacity, nbr, nbr_count, stats)
+        host = stats.get()
+        return int(host[0]), float(host[1:2].view(np.float32)[0])
 
     def closest_pair(self, state, nl):
         host = _host_copy_for_overlap(state, nl, self.cp)
