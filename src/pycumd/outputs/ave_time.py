@@ -28,7 +28,7 @@ class AveTimeOutput:
     computes : ``{ID: Compute.spec()}`` of the computes defined with it; path : the ``file`` keyword
     (None: no file); first_stage, end_stage : the plan stages in which the fix is defined (``unfix``
     ends it); stage_context : per stage index, ``{"norm": thermo_modify norm or None, "variables":
-    ScriptReader.snapshot()}`` as they are at that stage's ``run`` (variables are evaluated with them).
+    VariableTable.snapshot()}`` as they are at that stage's ``run`` (variables are evaluated with them).
     Every field is a plain value: the settings are stored in checkpoints.
     """
 

@@ -18,7 +18,7 @@ extensive for ``pe`` and ``ke``. ``compute ID all temp/region R`` is the tempera
 region R at that step, with ``3 n - 3`` degrees of freedom for the ``n`` atoms inside (LAMMPS'
 ``ComputeTempRegion::compute_scalar``: ``dimension * count - extra_dof``).
 
-Equal-style variables (``v_name``) are LAMMPS formulas (:mod:`pycumd.inputs.lammps_script`) whose
+Equal-style variables (``v_name``) are LAMMPS formulas (:mod:`pycumd.outputs.lammps_variables`) whose
 thermo keywords, ``c_ID``/``c_ID[k]`` and ``f_ID``/``f_ID[k]`` are looked up here, at the step they
 are evaluated: thermo keywords normalised as thermo output is (LAMMPS' ``Thermo::evaluate_keyword``),
 computes and fixes not. ``f_ID`` is the latest average of a ``fix ave/time`` (0 before its first).
@@ -31,6 +31,8 @@ import time
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from .lammps_variables import LammpsScriptError, VariableTable
 
 #: keyword -> (column name, extensive); the functions are in _VALUES
 KEYWORDS = {
@@ -307,26 +309,23 @@ class Names:
     """What ``c_ID``, ``f_ID`` and ``v_name`` refer to in thermo output, fix ave/time and print.
 
     computes : compute ID -> :class:`Compute`
-    variables : the script's variables (:meth:`pycumd.inputs.lammps_script.ScriptReader.snapshot`)
+    variables : the script's variables (:meth:`pycumd.outputs.lammps_variables.VariableTable.snapshot`)
     fixes : fix ave/time ID -> its number of values (``f_ID`` for one, ``f_ID[k]`` for several)
     """
 
     computes: dict = field(default_factory=dict)
     variables: dict = field(default_factory=dict)
     fixes: dict = field(default_factory=dict)
+    _reader_of_variables: object = field(default=None, init=False, repr=False, compare=False)
 
     def _reader(self):
-        from ..inputs.lammps_script import ScriptReader      # the one evaluator of LAMMPS formulas
-
-        reader = self.__dict__.get("_reader_cache")
-        if reader is None:
-            reader = self.__dict__["_reader_cache"] = ScriptReader.from_snapshot(self.variables)
-        return reader
+        """A script reader holding ``variables`` (made once): the one evaluator of LAMMPS formulas."""
+        if self._reader_of_variables is None:
+            self._reader_of_variables = VariableTable.from_snapshot(self.variables)
+        return self._reader_of_variables
 
     def evaluate(self, name: str, runtime) -> float:
         """Equal-style variable ``name`` with ``runtime(word, index)`` giving the simulation's values."""
-        from ..inputs.lammps_script import LammpsScriptError
-
         try:
             return self._reader().evaluate(f"v_{name}", runtime)
         except LammpsScriptError as exc:
@@ -341,8 +340,6 @@ class Names:
         if style not in ("equal", "internal", "format"):
             raise ValueError(f"v_{name}: {style}-style variables are not supported in thermo output, "
                              f"fix ave/time or print (equal-style are)")
-        from ..inputs.lammps_script import LammpsScriptError
-
         try:
             self._reader().check_names(f"v_{name}", self.placeholder)
         except LammpsScriptError as exc:
@@ -350,8 +347,6 @@ class Names:
 
     def check_text(self, text: str) -> None:
         """Raise ValueError if the ``$`` references of a print text name something unknown."""
-        from ..inputs.lammps_script import LammpsScriptError
-
         try:
             self._reader().check_names(text, self.placeholder, text=True)
         except LammpsScriptError as exc:
@@ -359,8 +354,6 @@ class Names:
 
     def substitute(self, text: str, runtime) -> str:
         """The ``$`` references of a print text replaced with the values ``runtime`` gives."""
-        from ..inputs.lammps_script import LammpsScriptError
-
         try:
             return self._reader().substitute_at_run(text, runtime)
         except LammpsScriptError as exc:
@@ -496,6 +489,7 @@ class ThermoStyle:
         self.items = [parse_column(w, self.lookup) for w in self.words]
         self.names = [column_name(w) for w in self.words]
         self.norm = norm
+        self.where = ""          # FILE:LINE of the thermo_style command (bind), for errors while running
 
     def fix_items(self) -> list:
         """The ``f_ID`` / ``f_ID[k]`` columns: ``(word, fix ID)``."""
@@ -519,9 +513,8 @@ class ThermoStyle:
         try:
             return {name: column_value(item, state, norm) for name, item in zip(self.names, self.items)}
         except ValueError as exc:
-            where = getattr(self, "where", "")
-            raise ValueError(f"{where + ': ' if where else ''}thermo_style custom at step {simulation.step}: "
-                             f"{exc}") from None
+            where = f"{self.where}: " if self.where else ""
+            raise ValueError(f"{where}thermo_style custom at step {simulation.step}: {exc}") from None
 
 
 #: thermo_style one as a ThermoStyle (the default columns)
