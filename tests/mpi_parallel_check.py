@@ -74,9 +74,9 @@ def thermostat_of(name, temperature, dt):
     return Langevin(temperature, 100 * dt, seed=4928)
 
 
-def run(case, comm, steps, device, grid, precision="double", thermostat="nve"):
+def run(case, comm, steps, device, grid, precision="double", thermostat="nve", deterministic=False):
     system, potential, dt, options = (lj_input if case == "lj" else ion_input)()
-    options = dict(options, device=device, precision=precision)
+    options = dict(options, device=device, precision=precision, deterministic=deterministic)
     if thermostat != "nve" and case != "lj":
         raise SystemExit("--thermostat is for the lj case (reduced units, target T = 2.4)")
     if comm is not None:
@@ -100,13 +100,16 @@ def main():
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--precision", default="double")
     parser.add_argument("--thermostat", choices=["nve", "nvt", "langevin"], default="nve")
+    parser.add_argument("--deterministic", action="store_true")
     args = parser.parse_args()
     world = MPI.COMM_WORLD
     reference = None
     if world.rank == 0:
-        reference = run(args.case, None, args.steps, args.device, None, args.precision, args.thermostat)
+        reference = run(args.case, None, args.steps, args.device, None, args.precision, args.thermostat,
+                        args.deterministic)
     world.Barrier()
-    system, sim, forces0, collect, final = run(args.case, world, args.steps, args.device, args.grid, args.precision, args.thermostat)
+    system, sim, forces0, collect, final = run(args.case, world, args.steps, args.device, args.grid, args.precision, args.thermostat,
+                        args.deterministic)
     nl = sim.neighbors
     migrated = world.allreduce(getattr(nl, "migrated_total", 0), op=MPI.SUM)
     local_counts = world.allgather(sim.state.n_atoms)
@@ -134,6 +137,10 @@ def main():
         "local_counts": local_counts, "momentum_change": float(np.abs(p1 - p0).max() / scale),
         "migrated": int(migrated), "builds": [int(nl.n_builds), int(ref_sim.neighbors.n_builds)],
         "ids_equal": bool((final.ids == ref_final.ids).all()),
+        "bit_identical": bool((final.positions == ref_final.positions).all()
+                              and (final.velocities == ref_final.velocities).all()
+                              and (final.images == ref_final.images).all()
+                              and (forces0 == ref_forces0).all()),
     }
     print("RESULT " + json.dumps(result), flush=True)
 

@@ -468,3 +468,29 @@ extern "C" __global__ void publish_build_stats(const unsigned int* __restrict__ 
         control[2] = 1;
     }
 }
+
+// Canonical neighbour order (deterministic mode): each target's entries sorted by the global id of
+// the neighbour (insertion sort in place, one thread per target), so that the force sums run in an
+// order that depends neither on the cell grid nor on where the atoms are stored: the same in a
+// serial run and in every spatial decomposition (the CPU twin is verlet.py's _sort_rows_by_id).
+// Entries past the capacity are absent (an overflowed build is repeated with larger storage).
+extern "C" __global__ void sort_neighbours_by_id(int* __restrict__ nbr, const int* __restrict__ nbr_count,
+                                                 const long long* __restrict__ ids, int n_targets,
+                                                 int stride, int capacity)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_targets) return;
+    const int count = min(nbr_count[i], capacity);
+    int* const column = nbr + i;
+    for (int a = 1; a < count; ++a) {
+        const int j = column[(size_t)a * stride];
+        const long long key = ids[j];
+        int b = a - 1;
+        for (; b >= 0; --b) {
+            const int jb = column[(size_t)b * stride];
+            if (ids[jb] <= key) break;
+            column[(size_t)(b + 1) * stride] = jb;
+        }
+        column[(size_t)(b + 1) * stride] = j;
+    }
+}

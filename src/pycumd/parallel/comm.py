@@ -150,8 +150,8 @@ class Communicator:
             return recv
         if self.transport == "nccl":
             nccl, cp = self._nccl_module, self.backend.xp
-            dtype = {np.dtype(np.float64): nccl.NCCL_FLOAT64, np.dtype(np.float32): nccl.NCCL_FLOAT32}[
-                np.dtype(send.dtype)]
+            dtype = {np.dtype(np.float64): nccl.NCCL_FLOAT64, np.dtype(np.float32): nccl.NCCL_FLOAT32,
+                     np.dtype(np.int64): nccl.NCCL_INT64, np.dtype(np.int32): nccl.NCCL_INT32}[np.dtype(send.dtype)]
             send = cp.ascontiguousarray(send)
             stream = cp.cuda.get_current_stream().ptr
             nccl.groupStart()

@@ -16,7 +16,8 @@ At a neighbour rebuild (decided for all ranks together: some atom on some rank m
 2. migrate: each atom goes to the rank owning its position (one all-to-all of the leaving atoms);
 3. ghosts, LAMMPS' three-stage exchange: along x, the atoms within ``r_ghost`` of the low face are
    sent to the low neighbour and those within ``r_ghost`` of the high face to the high neighbour
-   (shifted by -/+L across the periodic boundary); then along y, over owned atoms *and* the x
+   (chosen by their image shifted by -/+L across the periodic boundary; the forces read their own
+   coordinates and take the minimum image, as a serial run does); then along y, over owned atoms *and* the x
    ghosts; then along z.  Edges and corners are so covered with 6 exchanges.  A direction with one
    domain exchanges with itself (periodic images); domains must be at least ``r_ghost`` thick;
 4. the cell list (the counting sort) and the Verlet list over the extended region
@@ -152,11 +153,15 @@ class DomainNeighborList:
         self.steps_since_build = 0
         self.capacity = None
         self.nbr = self.nbr_count = None
-        #: extended positions, owned rows then ghosts: CPU (n_local + n_ghost, 3) float64, GPU
-        #: (n_local + n_ghost, 4) rows ``x, y, z, type`` of the state's type
+        #: extended positions, owned rows then ghosts, each ghost with its owner's coordinates (not
+        #: shifted by a box length: the force kernels take the minimum image, exactly as in a serial
+        #: run): CPU (n_local + n_ghost, 3) float64, GPU (n_local + n_ghost, 4) rows ``x, y, z, type``
+        #: of the state's type
         self.extended = None
         self.extended_types = None      # CPU: (n_local + n_ghost,) int32 (GPU: column 3 of extended)
-        self.stages: list = []          # per exchange: (send indices, shift, dest, source, recv rows, tag)
+        self.extended_ids = None        # (n_local + n_ghost,) int64 global ids
+        self.shifted = None             # at the build: the extended rows as images next to the domain
+        self.stages: list = []          # per exchange: (send indices, dest, source, recv rows, tag)
         self.migrated = 0               # atoms that left this rank at the last build
         self.migrated_total = 0         # ... at all builds
 
@@ -205,11 +210,9 @@ class DomainNeighborList:
         if self.capacity is None:
             volume = float(np.prod(self.d.hi - self.d.lo))
             self.capacity = self.serial._initial_capacity(max(n, 1), volume)
-        if self.backend.is_gpu:
-            shifted = self.extended.copy()
-            shifted[:, :3] -= self.xp.asarray(origin, dtype=shifted.dtype)
-        else:
-            shifted = self.extended - origin
+        shifted, self.shifted = self.shifted, None      # the images (exchange_ghosts), from the domain's origin
+        shifted[:, :3] -= self.xp.asarray(origin, dtype=shifted.dtype)
+        if not self.backend.is_gpu:
             keys = cell_index(shifted, extent, n_cells)
             sort = counting_sort(keys, int(np.prod(n_cells)))
         while True:
@@ -229,6 +232,8 @@ class DomainNeighborList:
             if max_count <= self.capacity:
                 break
             self.capacity = capacity_for(int(max_count), len(self.extended))
+        if self.serial.canonical_order:                 # deterministic mode: sums in global-id order
+            self.serial._impl.sort_by_id(self.nbr, self.nbr_count, self.extended_ids, n, self.capacity)
         overlap = self.n_builds == 0 and n > 0 and min_r2 < self.overlap_distance ** 2
         if self.d.comm.any(overlap):
             raise OverlapError(f"two atoms are closer than {self.overlap_distance:.4g} (length units) "
@@ -269,21 +274,28 @@ class DomainNeighborList:
         state.virial = xp.zeros((n, 6), dtype=state.virial.dtype)
 
     def exchange_ghosts(self, state) -> None:
-        """Choose the ghosts (three stages, see the module docstring) and fill the extended arrays."""
+        """Choose the ghosts (three stages, see the module docstring) and fill the extended arrays.
+
+        A ghost is chosen by its image's position (shifted by -/+L across the periodic boundary),
+        which also goes into :attr:`shifted` for the list build; the forces read its owner's own
+        coordinates (:attr:`extended`), so that every pair term is computed from the same numbers as
+        in a serial run."""
         d, comm, xp = self.d, self.d.comm, self.xp
         if self.backend.is_gpu:                     # rows x, y, z, type in the state's type
-            rows_of = state.positions.copy()
+            raw = state.positions.copy()
             width, real = 4, state.positions.dtype
         else:
-            rows_of = np.array(state.positions[:, :3], dtype=np.float64)
+            raw = np.array(state.positions[:, :3], dtype=np.float64)
             width, real = 3, np.float64
             types = np.array(state.types)
+        images = raw.copy()
+        ids = xp.array(state.ids, dtype=np.int64)
         self.stages = []
         for dim in range(3):
-            present = len(rows_of)
+            present = len(images)
             sends = []
             for step in (-1, +1):
-                x = rows_of[:present, dim].astype(np.float64)     # the same comparisons in every precision
+                x = images[:present, dim].astype(np.float64)     # the same comparisons in every precision
                 chosen = xp.nonzero(x < d.lo[dim] + d.r_ghost if step < 0 else x >= d.hi[dim] - d.r_ghost)[0]
                 shift = np.zeros(width)
                 if step < 0 and d.coords[dim] == 0:
@@ -296,13 +308,18 @@ class DomainNeighborList:
                 count = len(chosen)
                 rows = comm.comm.sendrecv(count, dest=dest, source=source, sendtag=10 + k, recvtag=10 + k) \
                     if dest != comm.rank or source != comm.rank else count
-                got = comm.sendrecv(rows_of[chosen] + shift, dest, source, rows, tag=20 + 2 * dim + k)
+                tag = 20 + 2 * dim + k
+                got_images = comm.sendrecv(images[chosen] + shift, dest, source, rows, tag=tag)
+                got_raw = comm.sendrecv(raw[chosen], dest, source, rows, tag=tag)
+                got_ids = comm.sendrecv(ids[chosen], dest, source, rows, tag=tag)
                 if not self.backend.is_gpu:
-                    got_types = comm.sendrecv(types[chosen].astype(np.float64), dest, source, rows, tag=30 + 2 * dim + k)
+                    got_types = comm.sendrecv(types[chosen].astype(np.float64), dest, source, rows, tag=tag)
                     types = np.concatenate([types, got_types.astype(np.int32)])
-                rows_of = xp.concatenate([rows_of, got])
-                self.stages.append((chosen, shift[:3], dest, source, rows, 20 + 2 * dim + k))
-        self.extended = rows_of
+                images = xp.concatenate([images, got_images])
+                raw = xp.concatenate([raw, got_raw])
+                ids = xp.concatenate([ids, got_ids])
+                self.stages.append((chosen, dest, source, rows, tag))
+        self.extended, self.shifted, self.extended_ids = raw, images, ids
         self.extended_types = None if self.backend.is_gpu else types
 
     def refresh_ghosts(self, state) -> None:
@@ -312,8 +329,8 @@ class DomainNeighborList:
         n = state.n_atoms
         ext[:n, :3] = state.positions[:, :3]
         offset = n
-        for chosen, shift, dest, source, rows, tag in self.stages:
-            ext[offset:offset + rows, :3] = comm.sendrecv(ext[chosen, :3] + shift, dest, source, rows, tag=tag)
+        for chosen, dest, source, rows, tag in self.stages:
+            ext[offset:offset + rows, :3] = comm.sendrecv(ext[chosen, :3], dest, source, rows, tag=tag)
             offset += rows
 
 
