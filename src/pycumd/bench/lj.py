@@ -33,7 +33,7 @@ from pycumd.system import create_velocities, lattice_system
 
 
 def measure(cells: int, precision: str, steps: int, device: str, use_graphs: bool = True,
-            deterministic: bool = False, lanes: int | None = None, warmup: int = 300) -> dict:
+            deterministic: bool = False, lanes: int | None = None, warmup: int = 300, skin: float = 0.3) -> dict:
     gc.collect()                                      # earlier measurements' arrays out of the memory count
     if device != "cpu":
         try:
@@ -44,7 +44,7 @@ def measure(cells: int, precision: str, steps: int, device: str, use_graphs: boo
     system = lattice_system("fcc", cells, density=0.8442)
     create_velocities(system, 1.44, 87287)
     pot = LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
-    sim = Simulation(system, pot, skin=0.3, device=device, precision=precision, use_graphs=use_graphs,
+    sim = Simulation(system, pot, skin=skin, device=device, precision=precision, use_graphs=use_graphs,
                      deterministic=deterministic)
     if lanes is not None:
         sim.forces.lanes = lanes                      # threads per atom of the force kernel (default: by N)
@@ -62,7 +62,7 @@ def measure(cells: int, precision: str, steps: int, device: str, use_graphs: boo
             "backend": sim.backend.name, "steps": steps, "warmup": warmup,
             "steps_per_s": steps / seconds, "atom_steps_per_s": n * steps / seconds,
             "rebuilds": sim._last_rebuilds, "TotEng": total_energy,
-            "graphs": use_graphs, "deterministic": deterministic, "lanes": getattr(sim.forces, "lanes", None)}
+            "graphs": use_graphs, "deterministic": deterministic, "skin": skin, "lanes": getattr(sim.forces, "lanes", None)}
 
 
 def _timer(backend):
@@ -278,6 +278,8 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--warmup", type=int, default=300, help="steps run before the timing (default 300)")
     ap.add_argument("--device", default="auto")
+    ap.add_argument("--skin", type=float, default=0.3,
+                    help="neighbour skin (default 0.3, in.lj's; other values: the skin study of docs/performance.md)")
     ap.add_argument("--json", help="append results as JSON lines to this file")
     ap.add_argument("--no-graphs", action="store_true", help="step-by-step host loop (no CUDA graphs)")
     ap.add_argument("--deterministic", action="store_true", help="kernels without FMA contraction")
@@ -306,7 +308,7 @@ def main(argv=None):
         for precision, lanes, threads in [(p, k, t) for p in args.precision for k in args.lanes for t in args.threads]:
             _set_threads(threads)
             r = measure(cells, precision, args.steps, args.device, not args.no_graphs, args.deterministic, lanes,
-                        args.warmup)
+                        args.warmup, args.skin)
             r["threads"] = threads if threads is not None else _numba_threads()
             rows.append(r)
             bw = f"{r['force_GBps'] / r['copy_GBps']:.2f}" if "copy_GBps" in r else "-"
