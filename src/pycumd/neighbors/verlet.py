@@ -248,6 +248,8 @@ def _build_cpu(positions, keys, cell_start, cell_order, n_cells, L, invL, r_list
                 below0, below1 = (cell_start[row + ua + nx], cell_start[row + nx]) if ua < 0 else (0, 0)
                 in0, in1 = cell_start[row + max(ua, 0)], cell_start[row + min(ub, nx - 1) + 1]
                 above0, above1 = (cell_start[row], cell_start[row + ub - nx + 1]) if ub >= nx else (0, 0)
+                if skip_below and max(in1, max(below1, above1)) <= p0 + 1:
+                    continue                  # the whole row lies before the cell's atoms
                 shifted_row = split and (sy != 0.0 or sz != 0.0)
                 for p in range(p0, p1):
                     i = cell_order[p]
