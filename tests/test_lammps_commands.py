@@ -346,6 +346,8 @@ run 20
     ("create_atoms 1 box basis 1 1", "create_atoms keyword"),
     ("fix 2 all langevin v_t 1.0 1.0 5", "v_t: a variable in this argument is not supported"),
     ("read_data nowhere.data", "read_data: cannot read .*nowhere.data"),
+    ("group g id 3:9:0", "bad id range '3:9:0'"),
+    ("group g id <> 5", "group id <> takes two ids"),
 ])
 def test_more_unsupported_forms_say_what_and_where(line, match):
     text = HEAD + line + "\nrun 1\n"
@@ -393,3 +395,31 @@ def test_fix_in_a_formula_between_its_outputs_stops_the_run(tmp_path, monkeypatc
                    "thermo_style custom step temp v_x\nthermo 5\nrun 20\n")
     with pytest.raises(ValueError, match="at step 5: v_x: f_av: fix ave/time av is not computed at step 5"):
         _pycumd(text, tmp_path, monkeypatch)
+
+
+@needs_lammps
+def test_group_id_in_dumps(tmp_path, monkeypatch):
+    """LAMMPS ``group ID id`` forms (lists, A:B[:STEP] ranges, <>, a test), as dump groups."""
+    text = HEAD + """group a id 3 7 10:20 30:60:7
+group b id <> 100 140
+group c id >= 250
+dump da a custom 10 d.a id type x y z
+dump db b custom 10 d.b id
+dump dc c custom 10 d.c id
+dump_modify da sort id format float %20.15g
+dump_modify db sort id
+dump_modify dc sort id
+thermo 10
+run 10
+"""
+    ref_dir = tmp_path / "ref"
+    ref_dir.mkdir()
+    run_lammps(text.replace(" d.", f" {ref_dir}/d."))
+    _pycumd(text, tmp_path, monkeypatch)
+    for name, count in (("d.a", 2 + 11 + 5), ("d.b", 41), ("d.c", 7)):
+        ref, got = (ref_dir / name).read_text().splitlines(), (tmp_path / name).read_text().splitlines()
+        assert int(ref[3]) == int(got[3]) == count, name          # ITEM: NUMBER OF ATOMS
+        assert [l.split()[0] for l in ref if l[:1].isdigit()] == [l.split()[0] for l in got if l[:1].isdigit()]
+    ref = np.loadtxt(ref_dir / "d.a", skiprows=9, max_rows=18)
+    got = np.loadtxt(tmp_path / "d.a", skiprows=9, max_rows=18)
+    assert np.allclose(got, ref, rtol=0, atol=1e-12)                     # step 0: the same atoms, 15 digits

@@ -33,7 +33,7 @@ Supported commands and keywords::
     print "T = $(temp) ${v}"   (thermo keywords, computes, fixes: the state after the last run)
     dump ID GROUP atom|custom|xyz N FILE [columns]   dump_modify   undump ID
     reset_timestep N    displace_atoms all move DX DY DZ    delete_atoms overlap CUT G1 G2
-    group ID type|region|delete    velocity all scale T | zero linear
+    group ID type|id|region|delete    velocity all scale T | zero linear
     fix ID all temp/rescale | momentum | recenter     print TEXT (in run order)
 
 (docs/lammps-compatibility.md has the table.) Anything else stops with an error naming the command
@@ -54,7 +54,8 @@ from ..integrators import Langevin, NoseHoover, VelocityVerlet
 from ..integrators.fixes import FixChain, Momentum, Recenter, TempRescale
 from ..outputs.ave_time import AveTimeOutput
 from ..outputs.dump import DumpOutput
-from ..outputs.thermo_keywords import Compute, Names, ThermoState, ThermoStyle, formula_value, one_style, parse_column
+from ..outputs.thermo_keywords import (COMPUTE_STYLES, Compute, Names, ThermoState, ThermoStyle, formula_value,
+                                       one_style, parse_column)
 from ..integrators.barostats import lammps_fix_nh
 from ..minimize import MIN_STYLES, MinimizeSettings
 from ..potentials.lammps_styles import check_pair_style, potential_from_lammps
@@ -461,8 +462,8 @@ class LammpsPlanner:
         if len(a) < 3:
             raise ValueError("compute needs ID group style")
         self._group_all(a[1], f"compute {a[2]}")
-        if a[2] not in ("temp/region",):
-            Compute(a[0], a[2])                 # an unsupported style is named first
+        if a[2] not in COMPUTE_STYLES:          # an unsupported style is named first
+            raise ValueError(f"compute style {a[2]} is not supported ({', '.join(COMPUTE_STYLES)})")
         if a[2] == "temp/region":
             if len(a) != 4:
                 raise ValueError("compute temp/region takes one region ID and no keywords")
@@ -601,10 +602,16 @@ class LammpsPlanner:
             self.setup.groups[gid] = group
             # static, as LAMMPS: the atoms inside now (at the next run's start after a run)
             self._edit_system(lambda system: group.set_ids(system.ids[_inside(region, system)]))
+        elif style == "id":
+            select = _id_selection(a[2:])
+            group = _Group(ids=None)
+            self.setup.groups[gid] = group
+            # static, as LAMMPS: the atoms with those ids now (at the next run's start after a run)
+            self._edit_system(lambda system: group.set_ids(system.ids[select(system.ids)]))
         elif style in ("delete", "clear"):
             self.setup.groups.pop(gid, None)
         else:
-            raise ValueError(f"group style {style} is not supported (type, region, delete)")
+            raise ValueError(f"group style {style} is not supported (type, id, region, delete)")
 
     def _group_members(self, gid):
         """(ids, types) of a group for outputs: (None, None) for all."""
@@ -1054,6 +1061,39 @@ def _fix_momentum(a) -> Momentum:
         else:
             raise ValueError(f"fix momentum keyword {a[k]} is not supported (linear, rescale)")
     return Momentum(every, flags, rescale)
+
+
+_ID_TESTS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal,
+             "==": np.equal, "!=": np.not_equal}
+
+
+def _id_selection(args: list):
+    """LAMMPS ``group ID id ...`` (``Group::assign``): a list of ids and ``a:b`` / ``a:b:step`` ranges,
+    or one test ``< N``, ``<= N``, ``> N``, ``>= N``, ``== N``, ``!= N``, ``<> A B`` (A <= id <= B).
+    Returns ``ids -> mask``."""
+    if not args:
+        raise ValueError("group id needs ids")
+    if args[0] in _ID_TESTS:
+        if len(args) != 2:
+            raise ValueError(f"group id {args[0]} takes one id")
+        test, bound = _ID_TESTS[args[0]], int(args[1])
+        return lambda ids: test(ids, bound)
+    if args[0] == "<>":
+        if len(args) != 3:
+            raise ValueError("group id <> takes two ids")
+        lo, hi = int(args[1]), int(args[2])
+        return lambda ids: (ids >= lo) & (ids <= hi)
+    chosen = []
+    for spec in args:
+        parts = [int(p) for p in spec.split(":")]
+        if len(parts) == 1:
+            chosen.append(parts[0])
+        elif len(parts) in (2, 3) and parts[-1] > 0:
+            chosen.extend(range(parts[0], parts[1] + 1, parts[2] if len(parts) == 3 else 1))
+        else:
+            raise ValueError(f"group id: bad id range {spec!r} (N, A:B or A:B:STEP)")
+    wanted = np.array(chosen, dtype=np.int64)
+    return lambda ids: np.isin(ids, wanted)
 
 
 def _type_range(spec: str, n_types: int) -> range:
