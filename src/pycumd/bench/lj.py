@@ -129,7 +129,8 @@ def memory_accounting(sim) -> dict:
     """Where the memory of a simulation goes, in bytes per atom.
 
     ``bytes_per_atom_by_array``: each array the state and the neighbour list hold between steps
-    (``neighbors.nbr`` is capacity x 4 B).  On the GPU also ``gpu_bytes_per_atom`` (CuPy's memory
+    (``neighbors.nbr`` is capacity x 4 B), and the force evaluator's (mixed precision's image, the CPU
+    half list's per-thread sums).  On the GPU also ``gpu_bytes_per_atom`` (CuPy's memory
     pool in use, the figure of the targets table), ``gpu_held_bytes_per_atom`` (the pool's blocks
     in use or kept for reuse: the high-water mark, temporaries of the builds and storage from before
     a capacity shrink included) and ``gpu_other_bytes_per_atom`` (in use but in no listed array).
@@ -141,6 +142,10 @@ def memory_accounting(sim) -> dict:
         arrays.update({f"neighbors.{k}": v for k, v in nl.memory_by_array().items()})
     if getattr(sim.forces, "image", None) is not None:      # mixed precision's fixed-point positions
         arrays["forces.image"] = int(sim.forces.image.nbytes)
+    for name in ("chunk_sums", "chunk_virials"):            # CPU half lists: per-thread force sums
+        part = getattr(sim.forces, name, None)
+        if part is not None and part.size:
+            arrays[f"forces.{name}"] = int(part.nbytes)
     out = {"bytes_per_atom_by_array": {k: v / n for k, v in arrays.items()},
            "accounted_bytes_per_atom": sum(arrays.values()) / n}
     if getattr(nl, "nbr_count", None) is not None:
