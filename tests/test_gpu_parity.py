@@ -71,7 +71,7 @@ def test_langevin_noise_identical_on_both_backends():
 @pytest.mark.parametrize("precision", ["double", "mixed", "single", "composite"])
 def test_graph_blocks_give_the_same_bits_as_step_by_step(precision):
     """Captured blocks (rebuild decision on the device; the final and next initial half steps fused
-    into one kernel, except in composite) and the host-driven loop: identical states."""
+    into one kernel) and the host-driven loop: identical states."""
     out = {}
     for graphs in (False, True):
         sim = Simulation(melt_system(8), lj(), device="cuda", precision=precision, use_graphs=graphs)
@@ -85,7 +85,7 @@ def test_graph_blocks_give_the_same_bits_as_step_by_step(precision):
     graph = out[True][2]
     assert graph is not None and graph.frozen_blocks > 0 and graph.blocks > graph.frozen_blocks
     fused = graph.sim.integrator.final_then_initial_integrate
-    assert (fused is None) == (precision == "composite")
+    assert fused is not None
 
 
 def test_graph_recaptured_when_neighbor_storage_grows():

@@ -212,6 +212,28 @@ __device__ __forceinline__ void pair_forces_body(
     control, pos4, nbr, nbr_count, n_local, stride, table, n_types, Lx, Ly, Lz, invLx, invLy, invLz, force, energy, virial, lanes
 FORCE_KERNEL_PAIR(pair_forces, PAIR_FORCES_ARGS, PAIR_FORCES_PASS, FORCE_MIN_BLOCKS, FORCE_MIN_BLOCKS)
 
+#if FIXED_POINT_FORCES || COMPOSITE
+// One coordinate of r_i - r_j from box fractions (minimum image by wrap-around), in float32.
+__device__ __forceinline__ float fixed_separation(unsigned int ui, unsigned int uj, float s) {
+    return (float)(int)(ui - uj) * s;
+}
+
+template <bool ONE_TYPE>
+__device__ __forceinline__ void sum_neighbours_fixed(
+    PairSumsFF& sums, const uint4* __restrict__ image, const int* __restrict__ nbr, int i, int count, int lane,
+    int lanes, int stride, const float* __restrict__ rows, uint4 own, float sx, float sy, float sz, int with_energy)
+{
+    const TableRows<ONE_TYPE, float> table(rows);
+    for_each_neighbour(nbr, i, count, lane, lanes, stride,
+        [&](int j) { return __ldg(image + j); },
+        [&](const uint4& r) {
+            pair_sums_ff_add(sums, fixed_separation(own.x, r.x, sx), fixed_separation(own.y, r.y, sy),
+                             fixed_separation(own.z, r.z, sz), table((int)r.w), with_energy);
+        });
+}
+
+#endif
+
 #if FIXED_POINT_FORCES
 // Mixed precision (pycumd.precision): the state is float64; the force kernel reads a 32-bit
 // fixed-point image of the positions, written by fixed_point_image before each force computation:
@@ -235,25 +257,6 @@ extern "C" __global__ void fixed_point_image(const int* __restrict__ control, co
     double x, y, z; int t;
     load_position(pos4, i, x, y, z, t);
     image[i] = make_uint4(box_fraction(x, scale_x), box_fraction(y, scale_y), box_fraction(z, scale_z), (unsigned int)t);
-}
-
-// One coordinate of r_i - r_j from box fractions (minimum image by wrap-around), in float32.
-__device__ __forceinline__ float fixed_separation(unsigned int ui, unsigned int uj, float s) {
-    return (float)(int)(ui - uj) * s;
-}
-
-template <bool ONE_TYPE>
-__device__ __forceinline__ void sum_neighbours_fixed(
-    PairSumsFF& sums, const uint4* __restrict__ image, const int* __restrict__ nbr, int i, int count, int lane,
-    int lanes, int stride, const float* __restrict__ rows, uint4 own, float sx, float sy, float sz, int with_energy)
-{
-    const TableRows<ONE_TYPE, float> table(rows);
-    for_each_neighbour(nbr, i, count, lane, lanes, stride,
-        [&](int j) { return __ldg(image + j); },
-        [&](const uint4& r) {
-            pair_sums_ff_add(sums, fixed_separation(own.x, r.x, sx), fixed_separation(own.y, r.y, sy),
-                             fixed_separation(own.z, r.z, sz), table((int)r.w), with_energy);
-        });
 }
 
 template <int WITH_ENERGY>
@@ -290,58 +293,70 @@ FORCE_KERNEL_PAIR(pair_forces_fixed, PAIR_FORCES_FIXED_ARGS, PAIR_FORCES_FIXED_P
 #endif
 
 #if COMPOSITE
-// The composite-precision twin (pycumd.precision): positions hi (pos4, the rows above) + lo
-// (pos_lo, (N, 4) with w unused), box lengths as L + L_lo; each separation formed from both
-// parts and rounded to float once (ff_separation), the pair in float, the sums compensated;
-// every output as hi and lo arrays.  Same neighbour order and loop as pair_forces (one lane).
-struct CompositeRow { float x, y, z; int t; float4 lo; };
-
-template <bool ONE_TYPE>
-__device__ __forceinline__ void sum_neighbours_composite(
-    PairSumsFF& sums, const float* __restrict__ pos4, const float* __restrict__ pos_lo, const int* __restrict__ nbr,
-    int i, int count, int stride, const float* __restrict__ rows, float xi, float yi, float zi, float4 li,
-    float Lx, float Ly, float Lz, float Lx_lo, float Ly_lo, float Lz_lo, float invLx, float invLy, float invLz,
-    int with_energy)
-{
-    const TableRows<ONE_TYPE, float> table(rows);
-    for_each_neighbour(nbr, i, count, 0, 1, stride,
-        [&](int j) {
-            CompositeRow r;
-            load_position(pos4, j, r.x, r.y, r.z, r.t);
-            r.lo = __ldg(reinterpret_cast<const float4*>(pos_lo) + j);
-            return r;
-        },
-        [&](const CompositeRow& r) {
-            float dx = ff_separation(xi, li.x, r.x, r.lo.x, Lx, Lx_lo, invLx);
-            float dy = ff_separation(yi, li.y, r.y, r.lo.y, Ly, Ly_lo, invLy);
-            float dz = ff_separation(zi, li.z, r.z, r.lo.z, Lz, Lz_lo, invLz);
-            pair_sums_ff_add(sums, dx, dy, dz, table(r.t), with_energy);
-        });
+// Composite precision from a 32-bit fixed-point image, as mixed precision's pair_forces_fixed
+// (16-byte rows, the separation exact in box fractions, minimum image by wrap-around): the box
+// fraction u = round((hi + lo) 2^32 / L) mod 2^32 formed in float32 arithmetic, no float64 on the
+// GPU.  hi * s_hi = p + e exactly (two-product); the rest hi s_lo + lo s_hi is below 2^-23 of p;
+// p rounded to an integer leaves an exact float difference; u is within one unit (L / 2^32) of
+// the exact rounding.  Positions may lie outside [0, L) by skin/2 (negative p wraps mod 2^32).
+__device__ __forceinline__ unsigned int ff_box_fraction(float hi, float lo, float s_hi, float s_lo) {
+    const float p = __fmul_rn(hi, s_hi);
+    const float e = __fmaf_rn(hi, s_hi, -p);
+    const float rest = __fadd_rn(e, __fadd_rn(__fmul_rn(hi, s_lo), __fmul_rn(lo, s_hi)));
+    const long long whole = __float2ll_rn(p);
+    const float frac = __fsub_rn(p, (float)whole);           // exact: |p - whole| <= 1/2
+    return (unsigned int)(unsigned long long)(whole + __float2ll_rn(__fadd_rn(frac, rest)));
 }
 
-extern "C" __global__ void pair_forces_composite(
+extern "C" __global__ void fixed_point_image_composite(
     const int* __restrict__ control, const float* __restrict__ pos4, const float* __restrict__ pos_lo,
-    const int* __restrict__ nbr, const int* __restrict__ nbr_count, int n_local, int stride,
-    const float* __restrict__ table, int n_types,
-    float Lx, float Ly, float Lz, float Lx_lo, float Ly_lo, float Lz_lo, float invLx, float invLy, float invLz,
-    float* __restrict__ force, float* __restrict__ force_lo, float* __restrict__ energy,
-    float* __restrict__ energy_lo, float* __restrict__ virial, float* __restrict__ virial_lo, int with_energy)
+    uint4* __restrict__ image, int n, float sx, float sy, float sz, float sx_lo, float sy_lo, float sz_lo)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || control[0]) return;
+    float x, y, z; int t;
+    load_position(pos4, i, x, y, z, t);
+    const float4 l = __ldg(reinterpret_cast<const float4*>(pos_lo) + i);
+    image[i] = make_uint4(ff_box_fraction(x, l.x, sx, sx_lo), ff_box_fraction(y, l.y, sy, sy_lo),
+                          ff_box_fraction(z, l.z, sz, sz_lo), (unsigned int)t);
+}
+
+// One thread per target, the pairs from the image (sum_neighbours_fixed), every output as hi and
+// lo; WITH_ENERGY at compile time (forces only between reports, as the other force kernels).
+template <int WITH_ENERGY>
+__device__ __forceinline__ void pair_forces_composite_body(
+    const int* __restrict__ control, const uint4* __restrict__ image, const int* __restrict__ nbr,
+    const int* __restrict__ nbr_count, int n_local, int stride, const float* __restrict__ table, int n_types,
+    float sx, float sy, float sz, float* __restrict__ force, float* __restrict__ force_lo,
+    float* __restrict__ energy, float* __restrict__ energy_lo, float* __restrict__ virial,
+    float* __restrict__ virial_lo)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n_local || control[0]) return;
-    float xi, yi, zi; int ti;
-    load_position(pos4, i, xi, yi, zi, ti);
-    float4 li = __ldg(reinterpret_cast<const float4*>(pos_lo) + i);
+    const uint4 own = __ldg(image + i);
     PairSumsFF sums;
     pair_sums_ff_zero(sums);
-    const float* rows = table + (size_t)ti * n_types * PAIR_TABLE_COLUMNS;
+    const float* rows = table + (size_t)own.w * n_types * PAIR_TABLE_COLUMNS;
     const int count = nbr_count[i];
     if (FORCE_ONE_TYPE_PATH && n_types == 1)
-        sum_neighbours_composite<true>(sums, pos4, pos_lo, nbr, i, count, stride, rows, xi, yi, zi, li,
-                                       Lx, Ly, Lz, Lx_lo, Ly_lo, Lz_lo, invLx, invLy, invLz, with_energy);
+        sum_neighbours_fixed<true>(sums, image, nbr, i, count, 0, 1, stride, rows, own, sx, sy, sz, WITH_ENERGY);
     else
-        sum_neighbours_composite<false>(sums, pos4, pos_lo, nbr, i, count, stride, rows, xi, yi, zi, li,
-                                        Lx, Ly, Lz, Lx_lo, Ly_lo, Lz_lo, invLx, invLy, invLz, with_energy);
-    pair_sums_ff_store(sums, i, force, force_lo, energy, energy_lo, virial, virial_lo, with_energy);
+        sum_neighbours_fixed<false>(sums, image, nbr, i, count, 0, 1, stride, rows, own, sx, sy, sz, WITH_ENERGY);
+    pair_sums_ff_store(sums, i, force, force_lo, energy, energy_lo, virial, virial_lo, WITH_ENERGY);
+}
+
+#define PAIR_FORCES_COMPOSITE_ARGS                                                                    \
+    const int* __restrict__ control, const uint4* __restrict__ image, const int* __restrict__ nbr,    \
+    const int* __restrict__ nbr_count, int n_local, int stride, const float* __restrict__ table,      \
+    int n_types, float sx, float sy, float sz, float* __restrict__ force, float* __restrict__ force_lo, \
+    float* __restrict__ energy, float* __restrict__ energy_lo, float* __restrict__ virial,            \
+    float* __restrict__ virial_lo
+#define PAIR_FORCES_COMPOSITE_PASS \
+    control, image, nbr, nbr_count, n_local, stride, table, n_types, sx, sy, sz, force, force_lo, energy, energy_lo, virial, virial_lo
+extern "C" __global__ void pair_forces_composite(PAIR_FORCES_COMPOSITE_ARGS) {
+    pair_forces_composite_body<0>(PAIR_FORCES_COMPOSITE_PASS);
+}
+extern "C" __global__ void pair_forces_composite_energy(PAIR_FORCES_COMPOSITE_ARGS) {
+    pair_forces_composite_body<1>(PAIR_FORCES_COMPOSITE_PASS);
 }
 #endif

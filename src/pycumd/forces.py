@@ -327,19 +327,21 @@ class PairForces:
                 else "pair_forces")
         self._kernel, self._table = pair_kernel(potential, table, backend, precision, "forces.cu", name,
                                                 _make_cpu_kernel)
-        if backend.is_gpu and not precision.composite:
+        if backend.is_gpu:
             # GPU: (forces only, forces with energies and virials): two kernels (forces.cu)
             self._kernel = (self._kernel, pair_kernel(potential, table, backend, precision, "forces.cu",
                                                       name + "_energy", _make_cpu_kernel)[0])
         self._real = precision.state_dtype
-        #: mixed precision: the fixed-point image of the positions ((N, 4) uint32, see forces.cu) and
-        #: the kernel that writes it
+        #: mixed and composite precision: the fixed-point image of the positions ((N, 4) uint32, see
+        #: forces.cu) and the kernel that writes it
         self.image = None
         #: CPU, half lists: the kernel (compiled at its first use) and the per-chunk sums,
         #: (chunks, N, 4) forces and energies and (chunks, N, 6) virials (:meth:`_compute_cpu_half`)
         self._half_kernel = None
         self.chunk_sums = self.chunk_virials = None
         if precision.composite:
+            self._image_kernel = pair_kernel(potential, table, backend, precision, "forces.cu",
+                                             "fixed_point_image_composite", _make_cpu_kernel)[0]
             self.compute = self._compute_composite
         elif fixed:
             self._image_kernel = pair_kernel(potential, table, backend, precision, "forces.cu",
@@ -417,12 +419,23 @@ class PairForces:
              state.forces, state.energy, state.virial, np.int32(lanes)))
 
     def _compute_composite(self, state, neighbors, with_energy: bool) -> None:
+        """Composite precision from a fixed-point image of the float-float positions (the image
+        formed in float32 arithmetic, ``fixed_point_image_composite``), then the pairs as mixed
+        precision's kernel takes them, every output as hi and lo arrays."""
         n = state.n_atoms
-        L = np.asarray(state.box_lengths)
-        L_hi, L_lo = zip(*(ff_parts(x) for x in L))
+        rows = int(state.positions.shape[0])
+        L = np.asarray(state.box_lengths, dtype=np.float64)
+        if self.image is None or self.image.shape[0] != rows:
+            self.image = None
+            self.image = self.backend.xp.empty((rows, 4), np.uint32)    # outside graph capture: the first call
+        scale_hi, scale_lo = zip(*(ff_parts(2.0**32 / x) for x in L))
+        self._image_kernel(((rows + BLOCK - 1) // BLOCK,), (BLOCK,),
+                           (state.control, state.positions, state.lo["positions"], self.image, np.int32(rows),
+                            *scale_hi, *scale_lo))
         lo = state.lo
-        self._kernel(((n + BLOCK - 1) // BLOCK,), (BLOCK,),
-                     (state.control, state.positions, lo["positions"], neighbors.nbr, neighbors.nbr_count,
-                      np.int32(n), np.int32(n), self._table, np.int32(self.n_types), *L_hi, *L_lo,
-                      *[np.float32(x) for x in 1.0 / L], state.forces, lo["forces"], state.energy,
-                      lo["energy"], state.virial, lo["virial"], np.int32(with_energy)))
+        self._kernel[bool(with_energy)](
+            ((n + BLOCK - 1) // BLOCK,), (BLOCK,),
+            (state.control, self.image, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
+             self._table, np.int32(self.n_types), *[np.float32(x / 2.0**32) for x in L],
+             state.forces, lo["forces"], state.energy, lo["energy"], state.virial, lo["virial"]))
+

@@ -153,20 +153,6 @@ __device__ __forceinline__ PairSums pair_sums_from_ff(const PairSumsFF& s) {
 #if COMPOSITE
 // ---- composite (float-float) precision: positions hi + lo ----
 
-// One coordinate of r_i - r_j with the minimum image, from float-float positions, rounded to
-// float once.  k = rint((xi - xj) / L) is -1, 0 or 1; the image shift is applied to the part
-// near the upper box edge (xi - L when k = 1, xj - L when k = -1), which is exact (Sterbenz:
-// that coordinate lies in [L/2, 2L]); the low parts take L's low part.  What is left to round
-// is the difference of two nearby numbers, |dx| <= r_list.
-__device__ __forceinline__ float ff_separation(float xi, float xi_lo, float xj, float xj_lo,
-                                               float L, float L_lo, float invL) {
-    float k = rintf((xi - xj) * invL);
-    float si = fmaxf(k, 0.0f), sj = fmaxf(-k, 0.0f);
-    float ah = ieee_fmaf(-si, L, xi), bh = ieee_fmaf(-sj, L, xj);
-    float al = ieee_fmaf(-si, L_lo, xi_lo), bl = ieee_fmaf(-sj, L_lo, xj_lo);
-    return ieee_fadd(ieee_fsub(ah, bh), ieee_fsub(al, bl));
-}
-
 // Store as hi and lo arrays (same layouts as pair_sums_store), energy and virial with the factor 1/2.
 __device__ __forceinline__ void pair_sums_ff_store(const PairSumsFF& s, int i, float* __restrict__ force,
                                                    float* __restrict__ force_lo, float* __restrict__ energy,

@@ -127,6 +127,30 @@ extern "C" __global__ void final_integrate_composite(
     }
 }
 
+// final_integrate_composite of step k then initial_integrate_composite of step k + 1 in one pass
+// (as final_then_initial_integrate above): the same float-float operations in the same order, so
+// the same bits, with one read of the velocities, forces and masses instead of two.
+extern "C" __global__ void final_then_initial_integrate_composite(
+    int* __restrict__ control, int step_in_block, float* __restrict__ pos4, float* __restrict__ pos_lo,
+    float* __restrict__ vel, float* __restrict__ vel_lo, const float* __restrict__ force,
+    const float* __restrict__ force_lo, const float* __restrict__ mass, const float* __restrict__ mass_lo,
+    int n, float dtf, float dtf_lo, float dtv, float dtv_lo)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || control[0]) return;
+    if (i == 0) control[1] = step_in_block;
+    ff dtfm = dtf_over_mass(dtf, dtf_lo, mass, mass_lo, i);
+    for (int d = 0; d < 3; ++d) {
+        size_t a = 3 * (size_t)i + d, p = 4 * (size_t)i + d;
+        const ff f = ff_make(force[a], force_lo[a]);
+        ff v = ff_add(ff_make(vel[a], vel_lo[a]), ff_mul(dtfm, f));
+        v = ff_add(v, ff_mul(dtfm, f));
+        vel[a] = v.hi; vel_lo[a] = v.lo;
+        ff x = ff_add(ff_make(pos4[p], pos_lo[p]), ff_mul(ff_make(dtv, dtv_lo), v));
+        pos4[p] = x.hi; pos_lo[p] = x.lo;
+    }
+}
+
 // v *= scale (float-float scale; a thermostat's velocity scaling), n rows of 3.
 extern "C" __global__ void scale_velocities_composite(float* __restrict__ vel, float* __restrict__ vel_lo, int n,
                                                       float scale, float scale_lo)

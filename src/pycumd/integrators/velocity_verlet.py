@@ -41,7 +41,7 @@ class VelocityVerlet:
         its own order and becomes :attr:`thermostat` (the object whose hooks the simulation calls).
     """
 
-    #: GPU, not composite: ``final_then_initial_integrate(state, step_in_block)``, the final half
+    #: GPU: ``final_then_initial_integrate(state, step_in_block)``, the final half
     #: step of one step and the initial half step of the next in one kernel (the captured step
     #: blocks use it; the same bits as the two calls); None where there is none
     final_then_initial_integrate = None
@@ -114,8 +114,8 @@ class VelocityVerlet:
         mod = backend.kernel_module("integrators/integrate.cu",
                                     {"real_t": c["real_t"], "accum_t": c["accum_t"], "COMPOSITE": 1},
                                     options=precision.cuda_options)
-        k1, k2, k3 = (mod.get_function(f"{name}_composite")
-                      for name in ("initial_integrate", "final_integrate", "scale_velocities"))
+        k1, k2, k3, k12 = (mod.get_function(f"{name}_composite") for name in
+                           ("initial_integrate", "final_integrate", "scale_velocities", "final_then_initial_integrate"))
         dtf, dtv = ff_parts(self.dtf), ff_parts(self.dt)
 
         def grid(n):
@@ -132,6 +132,13 @@ class VelocityVerlet:
             k2(grid(n), (BLOCK,), (state.control, np.int32(step_in_block), state.velocities, lo["velocities"],
                                    state.forces, lo["forces"], state.per_atom_mass, lo["per_atom_mass"],
                                    np.int32(n), *dtf))
+
+        def final_then_initial(state, step_in_block):
+            n, lo = state.n_atoms, state.lo
+            k12(grid(n), (BLOCK,), (state.control, np.int32(step_in_block), state.positions, lo["positions"],
+                                    state.velocities, lo["velocities"], state.forces, lo["forces"],
+                                    state.per_atom_mass, lo["per_atom_mass"], np.int32(n), *dtf, *dtv))
+        self.final_then_initial_integrate = final_then_initial
 
         def scale(state, factor):
             n = state.n_atoms
