@@ -321,28 +321,55 @@ extern "C" __global__ void fixed_point_image_composite(
                           ff_box_fraction(z, l.z, sz, sz_lo), (unsigned int)t);
 }
 
-// One thread per target, the pairs from the image (sum_neighbours_fixed), every output as hi and
-// lo; WITH_ENERGY at compile time (forces only between reports, as the other force kernels).
+// The lanes' compensated sums added by the butterfly (as pair_sums_lane_reduce): two compensated
+// sums (h1, l1) + (h2, l2) -> (TwoSum(h1, h2).hi, l1 + l2 + TwoSum(h1, h2).lo), symmetric in its two
+// arguments, so that every lane of an atom gets the same bits.
+__device__ __forceinline__ void csum_add_lane(CompensatedSum& s, int offset) {
+    const float hi = __shfl_xor_sync(0xffffffffu, s.hi, offset), lo = __shfl_xor_sync(0xffffffffu, s.lo, offset);
+    const ff t = two_sum(s.hi, hi);
+    s.hi = t.hi;
+    s.lo = ieee_fadd(ieee_fadd(s.lo, lo), t.lo);
+}
+
+__device__ __forceinline__ void pair_sums_ff_lane_reduce(PairSumsFF& s, int lanes, int with_energy) {
+    for (int offset = 1; offset < lanes; offset <<= 1) {
+#pragma unroll
+        for (int q = 0; q < 3; ++q) csum_add_lane(s.f[q], offset);
+        if (with_energy) {
+            csum_add_lane(s.e, offset);
+#pragma unroll
+            for (int q = 0; q < 6; ++q) csum_add_lane(s.w[q], offset);
+        }
+    }
+}
+
+// `lanes` threads per target (as the other force kernels: thread t is lane t % lanes of atom
+// t / lanes), the pairs from the image (sum_neighbours_fixed), the lanes' sums added by the
+// butterfly, every output as hi and lo; WITH_ENERGY at compile time (forces only between reports).
 template <int WITH_ENERGY>
 __device__ __forceinline__ void pair_forces_composite_body(
     const int* __restrict__ control, const uint4* __restrict__ image, const int* __restrict__ nbr,
     const int* __restrict__ nbr_count, int n_local, int stride, const float* __restrict__ table, int n_types,
     float sx, float sy, float sz, float* __restrict__ force, float* __restrict__ force_lo,
     float* __restrict__ energy, float* __restrict__ energy_lo, float* __restrict__ virial,
-    float* __restrict__ virial_lo)
+    float* __restrict__ virial_lo, int lanes)
 {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n_local || control[0]) return;
-    const uint4 own = __ldg(image + i);
+    const int shift = __ffs(lanes) - 1;         // lanes is a power of two
+    const unsigned int t = blockIdx.x * blockDim.x + threadIdx.x;
+    const int i = (int)(t >> shift), lane = (int)(t & (lanes - 1));
+    if ((int)((t & ~31u) >> shift) >= n_local || control[0]) return;   // whole warps (the shuffles)
+    const bool active = i < n_local;
+    const uint4 own = active ? __ldg(image + i) : make_uint4(0, 0, 0, 0);
     PairSumsFF sums;
     pair_sums_ff_zero(sums);
     const float* rows = table + (size_t)own.w * n_types * PAIR_TABLE_COLUMNS;
-    const int count = nbr_count[i];
+    const int count = active ? nbr_count[i] : 0;
     if (FORCE_ONE_TYPE_PATH && n_types == 1)
-        sum_neighbours_fixed<true>(sums, image, nbr, i, count, 0, 1, stride, rows, own, sx, sy, sz, WITH_ENERGY);
+        sum_neighbours_fixed<true>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
     else
-        sum_neighbours_fixed<false>(sums, image, nbr, i, count, 0, 1, stride, rows, own, sx, sy, sz, WITH_ENERGY);
-    pair_sums_ff_store(sums, i, force, force_lo, energy, energy_lo, virial, virial_lo, WITH_ENERGY);
+        sum_neighbours_fixed<false>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
+    if (lanes > 1) pair_sums_ff_lane_reduce(sums, lanes, WITH_ENERGY);
+    if (active && lane == 0) pair_sums_ff_store(sums, i, force, force_lo, energy, energy_lo, virial, virial_lo, WITH_ENERGY);
 }
 
 #define PAIR_FORCES_COMPOSITE_ARGS                                                                    \
@@ -350,9 +377,9 @@ __device__ __forceinline__ void pair_forces_composite_body(
     const int* __restrict__ nbr_count, int n_local, int stride, const float* __restrict__ table,      \
     int n_types, float sx, float sy, float sz, float* __restrict__ force, float* __restrict__ force_lo, \
     float* __restrict__ energy, float* __restrict__ energy_lo, float* __restrict__ virial,            \
-    float* __restrict__ virial_lo
+    float* __restrict__ virial_lo, int lanes
 #define PAIR_FORCES_COMPOSITE_PASS \
-    control, image, nbr, nbr_count, n_local, stride, table, n_types, sx, sy, sz, force, force_lo, energy, energy_lo, virial, virial_lo
+    control, image, nbr, nbr_count, n_local, stride, table, n_types, sx, sy, sz, force, force_lo, energy, energy_lo, virial, virial_lo, lanes
 extern "C" __global__ void pair_forces_composite(PAIR_FORCES_COMPOSITE_ARGS) {
     pair_forces_composite_body<0>(PAIR_FORCES_COMPOSITE_PASS);
 }

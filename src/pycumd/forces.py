@@ -311,7 +311,7 @@ class PairForces:
     backend, precision : as chosen by the Simulation
     lanes : int, optional
         Threads per target atom (1, 2, 4 or 8; the CPU sums in the same order); default
-        :func:`default_lanes` of the system size at the first call.  Composite precision: always 1.
+        :func:`default_lanes` of the system size at the first call.
     """
 
     def __init__(self, potential, n_types: int, backend, precision, lanes: int | None = None):
@@ -433,9 +433,10 @@ class PairForces:
                            (state.control, state.positions, state.lo["positions"], self.image, np.int32(rows),
                             *scale_hi, *scale_lo))
         lo = state.lo
+        lanes = self._lanes(n)
         self._kernel[bool(with_energy)](
-            ((n + BLOCK - 1) // BLOCK,), (BLOCK,),
+            ((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
             (state.control, self.image, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
              self._table, np.int32(self.n_types), *[np.float32(x / 2.0**32) for x in L],
-             state.forces, lo["forces"], state.energy, lo["energy"], state.virial, lo["virial"]))
+             state.forces, lo["forces"], state.energy, lo["energy"], state.virial, lo["virial"], np.int32(lanes)))
 
