@@ -287,7 +287,8 @@ def main(argv=None):
                     help="neighbour skin (default 0.3, in.lj's; other values: the skin study of docs/performance.md)")
     ap.add_argument("--json", help="append results as JSON lines to this file")
     ap.add_argument("--no-graphs", action="store_true", help="step-by-step host loop (no CUDA graphs)")
-    ap.add_argument("--deterministic", action="store_true", help="GPU kernels without FMA contraction; CPU: the full neighbour list (the GPU's bits)")
+    ap.add_argument("--deterministic", action="store_true",
+                    help="GPU kernels without FMA contraction; CPU: the full neighbour list (the GPU's bits)")
     ap.add_argument("--lanes", type=int, nargs="+", default=[None],
                     help="threads per atom of the force kernel to compare (default: pycumd.forces.default_lanes)")
     ap.add_argument("--threads", type=int, nargs="+", default=[None],
