@@ -1011,12 +1011,14 @@ def _without_accelerator_suffix(style: str) -> str:
 
 def _plain_number_message(msg: str) -> str:
     """Python's float()/int() complaint as a LAMMPS user reads it (``v_T`` where a number must be)."""
-    m = re.match(r"(?:could not convert string to float|invalid literal for int\(\) with base 10): '(.*)'$", msg)
+    m = re.match(r"(could not convert string to float|invalid literal for int\(\) with base 10): '(.*)'$", msg)
     if m is None:
         return msg
-    word = m.group(1)
+    word = m.group(2)
     if word.startswith("v_"):
         return f"{word}: a variable in this argument is not supported (pycumd needs a number here)"
+    if m.group(1).startswith("invalid literal"):
+        return f"{word!r} is not a whole number (invalid literal for an integer)"
     return f"{word!r} is not a number"
 
 
