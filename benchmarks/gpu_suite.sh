@@ -3,7 +3,8 @@
 #
 #   bash benchmarks/gpu_suite.sh [tests] [bench] [peers] [extra] [largest]     (default: tests bench)
 #
-#   tests  pytest on the GPU tests (marker "cuda"; the CPU tests run in CI), 4 workers
+#   tests  pytest on the GPU tests (marker "cuda"; the CPU tests run in CI), 4 workers; then the MPI
+#          tests (tests/test_parallel.py: 2-4 ranks sharing the GPU) in one process
 #   bench  pycumd bench lj at BENCH_CELLS (default "20 40 63"), single, mixed and composite precision
 #   peers  OpenMM, gamdpy and JAX-MD on the same sizes (needs the wheels of benchmarks/peers/README.md
 #          carried in .whl/peers), then the plot docs/performance_lj.png and the ratio table
@@ -27,7 +28,10 @@ parts=${*:-tests bench}
 bench() { python3 -m pycumd.bench.lj "$@" --json "$OUT/bench_lj.jsonl" 2>&1 | tee -a "$OUT/bench_lj.txt"; }
 for part in $parts; do
   case $part in
-  tests) python3 -m pytest -q -p no:cacheprovider -n 4 -m cuda tests 2>&1 | tee "$OUT/tests.log" | tail -n 15 ;;
+  tests) python3 -m pytest -q -p no:cacheprovider -n 4 -m cuda tests --ignore=tests/test_parallel.py 2>&1 | tee "$OUT/tests.log" | tail -n 15
+         # the MPI runs (mpiexec with 2-4 ranks sharing the GPU) one after another, outside the workers
+         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 python3 -m pytest -q -p no:cacheprovider -m cuda \
+             tests/test_parallel.py 2>&1 | tee "$OUT/tests_mpi.log" | tail -n 5 ;;
   bench) bench --cells ${BENCH_CELLS:-20 40 63} --precision single mixed composite --steps ${BENCH_STEPS:-500} ;;
   peers) PEER_CELLS="${BENCH_CELLS:-20 40 63}" PEER_OUT="$OUT" bash benchmarks/peers_device.sh > "$OUT/peers.log" 2>&1
          tail -n 5 "$OUT/peers.log" ;;
@@ -48,6 +52,7 @@ for part in $parts; do
 done
 echo "== summary =="
 [ -f "$OUT/tests.log" ] && tail -n 3 "$OUT/tests.log" | grep -E "passed|failed"
+[ -f "$OUT/tests_mpi.log" ] && tail -n 3 "$OUT/tests_mpi.log" | grep -E "passed|failed"
 cat "$OUT/bench_lj.txt" "$OUT/smoke.txt" 2>/dev/null
 if [ -f "$OUT/peers.jsonl" ]; then
   python3 benchmarks/plot_performance.py "$OUT/bench_lj.jsonl" "$OUT/peers.jsonl" --out "$OUT/performance_lj.png"
