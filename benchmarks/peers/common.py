@@ -90,3 +90,23 @@ def add_run_arguments(ap) -> None:
     ap.add_argument("--json", help="append results as JSON lines to this file")
     ap.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--_result", help=argparse.SUPPRESS)
+
+
+def package_versions(*names: str) -> dict:
+    """Installed versions of the named distributions (those installed)."""
+    from importlib import metadata
+
+    out = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+def write_record(path, record: dict, mode: str = "a") -> None:
+    """One JSON line: appended to ``--json`` (mode "a"), or a child's result file (mode "w")."""
+    if path:
+        with open(path, mode) as f:
+            f.write(json.dumps(record) + "\n")

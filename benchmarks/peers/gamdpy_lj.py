@@ -35,7 +35,8 @@ if not hasattr(np, "row_stack"):          # numpy 2.5 removed it; numba-cuda may
     np.row_stack = np.vstack
 os.environ.setdefault("NUMBA_CUDA_LOW_OCCUPANCY_WARNINGS", "0")
 
-from common import CUTOFF, DT, add_run_arguments, fcc_lattice, random_velocities, run_child  # noqa: E402 (same folder)
+from common import (CUTOFF, DT, add_run_arguments, fcc_lattice, package_versions, random_velocities,  # noqa: E402
+                    run_child, write_record)  # (same folder)
 
 
 def auto_max_nbs(n: int) -> int:
@@ -53,14 +54,7 @@ def device_name(cuda) -> str:
 
 
 def versions() -> dict:
-    from importlib import metadata
-    out = {}
-    for name in ("gamdpy", "numba", "numba-cuda", "numpy"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
+    return package_versions("gamdpy", "numba", "numba-cuda", "numpy")
 
 
 def measure(cells: int, steps: int, warmup: int, gridsync: str, skin: float, max_nbs: int | None) -> dict:
@@ -124,8 +118,7 @@ def measure(cells: int, steps: int, warmup: int, gridsync: str, skin: float, max
 
 def child_main(args) -> int:
     r = measure(args.cells[0], args.steps, args.warmup, args.gridsync, args.skin, args.max_nbs)
-    with open(args._result, "w") as f:
-        f.write(json.dumps(r) + "\n")
+    write_record(args._result, r, "w")
     return 0
 
 
@@ -194,9 +187,7 @@ def main(argv=None) -> int:
                 print(f"{r['N']:>10} {str(plan['gridsync']):>8} {r['steps_per_s']:>10.1f} "
                       f"{r['atom_steps_per_s']:>13.3e}  plan {plan}  E/N {r['E_per_atom_start']:.4f} -> "
                       f"{r['E_per_atom_end']:.4f}", flush=True)
-            if args.json:
-                with open(args.json, "a") as f:
-                    f.write(json.dumps(r) + "\n")
+            write_record(args.json, r)
             if "error" not in r:
                 break
             if not r.get("compute_plan_asked", {}).get("gridsync", True):

@@ -29,12 +29,12 @@ pycumd) is reported at the start and end of the timed batch as a sanity check.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
 
-from common import CUTOFF, DT, add_run_arguments, fcc_lattice, random_velocities, run_child  # noqa: E402 (same folder)
+from common import (CUTOFF, DT, add_run_arguments, fcc_lattice, package_versions, random_velocities,  # noqa: E402
+                    run_child, write_record)  # (same folder)
 
 R_ONSET = 2.0
 DR_THRESHOLD = 0.3
@@ -43,14 +43,7 @@ FORMATS = ("dense", "sparse", "ordered_sparse")
 
 
 def versions() -> dict:
-    from importlib import metadata
-    out = {}
-    for name in ("jax-md", "jax", "jaxlib", "numpy"):
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            pass
-    return out
+    return package_versions("jax-md", "jax", "jaxlib", "numpy")
 
 
 def measure(cells: int, fmt: str, steps: int, warmup: int, max_retries: int) -> dict:
@@ -155,8 +148,7 @@ def measure(cells: int, fmt: str, steps: int, warmup: int, max_retries: int) -> 
 
 def child_main(args) -> int:
     r = measure(args.cells[0], args.format[0], args.steps, args.warmup, args.max_retries)
-    with open(args._result, "w") as f:
-        f.write(json.dumps(r) + "\n")
+    write_record(args._result, r, "w")
     return 0
 
 
@@ -220,9 +212,7 @@ def main(argv=None) -> int:
                 print(f"{r['N']:>10} {fmt:>14} {r['steps_per_s']:>10.1f} {r['atom_steps_per_s']:>13.3e}"
                       f"  E/N {r['E_per_atom_start']:.4f} -> {r['E_per_atom_end']:.4f} (drift {drift:+.2e})"
                       f"  capacity {r['max_occupancy']}  overflow retries {r['overflow_retries']}", flush=True)
-            if args.json:
-                with open(args.json, "a") as f:
-                    f.write(json.dumps(r) + "\n")
+            write_record(args.json, r)
     return 0
 
 

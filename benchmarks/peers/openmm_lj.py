@@ -18,13 +18,13 @@ Exits with status 0 and a message if OpenMM or (for --platform CUDA) a CUDA devi
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import time
 
 
-from common import CUTOFF, DT, add_run_arguments, fcc_lattice, random_velocities, run_child  # noqa: E402 (same folder)
+from common import (CUTOFF, DT, add_run_arguments, fcc_lattice, random_velocities, run_child,  # noqa: E402
+                    write_record)  # (same folder)
 
 
 def gpu_name() -> str | None:
@@ -96,8 +96,7 @@ def measure(cells: int, precision: str, steps: int, warmup: int, platform_name: 
 
 def child_main(args) -> int:
     r = measure(args.cells[0], args.precision[0], args.steps, args.warmup, args.platform)
-    with open(args._result, "w") as f:
-        f.write(json.dumps(r) + "\n")
+    write_record(args._result, r, "w")
     return 0
 
 
@@ -152,9 +151,7 @@ def main(argv=None) -> int:
                 drift = r["TotEng_end"] - r["TotEng_start"]
                 print(f"{r['N']:>10} {r['precision']:>9} {r['steps_per_s']:>10.1f} {r['atom_steps_per_s']:>13.3e}"
                       f"  E/N {r['TotEng_start']:.4f} -> {r['TotEng_end']:.4f} (drift {drift:+.2e})", flush=True)
-            if args.json:
-                with open(args.json, "a") as f:
-                    f.write(json.dumps(r) + "\n")
+            write_record(args.json, r)
     return 0
 
 
