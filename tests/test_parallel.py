@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -253,6 +254,55 @@ def test_checkpoint_of_a_decomposed_run_restarts_bit_for_bit(tmp_path, fix, devi
     assert "continuing from at80.ckpt at step 80" in proc.stdout
     assert (tmp_path / "thermo.csv").read_text() == reference
     assert len(reference.splitlines()) == 1 + 13                       # header, steps 0..120
+
+
+def _rank_pids(cwd) -> list:
+    """Process ids of the ``pycumd.cli`` processes running in ``cwd`` (the MPI ranks of a test run)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if os.readlink(entry / "cwd") == str(cwd) and b"pycumd.cli" in (entry / "cmdline").read_bytes():
+                pids.append(int(entry.name))
+        except OSError:
+            continue
+    return sorted(pids)
+
+
+@needs_mpi
+@pytest.mark.skipif(not Path("/proc/self/cwd").exists(), reason="finds the ranks through /proc")
+def test_sigterm_on_one_rank_stops_every_rank_cleanly(tmp_path):
+    """SIGTERM delivered to one rank only: the ranks decide together (an all-gather of the stop
+    requests after each step), all stop at the same step, write the stop checkpoint (rank 0 writes
+    it), print one message and exit 143; the checkpoint then continues under mpiexec."""
+    from pycumd.checkpoint_file import read_checkpoint
+
+    (tmp_path / "in.lj").write_text(CHECKPOINT_SCRIPT.format(fix="nve").replace("run 120", "run 200000"))
+    env = dict(os.environ, NUMBA_NUM_THREADS="1")
+    proc = subprocess.Popen([*MPIEXEC, "-n", "2", sys.executable, "-m", "pycumd.cli", "run", "in.lj", "--device", "cpu",
+                             "--log", "thermo.csv"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env=env)
+    deadline = time.time() + 120
+    while not (tmp_path / "thermo.csv").exists() or len((tmp_path / "thermo.csv").read_text().splitlines()) < 4:
+        assert time.time() < deadline and proc.poll() is None, proc.communicate()
+        time.sleep(0.2)
+    ranks = [pid for pid in _rank_pids(tmp_path) if pid != proc.pid]     # not mpiexec itself
+    assert len(ranks) == 2, ranks
+    os.kill(ranks[-1], signal.SIGTERM)                  # one rank only
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
+    assert err.count("Resume with: pycumd run --restart pycumd-stop.ckpt") == 1, err[-3000:]
+    stopped = read_checkpoint(tmp_path / "pycumd-stop.ckpt")
+    assert stopped.meta["ranks"] == 2 and stopped.meta["n_atoms"] == 4 * 7 ** 3
+    last_row = int((tmp_path / "thermo.csv").read_text().splitlines()[-1].split(",")[0])
+    assert last_row <= stopped.step
+    # the continuation, asked to stop at once by a wall time of zero, stops at its first step
+    proc = subprocess.run([*MPIEXEC, "-n", "2", sys.executable, "-m", "pycumd.cli", "run", "--restart",
+                           "pycumd-stop.ckpt", "--walltime", "0:0:0"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=120, env=env)
+    assert proc.returncode == 3, proc.stderr[-3000:]
+    assert read_checkpoint(tmp_path / "pycumd-stop.ckpt").step == stopped.step + 1
 
 
 @needs_mpi

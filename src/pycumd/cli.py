@@ -85,8 +85,9 @@ def _run(args) -> int:
             result = execute(plan, resume=resume, stop_on_signals=True,
                              on_simulation=lambda sim: setattr(sim, "wall_deadline", deadline))
     except RunStopped as stop:
-        print(f"pycumd: {stop}; every output is flushed. Resume with: pycumd run --restart {stop.checkpoint}",
-              file=sys.stderr, flush=True)
+        if plan.engine.comm is None or plan.engine.comm.Get_rank() == 0:
+            print(f"pycumd: {stop}; every output is flushed. Resume with: pycumd run --restart {stop.checkpoint}",
+                  file=sys.stderr, flush=True)
         return 3 if stop.reason.startswith("walltime") else 128 + (15 if stop.reason.startswith("SIGTERM") else 2)
     n = result.sim.state.n_atoms if result.sim else 0
     if result.sim is not None and result.sim.decomposition is not None:

@@ -378,6 +378,11 @@ class Simulation:
     def _stop_if_asked(self) -> None:
         if self.stop_request is None and self.wall_deadline is not None and time.monotonic() > self.wall_deadline:
             self.stop_request = "walltime"
+        if self.decomposition is not None:
+            # over MPI ranks the decision is collective: a signal or wall-time limit seen by one rank
+            # stops every rank at the same step (the checkpoint that follows is collective too)
+            asked = [r for r in self.decomposition.comm.allgather(self.stop_request) if r is not None]
+            self.stop_request = asked[0] if asked else None
         if self.stop_request is not None and self.state.step < self._run_end:
             raise RunStopped(self.state.step, self.stop_request)
 

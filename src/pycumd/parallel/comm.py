@@ -214,7 +214,8 @@ def select_device(comm, device: int | None = None) -> int:
 class abort_on_error:
     """Context manager: an exception on one rank of ``comm`` prints its message (with the rank) and
     stops every rank (``MPI_Abort``), so that no rank waits forever in a collective.  With ``comm``
-    None or of one rank, exceptions pass through unchanged.
+    None or of one rank, exceptions pass through unchanged, and so does
+    :class:`~pycumd.bookkeeping.RunStopped` (a clean stop the ranks decide together).
 
     >>> with abort_on_error(MPI.COMM_WORLD):
     ...     execute(plan)
@@ -231,6 +232,10 @@ class abort_on_error:
         if exc is None or self.comm is None or self.comm.Get_size() == 1:
             return False
         if isinstance(exc, SystemExit) and not exc.code:
+            return False
+        from ..bookkeeping import RunStopped
+
+        if isinstance(exc, RunStopped):     # a clean stop, decided by all ranks together (Simulation)
             return False
         print(f"pycumd: error on MPI rank {self.comm.Get_rank()} of {self.comm.Get_size()}: "
               f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
