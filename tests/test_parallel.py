@@ -140,7 +140,7 @@ def test_spatial_domains_match_one_rank(ranks):
 
 
 @needs_mpi
-@pytest.mark.parametrize("ranks", [2, 3, 4])
+@pytest.mark.parametrize("ranks", [2, 3, 4, 8])          # 8: a full 2 x 2 x 2 grid
 def test_deterministic_domains_are_bit_identical_to_one_rank(ranks):
     """Deterministic mode: each atom's neighbours in global-id order and ghosts carrying their
     owner's coordinates, so every pair term and every per-atom sum is the 1-rank one: forces at
@@ -148,6 +148,8 @@ def test_deterministic_domains_are_bit_identical_to_one_rank(ranks):
     for bit; thermo sums differ in their last bits only (another summation order over the ranks)."""
     r = _result(ranks, "lj", "--deterministic")
     assert r["bit_identical"], r
+    if ranks == 8:
+        assert r["decomposition"].startswith("spatial domains 2x2x2"), r
     assert r["thermo_rel"] < 1e-14 and r["migrated"] > 50, r
 
 
