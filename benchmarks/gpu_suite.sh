@@ -44,7 +44,9 @@ for part in $parts; do
                     "benchmarks/formula_speed.py 8" \
                     "benchmarks/argon_sphere.py pycumd --out $OUT/argon --scale 0.1 --steps 100 --every 50 --full-steps 60 --frames 2" \
                     "-m pycumd.bench.checkpoint --cells 10 --steps 200 --every 100 --repeats 1" \
-                    "-m pycumd.bench.ions --help" "-m pycumd.bench.scan --help"; do
+                    "-m pycumd.bench.ions --help" "-m pycumd.bench.scan --help" "-m pycumd.bench.scaling --help" \
+                    "benchmarks/neighbor_structure_study.py --cells 6 --melt-steps 20" \
+                    "benchmarks/lammps_coverage.py"; do
            if python3 $cmd > "$OUT/smoke.log" 2>&1; then echo "smoke ok: $cmd"; else echo "smoke FAILED: $cmd"; tail -n 5 "$OUT/smoke.log"; fi
          done 2>&1 | tee -a "$OUT/smoke.txt" ;;
   *) echo "gpu_suite.sh: unknown part $part (tests, bench, peers, extra, largest, smoke)"; exit 2 ;;
