@@ -378,13 +378,18 @@ class Simulation:
     def _stop_if_asked(self) -> None:
         if self.stop_request is None and self.wall_deadline is not None and time.monotonic() > self.wall_deadline:
             self.stop_request = "walltime"
+        reason = self.stop_request
         if self.decomposition is not None:
             # over MPI ranks the decision is collective: a signal or wall-time limit seen by one rank
-            # stops every rank at the same step (the checkpoint that follows is collective too)
-            asked = [r for r in self.decomposition.comm.allgather(self.stop_request) if r is not None]
-            self.stop_request = asked[0] if asked else None
-        if self.stop_request is not None and self.state.step < self._run_end:
-            raise RunStopped(self.state.step, self.stop_request)
+            # stops every rank at the same step (the checkpoint that follows is collective too).  The
+            # decision rests on the gathered requests only: a signal handled during the gather sets
+            # this rank's request for the next step, and stops no rank alone.
+            asked = [r for r in self.decomposition.comm.allgather(reason) if r is not None]
+            reason = asked[0] if asked else None
+            if reason is not None:
+                self.stop_request = reason
+        if reason is not None and self.state.step < self._run_end:
+            raise RunStopped(self.state.step, reason)
 
     def close(self) -> None:
         """Close every reporter's files."""
