@@ -384,10 +384,11 @@ class Simulation:
             # stops every rank at the same step (the checkpoint that follows is collective too).  The
             # decision rests on the gathered requests only: a signal handled during the gather sets
             # this rank's request for the next step, and stops no rank alone.
-            asked = [r for r in self.decomposition.comm.allgather(reason) if r is not None]
-            reason = asked[0] if asked else None
-            if reason is not None:
-                self.stop_request = reason
+            comm = self.decomposition.comm
+            if not comm.any(reason is not None):      # the common case: one boolean all-reduce per step
+                return
+            reason = [r for r in comm.allgather(reason) if r is not None][0]
+            self.stop_request = reason
         if reason is not None and self.state.step < self._run_end:
             raise RunStopped(self.state.step, reason)
 
