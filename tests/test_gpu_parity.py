@@ -68,24 +68,48 @@ def test_langevin_noise_identical_on_both_backends():
     assert np.allclose(out["cuda"], out["cpu"], rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("mode", ["blocks", "loop"])
 @pytest.mark.parametrize("precision", ["double", "mixed", "single", "composite"])
-def test_graph_blocks_give_the_same_bits_as_step_by_step(precision):
+def test_graphs_give_the_same_bits_as_step_by_step(precision, mode):
     """Captured blocks (rebuild decision on the device; the final and next initial half steps fused
-    into one kernel) and the host-driven loop: identical states."""
+    into one kernel), the device loop (one launch per stretch between reports, rebuilds inside it)
+    and the host-driven loop: identical states."""
     out = {}
-    for graphs in (False, True):
+    for graphs in (False, mode):
         sim = Simulation(melt_system(8), lj(), device="cuda", precision=precision, use_graphs=graphs)
         sim.reporters.append(ThermoReporter(every=100, screen=False))
         sim.run(300)
         out[graphs] = (sim.system(), sim.neighbors.n_builds, sim._step_graph)
-    a, b = out[False][0], out[True][0]
+    a, b = out[False][0], out[mode][0]
     assert np.array_equal(a.positions, b.positions) and np.array_equal(a.velocities, b.velocities)
     assert np.array_equal(a.images, b.images)
-    assert out[False][1] == out[True][1] > 5                # same rebuilds, several of them
-    graph = out[True][2]
-    assert graph is not None and graph.frozen_blocks > 0 and graph.blocks > graph.frozen_blocks
+    assert out[False][1] == out[mode][1] > 5                # same rebuilds, several of them
+    graph = out[mode][2]
+    assert graph is not None and graph.mode == mode
+    if mode == "blocks":
+        assert graph.frozen_blocks > 0 and graph.blocks > graph.frozen_blocks
+    else:
+        assert graph.launches == 3 and graph.blocks == 0    # one launch per 100 steps between reports
     fused = graph.sim.integrator.final_then_initial_integrate
     assert fused is not None
+
+
+def test_device_loop_counts_builds_and_their_largest_count():
+    """The host learns the builds made inside a device-loop launch: their number (the step-by-step
+    run's) and their largest count, which feeds the capacity's window."""
+    runs = {}
+    for graphs in (False, "loop"):
+        sim = Simulation(melt_system(8), lj(), device="cuda", precision="double", use_graphs=graphs)
+        sim.run(100)                      # one launch after the first build (made by the host)
+        runs[graphs] = sim.neighbors
+    by_host, in_loop = runs[False], runs["loop"]
+    assert in_loop.n_builds == by_host.n_builds > 3
+    assert len(by_host.recent_max_counts) == by_host.n_builds       # the window holds them all
+    # the first build (host), the launch's builds as one entry (their largest), and the last step's
+    # build if it had one (the step of the final report runs on the host)
+    assert 2 <= len(in_loop.recent_max_counts) <= 3 < by_host.n_builds
+    assert in_loop.recent_max_counts[0] == by_host.recent_max_counts[0]
+    assert max(in_loop.recent_max_counts) == max(by_host.recent_max_counts)
 
 
 def test_graph_recaptured_when_neighbor_storage_grows():
@@ -114,7 +138,7 @@ def test_graph_recaptured_when_the_count_array_moves():
     stale.fill(0)                       # what a block still reading the old address would see
     sim.run(100)
     ref.run(100)
-    assert sim._step_graph is not None and sim._step_graph.blocks > 0
+    assert sim._step_graph is not None and sim._step_graph.blocks + sim._step_graph.launches > 0
     assert np.array_equal(sim.system().positions, ref.system().positions)
 
 
@@ -132,21 +156,22 @@ class _ShrinkListStorage(Reporter):
         nl.recent_max_counts.clear()
 
 
-def test_overflow_inside_the_rebuild_step_is_repaired_with_the_same_bits():
-    """A build replayed in the step graph's rebuild step that overflows the storage freezes the
-    step; the host repeats it with a larger storage: positions and velocities equal, bit for bit,
-    those of the step-by-step loop without overflows."""
+@pytest.mark.parametrize("mode", ["blocks", "loop"])
+def test_overflow_inside_a_graph_is_repaired_with_the_same_bits(mode):
+    """A build replayed in a graph (the blocks' rebuild step, or inside the device loop) that
+    overflows the storage freezes the step; the host repeats it with a larger storage: positions
+    and velocities equal, bit for bit, those of the step-by-step loop without overflows."""
     out = {}
-    for graphs in (False, True):
+    for graphs in (False, mode):
         sim = Simulation(melt_system(6), lj(), device="cuda", precision="double", use_graphs=graphs)
         if graphs:
             sim.reporters.append(_ShrinkListStorage(every=60))
         sim.run(300)
         out[graphs] = (sim.system(), sim.neighbors.n_builds, sim._step_graph)
-    a, b = out[False][0], out[True][0]
+    a, b = out[False][0], out[mode][0]
     assert np.array_equal(a.positions, b.positions) and np.array_equal(a.velocities, b.velocities)
-    assert out[False][1] == out[True][1]
-    assert out[True][2].overflows >= 3
+    assert out[False][1] == out[mode][1]
+    assert out[mode][2].overflows >= 3
 
 
 def test_list_storage_is_freed_when_the_capacity_changes_in_the_step_graph():

@@ -52,8 +52,8 @@ class EngineOptions:
         GPU kernels without fused multiply-add, CPU full list (double-precision NVE gives the same
         bits on both, see :func:`_half_list`).
     pair_method : {"auto", "neighbor", "all_pairs"}
-    use_graphs : bool
-        On the GPU, plain NVE steps between reports as CUDA-graph blocks.
+    use_graphs : bool or {"loop", "blocks"}
+        On the GPU, plain NVE steps between reports in CUDA graphs (see ``Simulation``).
     comm : mpi4py communicator or None
         Run decomposed over its ranks (:mod:`pycumd.parallel`); None: one process.
     processors : tuple of 3 ints or None
@@ -64,7 +64,7 @@ class EngineOptions:
     precision: str = "auto"
     deterministic: bool = False
     pair_method: str = "auto"
-    use_graphs: bool = True
+    use_graphs: bool | str = True
     comm: object = None
     processors: tuple | None = None
     matrix_grid: tuple | None = None

@@ -30,6 +30,21 @@ rebuilds), since the launches left in a frozen block are wasted.  A graph bakes 
 arguments, so the block graphs are captured again when the neighbour storage is reallocated
 (capacity change) and the rebuild step with each new build plan; particles reordered at rebuilds
 keep their buffers.
+
+**The device loop** (``mode="loop"``; drivers with conditional graph nodes, CUDA 12.4+).  The whole stretch between two reports is one graph launch, with no host decision
+inside it (:mod:`pycumd.conditional_graph` builds it, :file:`step_control.cu` steers it)::
+
+    loop_start(n) -> initial_integrate
+    WHILE (steps left before the last):
+        displacement check -> decide_rebuild -> IF (some atom moved half the skin): the build's
+        launches -> pair forces -> final_then_initial_integrate -> loop_step_done
+    displacement check -> decide_rebuild -> IF (...): the build -> pair forces -> final_integrate
+    -> last_step_done
+
+The host reads the control array once, after the launch: steps completed, builds, their largest
+count.  An overflowing build freezes the launch as in a block, and the host repeats that step as
+after a frozen rebuild step.  The kernels and their order are those of the step-by-step path, so
+the bits are the same as in the two other paths.
 """
 
 from __future__ import annotations
@@ -37,6 +52,11 @@ from __future__ import annotations
 import weakref
 
 import numpy as np
+
+from .conditional_graph import GraphChain
+
+#: Indices into the state's control array (step_control.cu).
+FROZEN, BLOCK_DONE, REASON, MAX_COUNT, MIN_R2, BUILDS, MOVED, LOOP_DONE, LOOP_STEPS = range(9)
 
 
 class CudaStepGraph:
@@ -47,9 +67,22 @@ class CudaStepGraph:
     sim : Simulation
     block_steps : int
         Steps per captured block (the host synchronises once per block).
+    mode : {"blocks", "loop"}
+        ``"blocks"`` (default): captured blocks of up to ``block_steps`` steps; ``"loop"``: each call
+        of :meth:`advance` is one launch of a graph with conditional nodes (the device loop; raises
+        :class:`~pycumd.conditional_graph.ConditionalGraphUnavailable` on a driver without them).
+        Blocks are the default because they were faster on the H100 (docs/performance.md: at 32,000
+        atoms 29,700 against 26,600 steps/s; the loop's conditional nodes and its two one-thread
+        kernels cost about 4 us per step, more than the host's one read per block).
     """
 
-    def __init__(self, sim, block_steps: int = 25):
+    def __init__(self, sim, block_steps: int = 25, mode: str = "blocks"):
+        if mode not in ("loop", "blocks"):
+            raise ValueError(f"step graph mode must be 'loop' or 'blocks', got {mode!r}")
+        self.mode = mode
+        self._loops: dict = {}                # steps -> device-loop executable
+        self._loop_key = None
+        self.launches = 0                     # device-loop launches
         self.sim = sim
         self.block_steps = int(block_steps)
         self.cp = sim.backend.xp
@@ -142,12 +175,130 @@ class CudaStepGraph:
         return False
 
     def advance(self, n_steps: int) -> int:
-        """Run up to ``n_steps`` ordinary steps; return how many were completed (>= 1).
+        """Run up to ``n_steps`` ordinary steps; return how many were completed (>= 1)."""
+        if self.mode == "loop" and n_steps >= 2:
+            return self._advance_on_device(n_steps)
+        return self._advance_in_blocks(n_steps)
+
+    # -- the device loop -------------------------------------------------------------------------
+    def _capture(self, enqueue):
+        """A ``cupy.cuda.graph.Graph`` of the launches ``enqueue()`` makes on this stream."""
+        with self.stream:
+            self.stream.begin_capture()
+            enqueue()
+            return self.stream.end_capture()
+
+    def _kernels(self):
+        if not hasattr(self, "_control_kernels"):
+            module = self.sim.backend.kernel_module("step_control.cu")
+            self._control_kernels = {name: module.get_function(name) for name in
+                                     ("loop_start", "decide_rebuild", "loop_step_done", "last_step_done")}
+        return self._control_kernels
+
+    def _loop_graph(self, n_steps: int, plan):
+        """The device-loop executable for ``n_steps`` steps (cached; made anew when the list
+        storage or the build plan changes, as the block graphs)."""
+        nl, state, sim = self.sim.neighbors, self.sim.state, self.sim
+        key = (nl.nbr.data.ptr, nl.nbr_count.data.ptr, nl.capacity, id(plan))
+        if key != self._loop_key:
+            self._loops.clear()
+            self._loop_key = key
+        exe = self._loops.get(n_steps)
+        if exe is not None:
+            return exe
+        kernels = self._kernels()
+        nl._impl._kernel(state, "publish_build_stats")        # compiled before, not during, a capture
+        control = state.control
+        limit2 = nl.displacement_limit2
+        integrator = sim.integrator
+        one = ((1,), (1,))
+        fused = getattr(integrator, "final_then_initial_integrate", None)
+
+        def head():
+            kernels["loop_start"](*one, (control, np.int32(n_steps)))
+            integrator.initial_integrate(state)
+
+        def check(handle):
+            def enqueue():
+                nl._impl.displacement_exceeds(state, limit2, flag=control[MOVED:])
+                kernels["decide_rebuild"](*one, (control, np.uint64(handle)))
+            return enqueue
+
+        def rebuild():
+            nl._impl.enqueue(state, plan, nl, control=control, accumulate=True)
+
+        def forces_then_next_step():
+            sim.forces.compute(state, nl, False)
+            if fused is not None:
+                fused(state, 0)
+            else:
+                integrator.final_integrate(state, 0)
+                integrator.initial_integrate(state)
+
+        def forces_then_final():
+            sim.forces.compute(state, nl, False)
+            integrator.final_integrate(state, 0)
+
+        def step_done(handle):
+            return lambda: kernels["loop_step_done"](*one, (control, np.uint64(handle)))
+
+        root = GraphChain.create()
+        again = root.handle(default=1)
+        root.child(self._capture(head))
+        body = root.while_loop(again)
+        rebuild_in_loop = body.handle(default=0)
+        body.child(self._capture(check(rebuild_in_loop)))
+        body.if_then(rebuild_in_loop).child(self._capture(rebuild))
+        body.child(self._capture(forces_then_next_step))
+        body.child(self._capture(step_done(again)))
+        rebuild_last = root.handle(default=0)
+        root.child(self._capture(check(rebuild_last)))
+        root.if_then(rebuild_last).child(self._capture(rebuild))
+        root.child(self._capture(forces_then_final))
+        root.child(self._capture(lambda: kernels["last_step_done"](*one, (control,))))
+        exe = self._loops[n_steps] = root.instantiate()
+        return exe
+
+    def _advance_on_device(self, n_steps: int) -> int:
+        """Run ``n_steps`` (>= 2) ordinary steps in one launch of the device loop; return how
+        many were completed (fewer only when a build overflowed: that step is then finished on
+        the host, so at least one)."""
+        sim, state, nl = self.sim, self.sim.state, self.sim.neighbors
+        n_cells = nl.prepare_build(state)
+        plan = nl._impl.prepare(state, n_cells, nl.r_list, nl.capacity, nl)
+        self._loop_graph(n_steps, plan).launch(self.stream)
+        self.launches += 1
+        control = state.control.get(stream=self.stream)
+        completed, builds = int(control[LOOP_DONE]), int(control[BUILDS])
+        state.step += completed
+        overflowed = bool(control[FROZEN])
+        good_builds = builds - overflowed
+        plan.builds += builds
+        if good_builds:
+            nl.record_builds(state, good_builds, int(control[MAX_COUNT]) if not overflowed else None)
+        else:
+            nl.steps_since_build += completed
+        if not overflowed:
+            return completed
+        # the build of step `completed + 1` overflowed: repeat it with a larger storage, finish the step
+        self.overflows += 1
+        state.step += 1
+        ok = nl.finish_build(state, int(control[MAX_COUNT]), float("inf"))
+        assert not ok, "the device loop froze without an overflowing build"
+        state.control.fill(0)
+        nl.build(state)
+        sim.forces.compute(state, nl, False)
+        sim.integrator.final_integrate(state)
+        return completed + 1
+
+    # -- captured blocks -----------------------------------------------------------------------
+    def _advance_in_blocks(self, n_steps: int) -> int:
+        """Run up to ``n_steps`` ordinary steps in captured blocks; return how many were completed.
 
         Blocks and rebuild steps follow one another with one synchronisation per block; the call
         returns with no rebuild step left unread.
         """
-        sim, state, nl = self.sim, self.sim.state, self.sim.neighbors
+        state = self.sim.state
         completed = 0
         pending = False           # a rebuild step launched, its statistics not yet read
         while True:

@@ -62,7 +62,8 @@ def measure(cells: int, precision: str, steps: int, device: str, use_graphs: boo
             "backend": sim.backend.name, "steps": steps, "warmup": warmup,
             "steps_per_s": steps / seconds, "atom_steps_per_s": n * steps / seconds,
             "rebuilds": sim._last_rebuilds, "TotEng": total_energy,
-            "graphs": use_graphs, "deterministic": deterministic, "skin": skin, "lanes": getattr(sim.forces, "lanes", None)}
+            "graphs": use_graphs, "graph_mode": getattr(sim._step_graph, "mode", None),
+            "deterministic": deterministic, "skin": skin, "lanes": getattr(sim.forces, "lanes", None)}
 
 
 def _timer(backend):
@@ -287,6 +288,9 @@ def main(argv=None):
                     help="neighbour skin (default 0.3, in.lj's; other values: the skin study of docs/performance.md)")
     ap.add_argument("--json", help="append results as JSON lines to this file")
     ap.add_argument("--no-graphs", action="store_true", help="step-by-step host loop (no CUDA graphs)")
+    ap.add_argument("--graph-mode", choices=["blocks", "loop"], default="blocks",
+                    help="GPU: captured blocks (default; one host synchronisation per block) or the device loop "
+                         "(one graph launch per run, conditional nodes)")
     ap.add_argument("--deterministic", action="store_true",
                     help="GPU kernels without FMA contraction; CPU: the full neighbour list (the GPU's bits)")
     ap.add_argument("--lanes", type=int, nargs="+", default=[None],
@@ -313,7 +317,8 @@ def main(argv=None):
         rows = []
         for precision, lanes, threads in [(p, k, t) for p in args.precision for k in args.lanes for t in args.threads]:
             _set_threads(threads)
-            r = measure(cells, precision, args.steps, args.device, not args.no_graphs, args.deterministic, lanes,
+            graphs = False if args.no_graphs else args.graph_mode
+            r = measure(cells, precision, args.steps, args.device, graphs, args.deterministic, lanes,
                         args.warmup, args.skin)
             r["threads"] = threads if threads is not None else _numba_threads()
             rows.append(r)
@@ -325,7 +330,8 @@ def main(argv=None):
                   f"{r['integrate_s'] * 1e6:>9.1f} {r.get('gpu_bytes_per_atom', 0):>7.0f} {bw:>13}", flush=True)
             print(" " * 11 + "memory (B/atom): " + format_memory(r), flush=True)
             if "graph_step_s" in r:
-                print(" " * 11 + f"captured ordinary step (GPU): {r['graph_step_s'] * 1e6:.1f} us", flush=True)
+                print(" " * 11 + f"captured ordinary step (GPU): {r['graph_step_s'] * 1e6:.1f} us; "
+                      f"graph mode {r['graph_mode']}", flush=True)
             if "build_phases_s" in r:
                 print(" " * 11 + "build phases (us): " + ", ".join(
                     f"{k} {v * 1e6:.0f}" for k, v in r["build_phases_s"].items()), flush=True)

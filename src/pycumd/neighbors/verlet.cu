@@ -452,17 +452,25 @@ extern "C" __global__ void wrap_positions_composite(float* __restrict__ pos4, fl
 }
 #endif
 
-// End of a build captured inside the step graph's rebuild step (step_graph.py): copy the build's
-// statistics (largest count, smallest r^2 as float bits) to control[3], control[4] for the host's
-// one read per block, and on an overflow (largest count > capacity: the list is incomplete) freeze
-// the step -- control[0] = 1 makes every later kernel return at once -- and say why (control[2]).
+// End of a build captured inside the step graph (step_graph.py): copy the build's statistics
+// (largest count, smallest r^2 as float bits) to control[3], control[4] for the host's one read
+// per block -- or, with `accumulate` (the device loop: several builds per launch), keep their
+// largest and smallest there and count the build in control[5] -- and on an overflow (largest
+// count > capacity: the list is incomplete) freeze the step -- control[0] = 1 makes every later
+// kernel return at once -- and say why (control[2]).
 extern "C" __global__ void publish_build_stats(const unsigned int* __restrict__ stats, int capacity,
-                                               int* __restrict__ control)
+                                               int* __restrict__ control, int accumulate)
 {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     const unsigned int max_count = stats[0];
-    control[3] = (int)max_count;
-    control[4] = (int)stats[1];
+    if (accumulate) {
+        control[3] = max(control[3], (int)max_count);
+        control[4] = (int)min((unsigned int)control[4], stats[1]);   // positive floats: bits in value order
+        control[5] += 1;
+    } else {
+        control[3] = (int)max_count;
+        control[4] = (int)stats[1];
+    }
     if (max_count > (unsigned int)capacity) {
         control[0] = 1;
         control[2] = 1;

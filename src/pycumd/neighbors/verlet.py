@@ -514,6 +514,16 @@ class NeighborList:
         self.box_at_build = np.asarray(state.box_lengths, dtype=np.float64).copy()
         return True
 
+    def record_builds(self, state, builds: int, max_count: int | None) -> None:
+        """Host-side record of ``builds`` (>= 1) complete builds made on the device without the host
+        (the device loop, :mod:`pycumd.step_graph`), ``max_count`` their largest count (None: not
+        known).  The overlap check belongs to the first build, which is never one of them."""
+        if max_count is not None:
+            self.recent_max_counts = (self.recent_max_counts + [max_count])[-CAPACITY_WINDOW:]
+        self.n_builds += builds
+        self.steps_since_build = 0
+        self.box_at_build = np.asarray(state.box_lengths, dtype=np.float64).copy()
+
     def neighbors_of(self, i: int) -> np.ndarray:
         """Host copy of atom ``i``'s neighbour indices, in list order."""
         return self._impl.neighbors_of(self, i)
@@ -731,7 +741,7 @@ class _CudaBuild:
             self.plan = _BuildPlan(self.backend, key, state, n_cells, nl, self.float_list(state))
         return self.plan
 
-    def enqueue(self, state, plan, nl, control=None) -> None:
+    def enqueue(self, state, plan, nl, control=None, accumulate=False) -> None:
         """Launch a whole build on the current stream: no allocation, no synchronisation.
 
         wrap -> cell index -> counting sort -> reorder (gather + copy back, identity order) ->
@@ -740,6 +750,8 @@ class _CudaBuild:
         step-control array, :mod:`pycumd.step_graph`), a last kernel copies the statistics to
         ``control[3:5]`` and, if the storage overflowed, freezes the step (``control[0]`` and
         ``control[2]`` set): the kernels after it do nothing until the host repeats the build.
+        With ``accumulate`` (the device loop, several builds per launch) it keeps the largest count
+        and the smallest r^2 of the builds there and counts them in ``control[5]``.
         """
         cp = self.cp
         n = state.n_atoms
@@ -773,7 +785,8 @@ class _CudaBuild:
         self._mark("list kernel")
         cp.copyto(state.positions_at_build, state.positions)
         if control is not None:
-            self._kernel(state, "publish_build_stats")((1,), (1,), (plan.stats, np.int32(nl.capacity), control))
+            self._kernel(state, "publish_build_stats")((1,), (1,), (plan.stats, np.int32(nl.capacity), control,
+                                                                     np.int32(bool(accumulate))))
 
     def launch_list_kernel(self, positions, n_targets, keys, bin_start, order, order_is_identity, n_cells,
                            box_lengths, r_list, capacity, nbr, nbr_count, stats):

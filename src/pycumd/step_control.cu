@@ -1,0 +1,60 @@
+// Kernels that steer a run between two reports on the device, in one CUDA graph with conditional
+// nodes (step_graph.py, the device loop).  One thread each; they read and write the state's step
+// control array:
+//   control[0]  frozen: set when a build overflowed its storage (every step kernel returns at once)
+//   control[1]  steps completed in a captured block (the block path; unused here)
+//   control[2]  why frozen (1: list overflow)
+//   control[3]  largest neighbour count over the builds of this launch
+//   control[4]  smallest r^2 over those builds (float bits)
+//   control[5]  builds in this launch
+//   control[6]  the displacement check's flag of the current step
+//   control[7]  steps completed in this launch
+//   control[8]  steps this launch runs
+// A condition is set with cudaGraphSetConditional (one thread: concurrent calls are undefined).
+
+#ifdef __CUDACC_RTC__
+// NVRTC has no declaration of this device-runtime builtin (nvcc's cuda_runtime.h has; the handle
+// type there, cudaGraphConditionalHandle, is unsigned long long)
+extern "C" __device__ __attribute__((cudart_builtin)) void cudaGraphSetConditional(unsigned long long handle,
+                                                                                  unsigned int value);
+#endif
+
+// First node of a launch: the counters above, for a run of n_steps steps.
+extern "C" __global__ void loop_start(int* __restrict__ control, int n_steps)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    for (int k = 0; k < 9; ++k) control[k] = 0;
+    control[4] = 0x7F7FFFFF;                         // FLT_MAX bits: no build yet
+    control[8] = n_steps;
+}
+
+// After the displacement check: rebuild in this step (the IF node on `rebuild`) when some atom
+// moved too far and the launch is not frozen; the flag is cleared for the next step's check.
+extern "C" __global__ void decide_rebuild(int* __restrict__ control, unsigned long long rebuild)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    const unsigned int build = control[6] != 0 && control[0] == 0;
+    control[6] = 0;
+    cudaGraphSetConditional(rebuild, build);
+}
+
+// End of a step inside the loop: count it and go on while steps are left before the last one
+// (which the graph runs after the loop, with the final half step instead of the fused one).  A
+// frozen step is not counted and ends the loop.
+extern "C" __global__ void loop_step_done(int* __restrict__ control, unsigned long long again)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    unsigned int go_on = 0;
+    if (control[0] == 0) {
+        control[7] += 1;
+        go_on = control[7] < control[8] - 1;
+    }
+    cudaGraphSetConditional(again, go_on);
+}
+
+// End of the launch's last step: count it unless frozen.
+extern "C" __global__ void last_step_done(int* __restrict__ control)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    if (control[0] == 0) control[7] += 1;
+}
