@@ -54,9 +54,9 @@ class Simulation:
         see :mod:`pycumd.precision`).
     use_graphs : bool or {"loop", "blocks"}
         On the GPU, run plain NVE steps between reports in CUDA graphs (:mod:`pycumd.step_graph`):
-        True or ``"blocks"`` (default) as captured blocks, one host read per block; ``"loop"`` as
-        one launch per stretch between reports (conditional graph nodes, CUDA 12.4+ drivers; about
-        10% slower per step on the H100 at 32,000 atoms).  False forces the step-by-step path.
+        True (default) as one launch per stretch between reports where the driver has conditional
+        graph nodes (CUDA 12.4+; ``"loop"`` insists), else as captured blocks with one host read
+        per block (``"blocks"`` asks for those).  False forces the step-by-step path.
         All give the same bits.
 
     Examples
@@ -219,7 +219,7 @@ class Simulation:
         bar = Progress(steps, enabled=progress)
         graph = None
         if self.use_graphs and CudaStepGraph.applicable(self):
-            mode = "blocks" if self.use_graphs is True else self.use_graphs
+            mode = "auto" if self.use_graphs is True else self.use_graphs
             graph = self._step_graph = self._step_graph or CudaStepGraph(self, mode=mode)
         state = self.state
         try:

@@ -32,10 +32,11 @@ class State:
     virial : array, (N, 6) ``accum_t``: per-atom virial xx, yy, zz, xy, xz, yz
     box_lengths : tuple of 3 floats
     step : int
-    control : array, (9,) int32
+    control : array, (32,) int32
         Device flags of captured step blocks and of the device loop: ``[frozen, steps completed,
         list overflowed, largest count, smallest r^2 as float bits, builds, displacement flag,
-        loop steps completed, loop steps]`` (see step_graph.py and step_control.cu); zero outside them.
+        loop steps completed, loop steps]``, then the largest counts of the last 20 builds of a
+        device-loop launch (see step_graph.py and step_control.cu); zero outside them.
     lo : dict or None
         Composite precision only: the float32 low parts of ``positions`` ((N, 4), the type
         column 0), ``velocities``, ``per_atom_mass``, ``forces``, ``energy`` and ``virial``,
@@ -137,7 +138,7 @@ class State:
             energy=xp.zeros(n, dtype=accum),
             virial=xp.zeros((n, 6), dtype=accum),
             box_lengths=tuple(system.box.lengths),
-            control=xp.zeros(9, dtype=np.int32),
+            control=xp.zeros(32, dtype=np.int32),
             lo=lo,
         )
 

@@ -10,6 +10,7 @@
 //   control[6]  the displacement check's flag of the current step
 //   control[7]  steps completed in this launch
 //   control[8]  steps this launch runs
+//   control[9 + (b mod 20)]  largest count of build b of this launch (publish_build_stats in verlet.cu)
 // A condition is set with cudaGraphSetConditional (one thread: concurrent calls are undefined).
 
 #ifdef __CUDACC_RTC__

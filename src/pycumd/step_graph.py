@@ -31,7 +31,7 @@ arguments, so the block graphs are captured again when the neighbour storage is 
 (capacity change) and the rebuild step with each new build plan; particles reordered at rebuilds
 keep their buffers.
 
-**The device loop** (``mode="loop"``; drivers with conditional graph nodes, CUDA 12.4+).  The whole stretch between two reports is one graph launch, with no host decision
+**The device loop** (the default where the driver has conditional graph nodes, CUDA 12.4+).  The whole stretch between two reports is one graph launch, with no host decision
 inside it (:mod:`pycumd.conditional_graph` builds it, :file:`step_control.cu` steers it)::
 
     loop_start(n) -> initial_integrate
@@ -53,10 +53,12 @@ import weakref
 
 import numpy as np
 
-from .conditional_graph import GraphChain
+from .conditional_graph import ConditionalGraphUnavailable, GraphChain
+from .neighbors.verlet import CAPACITY_WINDOW
 
 #: Indices into the state's control array (step_control.cu).
 FROZEN, BLOCK_DONE, REASON, MAX_COUNT, MIN_R2, BUILDS, MOVED, LOOP_DONE, LOOP_STEPS = range(9)
+BUILD_COUNTS = 9              # control[9 + (b mod CAPACITY_WINDOW)]: largest count of build b of a launch
 
 
 class CudaStepGraph:
@@ -67,22 +69,24 @@ class CudaStepGraph:
     sim : Simulation
     block_steps : int
         Steps per captured block (the host synchronises once per block).
-    mode : {"blocks", "loop"}
-        ``"blocks"`` (default): captured blocks of up to ``block_steps`` steps; ``"loop"``: each call
-        of :meth:`advance` is one launch of a graph with conditional nodes (the device loop; raises
-        :class:`~pycumd.conditional_graph.ConditionalGraphUnavailable` on a driver without them).
-        Blocks are the default because they were faster on the H100 (docs/performance.md: at 32,000
-        atoms 29,700 against 26,600 steps/s; the loop's conditional nodes and its two one-thread
-        kernels cost about 4 us per step, more than the host's one read per block).
+    mode : {"auto", "loop", "blocks"}
+        ``"loop"``: each call of :meth:`advance` is one launch of a graph with conditional nodes
+        (the device loop; raises :class:`~pycumd.conditional_graph.ConditionalGraphUnavailable` on
+        a driver without them); ``"blocks"``: captured blocks of up to ``block_steps`` steps;
+        ``"auto"`` (default): the loop where the driver has conditional nodes, else blocks.  On the
+        H100 at 32,000 atoms the loop ran 26,800-27,800 steps/s against the blocks' 25,700-27,500
+        in alternating runs of one call (docs/performance.md).
     """
 
-    def __init__(self, sim, block_steps: int = 25, mode: str = "blocks"):
-        if mode not in ("loop", "blocks"):
-            raise ValueError(f"step graph mode must be 'loop' or 'blocks', got {mode!r}")
+    def __init__(self, sim, block_steps: int = 25, mode: str = "auto"):
+        if mode not in ("auto", "loop", "blocks"):
+            raise ValueError(f"step graph mode must be 'auto', 'loop' or 'blocks', got {mode!r}")
         self.mode = mode
         self._loops: dict = {}                # steps -> device-loop executable
         self._loop_key = None
+        self._loop_plan = None                # weak reference to the build plan the loops were made with
         self.launches = 0                     # device-loop launches
+        self.loop_fallbacks = 0               # device-loop calls run in blocks (a capacity change due)
         self.sim = sim
         self.block_steps = int(block_steps)
         self.cp = sim.backend.xp
@@ -176,8 +180,13 @@ class CudaStepGraph:
 
     def advance(self, n_steps: int) -> int:
         """Run up to ``n_steps`` ordinary steps; return how many were completed (>= 1)."""
-        if self.mode == "loop" and n_steps >= 2:
-            return self._advance_on_device(n_steps)
+        if self.mode != "blocks" and n_steps >= 2:
+            try:
+                return self._advance_on_device(n_steps)
+            except ConditionalGraphUnavailable:
+                if self.mode == "loop":
+                    raise
+                self.mode = "blocks"
         return self._advance_in_blocks(n_steps)
 
     # -- the device loop -------------------------------------------------------------------------
@@ -199,10 +208,12 @@ class CudaStepGraph:
         """The device-loop executable for ``n_steps`` steps (cached; made anew when the list
         storage or the build plan changes, as the block graphs)."""
         nl, state, sim = self.sim.neighbors, self.sim.state, self.sim
-        key = (nl.nbr.data.ptr, nl.nbr_count.data.ptr, nl.capacity, id(plan))
-        if key != self._loop_key:
+        # the plan by weak reference (as the rebuild step's): an id could be reused by a new plan
+        # whose buffers lie elsewhere
+        key = (nl.nbr.data.ptr, nl.nbr_count.data.ptr, nl.capacity)
+        if key != self._loop_key or self._loop_plan is None or self._loop_plan() is not plan:
             self._loops.clear()
-            self._loop_key = key
+            self._loop_key, self._loop_plan = key, weakref.ref(plan)
         exe = self._loops.get(n_steps)
         if exe is not None:
             return exe
@@ -262,10 +273,21 @@ class CudaStepGraph:
     def _advance_on_device(self, n_steps: int) -> int:
         """Run ``n_steps`` (>= 2) ordinary steps in one launch of the device loop; return how
         many were completed (fewer only when a build overflowed: that step is then finished on
-        the host, so at least one)."""
+        the host, so at least one).
+
+        A capacity change that is due (the list's shrink policy, or one asked for) takes effect at
+        a build that reallocates the storage, which the loop's captured build cannot do, while the
+        steps before that build still read the present list: such a call runs in blocks.
+        """
         sim, state, nl = self.sim, self.sim.state, self.sim.neighbors
-        n_cells = nl.prepare_build(state)
-        plan = nl._impl.prepare(state, n_cells, nl.r_list, nl.capacity, nl)
+        n = state.n_atoms
+        L = np.asarray(state.box_lengths)
+        nl.check_box(L)
+        nl._shrink_if_oversized(n)
+        if nl.nbr.size != n * nl.capacity:
+            self.loop_fallbacks += 1
+            return self._advance_in_blocks(n_steps)
+        plan = nl._impl.prepare(state, nl.cells_per_dimension(L), nl.r_list, nl.capacity, nl)
         self._loop_graph(n_steps, plan).launch(self.stream)
         self.launches += 1
         control = state.control.get(stream=self.stream)
@@ -275,7 +297,9 @@ class CudaStepGraph:
         good_builds = builds - overflowed
         plan.builds += builds
         if good_builds:
-            nl.record_builds(state, good_builds, int(control[MAX_COUNT]) if not overflowed else None)
+            ring = CAPACITY_WINDOW
+            counts = [control[BUILD_COUNTS + b % ring] for b in range(max(0, good_builds - ring), good_builds)]
+            nl.record_builds(state, good_builds, counts)
         else:
             nl.steps_since_build += completed
         if not overflowed:

@@ -62,8 +62,15 @@ def measure(cells: int, precision: str, steps: int, device: str, use_graphs: boo
             "backend": sim.backend.name, "steps": steps, "warmup": warmup,
             "steps_per_s": steps / seconds, "atom_steps_per_s": n * steps / seconds,
             "rebuilds": sim._last_rebuilds, "TotEng": total_energy,
-            "graphs": use_graphs, "graph_mode": getattr(sim._step_graph, "mode", None),
+            "graphs": use_graphs, "graph_mode": _graph_mode(sim._step_graph),
             "deterministic": deterministic, "skin": skin, "lanes": getattr(sim.forces, "lanes", None)}
+
+
+def _graph_mode(graph) -> str | None:
+    """How the measured run's ordinary steps ran: "loop", "blocks" or None (step by step)."""
+    if graph is None:
+        return None
+    return "loop" if graph.launches else "blocks"
 
 
 def _timer(backend):
@@ -288,9 +295,9 @@ def main(argv=None):
                     help="neighbour skin (default 0.3, in.lj's; other values: the skin study of docs/performance.md)")
     ap.add_argument("--json", help="append results as JSON lines to this file")
     ap.add_argument("--no-graphs", action="store_true", help="step-by-step host loop (no CUDA graphs)")
-    ap.add_argument("--graph-mode", choices=["blocks", "loop"], default="blocks",
-                    help="GPU: captured blocks (default; one host synchronisation per block) or the device loop "
-                         "(one graph launch per run, conditional nodes)")
+    ap.add_argument("--graph-mode", choices=["auto", "loop", "blocks"], default="auto",
+                    help="GPU: the device loop (one graph launch per run, conditional nodes), captured blocks "
+                         "(one host synchronisation per block), or auto (default: the loop where the driver has it)")
     ap.add_argument("--deterministic", action="store_true",
                     help="GPU kernels without FMA contraction; CPU: the full neighbour list (the GPU's bits)")
     ap.add_argument("--lanes", type=int, nargs="+", default=[None],
@@ -317,7 +324,7 @@ def main(argv=None):
         rows = []
         for precision, lanes, threads in [(p, k, t) for p in args.precision for k in args.lanes for t in args.threads]:
             _set_threads(threads)
-            graphs = False if args.no_graphs else args.graph_mode
+            graphs = False if args.no_graphs else (True if args.graph_mode == "auto" else args.graph_mode)
             r = measure(cells, precision, args.steps, args.device, graphs, args.deterministic, lanes,
                         args.warmup, args.skin)
             r["threads"] = threads if threads is not None else _numba_threads()

@@ -454,18 +454,20 @@ extern "C" __global__ void wrap_positions_composite(float* __restrict__ pos4, fl
 
 // End of a build captured inside the step graph (step_graph.py): copy the build's statistics
 // (largest count, smallest r^2 as float bits) to control[3], control[4] for the host's one read
-// per block -- or, with `accumulate` (the device loop: several builds per launch), keep their
-// largest and smallest there and count the build in control[5] -- and on an overflow (largest
-// count > capacity: the list is incomplete) freeze the step -- control[0] = 1 makes every later
-// kernel return at once -- and say why (control[2]).
+// per block -- or, with ring > 0 (the device loop: several builds per launch), keep their largest
+// and smallest there, count the build in control[5] and put its largest count in
+// control[9 + (build mod ring)], the host's record of the last `ring` builds -- and on an overflow
+// (largest count > capacity: the list is incomplete) freeze the step -- control[0] = 1 makes every
+// later kernel return at once -- and say why (control[2]).
 extern "C" __global__ void publish_build_stats(const unsigned int* __restrict__ stats, int capacity,
-                                               int* __restrict__ control, int accumulate)
+                                               int* __restrict__ control, int ring)
 {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     const unsigned int max_count = stats[0];
-    if (accumulate) {
+    if (ring > 0) {
         control[3] = max(control[3], (int)max_count);
         control[4] = (int)min((unsigned int)control[4], stats[1]);   // positive floats: bits in value order
+        control[9 + control[5] % ring] = (int)max_count;
         control[5] += 1;
     } else {
         control[3] = (int)max_count;

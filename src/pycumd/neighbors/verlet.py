@@ -514,12 +514,12 @@ class NeighborList:
         self.box_at_build = np.asarray(state.box_lengths, dtype=np.float64).copy()
         return True
 
-    def record_builds(self, state, builds: int, max_count: int | None) -> None:
+    def record_builds(self, state, builds: int, max_counts) -> None:
         """Host-side record of ``builds`` (>= 1) complete builds made on the device without the host
-        (the device loop, :mod:`pycumd.step_graph`), ``max_count`` their largest count (None: not
-        known).  The overlap check belongs to the first build, which is never one of them."""
-        if max_count is not None:
-            self.recent_max_counts = (self.recent_max_counts + [max_count])[-CAPACITY_WINDOW:]
+        (the device loop, :mod:`pycumd.step_graph`); ``max_counts``: the largest count of each of the
+        last of them, in order (at most ``CAPACITY_WINDOW``).  The overlap check belongs to the
+        first build, which is never one of them."""
+        self.recent_max_counts = (self.recent_max_counts + [int(c) for c in max_counts])[-CAPACITY_WINDOW:]
         self.n_builds += builds
         self.steps_since_build = 0
         self.box_at_build = np.asarray(state.box_lengths, dtype=np.float64).copy()
@@ -751,7 +751,8 @@ class _CudaBuild:
         ``control[3:5]`` and, if the storage overflowed, freezes the step (``control[0]`` and
         ``control[2]`` set): the kernels after it do nothing until the host repeats the build.
         With ``accumulate`` (the device loop, several builds per launch) it keeps the largest count
-        and the smallest r^2 of the builds there and counts them in ``control[5]``.
+        and the smallest r^2 of the builds there, counts them in ``control[5]`` and records the
+        largest count of each of the last ``CAPACITY_WINDOW`` in ``control[9:]``.
         """
         cp = self.cp
         n = state.n_atoms
@@ -786,7 +787,7 @@ class _CudaBuild:
         cp.copyto(state.positions_at_build, state.positions)
         if control is not None:
             self._kernel(state, "publish_build_stats")((1,), (1,), (plan.stats, np.int32(nl.capacity), control,
-                                                                     np.int32(bool(accumulate))))
+                                                                     np.int32(CAPACITY_WINDOW if accumulate else 0)))
 
     def launch_list_kernel(self, positions, n_targets, keys, bin_start, order, order_is_identity, n_cells,
                            box_lengths, r_list, capacity, nbr, nbr_count, stats):
