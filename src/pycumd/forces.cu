@@ -244,9 +244,7 @@ __device__ __forceinline__ void sum_neighbours_fixed(
 // 1 + O(2^-24)).  Resolution L / 2^32 per coordinate (1.5e-8 in a box of 64), below the float32
 // rounding of a separation r itself while L < ~256 r.  Pairs in float32, the sums
 // compensated (about 48 bits, as composite), added into float64 at the end.
-__device__ __forceinline__ unsigned int box_fraction(double x, double scale) {
-    return (unsigned int)(unsigned long long)__double2ll_rn(x * scale);   // mod 2^32
-}
+#include "fixed_point.cuh"          // box_fraction
 
 extern "C" __global__ void fixed_point_image(const int* __restrict__ control, const double* __restrict__ pos4,
                                              uint4* __restrict__ image, int n,

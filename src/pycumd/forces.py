@@ -397,20 +397,34 @@ class PairForces:
              self._table, np.int32(self.n_types), *[real(x) for x in L], *[real(x) for x in 1.0 / L],
              state.forces, state.energy, state.virial, np.int32(lanes)))
 
-    def _compute_fixed(self, state, neighbors, with_energy: bool) -> None:
+    def image_of(self, state):
+        """Mixed precision: the fixed-point image array for ``state``'s position rows ((rows, 4)
+        uint32), allocated at the first call (outside any graph capture)."""
+        rows = int(state.positions.shape[0])
+        if self.image is None or self.image.shape[0] != rows:
+            self.image = None
+            self.image = self.backend.xp.empty((rows, 4), np.uint32)
+        return self.image
+
+    def write_image(self, state) -> None:
+        """Mixed precision: launch the kernel that writes the fixed-point image of the positions."""
+        rows = int(state.positions.shape[0])
+        L = np.asarray(state.box_lengths, dtype=np.float64)
+        self._image_kernel(((rows + BLOCK - 1) // BLOCK,), (BLOCK,),
+                           (state.control, state.positions, self.image_of(state), np.int32(rows),
+                            *[np.float64(2.0**32 / x) for x in L]))
+
+    def _compute_fixed(self, state, neighbors, with_energy: bool, image_current: bool = False) -> None:
         """Mixed precision: write the fixed-point image of the positions, then the forces from it.
 
         The image covers every row of ``state.positions`` (a spatial domain's owned atoms and its
-        ghosts); the targets are the first ``state.n_atoms`` rows."""
+        ghosts); the targets are the first ``state.n_atoms`` rows.  ``image_current``: the image
+        was written with the present positions already (the captured steps' fused half steps,
+        ``final_then_initial_integrate_image``), so it is not written again."""
         n = state.n_atoms
-        rows = int(state.positions.shape[0])
         L = np.asarray(state.box_lengths, dtype=np.float64)
-        if self.image is None or self.image.shape[0] != rows:
-            self.image = None
-            self.image = self.backend.xp.empty((rows, 4), np.uint32)    # outside graph capture: the first call
-        self._image_kernel(((rows + BLOCK - 1) // BLOCK,), (BLOCK,),
-                           (state.control, state.positions, self.image, np.int32(rows),
-                            *[np.float64(2.0**32 / x) for x in L]))
+        if not image_current:
+            self.write_image(state)
         lanes = self._lanes(n)
         self._kernel[bool(with_energy)](
             ((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),

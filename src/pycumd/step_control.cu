@@ -59,3 +59,13 @@ extern "C" __global__ void last_step_done(int* __restrict__ control)
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     if (control[0] == 0) control[7] += 1;
 }
+
+// Captured blocks with mixed precision's fused half steps (final_then_initial_integrate_image in
+// integrate.cu, which sets control[6] in place of the displacement check): freeze the block when
+// that check fired, as displacement_exceeds with flag = control would have.
+extern "C" __global__ void freeze_if_moved(int* __restrict__ control)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    if (control[6] != 0) control[0] = 1;
+    control[6] = 0;
+}

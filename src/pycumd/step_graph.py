@@ -41,6 +41,13 @@ inside it (:mod:`pycumd.conditional_graph` builds it, :file:`step_control.cu` st
     displacement check -> decide_rebuild -> IF (...): the build -> pair forces -> final_integrate
     -> last_step_done
 
+In mixed precision the fused half steps (``final_then_initial_integrate_image``) also write the
+force kernel's fixed-point image of the new positions and do the displacement check from the
+positions in registers (flag ``control[6]``; in blocks a one-thread ``freeze_if_moved`` turns it into
+the freeze), so the separate image and check kernels, which would read the float64 positions
+again, run only after a build and at the first step of a launch or block (1M atoms: 1.85e9 ->
+1.91-1.96e9 atom-steps/s; 32,000: 22,100 -> 25,200 steps/s).
+
 The host reads the control array once, after the launch: steps completed, builds, their largest
 count.  An overflowing build freezes the launch as in a block, and the host repeats that step as
 after a frozen rebuild step.  The kernels and their order are those of the step-by-step path, so
@@ -74,8 +81,9 @@ class CudaStepGraph:
         (the device loop; raises :class:`~pycumd.conditional_graph.ConditionalGraphUnavailable` on
         a driver without them); ``"blocks"``: captured blocks of up to ``block_steps`` steps;
         ``"auto"`` (default): the loop where the driver has conditional nodes, else blocks.  On the
-        H100 at 32,000 atoms the loop ran 26,800-27,800 steps/s against the blocks' 25,700-27,500
-        in alternating runs of one call (docs/performance.md).
+        H100 at 32,000 atoms the two ran at the same pace (loop 26,800-27,800 steps/s, blocks
+        25,700-30,100, alternating runs in two calls; docs/performance.md), the loop with the
+        narrower spread.
     """
 
     def __init__(self, sim, block_steps: int = 25, mode: str = "auto"):
@@ -112,7 +120,8 @@ class CudaStepGraph:
         nl = self.sim.neighbors
         # the list arrays the captured force launches read: both addresses (a storage reallocated
         # with the same size may come back at the same nbr address but another nbr_count address)
-        key = (nl.nbr.data.ptr, nl.nbr_count.data.ptr, nl.capacity)
+        image = getattr(self.sim.forces, "image", None)      # mixed: the fused half steps write it
+        key = (nl.nbr.data.ptr, nl.nbr_count.data.ptr, nl.capacity, None if image is None else image.data.ptr)
         if key != self._key:
             self._graphs.clear()
             self._key = key
@@ -120,15 +129,26 @@ class CudaStepGraph:
         if graph is None:
             sim, state = self.sim, self.sim.state
             limit2 = nl.displacement_limit2
+            kernels = self._kernels()
+            image = sim.forces.image_of(state) if self._fused_image() is not None else None
             with self.stream:
                 self.stream.begin_capture()
                 # control[1] = 0: a block frozen at its first step completed none
                 self.cp.cuda.runtime.memsetAsync(state.control.data.ptr + 4, 0, 4, self.stream.ptr)
                 integrator = sim.integrator
                 fused = getattr(integrator, "final_then_initial_integrate", None)
+                fused_image = self._fused_image()
                 for step_in_block in range(1, k + 1):
                     if step_in_block == 1 or fused is None:
                         integrator.initial_integrate(state)
+                    elif fused_image is not None:
+                        # mixed: the half steps, the next force kernel's image and the displacement check
+                        fused_image(state, step_in_block - 1, image, limit2)
+                        kernels["freeze_if_moved"]((1,), (1,), (state.control,))
+                        sim.forces.compute(state, nl, False, image_current=True)
+                        if step_in_block == k:
+                            integrator.final_integrate(state, step_in_block)
+                        continue
                     else:            # the final half step of the previous step and this one's first
                         fused(state, step_in_block - 1)
                     nl._impl.displacement_exceeds(state, limit2, flag=state.control)
@@ -197,11 +217,18 @@ class CudaStepGraph:
             enqueue()
             return self.stream.end_capture()
 
+    def _fused_image(self):
+        """Mixed precision: the integrator's half steps that also write the forces' fixed-point
+        image and the displacement check (``final_then_initial_integrate_image``), else None."""
+        fused_image = getattr(self.sim.integrator, "final_then_initial_integrate_image", None)
+        return fused_image if hasattr(self.sim.forces, "image_of") and fused_image is not None else None
+
     def _kernels(self):
         if not hasattr(self, "_control_kernels"):
             module = self.sim.backend.kernel_module("step_control.cu")
             self._control_kernels = {name: module.get_function(name) for name in
-                                     ("loop_start", "decide_rebuild", "loop_step_done", "last_step_done")}
+                                     ("loop_start", "decide_rebuild", "loop_step_done", "last_step_done",
+                                              "freeze_if_moved")}
         return self._control_kernels
 
     def _loop_graph(self, n_steps: int, plan):
@@ -210,7 +237,8 @@ class CudaStepGraph:
         nl, state, sim = self.sim.neighbors, self.sim.state, self.sim
         # the plan by weak reference (as the rebuild step's): an id could be reused by a new plan
         # whose buffers lie elsewhere
-        key = (nl.nbr.data.ptr, nl.nbr_count.data.ptr, nl.capacity)
+        image = getattr(sim.forces, "image", None)
+        key = (nl.nbr.data.ptr, nl.nbr_count.data.ptr, nl.capacity, None if image is None else image.data.ptr)
         if key != self._loop_key or self._loop_plan is None or self._loop_plan() is not plan:
             self._loops.clear()
             self._loop_key, self._loop_plan = key, weakref.ref(plan)
@@ -225,29 +253,46 @@ class CudaStepGraph:
         one = ((1,), (1,))
         fused = getattr(integrator, "final_then_initial_integrate", None)
 
+        fused_image = self._fused_image()
+        image = sim.forces.image_of(state) if fused_image is not None else None
+
         def head():
             kernels["loop_start"](*one, (control, np.int32(n_steps)))
             integrator.initial_integrate(state)
+            if fused_image is not None:     # the first step's check and image; later ones: fused_image's
+                nl._impl.displacement_exceeds(state, limit2, flag=control[MOVED:])
+                sim.forces.write_image(state)
 
         def check(handle):
             def enqueue():
-                nl._impl.displacement_exceeds(state, limit2, flag=control[MOVED:])
+                if fused_image is None:
+                    nl._impl.displacement_exceeds(state, limit2, flag=control[MOVED:])
                 kernels["decide_rebuild"](*one, (control, np.uint64(handle)))
             return enqueue
 
         def rebuild():
             nl._impl.enqueue(state, plan, nl, control=control, accumulate=True)
+            if fused_image is not None:     # the reordered positions' image
+                sim.forces.write_image(state)
+
+        def forces():
+            if fused_image is not None:
+                sim.forces.compute(state, nl, False, image_current=True)
+            else:
+                sim.forces.compute(state, nl, False)
 
         def forces_then_next_step():
-            sim.forces.compute(state, nl, False)
-            if fused is not None:
+            forces()
+            if fused_image is not None:
+                fused_image(state, 0, image, limit2)
+            elif fused is not None:
                 fused(state, 0)
             else:
                 integrator.final_integrate(state, 0)
                 integrator.initial_integrate(state)
 
         def forces_then_final():
-            sim.forces.compute(state, nl, False)
+            forces()
             integrator.final_integrate(state, 0)
 
         def step_done(handle):

@@ -62,6 +62,47 @@ extern "C" __global__ void final_then_initial_integrate(int* __restrict__ contro
     }
 }
 
+#include "fixed_point.cuh"
+#include "positions.cuh"
+
+// Mixed precision (real_t double), between two force computations of a captured step graph:
+// final_then_initial_integrate, then from the new positions in registers the two passes that would
+// read them back: the fixed-point image the next force kernel reads (fixed_point_image in forces.cu,
+// scale = 2^32 / L) and the displacement check (displacement_exceeds in verlet.cu, limit2, against
+// the positions at the last build), whose flag is control[6] (step_control.cu), never control[0],
+// which the kernel's own threads read.  Same operations on the same values as the three kernels,
+// so the same bits.
+extern "C" __global__ void final_then_initial_integrate_image(
+    int* __restrict__ control, int step_in_block, real_t* __restrict__ pos4, real_t* __restrict__ vel,
+    const accum_t* __restrict__ force, const real_t* __restrict__ mass, int n, real_t dtf, real_t dtv,
+    uint4* __restrict__ image, double scale_x, double scale_y, double scale_z,
+    const real_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,
+    real_t invLx, real_t invLy, real_t invLz, real_t limit2)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || control[0]) return;
+    if (i == 0) control[1] = step_in_block;
+    real_t dtfm = dtf / mass[i];
+    real_t x[3];
+    for (int d = 0; d < 3; ++d) {
+        const accum_t f = force[3 * (size_t)i + d];
+        real_t v = half_kick(half_kick(vel[3 * (size_t)i + d], dtfm, f), dtfm, f);
+        vel[3 * (size_t)i + d] = v;
+        x[d] = pos4[4 * (size_t)i + d] + dtv * v;
+        pos4[4 * (size_t)i + d] = x[d];
+    }
+    const int t = (int)pos4[4 * (size_t)i + 3];
+    image[i] = make_uint4(box_fraction((double)x[0], scale_x), box_fraction((double)x[1], scale_y),
+                          box_fraction((double)x[2], scale_z), (unsigned int)t);
+    real_t x0, y0, z0; int t0;
+    load_position(pos4_at_build, i, x0, y0, z0, t0);
+    real_t dx = x[0] - x0, dy = x[1] - y0, dz = x[2] - z0;
+    dx -= Lx * rint(dx * invLx);
+    dy -= Ly * rint(dy * invLy);
+    dz -= Lz * rint(dz * invLz);
+    if (dx * dx + dy * dy + dz * dz > limit2) control[6] = 1;
+}
+
 #include "integrators/counter_rng.cuh"
 
 // Langevin (LAMMPS fix langevin form): f += gamma1 m v + gamma2 sqrt(m) (u - 1/2), u uniform in [0,1)
