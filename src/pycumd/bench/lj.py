@@ -208,22 +208,31 @@ def graph_block_step(sim, k: int = 4, reps: int = 5):
 
 def build_phases(sim, reps: int = 5) -> dict:
     """GPU time of each phase of a neighbour-list build (CUDA events between phases, mean over
-    ``reps`` builds, the launches run one by one), plus ``host``: the wall time of such a build
-    call with synchronisation, and ``graph``: the wall time of an ordinary build call (its launches
-    replayed from a captured CUDA graph).  A phase's time includes the launch gaps in it: a phase
-    made of many small launches is host-bound when its time exceeds its kernels' run time."""
+    ``reps`` builds, the launches run one by one behind a kernel that holds the GPU for ~10 ms, so
+    that all of them are queued before the first runs and the gaps between events are GPU time,
+    not the host's launch time), plus ``host``: the wall time of such a build call with
+    synchronisation (no hold), and ``graph``: the wall time of an ordinary build call
+    (its launches replayed from a captured CUDA graph)."""
     impl, state, nl = sim.neighbors._impl, sim.state, sim.neighbors
+    cp = sim.backend.xp
+    hold = cp.RawKernel('extern "C" __global__ void hold(long long cycles) '
+                        '{ long long t0 = clock64(); while (clock64() - t0 < cycles) {} }', "hold")
     totals: dict = {}
     t0 = time.perf_counter()
+    for _ in range(reps):                    # the uncaptured launches' wall time, without the hold
+        impl.phase_events = []
+        nl.build(state)
+    host = (time.perf_counter() - t0) / reps
     for _ in range(reps):
         impl.phase_events = []
+        hold((1,), (1,), (np.int64(20_000_000),))
         nl.build(state)
         events = impl.phase_events
         events[-1][1].synchronize()
         for (_, a), (name, b) in zip(events, events[1:]):
-            totals[name] = totals.get(name, 0.0) + sim.backend.xp.cuda.get_elapsed_time(a, b) / 1e3 / reps
+            totals[name] = totals.get(name, 0.0) + cp.cuda.get_elapsed_time(a, b) / 1e3 / reps
     impl.phase_events = None
-    totals["host"] = (time.perf_counter() - t0) / reps
+    totals["host"] = host
     nl.build(state)                          # (re)captures the graph if needed
     t0 = time.perf_counter()
     for _ in range(reps):
