@@ -349,6 +349,9 @@ class PairForces:
             self.compute = self._compute_fixed
         else:
             self.compute = self._compute_cuda if backend.is_gpu else self._compute_cpu
+        #: mixed precision: the force kernel reads a fixed-point image of float64 positions that
+        #: the captured steps' half steps may write (``compute(..., image_current=True)``)
+        self.reads_fixed_image = bool(fixed and not precision.composite)
 
     def _lanes(self, n_atoms: int) -> int:
         if self.lanes is None:

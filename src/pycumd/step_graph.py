@@ -41,12 +41,12 @@ inside it (:mod:`pycumd.conditional_graph` builds it, :file:`step_control.cu` st
     displacement check -> decide_rebuild -> IF (...): the build -> pair forces -> final_integrate
     -> last_step_done
 
-In mixed precision the fused half steps (``final_then_initial_integrate_image``) also write the
-force kernel's fixed-point image of the new positions and do the displacement check from the
-positions in registers (flag ``control[6]``; in blocks a one-thread ``freeze_if_moved`` turns it into
-the freeze), so the separate image and check kernels, which would read the float64 positions
-again, run only after a build and at the first step of a launch or block (1M atoms: 1.85e9 ->
-1.91-1.96e9 atom-steps/s; 32,000: 22,100 -> 25,200 steps/s).
+The fused half steps (``final_then_initial_integrate_check``; not in composite precision) also do
+the displacement check from the positions in registers (flag ``control[6]``; in blocks a one-thread
+``freeze_if_moved`` turns it into the freeze) and in mixed precision write the force kernel's
+fixed-point image of the new positions, so the separate check and image kernels, which would read
+the positions again, run only after a build and at the first step of a launch or block (mixed, 1M
+atoms: 1.85e9 -> 1.91-1.96e9 atom-steps/s; 32,000: 22,100 -> 25,200 steps/s).
 
 The host reads the control array once, after the launch: steps completed, builds, their largest
 count.  An overflowing build freezes the launch as in a block, and the host repeats that step as
@@ -130,22 +130,21 @@ class CudaStepGraph:
             sim, state = self.sim, self.sim.state
             limit2 = nl.displacement_limit2
             kernels = self._kernels()
-            image = sim.forces.image_of(state) if self._fused_image() is not None else None
+            fused_check, image = self._fused_check()
             with self.stream:
                 self.stream.begin_capture()
                 # control[1] = 0: a block frozen at its first step completed none
                 self.cp.cuda.runtime.memsetAsync(state.control.data.ptr + 4, 0, 4, self.stream.ptr)
                 integrator = sim.integrator
                 fused = getattr(integrator, "final_then_initial_integrate", None)
-                fused_image = self._fused_image()
                 for step_in_block in range(1, k + 1):
                     if step_in_block == 1 or fused is None:
                         integrator.initial_integrate(state)
-                    elif fused_image is not None:
-                        # mixed: the half steps, the next force kernel's image and the displacement check
-                        fused_image(state, step_in_block - 1, image, limit2)
+                    elif fused_check is not None:
+                        # the half steps, the displacement check (and mixed: the next force kernel's image)
+                        fused_check(state, step_in_block - 1, limit2, image)
                         kernels["freeze_if_moved"]((1,), (1,), (state.control,))
-                        sim.forces.compute(state, nl, False, image_current=True)
+                        self._forces_after_fused_check(image)
                         if step_in_block == k:
                             integrator.final_integrate(state, step_in_block)
                         continue
@@ -217,11 +216,21 @@ class CudaStepGraph:
             enqueue()
             return self.stream.end_capture()
 
-    def _fused_image(self):
-        """Mixed precision: the integrator's half steps that also write the forces' fixed-point
-        image and the displacement check (``final_then_initial_integrate_image``), else None."""
-        fused_image = getattr(self.sim.integrator, "final_then_initial_integrate_image", None)
-        return fused_image if hasattr(self.sim.forces, "image_of") and fused_image is not None else None
+    def _fused_check(self):
+        """``(half steps, image)``: the integrator's fused half steps that also do the displacement
+        check (``final_then_initial_integrate_check``), with mixed precision's fixed-point image
+        array for them to write (else None); ``(None, None)`` where there are none (composite)."""
+        fused_check = getattr(self.sim.integrator, "final_then_initial_integrate_check", None)
+        forces = self.sim.forces
+        image = forces.image_of(self.sim.state) if fused_check and getattr(forces, "reads_fixed_image", False) else None
+        return fused_check, image
+
+    def _forces_after_fused_check(self, image) -> None:
+        """The force computation after the fused half steps: from the image they wrote (mixed)."""
+        if image is not None:
+            self.sim.forces.compute(self.sim.state, self.sim.neighbors, False, image_current=True)
+        else:
+            self.sim.forces.compute(self.sim.state, self.sim.neighbors, False)
 
     def _kernels(self):
         if not hasattr(self, "_control_kernels"):
@@ -253,38 +262,38 @@ class CudaStepGraph:
         one = ((1,), (1,))
         fused = getattr(integrator, "final_then_initial_integrate", None)
 
-        fused_image = self._fused_image()
-        image = sim.forces.image_of(state) if fused_image is not None else None
+        fused_check, image = self._fused_check()
 
         def head():
             kernels["loop_start"](*one, (control, np.int32(n_steps)))
             integrator.initial_integrate(state)
-            if fused_image is not None:     # the first step's check and image; later ones: fused_image's
+            if fused_check is not None:     # the first step's check (and image); later ones: fused_check's
                 nl._impl.displacement_exceeds(state, limit2, flag=control[MOVED:])
-                sim.forces.write_image(state)
+                if image is not None:
+                    sim.forces.write_image(state)
 
         def check(handle):
             def enqueue():
-                if fused_image is None:
+                if fused_check is None:
                     nl._impl.displacement_exceeds(state, limit2, flag=control[MOVED:])
                 kernels["decide_rebuild"](*one, (control, np.uint64(handle)))
             return enqueue
 
         def rebuild():
             nl._impl.enqueue(state, plan, nl, control=control, accumulate=True)
-            if fused_image is not None:     # the reordered positions' image
+            if image is not None:           # the reordered positions' image
                 sim.forces.write_image(state)
 
         def forces():
-            if fused_image is not None:
-                sim.forces.compute(state, nl, False, image_current=True)
+            if fused_check is not None:
+                self._forces_after_fused_check(image)
             else:
                 sim.forces.compute(state, nl, False)
 
         def forces_then_next_step():
             forces()
-            if fused_image is not None:
-                fused_image(state, 0, image, limit2)
+            if fused_check is not None:
+                fused_check(state, 0, limit2, image)
             elif fused is not None:
                 fused(state, 0)
             else:

@@ -65,19 +65,20 @@ extern "C" __global__ void final_then_initial_integrate(int* __restrict__ contro
 #include "fixed_point.cuh"
 #include "positions.cuh"
 
-// Mixed precision (real_t double), between two force computations of a captured step graph:
-// final_then_initial_integrate, then from the new positions in registers the two passes that would
-// read them back: the fixed-point image the next force kernel reads (fixed_point_image in forces.cu,
-// scale = 2^32 / L) and the displacement check (displacement_exceeds in verlet.cu, limit2, against
-// the positions at the last build), whose flag is control[6] (step_control.cu), never control[0],
-// which the kernel's own threads read.  Same operations on the same values as the three kernels,
-// so the same bits.
-extern "C" __global__ void final_then_initial_integrate_image(
+// Between two force computations of a captured step graph: final_then_initial_integrate, then
+// from the new positions in registers the passes that would read them back: the displacement check
+// (displacement_exceeds in verlet.cu, limit2, against the positions at the last build), whose flag
+// is control[6] (step_control.cu), never control[0], which the kernel's own threads read; and with
+// IMAGE (mixed precision, real_t double) the fixed-point image the next force kernel reads
+// (fixed_point_image in forces.cu, scale = 2^32 / L).  Same operations on the same values as the
+// separate kernels, so the same bits.
+template <bool IMAGE>
+__device__ __forceinline__ void fused_half_steps_check(
     int* __restrict__ control, int step_in_block, real_t* __restrict__ pos4, real_t* __restrict__ vel,
     const accum_t* __restrict__ force, const real_t* __restrict__ mass, int n, real_t dtf, real_t dtv,
-    uint4* __restrict__ image, double scale_x, double scale_y, double scale_z,
     const real_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,
-    real_t invLx, real_t invLy, real_t invLz, real_t limit2)
+    real_t invLx, real_t invLy, real_t invLz, real_t limit2,
+    uint4* __restrict__ image, double scale_x, double scale_y, double scale_z)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n || control[0]) return;
@@ -91,9 +92,11 @@ extern "C" __global__ void final_then_initial_integrate_image(
         x[d] = pos4[4 * (size_t)i + d] + dtv * v;
         pos4[4 * (size_t)i + d] = x[d];
     }
-    const int t = (int)pos4[4 * (size_t)i + 3];
-    image[i] = make_uint4(box_fraction((double)x[0], scale_x), box_fraction((double)x[1], scale_y),
-                          box_fraction((double)x[2], scale_z), (unsigned int)t);
+    if (IMAGE) {
+        const int t = (int)pos4[4 * (size_t)i + 3];
+        image[i] = make_uint4(box_fraction((double)x[0], scale_x), box_fraction((double)x[1], scale_y),
+                              box_fraction((double)x[2], scale_z), (unsigned int)t);
+    }
     real_t x0, y0, z0; int t0;
     load_position(pos4_at_build, i, x0, y0, z0, t0);
     real_t dx = x[0] - x0, dy = x[1] - y0, dz = x[2] - z0;
@@ -101,6 +104,26 @@ extern "C" __global__ void final_then_initial_integrate_image(
     dy -= Ly * rint(dy * invLy);
     dz -= Lz * rint(dz * invLz);
     if (dx * dx + dy * dy + dz * dz > limit2) control[6] = 1;
+}
+
+#define FUSED_CHECK_ARGS                                                                              \
+    int* __restrict__ control, int step_in_block, real_t* __restrict__ pos4, real_t* __restrict__ vel,  \
+    const accum_t* __restrict__ force, const real_t* __restrict__ mass, int n, real_t dtf, real_t dtv,  \
+    const real_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,                         \
+    real_t invLx, real_t invLy, real_t invLz, real_t limit2
+#define FUSED_CHECK_PASS                                                                              \
+    control, step_in_block, pos4, vel, force, mass, n, dtf, dtv, pos4_at_build, Lx, Ly, Lz,           \
+    invLx, invLy, invLz, limit2
+
+extern "C" __global__ void final_then_initial_integrate_check(FUSED_CHECK_ARGS)
+{
+    fused_half_steps_check<false>(FUSED_CHECK_PASS, nullptr, 0.0, 0.0, 0.0);
+}
+
+extern "C" __global__ void final_then_initial_integrate_image(
+    FUSED_CHECK_ARGS, uint4* __restrict__ image, double scale_x, double scale_y, double scale_z)
+{
+    fused_half_steps_check<true>(FUSED_CHECK_PASS, image, scale_x, scale_y, scale_z);
 }
 
 #include "integrators/counter_rng.cuh"

@@ -45,10 +45,11 @@ class VelocityVerlet:
     #: step of one step and the initial half step of the next in one kernel (the captured step
     #: blocks use it; the same bits as the two calls); None where there is none
     final_then_initial_integrate = None
-    #: GPU, mixed precision: ``final_then_initial_integrate_image(state, step_in_block, image, limit2)``,
-    #: the same two half steps writing also the forces' fixed-point ``image`` of the new positions and
-    #: the displacement check's flag (``limit2``) to ``state.control[6]`` (integrate.cu); else None
-    final_then_initial_integrate_image = None
+    #: GPU, not composite: ``final_then_initial_integrate_check(state, step_in_block, limit2, image=None)``,
+    #: the same two half steps doing also the displacement check (``limit2``; its flag to
+    #: ``state.control[6]``) and, with ``image`` (mixed precision), writing the forces' fixed-point
+    #: image of the new positions (integrate.cu); else None
+    final_then_initial_integrate_check = None
 
     def __init__(self, dt: float | None = None, thermostat=None, barostat=None):
         if dt is not None and not dt > 0:
@@ -92,18 +93,21 @@ class VelocityVerlet:
                 k12(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (state.control, np.int32(step_in_block), state.positions,
                     state.velocities, state.forces, state.per_atom_mass, np.int32(n), real(self.dtf), real(self.dt)))
             self.final_then_initial_integrate = final_then_initial
-            if precision.fixed_point_forces and real is np.float64:
-                k12i = mod.get_function("final_then_initial_integrate_image")
+            k12c = mod.get_function("final_then_initial_integrate_check")
+            k12i = mod.get_function("final_then_initial_integrate_image") if real is np.float64 else None
 
-                def final_then_initial_image(state, step_in_block, image, limit2):
-                    n = state.n_atoms
-                    L = np.asarray(state.box_lengths, dtype=np.float64)
-                    k12i(((n + BLOCK - 1) // BLOCK,), (BLOCK,),
-                         (state.control, np.int32(step_in_block), state.positions, state.velocities, state.forces,
-                          state.per_atom_mass, np.int32(n), real(self.dtf), real(self.dt), image,
-                          *[np.float64(2.0**32 / x) for x in L], state.positions_at_build,
-                          *[real(x) for x in L], *[real(x) for x in 1.0 / L], real(limit2)))
-                self.final_then_initial_integrate_image = final_then_initial_image
+            def final_then_initial_check(state, step_in_block, limit2, image=None):
+                n = state.n_atoms
+                L = np.asarray(state.box_lengths, dtype=np.float64)
+                args = (state.control, np.int32(step_in_block), state.positions, state.velocities, state.forces,
+                        state.per_atom_mass, np.int32(n), real(self.dtf), real(self.dt), state.positions_at_build,
+                        *[real(x) for x in L], *[real(x) for x in 1.0 / L], real(limit2))
+                grid = ((n + BLOCK - 1) // BLOCK,)
+                if image is None:
+                    k12c(grid, (BLOCK,), args)
+                else:
+                    k12i(grid, (BLOCK,), args + (image, *[np.float64(2.0**32 / x) for x in L]))
+            self.final_then_initial_integrate_check = final_then_initial_check
         else:
             def initial(state):
                 _initial_integrate_cpu(state.positions, state.velocities, state.forces,
