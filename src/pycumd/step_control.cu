@@ -2,7 +2,7 @@
 // nodes (step_graph.py, the device loop).  One thread each; they read and write the state's step
 // control array:
 //   control[0]  frozen: set when a build overflowed its storage (every step kernel returns at once)
-//   control[1]  steps completed in a captured block (the block path; unused here)
+//   control[1]  steps completed in a captured block, or in the loop's present pass
 //   control[2]  why frozen (1: list overflow)
 //   control[3]  largest neighbour count over the builds of this launch
 //   control[4]  smallest r^2 over those builds (float bits)
@@ -39,25 +39,31 @@ extern "C" __global__ void decide_rebuild(int* __restrict__ control, unsigned lo
     cudaGraphSetConditional(rebuild, build);
 }
 
-// End of a step inside the loop: count it and go on while steps are left before the last one
-// (which the graph runs after the loop, with the final half step instead of the fused one).  A
-// frozen step is not counted and ends the loop.
-extern "C" __global__ void loop_step_done(int* __restrict__ control, unsigned long long again)
+// End of a pass of the loop's body (steps_per_pass steps): count them and go on while another
+// whole pass fits before the launch's last step (which the graph runs after the loop, with the
+// final half step instead of the fused one; the steps left over run there too).  A frozen pass
+// counts the steps it completed (control[1], written by the half-step kernels) and ends the loop.
+extern "C" __global__ void loop_step_done(int* __restrict__ control, unsigned long long again, int steps_per_pass)
 {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     unsigned int go_on = 0;
     if (control[0] == 0) {
-        control[7] += 1;
-        go_on = control[7] < control[8] - 1;
+        control[7] += steps_per_pass;
+        go_on = control[7] + steps_per_pass <= control[8] - 1;
+    } else {
+        control[7] += control[1];
     }
+    control[1] = 0;
     cudaGraphSetConditional(again, go_on);
 }
 
-// End of the launch's last step: count it unless frozen.
-extern "C" __global__ void last_step_done(int* __restrict__ control)
+// End of the launch's last steps (the `steps` after the loop): count them, or if frozen the ones
+// completed.
+extern "C" __global__ void last_step_done(int* __restrict__ control, int steps)
 {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    if (control[0] == 0) control[7] += 1;
+    control[7] += control[0] == 0 ? steps : control[1];
+    control[1] = 0;
 }
 
 // Captured blocks with mixed precision's fused half steps (final_then_initial_integrate_image in

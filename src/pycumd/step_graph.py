@@ -31,15 +31,16 @@ arguments, so the block graphs are captured again when the neighbour storage is 
 (capacity change) and the rebuild step with each new build plan; particles reordered at rebuilds
 keep their buffers.
 
-**The device loop** (the default where the driver has conditional graph nodes, CUDA 12.4+).  The whole stretch between two reports is one graph launch, with no host decision
-inside it (:mod:`pycumd.conditional_graph` builds it, :file:`step_control.cu` steers it)::
+**The device loop** (the default where the driver has conditional graph nodes, CUDA 12.4+).  The
+whole stretch between two reports is one graph launch, with no host decision inside it
+(:mod:`pycumd.conditional_graph` builds it, :file:`step_control.cu` steers it)::
 
     loop_start(n) -> initial_integrate
-    WHILE (steps left before the last):
-        displacement check -> decide_rebuild -> IF (some atom moved half the skin): the build's
-        launches -> pair forces -> final_then_initial_integrate -> loop_step_done
-    displacement check -> decide_rebuild -> IF (...): the build -> pair forces -> final_integrate
-    -> last_step_done
+    WHILE (a whole pass of U steps fits before the last step):
+        U times: displacement check -> decide_rebuild -> IF (some atom moved half the skin): the
+        build's launches -> pair forces -> final_then_initial_integrate
+        loop_step_done
+    the steps left over, as in the body; then the last step, with final_integrate; last_step_done
 
 The fused half steps (``final_then_initial_integrate_check``; not in composite precision) also do
 the displacement check from the positions in registers (flag ``control[6]``; in blocks a one-thread
@@ -94,6 +95,8 @@ class CudaStepGraph:
         self._loop_key = None
         self._loop_plan = None                # weak reference to the build plan the loops were made with
         self.launches = 0                     # device-loop launches
+        #: steps per pass of the device loop's WHILE body (each pass ends with one counting kernel)
+        self.loop_unroll = 4
         self.loop_fallbacks = 0               # device-loop calls run in blocks (a capacity change due)
         self.sim = sim
         self.block_steps = int(block_steps)
@@ -290,37 +293,48 @@ class CudaStepGraph:
             else:
                 sim.forces.compute(state, nl, False)
 
-        def forces_then_next_step():
-            forces()
-            if fused_check is not None:
-                fused_check(state, 0, limit2, image)
-            elif fused is not None:
-                fused(state, 0)
-            else:
-                integrator.final_integrate(state, 0)
-                integrator.initial_integrate(state)
+        def forces_then_next_step(step_in_pass):
+            def enqueue():
+                forces()
+                if fused_check is not None:
+                    fused_check(state, step_in_pass, limit2, image)
+                elif fused is not None:
+                    fused(state, step_in_pass)
+                else:
+                    integrator.final_integrate(state, step_in_pass)
+                    integrator.initial_integrate(state)
+            return enqueue
 
-        def forces_then_final():
-            forces()
-            integrator.final_integrate(state, 0)
+        def forces_then_final(step_in_pass):
+            def enqueue():
+                forces()
+                integrator.final_integrate(state, step_in_pass)
+            return enqueue
 
-        def step_done(handle):
-            return lambda: kernels["loop_step_done"](*one, (control, np.uint64(handle)))
+        # steps 1 .. n-1 end with the fused half steps: whole passes of `unroll` steps in the
+        # WHILE node, the steps left over after it, then step n with the final half step
+        unroll = max(1, min(self.loop_unroll, n_steps - 1))
+        passes, left = divmod(n_steps - 1, unroll)
+        rebuild_graph = self._capture(rebuild)
+
+        def add_step(chain, enqueue_end):
+            handle = chain.handle(default=0)
+            chain.child(self._capture(check(handle)))
+            chain.if_then(handle).child(rebuild_graph)
+            chain.child(self._capture(enqueue_end))
 
         root = GraphChain.create()
-        again = root.handle(default=1)
+        again = root.handle(default=int(passes > 0))
         root.child(self._capture(head))
         body = root.while_loop(again)
-        rebuild_in_loop = body.handle(default=0)
-        body.child(self._capture(check(rebuild_in_loop)))
-        body.if_then(rebuild_in_loop).child(self._capture(rebuild))
-        body.child(self._capture(forces_then_next_step))
-        body.child(self._capture(step_done(again)))
-        rebuild_last = root.handle(default=0)
-        root.child(self._capture(check(rebuild_last)))
-        root.if_then(rebuild_last).child(self._capture(rebuild))
-        root.child(self._capture(forces_then_final))
-        root.child(self._capture(lambda: kernels["last_step_done"](*one, (control,))))
+        for step_in_pass in range(1, unroll + 1):
+            add_step(body, forces_then_next_step(step_in_pass))
+        body.child(self._capture(
+            lambda: kernels["loop_step_done"](*one, (control, np.uint64(again), np.int32(unroll)))))
+        for step_in_pass in range(1, left + 1):
+            add_step(root, forces_then_next_step(step_in_pass))
+        add_step(root, forces_then_final(left + 1))
+        root.child(self._capture(lambda: kernels["last_step_done"](*one, (control, np.int32(left + 1)))))
         exe = self._loops[n_steps] = root.instantiate()
         return exe
 
