@@ -96,6 +96,23 @@ def test_graphs_give_the_same_bits_as_step_by_step(precision, mode):
     assert fused is not None
 
 
+def test_device_loop_graph_serves_every_run_length_with_the_same_remainder():
+    """The run length is read on the device: runs of 99 and 299 steps (98 and 298 fused steps, both
+    2 more than a multiple of the 4-step pass) launch one executable; the states equal the
+    step-by-step run's."""
+    runs = {}
+    for graphs in (False, "loop"):
+        sim = Simulation(melt_system(6), lj(), device="cuda", precision="double", use_graphs=graphs)
+        sim.run(100)       # 99 steps in the launch, the last on the host (the run's final report)
+        sim.neighbors.recent_max_counts.clear()    # no storage shrink due at the next launch
+        sim.run(300)
+        runs[graphs] = sim
+    graph = runs["loop"]._step_graph
+    assert graph.launches == 2 and len(graph._loops) == 1
+    a, b = runs[False].system(), runs["loop"].system()
+    assert np.array_equal(a.positions, b.positions) and np.array_equal(a.velocities, b.velocities)
+
+
 def test_device_loop_counts_builds_and_their_largest_count():
     """The host learns the builds made inside a device-loop launch: their number (the step-by-step
     run's) and the largest count of each, which feeds the capacity's shrink policy."""

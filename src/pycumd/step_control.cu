@@ -9,7 +9,7 @@
 //   control[5]  builds in this launch
 //   control[6]  the displacement check's flag of the current step
 //   control[7]  steps completed in this launch
-//   control[8]  steps this launch runs
+//   control[8]  steps this launch runs (written by the host)
 //   control[9 + (b mod 20)]  largest count of build b of this launch (publish_build_stats in verlet.cu)
 // A condition is set with cudaGraphSetConditional (one thread: concurrent calls are undefined).
 
@@ -20,13 +20,14 @@ extern "C" __device__ __attribute__((cudart_builtin)) void cudaGraphSetCondition
                                                                                   unsigned int value);
 #endif
 
-// First node of a launch: the counters above, for a run of n_steps steps.
-extern "C" __global__ void loop_start(int* __restrict__ control, int n_steps)
+// First node of a launch: the counters above (control[8], the steps, is written by the host before
+// the launch), and whether the loop runs a first pass of steps_per_pass steps.
+extern "C" __global__ void loop_start(int* __restrict__ control, unsigned long long again, int steps_per_pass)
 {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    for (int k = 0; k < 9; ++k) control[k] = 0;
+    for (int k = 0; k < 8; ++k) control[k] = 0;
     control[4] = 0x7F7FFFFF;                         // FLT_MAX bits: no build yet
-    control[8] = n_steps;
+    cudaGraphSetConditional(again, control[8] - 1 >= steps_per_pass);
 }
 
 // After the displacement check: rebuild in this step (the IF node on `rebuild`) when some atom

@@ -35,7 +35,7 @@ keep their buffers.
 whole stretch between two reports is one graph launch, with no host decision inside it
 (:mod:`pycumd.conditional_graph` builds it, :file:`step_control.cu` steers it)::
 
-    loop_start(n) -> initial_integrate
+    loop_start (n read from the control array) -> initial_integrate
     WHILE (a whole pass of U steps fits before the last step):
         U times: displacement check -> decide_rebuild -> IF (some atom moved half the skin): the
         build's launches -> pair forces -> final_then_initial_integrate
@@ -91,7 +91,7 @@ class CudaStepGraph:
         if mode not in ("auto", "loop", "blocks"):
             raise ValueError(f"step graph mode must be 'auto', 'loop' or 'blocks', got {mode!r}")
         self.mode = mode
-        self._loops: dict = {}                # steps -> device-loop executable
+        self._loops: dict = {}                # (unroll, steps left after the passes) -> executable
         self._loop_key = None
         self._loop_plan = None                # weak reference to the build plan the loops were made with
         self.launches = 0                     # device-loop launches
@@ -244,8 +244,9 @@ class CudaStepGraph:
         return self._control_kernels
 
     def _loop_graph(self, n_steps: int, plan):
-        """The device-loop executable for ``n_steps`` steps (cached; made anew when the list
-        storage or the build plan changes, as the block graphs)."""
+        """The device-loop executable for ``n_steps`` steps (the host writes ``n_steps`` to the
+        control array before each launch; one executable per ``(n_steps - 1) % loop_unroll``,
+        cached, made anew when the list storage or the build plan changes, as the block graphs)."""
         nl, state, sim = self.sim.neighbors, self.sim.state, self.sim
         # the plan by weak reference (as the rebuild step's): an id could be reused by a new plan
         # whose buffers lie elsewhere
@@ -254,7 +255,11 @@ class CudaStepGraph:
         if key != self._loop_key or self._loop_plan is None or self._loop_plan() is not plan:
             self._loops.clear()
             self._loop_key, self._loop_plan = key, weakref.ref(plan)
-        exe = self._loops.get(n_steps)
+        # one graph for every run length with the same steps left over after the loop's passes
+        # (the length itself is read from control[8] on the device)
+        unroll = self.loop_unroll
+        left = (n_steps - 1) % unroll
+        exe = self._loops.get((unroll, left))
         if exe is not None:
             return exe
         kernels = self._kernels()
@@ -268,7 +273,7 @@ class CudaStepGraph:
         fused_check, image = self._fused_check()
 
         def head():
-            kernels["loop_start"](*one, (control, np.int32(n_steps)))
+            kernels["loop_start"](*one, (control, np.uint64(again), np.int32(unroll)))
             integrator.initial_integrate(state)
             if fused_check is not None:     # the first step's check (and image); later ones: fused_check's
                 nl._impl.displacement_exceeds(state, limit2, flag=control[MOVED:])
@@ -312,9 +317,7 @@ class CudaStepGraph:
             return enqueue
 
         # steps 1 .. n-1 end with the fused half steps: whole passes of `unroll` steps in the
-        # WHILE node, the steps left over after it, then step n with the final half step
-        unroll = max(1, min(self.loop_unroll, n_steps - 1))
-        passes, left = divmod(n_steps - 1, unroll)
+        # WHILE node, the `left` steps left over after it, then step n with the final half step
         rebuild_graph = self._capture(rebuild)
 
         def add_step(chain, enqueue_end):
@@ -324,7 +327,7 @@ class CudaStepGraph:
             chain.child(self._capture(enqueue_end))
 
         root = GraphChain.create()
-        again = root.handle(default=int(passes > 0))
+        again = root.handle()                        # set by loop_start
         root.child(self._capture(head))
         body = root.while_loop(again)
         for step_in_pass in range(1, unroll + 1):
@@ -335,7 +338,7 @@ class CudaStepGraph:
             add_step(root, forces_then_next_step(step_in_pass))
         add_step(root, forces_then_final(left + 1))
         root.child(self._capture(lambda: kernels["last_step_done"](*one, (control, np.int32(left + 1)))))
-        exe = self._loops[n_steps] = root.instantiate()
+        exe = self._loops[unroll, left] = root.instantiate()
         return exe
 
     def _advance_on_device(self, n_steps: int) -> int:
@@ -356,7 +359,9 @@ class CudaStepGraph:
             self.loop_fallbacks += 1
             return self._advance_in_blocks(n_steps)
         plan = nl._impl.prepare(state, nl.cells_per_dimension(L), nl.r_list, nl.capacity, nl)
-        self._loop_graph(n_steps, plan).launch(self.stream)
+        executable = self._loop_graph(n_steps, plan)
+        state.control[LOOP_STEPS:LOOP_STEPS + 1].set(np.asarray([n_steps], np.int32), stream=self.stream)
+        executable.launch(self.stream)
         self.launches += 1
         control = state.control.get(stream=self.stream)
         completed, builds = int(control[LOOP_DONE]), int(control[BUILDS])
