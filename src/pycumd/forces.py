@@ -423,7 +423,7 @@ class PairForces:
         The image covers every row of ``state.positions`` (a spatial domain's owned atoms and its
         ghosts); the targets are the first ``state.n_atoms`` rows.  ``image_current``: the image
         was written with the present positions already (the captured steps' fused half steps,
-        ``final_then_initial_integrate_image``), so it is not written again."""
+        ``final_then_initial_integrate_check`` with the image), so it is not written again."""
         n = state.n_atoms
         L = np.asarray(state.box_lengths, dtype=np.float64)
         if not image_current:
