@@ -1,5 +1,7 @@
 """Small builders shared by the tests."""
 
+import hashlib
+
 import numpy as np
 
 from pycumd.box import Box
@@ -70,3 +72,13 @@ def brute_force_energy_forces(system, potential):
                 forces[i] += fr * d[i, j]
                 w += 0.5 * fr * r2[i, j]
     return e_total, forces, w
+
+
+def state_hash(sim) -> str:
+    """SHA-256 of a simulation's positions, velocities and images in id order: equal hashes are
+    bit-identical states."""
+    system = sim.system()
+    h = hashlib.sha256()
+    for array in (system.positions, system.velocities, system.images):
+        h.update(np.ascontiguousarray(array).tobytes())
+    return h.hexdigest()

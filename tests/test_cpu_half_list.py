@@ -1,7 +1,6 @@
 """The CPU half list (each pair once, Newton's third law in the force kernel) against brute force
 and against the full list: pairs, forces, energies, virials, -grad E, bit-for-bit repeats."""
 
-import hashlib
 
 import numba
 import numpy as np
@@ -15,7 +14,7 @@ from pycumd.simulation import Simulation
 from pycumd.state import State
 from pycumd.system import lattice_system
 
-from helpers import brute_force_pairs, lj, melt_system, random_liquid
+from helpers import brute_force_pairs, lj, melt_system, random_liquid, state_hash
 
 CPU = _backend.select("cpu")
 DOUBLE = get_precision("double", "cpu")
@@ -171,14 +170,6 @@ def test_chunks_split_the_pairs_evenly():
         assert sum(pairs) == counts.sum() and max(pairs) <= counts.sum() / k + counts.max()
 
 
-def _state_hash(sim) -> str:
-    system = sim.system()
-    h = hashlib.sha256()
-    for array in (system.positions, system.velocities, system.images):
-        h.update(np.ascontiguousarray(array).tobytes())
-    return h.hexdigest()
-
-
 @pytest.mark.parametrize("n_threads", THREADS)
 def test_half_list_runs_repeat_bit_for_bit(n_threads, threads):
     """Same thread count, same bits: two runs through many rebuilds and reorders."""
@@ -188,7 +179,7 @@ def test_half_list_runs_repeat_bit_for_bit(n_threads, threads):
         sim = Simulation(melt_system(6), lj(), device="cpu")
         sim.run(400)
         assert sim.neighbors.half and sim.neighbors.n_builds > 10
-        hashes.append(_state_hash(sim))
+        hashes.append(state_hash(sim))
     assert hashes[0] == hashes[1]
 
 

@@ -1,6 +1,5 @@
 """Runs that repeat bit for bit, and double-precision NVE identical on the CPU and the GPU."""
 
-import hashlib
 
 import numpy as np
 import pytest
@@ -8,15 +7,7 @@ import pytest
 from pycumd.simulation import Simulation
 
 from conftest import HAVE_CUDA
-from helpers import lj, melt_system
-
-
-def _state_hash(sim) -> str:
-    system = sim.system()
-    h = hashlib.sha256()
-    for array in (system.positions, system.velocities, system.images):
-        h.update(np.ascontiguousarray(array).tobytes())
-    return h.hexdigest()
+from helpers import lj, melt_system, state_hash
 
 
 @pytest.mark.parametrize("precision", ["double", "mixed", "single", "composite"])
@@ -30,7 +21,7 @@ def test_repeated_runs_are_bit_identical(backend, precision):
         sim = Simulation(melt_system(6), lj(), device=backend.name, precision=precision, deterministic=True)
         sim.run(steps)
         assert sim.neighbors.n_builds > 10
-        hashes.append(_state_hash(sim))
+        hashes.append(state_hash(sim))
     assert hashes[0] == hashes[1]
 
 
