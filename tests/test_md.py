@@ -77,6 +77,30 @@ def test_blow_up_names_step_and_atom_and_keeps_output(tmp_path):
     assert lines[0] == "Step,Temp,E_pair,E_mol,TotEng,Press" and len(lines) >= 2
 
 
+@pytest.mark.parametrize("name, array, index, value", [
+    ("position", "positions", (7, 1), np.nan), ("velocity", "velocities", (11, 2), -np.inf),
+    ("energy", "energy", 5, np.inf)])
+def test_finite_check_names_the_array_and_the_atom(backend, name, array, index, value):
+    """Every non-finite value is found (on the GPU by the one-read flag kernel first) and named."""
+    sim = Simulation(melt_system(4), lj(), device=backend.name, precision="double")
+    sim.setup()
+    sim.book.mark_energy_current()
+    getattr(sim.state, array)[index] = value
+    atom = index[0] if isinstance(index, tuple) else index
+    with pytest.raises(SimulationError, match=rf"{name} of atom {sim.state.ids[atom]} \(index {atom}\)"):
+        sim.book.check_finite()
+
+
+def test_finite_check_passes_huge_finite_values_and_the_type_column(backend):
+    """Huge finite values are finite; the fourth column of the GPU's position rows (the type) is not checked."""
+    sim = Simulation(melt_system(4), lj(), device=backend.name, precision="double")
+    sim.setup()
+    sim.state.velocities[:, 0] = 1e307
+    if sim.state.positions.shape[1] == 4:          # the GPU's (N, 4) rows
+        sim.state.positions[3, 3] = np.nan
+    sim.book.check_finite()
+
+
 def test_total_momentum_is_zero_and_conserved(backend):
     """create_velocities removes the total momentum; pair forces (Newton's third law) keep it zero."""
     from pycumd.observables import momentum

@@ -3,7 +3,12 @@ checks that a run has not blown up."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from .observables import kinetic_energy, pressure, temperature
+
+#: C types of the arrays the finiteness check reads (finite_check.cu's real_t)
+_C_TYPES = {"float32": "float", "float64": "double"}
 
 
 class SimulationError(RuntimeError):
@@ -81,15 +86,40 @@ class Bookkeeping:
                 "TotEng": (ke + pe) / norm, "Press": p}
 
     # -- checks ------------------------------------------------------------------------------
+    def _gpu_flags_nonfinite(self, backend, checks) -> bool:
+        """Whether some value of the ``(name, rows, columns)`` of :meth:`check_finite` is not finite:
+        one launch per array, one read."""
+        if getattr(self, "_nonfinite_flag", None) is None:
+            self._nonfinite_flag = backend.xp.zeros(1, dtype=np.int32)
+        flag = self._nonfinite_flag
+        flag.fill(0)
+        threads = 256
+        for _, rows, columns in checks:
+            if rows.size == 0:
+                continue
+            per_row = rows.size // rows.shape[0]
+            kernel = backend.kernel_module("finite_check.cu", {"real_t": _C_TYPES[rows.dtype.name]})
+            kernel.get_function("flag_nonfinite")(
+                (min(-(-rows.size // threads), 65536),), (threads,),
+                (rows, np.int64(rows.size), np.int32(per_row), np.int32(columns or per_row), flag))
+        return bool(flag.get()[0])
+
     def check_finite(self) -> None:
         """Raise :class:`SimulationError` naming the step and the atom if a position, a velocity
         or (where current) an energy is not finite."""
-        s, xp = self.c.state, self.c.backend.xp
-        checks = [("position", s.positions[:, :3]), ("velocity", s.velocities)]
+        s, backend = self.c.state, self.c.backend
+        xp = backend.xp
+        # (what, array, columns checked of each row: None for all; positions' fourth is the type)
+        checks = [("position", s.positions, 3), ("velocity", s.velocities, None)]
         if self.energy_is_current():
-            checks.append(("energy", s.energy))
-        for name, arr in checks:
-            bad = ~xp.isfinite(arr.reshape(len(arr), -1)).all(axis=1)
+            checks.append(("energy", s.energy, None))
+        # On the GPU, one kernel per array and one read of their common flag for the common case
+        # (the search below takes ~1 ms of launches and reads at 32,000 atoms on an H100)
+        if backend.is_gpu and not self._gpu_flags_nonfinite(backend, checks):
+            return
+        for name, arr, columns in checks:
+            rows = arr.reshape(len(arr), -1)[:, :columns]
+            bad = ~xp.isfinite(rows).all(axis=1)
             if bool(bad.any()):
                 i = int(xp.argmax(bad))
                 atom_id = int(s.ids[i])
