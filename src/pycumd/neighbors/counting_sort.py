@@ -453,17 +453,17 @@ def gather_plan(backend, n: int, arrays, spare=()) -> GatherPlan:
 
 def enqueue_gather_rows(backend, plan: GatherPlan, order) -> None:
     """``a[k] = a_old[order[k]]`` for every array of ``plan`` on the current stream: one gather
-    launch into the buffers, then one device-to-device copy back per array (capturable)."""
-    cp = backend.xp
+    launch into the buffers, then one launch that copies every array back (capturable)."""
     n = order.shape[0]
     total = n * plan.max_words
-    _module(backend).get_function("gather_rows")(
+    module = _module(backend)
+    module.get_function("gather_rows")(
         (-(-total // THREADS),), (THREADS,),
         (plan.src, plan.dst, plan.words, np.int32(len(plan.arrays)), order, np.int32(n),
          np.int32(plan.max_words)))
-    stream = cp.cuda.get_current_stream().ptr
-    for a, ptr in zip(plan.arrays, plan.dst_ptrs):
-        cp.cuda.runtime.memcpyAsync(a.data.ptr, ptr, a.nbytes, cp.cuda.runtime.memcpyDeviceToDevice, stream)
+    module.get_function("copy_rows_back")(
+        (-(-total // THREADS),), (THREADS,),
+        (plan.src, plan.dst, plan.words, np.int32(len(plan.arrays)), np.int32(n), np.int32(plan.max_words)))
 
 
 def _gather_rows_gpu(backend, order, arrays, scratch, spare) -> None:

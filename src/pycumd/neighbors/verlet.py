@@ -29,8 +29,8 @@ measured, :func:`capacity_for` (largest count plus a small margin): it grows on 
 shrinks when the largest count of the last :data:`CAPACITY_WINDOW` builds is well below it, so an
 overflow (which costs one more build) stays rare.  The build needs no memory of its own: the
 counting sort's scratch and the reorder's gather buffers lie in the list storage (dead until the
-list kernel rewrites it); the cell keys, bin offsets and identity order in the arrays
-``State.spare_at_build`` names (dead until the end of the build or the next force computation).
+list kernel rewrites it); the cell keys and bin offsets (and on the CPU the identity order) in
+the arrays ``State.spare_at_build`` names (dead until the end of the build or the next force computation).
 
 On the GPU a build is about 15 launches of little work each at 10^4-10^5 atoms, so their host
 cost dominated it (445 us of host time for 147 us of GPU work at 32,000 atoms on an H100).  The
@@ -744,7 +744,7 @@ class _CudaBuild:
     def enqueue(self, state, plan, nl, control=None, accumulate=False) -> None:
         """Launch a whole build on the current stream: no allocation, no synchronisation.
 
-        wrap -> cell index -> counting sort -> reorder (gather + copy back, identity order) ->
+        wrap -> cell index -> counting sort -> reorder (gather + copy back) ->
         statistics reset -> (mixed: float32 copy of the positions) -> list kernel -> positions at
         build.  With ``control`` (the state's
         step-control array, :mod:`pycumd.step_graph`), a last kernel copies the statistics to
@@ -767,8 +767,9 @@ class _CudaBuild:
         self._mark("counting sort")
         order = plan.sort.order
         if nl.reorder:
+            # the particles now lie in cell order: the list kernel takes slot s as particle s
+            # (order_is_identity) and never reads `order`
             enqueue_gather_rows(self.backend, plan.gather, order)
-            order = identity_into(plan.identity)
         self._mark("reorder")
         stream = cp.cuda.get_current_stream().ptr
         cp.cuda.runtime.memcpyAsync(plan.stats.data.ptr, plan.stats_initial.data.ptr, plan.stats.nbytes,
@@ -858,8 +859,8 @@ class _BuildPlan:
     graph of the build's launches (made at the second build with this plan).
 
     No build memory of its own where the state allows: the counting sort's arrays and the reorder's
-    gather buffers lie in the list storage (dead until the list kernel rewrites it); the cell keys,
-    the bin offsets and the identity order, which the list kernel reads, lie in the arrays
+    gather buffers lie in the list storage (dead until the list kernel rewrites it); the cell keys
+    and the bin offsets, which the list kernel reads, lie in the arrays
     ``State.spare_at_build`` names (dead until the end of the build or the next force computation).
     Whatever does not fit (a list of very few slots, more cells than atoms) gets an array of its own,
     counted in :attr:`own_bytes`.  Only the two statistics and the scan's tile status are always
@@ -875,9 +876,9 @@ class _BuildPlan:
         self.graph = None
         self.builds = 0
         self.own: list = []
-        # long-lived (read by the list kernel): keys, bin offsets, identity order (or sorted order)
+        # long-lived (read by the list kernel): keys, bin offsets (and without reordering the sorted order)
         sizes = CountingSortBuffers.sizes(n, n_bins)
-        long_lived = {"keys": n, "bin_start": sizes[1], "identity": n if nl.reorder else 0}
+        long_lived = {"keys": n, "bin_start": sizes[1]}
         if not nl.reorder:
             long_lived["order"] = n
         spare_long = state.spare_at_build()
@@ -899,7 +900,6 @@ class _BuildPlan:
         self.keys = views["keys"]
         self.sort = CountingSortBuffers(views["count"], views["bin_start"], views["rank"], views["slots"],
                                         views["order"])
-        self.identity = views.get("identity")
         self.gather = (gather_plan(backend, n, moved, (nbr_bytes[head:],) if head < nbr_bytes.size else ())
                        if nl.reorder and n > 0 else None)
         self.scan = CapturableScan(backend, n_bins + 1, np.int32)
