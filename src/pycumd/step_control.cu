@@ -11,14 +11,10 @@
 //   control[7]  steps completed in this launch
 //   control[8]  steps this launch runs (written by the host)
 //   control[9 + (b mod 20)]  largest count of build b of this launch (publish_build_stats in verlet.cu)
+//   control[29] blocks of a fused half-step kernel done with their check (step_control.cuh)
 // A condition is set with cudaGraphSetConditional (one thread: concurrent calls are undefined).
 
-#ifdef __CUDACC_RTC__
-// NVRTC has no declaration of this device-runtime builtin (nvcc's cuda_runtime.h has; the handle
-// type there, cudaGraphConditionalHandle, is unsigned long long)
-extern "C" __device__ __attribute__((cudart_builtin)) void cudaGraphSetConditional(unsigned long long handle,
-                                                                                  unsigned int value);
-#endif
+#include "step_control.cuh"      // the cudaGraphSetConditional declaration for NVRTC
 
 // First node of a launch: the counters above (control[8], the steps, is written by the host before
 // the launch), and whether the loop runs a first pass of steps_per_pass steps.
@@ -26,6 +22,7 @@ extern "C" __global__ void loop_start(int* __restrict__ control, unsigned long l
 {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     for (int k = 0; k < 8; ++k) control[k] = 0;
+    control[CONTROL_ARRIVALS] = 0;
     control[4] = 0x7F7FFFFF;                         // FLT_MAX bits: no build yet
     cudaGraphSetConditional(again, control[8] - 1 >= steps_per_pass);
 }

@@ -123,7 +123,9 @@ class CudaStepGraph:
         nl = self.sim.neighbors
         # the list arrays the captured force launches read: both addresses (a storage reallocated
         # with the same size may come back at the same nbr address but another nbr_count address)
-        image = getattr(self.sim.forces, "image", None)      # mixed: the fused half steps write it
+        # mixed: the fused half steps write the force kernel's image (allocated by _fused_check,
+        # so before the key: else the first graph would be captured twice)
+        fused_check, image = self._fused_check()
         key = (nl.nbr.data.ptr, nl.nbr_count.data.ptr, nl.capacity, None if image is None else image.data.ptr)
         if key != self._key:
             self._graphs.clear()
@@ -133,7 +135,6 @@ class CudaStepGraph:
             sim, state = self.sim, self.sim.state
             limit2 = nl.displacement_limit2
             kernels = self._kernels()
-            fused_check, image = self._fused_check()
             with self.stream:
                 self.stream.begin_capture()
                 # control[1] = 0: a block frozen at its first step completed none
@@ -250,7 +251,7 @@ class CudaStepGraph:
         nl, state, sim = self.sim.neighbors, self.sim.state, self.sim
         # the plan by weak reference (as the rebuild step's): an id could be reused by a new plan
         # whose buffers lie elsewhere
-        image = getattr(sim.forces, "image", None)
+        fused_check, image = self._fused_check()     # allocates mixed's image: before the key
         key = (nl.nbr.data.ptr, nl.nbr_count.data.ptr, nl.capacity, None if image is None else image.data.ptr)
         if key != self._loop_key or self._loop_plan is None or self._loop_plan() is not plan:
             self._loops.clear()
@@ -269,8 +270,6 @@ class CudaStepGraph:
         integrator = sim.integrator
         one = ((1,), (1,))
         fused = getattr(integrator, "final_then_initial_integrate", None)
-
-        fused_check, image = self._fused_check()
 
         def head():
             kernels["loop_start"](*one, (control, np.uint64(again), np.int32(unroll)))
@@ -298,11 +297,11 @@ class CudaStepGraph:
             else:
                 sim.forces.compute(state, nl, False)
 
-        def forces_then_next_step(step_in_pass):
+        def forces_then_next_step(step_in_pass, next_rebuild=None):
             def enqueue():
                 forces()
                 if fused_check is not None:
-                    fused_check(state, step_in_pass, limit2, image)
+                    fused_check(state, step_in_pass, limit2, image, rebuild=next_rebuild)
                 elif fused is not None:
                     fused(state, step_in_pass)
                 else:
@@ -320,23 +319,31 @@ class CudaStepGraph:
         # WHILE node, the `left` steps left over after it, then step n with the final half step
         rebuild_graph = self._capture(rebuild)
 
-        def add_step(chain, enqueue_end):
-            handle = chain.handle(default=0)
-            chain.child(self._capture(check(handle)))
-            chain.if_then(handle).child(rebuild_graph)
-            chain.child(self._capture(enqueue_end))
+        def add_steps(chain, count, last_is_final=False):
+            """``count`` steps in ``chain``, numbered 1.. in it: each the rebuild decision, the IF
+            node of the build, then the forces and the half steps into the next step (the last,
+            with ``last_is_final``: the final half step).  With the fused check the decision of
+            each step after the chain's first is made by the half-step kernel before it (its
+            last block sets the next IF node's condition): one graph node fewer per step."""
+            handles = [chain.handle(default=0) for _ in range(count)]
+            for k in range(count):
+                if k == 0 or fused_check is None:
+                    chain.child(self._capture(check(handles[k])))
+                chain.if_then(handles[k]).child(rebuild_graph)
+                if last_is_final and k == count - 1:
+                    chain.child(self._capture(forces_then_final(k + 1)))
+                else:
+                    folded = handles[k + 1] if fused_check is not None and k + 1 < count else None
+                    chain.child(self._capture(forces_then_next_step(k + 1, folded)))
 
         root = GraphChain.create()
         again = root.handle()                        # set by loop_start
         root.child(self._capture(head))
         body = root.while_loop(again)
-        for step_in_pass in range(1, unroll + 1):
-            add_step(body, forces_then_next_step(step_in_pass))
+        add_steps(body, unroll)
         body.child(self._capture(
             lambda: kernels["loop_step_done"](*one, (control, np.uint64(again), np.int32(unroll)))))
-        for step_in_pass in range(1, left + 1):
-            add_step(root, forces_then_next_step(step_in_pass))
-        add_step(root, forces_then_final(left + 1))
+        add_steps(root, left + 1, last_is_final=True)
         root.child(self._capture(lambda: kernels["last_step_done"](*one, (control, np.int32(left + 1)))))
         exe = self._loops[unroll, left] = root.instantiate()
         return exe

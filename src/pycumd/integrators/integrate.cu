@@ -64,6 +64,7 @@ extern "C" __global__ void final_then_initial_integrate(int* __restrict__ contro
 
 #include "fixed_point.cuh"
 #include "positions.cuh"
+#include "step_control.cuh"
 
 // Between two force computations of a captured step graph: final_then_initial_integrate, then
 // from the new positions in registers the passes that would read them back: the displacement check
@@ -72,17 +73,18 @@ extern "C" __global__ void final_then_initial_integrate(int* __restrict__ contro
 // IMAGE (mixed precision, real_t double) the fixed-point image the next force kernel reads
 // (fixed_point_image in forces.cu, scale = 2^32 / L).  Same operations on the same values as the
 // separate kernels, so the same bits.
+//
+// half_steps_moved: one live atom's part (i < n, not frozen): the new velocity and position
+// stored, mixed's image written; returns whether it moved more than sqrt(limit2) since the build.
 template <bool IMAGE>
-__device__ __forceinline__ void fused_half_steps_check(
+__device__ __forceinline__ bool half_steps_moved(
     int* __restrict__ control, int step_in_block, real_t* __restrict__ pos4, real_t* __restrict__ vel,
-    const accum_t* __restrict__ force, const real_t* __restrict__ mass, int n, real_t dtf, real_t dtv,
+    const accum_t* __restrict__ force, const real_t* __restrict__ mass, real_t dtf, real_t dtv,
     const real_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,
     real_t invLx, real_t invLy, real_t invLz, real_t limit2,
-    uint4* __restrict__ image, double scale_x, double scale_y, double scale_z)
+    uint4* __restrict__ image, double scale_x, double scale_y, double scale_z, int i)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n || control[0]) return;
-    if (i == 0) control[1] = step_in_block;
+    if (i == 0) control[CONTROL_BLOCK_DONE] = step_in_block;
     real_t dtfm = dtf / mass[i];
     real_t x[3];
     for (int d = 0; d < 3; ++d) {
@@ -103,7 +105,28 @@ __device__ __forceinline__ void fused_half_steps_check(
     dx -= Lx * rint(dx * invLx);
     dy -= Ly * rint(dy * invLy);
     dz -= Lz * rint(dz * invLz);
-    if (dx * dx + dy * dy + dz * dz > limit2) control[6] = 1;
+    return dx * dx + dy * dy + dz * dz > limit2;
+}
+
+// With DECIDE (the device loop), the kernel's last block also makes the next step's rebuild
+// decision, the IF node's condition `rebuild` (step_control.cuh), in place of decide_rebuild.
+template <bool IMAGE, bool DECIDE>
+__device__ __forceinline__ void fused_half_steps_check(
+    int* __restrict__ control, int step_in_block, real_t* __restrict__ pos4, real_t* __restrict__ vel,
+    const accum_t* __restrict__ force, const real_t* __restrict__ mass, int n, real_t dtf, real_t dtv,
+    const real_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,
+    real_t invLx, real_t invLy, real_t invLz, real_t limit2,
+    uint4* __restrict__ image, double scale_x, double scale_y, double scale_z, unsigned long long rebuild)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const bool live = i < n && !control[CONTROL_FROZEN];
+    const bool moved = live && half_steps_moved<IMAGE>(control, step_in_block, pos4, vel, force, mass, dtf, dtv,
+                                                      pos4_at_build, Lx, Ly, Lz, invLx, invLy, invLz, limit2,
+                                                      image, scale_x, scale_y, scale_z, i);
+    if (DECIDE)
+        decide_rebuild_in_last_block(control, moved, rebuild);
+    else if (moved)
+        control[CONTROL_MOVED] = 1;
 }
 
 #define FUSED_CHECK_ARGS                                                                              \
@@ -117,13 +140,25 @@ __device__ __forceinline__ void fused_half_steps_check(
 
 extern "C" __global__ void final_then_initial_integrate_check(FUSED_CHECK_ARGS)
 {
-    fused_half_steps_check<false>(FUSED_CHECK_PASS, nullptr, 0.0, 0.0, 0.0);
+    fused_half_steps_check<false, false>(FUSED_CHECK_PASS, nullptr, 0.0, 0.0, 0.0, 0);
 }
 
 extern "C" __global__ void final_then_initial_integrate_image(
     FUSED_CHECK_ARGS, uint4* __restrict__ image, double scale_x, double scale_y, double scale_z)
 {
-    fused_half_steps_check<true>(FUSED_CHECK_PASS, image, scale_x, scale_y, scale_z);
+    fused_half_steps_check<true, false>(FUSED_CHECK_PASS, image, scale_x, scale_y, scale_z, 0);
+}
+
+extern "C" __global__ void final_then_initial_integrate_check_decide(FUSED_CHECK_ARGS, unsigned long long rebuild)
+{
+    fused_half_steps_check<false, true>(FUSED_CHECK_PASS, nullptr, 0.0, 0.0, 0.0, rebuild);
+}
+
+extern "C" __global__ void final_then_initial_integrate_image_decide(
+    FUSED_CHECK_ARGS, uint4* __restrict__ image, double scale_x, double scale_y, double scale_z,
+    unsigned long long rebuild)
+{
+    fused_half_steps_check<true, true>(FUSED_CHECK_PASS, image, scale_x, scale_y, scale_z, rebuild);
 }
 
 #include "integrators/counter_rng.cuh"

@@ -45,10 +45,12 @@ class VelocityVerlet:
     #: step of one step and the initial half step of the next in one kernel (the captured step
     #: blocks use it; the same bits as the two calls); None where there is none
     final_then_initial_integrate = None
-    #: GPU, not composite: ``final_then_initial_integrate_check(state, step_in_block, limit2, image=None)``,
-    #: the same two half steps doing also the displacement check (``limit2``; its flag to
-    #: ``state.control[6]``) and, with ``image`` (mixed precision), writing the forces' fixed-point
-    #: image of the new positions (integrate.cu); else None
+    #: GPU, not composite: ``final_then_initial_integrate_check(state, step_in_block, limit2, image=None,
+    #: rebuild=None)``, the same two half steps doing also the displacement check (``limit2``; its
+    #: flag to ``state.control[6]``) and, with ``image`` (mixed precision), writing the forces'
+    #: fixed-point image of the new positions (integrate.cu); with ``rebuild`` (a conditional handle
+    #: of the device loop, :mod:`pycumd.step_graph`) the kernel's last block sets that IF node's
+    #: condition from the check, as ``decide_rebuild`` would; else None
     final_then_initial_integrate_check = None
 
     def __init__(self, dt: float | None = None, thermostat=None, barostat=None):
@@ -93,20 +95,23 @@ class VelocityVerlet:
                 k12(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (state.control, np.int32(step_in_block), state.positions,
                     state.velocities, state.forces, state.per_atom_mass, np.int32(n), real(self.dtf), real(self.dt)))
             self.final_then_initial_integrate = final_then_initial
-            k12c = mod.get_function("final_then_initial_integrate_check")
-            k12i = mod.get_function("final_then_initial_integrate_image") if real is np.float64 else None
+            # [image][decide]: the kernels with mixed's image, and with the next step's rebuild decision
+            k12c = [[mod.get_function(f"final_then_initial_integrate_{kind}{decide}")
+                     if kind == "check" or real is np.float64 else None for decide in ("", "_decide")]
+                    for kind in ("check", "image")]
 
-            def final_then_initial_check(state, step_in_block, limit2, image=None):
+            def final_then_initial_check(state, step_in_block, limit2, image=None, rebuild=None):
                 n = state.n_atoms
                 L = np.asarray(state.box_lengths, dtype=np.float64)
                 args = (state.control, np.int32(step_in_block), state.positions, state.velocities, state.forces,
                         state.per_atom_mass, np.int32(n), real(self.dtf), real(self.dt), state.positions_at_build,
                         *[real(x) for x in L], *[real(x) for x in 1.0 / L], real(limit2))
-                grid = ((n + BLOCK - 1) // BLOCK,)
-                if image is None:
-                    k12c(grid, (BLOCK,), args)
-                else:
-                    k12i(grid, (BLOCK,), args + (image, *[np.float64(2.0**32 / x) for x in L]))
+                if image is not None:
+                    args += (image, *[np.float64(2.0**32 / x) for x in L])
+                if rebuild is not None:
+                    args += (np.uint64(rebuild),)
+                kernel = k12c[image is not None][rebuild is not None]
+                kernel(((n + BLOCK - 1) // BLOCK,), (BLOCK,), args)
             self.final_then_initial_integrate_check = final_then_initial_check
         else:
             def initial(state):
