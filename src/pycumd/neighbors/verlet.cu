@@ -23,24 +23,32 @@
 //   slot rb and atom count rc its position is copy * rc + cell_start[cell] - rb.
 // * One warp per 32 consecutive slots of one cell row (a task).  All lanes share cy, cz, hence
 //   the same absolute stencil rows.  A grid of n_rows * chunks_per_row tasks; a row with more than
-//   chunks_per_row * 32 atoms is finished by its tasks in strides.
+//   chunks_per_row * 32 atoms is finished by its tasks in strides.  Tasks are numbered row-major
+//   over the chunks every row fills and chunk-major over the rest (task_of), so the grid's surplus
+//   tasks fill whole blocks that exit at once.
 // * Staging.  For each stencil row the warp loads the union of its lanes' candidate ranges
 //   (cells u0 .. u1) from global memory once, coalesced, into shared memory (LIST_STAGE candidates at a
 //   time), and each lane then tests its own atom against its own contiguous part [ta, tb) of the
 //   staged range, in order.  Cells whose face is beyond r_list are dropped from the two ends of a
-//   lane's range (the face gap grows with |dx|), as the rule skips them.  Latency: the six cell
-//   bounds of a stencil row are loaded in one round (all addresses first), and a lane's
-//   LIST_STAGE / 32 candidate loads are all in flight before the first is written to shared memory.
-// * The candidate test is branch-free (predicated stores), and a stencil row in which no lane needs
-//   an image shift runs a loop without the shift subtractions (x - 0 == x: the same r^2).
-// * Output ring (LIST_RING > 0).  Stores of list entries are the L2's load: one scattered 4-byte
+//   lane's range (the face gap grows with |dx|), as the rule skips them; the image-shift kernel
+//   (offsets -2 .. 2) does that with two selects per end from the x face gaps computed once per
+//   task.  The window's cell bounds: lane l loads the start of boundary u0 + l and the lanes'
+//   range ends come by shuffles (windows of >= 32 cells: six loads).  A lane's LIST_STAGE / 32
+//   candidate loads are all in flight before the first is written to shared memory, without
+//   branches (lanes past the stage's end load a copy of its last candidate into unused slots).
+// * The candidate test is branch-free (predicated stores, a predicated min for the smallest r^2),
+//   the next candidate is read from shared memory before this one's entry is stored, and a stencil
+//   row in which no lane needs an image shift runs a loop without the shift subtractions (x - 0 ==
+//   x: the same r^2).
+// * Output ring.  Stores of list entries are the L2's load: one scattered 4-byte
 //   store per entry fills a 32-byte sector each (Nsight Compute on v5a at 1M atoms: L2 at 78% of
 //   its peak with 70 million sector writes).  So each lane puts its entries in a ring of LIST_RING
-//   rows in shared memory (ring[row][lane]: no bank conflict), and after each stencil row the warp
-//   writes the rows every active lane has reached, one row k at a time: entries k of 32
-//   consecutive atoms are contiguous in the column-major storage (4-5 sectors instead of up to 32).
-//   A lane that would get LIST_RING rows ahead of the slowest lane stores its further entries
-//   directly; a stencil row in which no lane can reach its ring limit skips that check.
+//   rows in shared memory (ring[row][lane]: no bank conflict; the slot from a running byte
+//   offset), and after each stencil plane the warp writes the rows every active lane has reached,
+//   one row k at a time: entries k of 32 consecutive atoms are contiguous in the column-major
+//   storage (4-5 sectors instead of up to 32).  A lane that would get LIST_RING rows ahead of the
+//   slowest lane stores its further entries directly; a staged part in which no lane can reach
+//   its ring limit (a warp vote) skips that check.
 // * Image shifts instead of rint (IMAGE_SHIFT kernel, every dimension with n >= 7 cells).  There
 //   a candidate lies at most 2 cells away, |dx| < 3w <= 3L/7, so rint(ddx / L) in the rule is 0 for
 //   a candidate that did not cross the periodic boundary and +-1 for one that did, and which one is
@@ -49,6 +57,9 @@
 //   rule's, without three roundings to integer per candidate.  Smaller
 //   boxes use the rule's rint (build_neighbor_list_rint).
 // * Statistics (largest count, smallest r^2) are reduced in the warp, one atomic each per warp.
+//
+// Figures of each of these steps: docs/notes-lj-performance.md (v5, v7, v8c and "the list kernel,
+// v10": Nsight Compute's instructions by source line, and what each change took off).
 #ifndef real_t
 #define real_t double
 #endif
@@ -67,7 +78,7 @@
 #define LIST_STAGE 64         // candidates staged in shared memory per warp at a time (a multiple of 32)
 #endif
 #ifndef LIST_RING
-// rows of the per-warp output ring (a power of two; 0: scattered stores).  64: a lane rarely runs
+// rows of the per-warp output ring (a power of two, >= 2).  64: a lane rarely runs
 // a ring ahead of the slowest lane of its warp, so most stencil rows take the loop without the
 // direct-store path (1M atoms, single, H100: 905 us with 32 rows, 846 us with 64; lists identical)
 #define LIST_RING 64
@@ -93,66 +104,100 @@ __device__ __forceinline__ int row_cell(int u, int n, int& copy) {
 
 struct __align__(16) Candidate { real_t x, y, z; int j; };
 
-// A predicated store (no branch: in a warp some lane almost always stores).
-__device__ __forceinline__ void store_if(bool p, int* addr, int value) {
-    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t@q st.global.b32 [%0], %1;\n\t}"
-                 :: "l"(addr), "r"(value), "r"((int)p) : "memory");
-}
-
 // Entry k of the column `out` (k * stride ints further on; stride * 4 < 2^32).
 __device__ __forceinline__ int* entry(int* out, int k, int stride) {
     return reinterpret_cast<int*>(reinterpret_cast<char*>(out) + (size_t)(unsigned)k * (4u * (unsigned)stride));
 }
 
-// The output ring: row r of a lane at shared address ring_lane + 128 (r mod LIST_RING).
-__device__ __forceinline__ unsigned ring_row(unsigned ring_lane, int r) {
-    return ring_lane + ((unsigned)(r & (LIST_RING - 1)) << 7);
+// A predicated global store (no branch: in a warp some lane almost always stores).  No "memory"
+// clobber: the kernel's shared-memory loads may be scheduled across it (the warp barriers order
+// what must be ordered).
+__device__ __forceinline__ void store_if(bool p, int* addr, int value) {
+    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t@q st.global.b32 [%0], %1;\n\t}"
+                 :: "l"(addr), "r"(value), "r"((int)p));
 }
-__device__ __forceinline__ void ring_store_if(bool p, unsigned addr, int value) {
-    asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t@q st.shared.b32 [%0], %1;\n\t}"
-                 :: "r"(addr), "r"(value), "r"((int)p) : "memory");
+
+// The output ring: row r of a lane at ring + 32 (r mod LIST_RING), ring = ring_all[warp] + lane.
+__device__ __forceinline__ int* ring_at(int* ring, int r) { return ring + 32 * (r & (LIST_RING - 1)); }
+
+// Rows [k0, k1) of the ring (the same bounds for the whole warp) to the column `out`, one row of the
+// warp per store (entries k of 32 consecutive atoms are contiguous); this lane stores rows below kend.
+__device__ __forceinline__ void flush_rows(int* ring, int* out, int stride, int k0, int k1, int kend) {
+    int* column = entry(out, k0, stride);
+    for (int k = k0; k < k1; ++k) {
+        store_if(k < kend, column, *ring_at(ring, k));
+        column += stride;
+    }
 }
-__device__ __forceinline__ int ring_load(unsigned addr) {
-    int value;
-    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(value) : "r"(addr) : "memory");
-    return value;
+
+// m = p ? min(m, r2) : m in one predicated instruction (the select form compiles to three); r2 of an
+// accepted pair is never NaN.
+__device__ __forceinline__ void min_if(bool p, float& m, float r2) {
+    asm("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t@q min.f32 %0, %0, %1;\n\t}" : "+f"(m) : "f"(r2), "r"((int)p));
+}
+__device__ __forceinline__ void min_if(bool p, double& m, double r2) { m = (p && r2 < m) ? r2 : m; }
+
+// The rule's minimum-image difference of one candidate.  MODE 0: image shifts (the x shift switches
+// at t_switch); 1: no shift (every shift of the row is 0: x - 0 == x, the same r^2); 2: rint.
+template <int MODE>
+__device__ __forceinline__ real_t candidate_r2(const Candidate& q, int t, real_t xi, real_t yi, real_t zi,
+    int t_switch, real_t sx_before, real_t sx_after, real_t sy, real_t sz,
+    real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz)
+{
+    real_t ddx = xi - q.x, ddy = yi - q.y, ddz = zi - q.z;
+    if (MODE == 0) {
+        ddx -= t < t_switch ? sx_before : sx_after;
+        ddy -= sy;
+        ddz -= sz;
+    } else if (MODE == 2) {
+        ddx -= Lx * rint(ddx * invLx);
+        ddy -= Ly * rint(ddy * invLy);
+        ddz -= Lz * rint(ddz * invLz);
+    }
+    return ddx * ddx + ddy * ddy + ddz * ddz;
 }
 
 // The candidate loop of one lane over staged[lo - c0 .. hi - c0): the rule's r^2 in the rule's
-// operation order.  MODE 0: image shifts; 1: no shift (every shift of the row is 0); 2: rint.
-// STORE 0: scattered stores; 1: every entry to the ring (no lane can pass its ring limit here);
-// 2: to the ring below the ring limit, directly from there on.
+// operation order.  STORE 1: every entry to the ring (no lane can pass its ring limit here: the
+// common case); 2: to the ring below the ring limit, directly from there on.
 template <int MODE, int STORE>
 __device__ __forceinline__ void candidate_loop(
     const Candidate* staged, int c0, int lo, int hi, real_t xi, real_t yi, real_t zi, int i,
     int t_switch, real_t sx_before, real_t sx_after, real_t sy, real_t sz,
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, real_t r_list2,
-    int* out, unsigned ring_lane, int ring_limit, int capacity, int stride, int& count, real_t& min_r2)
+    int* out, int* ring, int ring_limit, int capacity, int stride, int& count, real_t& min_r2)
 {
-    for (int t = lo; t < hi; ++t) {
-        const Candidate q = staged[t - c0];
-        real_t ddx = xi - q.x, ddy = yi - q.y, ddz = zi - q.z;
-        if (MODE == 0) {
-            ddx -= t < t_switch ? sx_before : sx_after;
-            ddy -= sy;
-            ddz -= sz;
-        } else if (MODE == 2) {
-            ddx -= Lx * rint(ddx * invLx);
-            ddy -= Ly * rint(ddy * invLy);
-            ddz -= Lz * rint(ddz * invLz);
+    if (STORE == 1) {
+        // The ring slot from a running byte offset (count * 128) into this lane's ring column, the
+        // next candidate loaded before this one's store (staged has one slot of padding; lo may
+        // lie past this stage when the range is empty), unrolled by two.
+        const unsigned ring_lane = (unsigned)__cvta_generic_to_shared(ring);
+        unsigned offset = (unsigned)count << 7;
+        Candidate next = staged[min(lo - c0, LIST_STAGE)];
+#pragma unroll 2
+        for (int t = lo; t < hi; ++t) {
+            const Candidate q = next;
+            next = staged[t + 1 - c0];
+            const real_t r2 = candidate_r2<MODE>(q, t, xi, yi, zi, t_switch, sx_before, sx_after, sy, sz,
+                                                 Lx, Ly, Lz, invLx, invLy, invLz);
+            const bool accept = r2 < r_list2 && q.j != i;
+            asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t@q st.shared.b32 [%0], %1;\n\t}"
+                         :: "r"(ring_lane + (offset & (128u * LIST_RING - 128u))), "r"(q.j), "r"((int)accept));
+            min_if(accept, min_r2, r2);
+            if (accept) offset += 128u;
         }
-        const real_t r2 = ddx * ddx + ddy * ddy + ddz * ddz;
-        const bool accept = r2 < r_list2 && q.j != i;
-        if (STORE == 0) {
-            store_if(accept && count < capacity, entry(out, count, stride), q.j);
-        } else if (STORE == 1) {
-            ring_store_if(accept, ring_row(ring_lane, count), q.j);
-        } else {
-            ring_store_if(accept && count < ring_limit, ring_row(ring_lane, count), q.j);
+        count = (int)(offset >> 7);
+    } else {
+        for (int t = lo; t < hi; ++t) {
+            const Candidate q = staged[t - c0];
+            const real_t r2 = candidate_r2<MODE>(q, t, xi, yi, zi, t_switch, sx_before, sx_after, sy, sz,
+                                                 Lx, Ly, Lz, invLx, invLy, invLz);
+            const bool accept = r2 < r_list2 && q.j != i;
+            if (accept && count < ring_limit) *ring_at(ring, count) = q.j;
             store_if(accept && count >= ring_limit && count < capacity, entry(out, count, stride), q.j);
+            min_if(accept, min_r2, r2);
+            count += accept;
         }
-        min_r2 = (accept && r2 < min_r2) ? r2 : min_r2;
-        count += accept;
     }
 }
 
@@ -162,17 +207,40 @@ __device__ __forceinline__ void candidate_loops(
     bool shifted, const Candidate* staged, int c0, int lo, int hi, real_t xi, real_t yi, real_t zi, int i,
     int t_switch, real_t sx_before, real_t sx_after, real_t sy, real_t sz,
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, real_t r_list2,
-    int* out, unsigned ring_lane, int ring_limit, int capacity, int stride, int& count, real_t& min_r2)
+    int* out, int* ring, int ring_limit, int capacity, int stride, int& count, real_t& min_r2)
 {
     if (!IMAGE_SHIFT)
         candidate_loop<2, STORE>(staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before, sx_after, sy, sz, Lx, Ly, Lz,
-                                 invLx, invLy, invLz, r_list2, out, ring_lane, ring_limit, capacity, stride, count, min_r2);
+                                 invLx, invLy, invLz, r_list2, out, ring, ring_limit, capacity, stride, count, min_r2);
     else if (shifted)
         candidate_loop<0, STORE>(staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before, sx_after, sy, sz, Lx, Ly, Lz,
-                                 invLx, invLy, invLz, r_list2, out, ring_lane, ring_limit, capacity, stride, count, min_r2);
+                                 invLx, invLy, invLz, r_list2, out, ring, ring_limit, capacity, stride, count, min_r2);
     else
         candidate_loop<1, STORE>(staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before, sx_after, sy, sz, Lx, Ly, Lz,
-                                 invLx, invLy, invLz, r_list2, out, ring_lane, ring_limit, capacity, stride, count, min_r2);
+                                 invLx, invLy, invLz, r_list2, out, ring, ring_limit, capacity, stride, count, min_r2);
+}
+
+// The warp's task -> (cell row, chunk of 32 atoms of it): row-major over the chunks [0, c0) that a
+// row of the mean occupancy minus four standard deviations fills, chunk-major over the rest, where
+// the grid's surplus tasks (mean + 4 sigma per row) lie: those then fill whole blocks that exit at
+// once instead of idling beside busy warps.  A bijection of the tasks; false: no such task.
+__device__ __forceinline__ bool task_of(int task, int n_rows, int chunks_per_row, int n_targets, int& row, int& chunk) {
+    const float mean = (float)n_targets / (float)n_rows;
+    const int c0 = min(chunks_per_row, max(0, (int)floorf((mean - 4.0f * sqrtf(mean)) / 32.0f)));
+    if (task < n_rows * c0) {
+        row = task / c0;
+        chunk = task - row * c0;
+        return true;
+    }
+    const int t = task - n_rows * c0;
+    chunk = c0 + t / n_rows;
+    row = t - (chunk - c0) * n_rows;
+    return chunk < chunks_per_row;
+}
+
+// Face gap of cell offset d in a dimension with >= 5 cells, from the position f inside the own cell.
+__device__ __forceinline__ real_t offset_gap(real_t f, int d, real_t w) {
+    return d == 0 ? real_t(0) : (d > 0 ? d * w - f : f + (-d - 1) * w);
 }
 
 template <bool IMAGE_SHIFT>
@@ -185,26 +253,22 @@ __device__ __forceinline__ void build_list_rows(
     int* __restrict__ max_count, unsigned int* __restrict__ min_r2_bits)
 {
     constexpr int PER_LANE = LIST_STAGE / 32;
-    __shared__ Candidate staged_all[LIST_WARPS][LIST_STAGE];
-#if LIST_RING
     __shared__ int ring_all[LIST_WARPS][LIST_RING * 32];
-#endif
+    __shared__ Candidate staged_all[LIST_WARPS][LIST_STAGE + 1];   // + 1: the candidate loop reads one ahead
     const unsigned FULL = 0xffffffffu;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     Candidate* staged = staged_all[warp];
-#if LIST_RING
-    const unsigned ring_lane = (unsigned)__cvta_generic_to_shared(ring_all[warp] + lane);   // row 0 of this lane
-#else
-    const unsigned ring_lane = 0;
-#endif
-    const int task = blockIdx.x * LIST_WARPS + warp;
-    const int row = task / chunks_per_row, chunk = task - row * chunks_per_row;
-    if (row >= ny * nz) return;
+    int* const ring = ring_all[warp] + lane;                        // row 0 of this lane's ring column
+    int row, chunk;
+    if (!task_of(blockIdx.x * LIST_WARPS + warp, ny * nz, chunks_per_row, n_targets, row, chunk)) return;
     const int cy = row % ny, cz = row / ny;
     const int row_first = cell_start[row * nx], row_end = cell_start[row * nx + nx];
     if (row_first + chunk * 32 >= row_end) return;
     const real_t wx = Lx / nx, wy = Ly / ny, wz = Lz / nz;
     const real_t skip2 = r_list2 * real_t(1.001);
+    // the image-shift kernel has >= 7 cells in every dimension: offsets -2 .. 2 in each
+    const int z_lo = IMAGE_SHIFT ? -2 : stencil_lo(nz), z_hi = IMAGE_SHIFT ? 2 : stencil_hi(nz);
+    const int y_lo = IMAGE_SHIFT ? -2 : stencil_lo(ny), y_hi = IMAGE_SHIFT ? 2 : stencil_hi(ny);
     int most = 0;
     real_t least = r_list2;
 
@@ -225,21 +289,23 @@ __device__ __forceinline__ void build_list_rows(
         int* const out = nbr + (active ? i : 0);               // this atom's column
         int count = 0;
         real_t min_r2 = r_list2;
-#if LIST_RING
         int flushed = 0;                   // rows [0, flushed) are written for every lane
         int ring_limit = min(LIST_RING, capacity);   // entries below it go to the ring
         int direct_from = 0x7fffffff;      // this lane's first entry written directly
-#else
-        const int ring_limit = 0;
-#endif
-        for (int dz = stencil_lo(nz); dz <= stencil_hi(nz); ++dz) {
-            const real_t gz = face_gap(zi, cz, dz, wz, nz);
+        // the image-shift kernel: the squared face gaps along x of cells cx - 2, cx - 1, cx + 1,
+        // cx + 2 (face_gap's expressions), once per task
+        const real_t fx = xi - cx * wx, fy = yi - cy * wy, fz = zi - cz * wz;
+        const real_t gx_m2 = offset_gap(fx, -2, wx), gx_m1 = offset_gap(fx, -1, wx);
+        const real_t gx_p1 = offset_gap(fx, 1, wx), gx_p2 = offset_gap(fx, 2, wx);
+        const real_t gx_m2s = gx_m2 * gx_m2, gx_m1s = gx_m1 * gx_m1, gx_p1s = gx_p1 * gx_p1, gx_p2s = gx_p2 * gx_p2;
+        for (int dz = z_lo; dz <= z_hi; ++dz) {
+            const real_t gz = IMAGE_SHIFT ? offset_gap(fz, dz, wz) : face_gap(zi, cz, dz, wz, nz);
             const real_t gz2 = gz * gz;
             int z = cz + dz;
             real_t sz = 0;
             if (z < 0) { z += nz; sz = -Lz; } else if (z >= nz) { z -= nz; sz = Lz; }
-            for (int dy = stencil_lo(ny); dy <= stencil_hi(ny); ++dy) {
-                const real_t gy = face_gap(yi, cy, dy, wy, ny);
+            for (int dy = y_lo; dy <= y_hi; ++dy) {
+                const real_t gy = IMAGE_SHIFT ? offset_gap(fy, dy, wy) : face_gap(yi, cy, dy, wy, ny);
                 const real_t gyz2 = gz2 + gy * gy;
                 const bool use = active && gyz2 < skip2;
                 if (!__any_sync(FULL, use)) continue;
@@ -247,26 +313,54 @@ __device__ __forceinline__ void build_list_rows(
                 real_t sy = 0;
                 if (y < 0) { y += ny; sy = -Ly; } else if (y >= ny) { y -= ny; sy = Ly; }
 
-                int dxa = stencil_lo(nx), dxb = stencil_hi(nx);
-                if (use) {
-                    for (; dxa < 0; ++dxa) { real_t g = face_gap(xi, cx, dxa, wx, nx); if (gyz2 + g * g < skip2) break; }
-                    for (; dxb > 0; --dxb) { real_t g = face_gap(xi, cx, dxb, wx, nx); if (gyz2 + g * g < skip2) break; }
+                // this lane's cells along x: those whose face is within r_list (branch-free selects
+                // in the image-shift kernel)
+                int dxa, dxb;
+                if (IMAGE_SHIFT) {
+                    dxa = gyz2 + gx_m2s < skip2 ? -2 : (gyz2 + gx_m1s < skip2 ? -1 : 0);
+                    dxb = gyz2 + gx_p2s < skip2 ? 2 : (gyz2 + gx_p1s < skip2 ? 1 : 0);
+                } else {
+                    dxa = stencil_lo(nx), dxb = stencil_hi(nx);
+                    if (use) {
+                        for (; dxa < 0; ++dxa) { real_t g = face_gap(xi, cx, dxa, wx, nx); if (gyz2 + g * g < skip2) break; }
+                        for (; dxb > 0; --dxb) { real_t g = face_gap(xi, cx, dxb, wx, nx); if (gyz2 + g * g < skip2) break; }
+                    }
                 }
                 const int ua = cx + dxa, ub = cx + dxb;
                 const int u0 = __reduce_min_sync(FULL, use ? ua : 0x7fffffff);
                 const int u1 = __reduce_max_sync(FULL, use ? ub : -0x7fffffff);
-                // the six cell bounds, addresses first: one round of loads
-                const int base = (z * ny + y) * nx;
-                int k0, k1, ka, kb;
-                const int* const cs = cell_start + base;
-                const int e0 = row_cell(u0, nx, k0), e1 = row_cell(u1 + 1, nx, k1);
-                const int ea = row_cell(ua, nx, ka), eb = row_cell(ub + 1, nx, kb);
-                const int rb = cs[0], re = cs[nx], s0 = cs[e0], s1 = cs[e1], sa = cs[ea], sb = cs[eb];
-                const int rc = re - rb;
-                const int p0 = k0 * rc + s0 - rb;
-                const int total = k1 * rc + s1 - rb - p0;
-                const int ta = use ? ka * rc + sa - rb - p0 : 0;
-                const int tb = use ? kb * rc + sb - rb - p0 : 0;
+                // Positions in the row's unwrapped slot sequence (relative to the row's first slot
+                // rb): the warp's window p0 .. p0 + total, this lane's part [ta, tb) of it.  Windows
+                // of < 32 cells: lane l loads the start of cell boundary u0 + l, and the lanes' bounds
+                // come by shuffles (three loads per lane); wider ones load the six bounds.
+                const int* const cs = cell_start + (z * ny + y) * nx;
+                int rb, rc, p0, total, ta, tb;
+                const int span = u1 + 1 - u0;
+                if (span < 32) {
+                    int kw;
+                    const int ew = row_cell(u0 + min(lane, span), nx, kw);
+                    rb = cs[0];
+                    const int re = cs[nx], sw = cs[ew];
+                    rc = re - rb;
+                    const int pw = kw * rc + sw - rb;               // boundary u0 + lane
+                    p0 = __shfl_sync(FULL, pw, 0);
+                    total = __shfl_sync(FULL, pw, span) - p0;
+                    const int pa = __shfl_sync(FULL, pw, use ? ua - u0 : 0);
+                    const int pb = __shfl_sync(FULL, pw, use ? ub + 1 - u0 : 0);
+                    ta = use ? pa - p0 : 0;
+                    tb = use ? pb - p0 : 0;
+                } else {
+                    int k0, k1, ka, kb;
+                    const int e0 = row_cell(u0, nx, k0), e1 = row_cell(u1 + 1, nx, k1);
+                    const int ea = row_cell(ua, nx, ka), eb = row_cell(ub + 1, nx, kb);
+                    rb = cs[0];
+                    const int re = cs[nx], s0 = cs[e0], s1 = cs[e1], sa = cs[ea], sb = cs[eb];
+                    rc = re - rb;
+                    p0 = k0 * rc + s0 - rb;
+                    total = k1 * rc + s1 - rb - p0;
+                    ta = use ? ka * rc + sa - rb - p0 : 0;
+                    tb = use ? kb * rc + sb - rb - p0 : 0;
+                }
                 real_t sx_before = 0, sx_after = 0;
                 int t_switch = tb;
                 if (ua < 0) { sx_before = -Lx; t_switch = -p0; }
@@ -276,60 +370,52 @@ __device__ __forceinline__ void build_list_rows(
 
                 for (int c0 = 0; c0 < total; c0 += LIST_STAGE) {
                     const int m = min(LIST_STAGE, total - c0);
+                    // staging without branches: lanes past the m candidates load (and store into
+                    // slots this stage does not use) a copy of the last one; loads first, all in flight
                     Candidate q[PER_LANE];
 #pragma unroll
-                    for (int r = 0; r < PER_LANE; ++r) {          // loads first, all in flight
-                        const int e = lane + 32 * r;
-                        if (e < m) {
-                            const int p = p0 + c0 + e;
-                            const int s = rb + p + (p < 0 ? rc : 0) - (p >= rc ? rc : 0);
-                            const int j = order_is_identity ? s : cell_order[s];
-                            int tj;
-                            load_position(pos4, j, q[r].x, q[r].y, q[r].z, tj);
-                            q[r].j = j;
-                        }
+                    for (int r = 0; r < PER_LANE; ++r) {
+                        const int p = p0 + c0 + min(lane + 32 * r, m - 1);
+                        const int s = rb + p + (p < 0 ? rc : 0) - (p >= rc ? rc : 0);
+                        int j = s;
+                        if (!order_is_identity) j = cell_order[s];
+                        int tj;
+                        load_position(pos4, j, q[r].x, q[r].y, q[r].z, tj);
+                        q[r].j = j;
                     }
 #pragma unroll
-                    for (int r = 0; r < PER_LANE; ++r)
-                        if (lane + 32 * r < m) staged[lane + 32 * r] = q[r];
+                    for (int r = 0; r < PER_LANE; ++r) staged[lane + 32 * r] = q[r];
                     __syncwarp();
                     const int lo = max(ta, c0), hi = max(lo, min(tb, c0 + m));
-#if LIST_RING
                     // no lane can pass its ring limit in this part: every entry goes to the ring
                     if (__all_sync(FULL, count + (hi - lo) <= ring_limit))
                         candidate_loops<IMAGE_SHIFT, 1>(shifted, staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before,
-                            sx_after, sy, sz, Lx, Ly, Lz, invLx, invLy, invLz, r_list2, out, ring_lane, ring_limit,
+                            sx_after, sy, sz, Lx, Ly, Lz, invLx, invLy, invLz, r_list2, out, ring, ring_limit,
                             capacity, stride, count, min_r2);
                     else
                         candidate_loops<IMAGE_SHIFT, 2>(shifted, staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before,
-                            sx_after, sy, sz, Lx, Ly, Lz, invLx, invLy, invLz, r_list2, out, ring_lane, ring_limit,
+                            sx_after, sy, sz, Lx, Ly, Lz, invLx, invLy, invLz, r_list2, out, ring, ring_limit,
                             capacity, stride, count, min_r2);
-#else
-                    candidate_loops<IMAGE_SHIFT, 0>(shifted, staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before,
-                        sx_after, sy, sz, Lx, Ly, Lz, invLx, invLy, invLz, r_list2, out, ring_lane, ring_limit,
-                        capacity, stride, count, min_r2);
-#endif
                     __syncwarp();
                 }
-#if LIST_RING
-                // a lane that passed its ring limit stored its entries from there on directly
+            }
+            // After each stencil plane but the last (the task's end writes the rest): a lane that
+            // passed its ring limit stores its entries from there on directly; the rows every
+            // active lane has (in the ring, or written directly) are written, one row of the warp
+            // per store.  The ring-limit vote per stage keeps the lists independent of when this runs.
+            if (dz < z_hi) {
                 if (direct_from == 0x7fffffff && count > ring_limit && ring_limit < capacity) direct_from = ring_limit;
-                // rows every active lane has (in the ring, or written directly): write them, one row
-                // of the warp per store
                 const int done = __reduce_min_sync(FULL, active ? min(count, capacity) : 0x7fffffff);
-                for (int k = flushed; k < done; ++k)
-                    if (active && k < direct_from) *entry(out, k, stride) = ring_load(ring_row(ring_lane, k));
+                if (flushed < done) flush_rows(ring, out, stride, flushed, done, active ? min(done, direct_from) : 0);
                 flushed = max(flushed, done);
                 ring_limit = direct_from != 0x7fffffff ? 0 : min(flushed + LIST_RING, capacity);
-#endif
             }
         }
-#if LIST_RING
         // the rows some lanes have not reached
+        if (direct_from == 0x7fffffff && count > ring_limit && ring_limit < capacity) direct_from = ring_limit;
         const int last = __reduce_max_sync(FULL, active ? min(count, capacity) : 0);
-        for (int k = flushed; k < last; ++k)
-            if (active && k < count && k < direct_from) *entry(out, k, stride) = ring_load(ring_row(ring_lane, k));
-#endif
+        if (flushed < last)
+            flush_rows(ring, out, stride, flushed, last, active ? min(min(count, capacity), direct_from) : 0);
         if (active) {
             nbr_count[i] = count;
             most = count > most ? count : most;
