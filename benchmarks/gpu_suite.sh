@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The GPU test suite and the benchmarks, in one device call, from the repo root on the device:
 #
-#   bash benchmarks/gpu_suite.sh [tests] [bench] [peers] [extra] [largest]     (default: tests bench)
+#   bash benchmarks/gpu_suite.sh [tests|unit|mpi] [bench] [peers] [extra] [largest] [smoke]   (default: tests bench)
 #
 #   tests  pytest on the GPU tests (marker "cuda"; the CPU tests run in CI), 4 workers; then the MPI
-#          tests (tests/test_parallel.py: 2-4 ranks sharing the GPU) in one process
+#          tests (tests/test_parallel.py: 2-4 ranks sharing the GPU) in one process.  The two halves
+#          alone: `unit` and `mpi` (on a fresh machine the whole of `tests` takes ~500 s of the
+#          device's 600-s limit per call: run them as two calls when the machine is cold)
 #   bench  pycumd bench lj at BENCH_CELLS (default "20 40 63"), single, mixed and composite precision
 #   peers  OpenMM, gamdpy and JAX-MD on the same sizes (needs the wheels of benchmarks/peers/README.md
 #          carried in .whl/peers), then the plot docs/performance_lj.png and the ratio table
@@ -26,12 +28,20 @@ parts=${*:-tests bench}
   python3 -c "import cupy, numpy, numba, sys; print('python', sys.version.split()[0], 'cupy', cupy.__version__, 'CUDA runtime', cupy.cuda.runtime.runtimeGetVersion(), 'numpy', numpy.__version__, 'numba', numba.__version__)"
 } 2>&1 | tee "$OUT/versions.txt"
 bench() { python3 -m pycumd.bench.lj "$@" --json "$OUT/bench_lj.jsonl" 2>&1 | tee -a "$OUT/bench_lj.txt"; }
+unit_tests() {
+  python3 -m pytest -q -p no:cacheprovider -n 4 -m cuda tests --ignore=tests/test_parallel.py 2>&1 | tee "$OUT/tests.log" | tail -n 15
+}
+mpi_tests() {
+  # the MPI runs (mpiexec with 2-4 ranks sharing the GPU) one after another, outside the workers; each
+  # test's line as it ends (-v), so that a call cut by the time limit still shows how far it got
+  OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 python3 -m pytest -v -p no:cacheprovider -m cuda \
+      --durations=5 tests/test_parallel.py 2>&1 | tee "$OUT/tests_mpi.log" | grep --line-buffered -E "PASSED|FAILED|SKIPPED|ERROR|passed|failed|s call"
+}
 for part in $parts; do
   case $part in
-  tests) python3 -m pytest -q -p no:cacheprovider -n 4 -m cuda tests --ignore=tests/test_parallel.py 2>&1 | tee "$OUT/tests.log" | tail -n 15
-         # the MPI runs (mpiexec with 2-4 ranks sharing the GPU) one after another, outside the workers
-         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 python3 -m pytest -q -p no:cacheprovider -m cuda \
-             tests/test_parallel.py 2>&1 | tee "$OUT/tests_mpi.log" | tail -n 5 ;;
+  tests) unit_tests; mpi_tests ;;
+  unit) unit_tests ;;
+  mpi) mpi_tests ;;
   bench) bench --cells ${BENCH_CELLS:-20 40 63} --precision single mixed composite --steps ${BENCH_STEPS:-500} ;;
   peers) PEER_CELLS="${BENCH_CELLS:-20 40 63}" PEER_OUT="$OUT" bash benchmarks/peers_device.sh > "$OUT/peers.log" 2>&1
          tail -n 5 "$OUT/peers.log" ;;
@@ -49,7 +59,7 @@ for part in $parts; do
                     "benchmarks/lammps_coverage.py"; do
            if python3 $cmd > "$OUT/smoke.log" 2>&1; then echo "smoke ok: $cmd"; else echo "smoke FAILED: $cmd"; tail -n 5 "$OUT/smoke.log"; fi
          done 2>&1 | tee -a "$OUT/smoke.txt" ;;
-  *) echo "gpu_suite.sh: unknown part $part (tests, bench, peers, extra, largest, smoke)"; exit 2 ;;
+  *) echo "gpu_suite.sh: unknown part $part (tests, unit, mpi, bench, peers, extra, largest, smoke)"; exit 2 ;;
   esac
 done
 echo "== summary =="
