@@ -1,6 +1,8 @@
 """The driver-API layer for CUDA graphs with conditional nodes (pycumd.conditional_graph)."""
 
 import ctypes
+import re
+from pathlib import Path
 
 import pytest
 
@@ -24,3 +26,16 @@ def test_without_a_driver_the_error_says_so(monkeypatch):
     monkeypatch.setattr(conditional_graph._Driver, "_instance", None)
     with pytest.raises(ConditionalGraphUnavailable, match="CUDA driver"):
         GraphChain.create()
+
+
+def test_control_array_indices_agree_with_the_kernels():
+    """step_graph.py reads the control array at the indices step_control.cuh writes it; the ring of
+    build counts ends before the arrival count and inside the state's 32 entries."""
+    from pycumd import step_graph
+    from pycumd.neighbors.verlet import CAPACITY_WINDOW
+
+    header = (Path(step_graph.__file__).parent / "step_control.cuh").read_text()
+    device = {name: int(value) for name, value in re.findall(r"#define CONTROL_(\w+) (\d+)", header)}
+    host = {name: getattr(step_graph, name) for name in device}
+    assert device and host == device
+    assert step_graph.BUILD_COUNTS + CAPACITY_WINDOW <= step_graph.ARRIVALS < 32

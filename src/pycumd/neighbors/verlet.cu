@@ -84,15 +84,21 @@
 #define LIST_RING 64
 #endif
 #include "positions.cuh"
+#include "step_control.cuh"      // the step control array's layout (CONTROL_*)
 
 __device__ __forceinline__ int stencil_lo(int n) { int a = (n - 1) / 2; return -(a < 2 ? a : 2); }
 __device__ __forceinline__ int stencil_hi(int n) { int b = n / 2; return b < 2 ? b : 2; }
 
-// Distance from coordinate x (in [0, L), cell c of width w) to the nearest face of cell c + d.
+// Distance to the nearest face of the cell at offset d along a dimension with >= 5 cells of width
+// w, from the position f inside the own cell.
+__device__ __forceinline__ real_t offset_gap(real_t f, int d, real_t w) {
+    return d == 0 ? real_t(0) : (d > 0 ? d * w - f : f + (-d - 1) * w);
+}
+
+// Distance from coordinate x (in [0, L), cell c of width w) to the nearest face of cell c + d
+// (0 with fewer than 5 cells, where an offset may reach a cell from both sides).
 __device__ __forceinline__ real_t face_gap(real_t x, int c, int d, real_t w, int n) {
-    if (d == 0 || n < 5) return real_t(0);
-    real_t f = x - c * w;                         // position inside the own cell
-    return d > 0 ? (d * w - f) : (f + (-d - 1) * w);
+    return n < 5 ? real_t(0) : offset_gap(x - c * w, d, w);     // x - c w: the position inside the own cell
 }
 
 // Unwrapped cell u in [-n, 2n) of a cell row: its cell index in the row (u mod n), and which copy
@@ -236,11 +242,6 @@ __device__ __forceinline__ bool task_of(int task, int n_rows, int chunks_per_row
     chunk = c0 + t / n_rows;
     row = t - (chunk - c0) * n_rows;
     return chunk < chunks_per_row;
-}
-
-// Face gap of cell offset d in a dimension with >= 5 cells, from the position f inside the own cell.
-__device__ __forceinline__ real_t offset_gap(real_t f, int d, real_t w) {
-    return d == 0 ? real_t(0) : (d > 0 ? d * w - f : f + (-d - 1) * w);
 }
 
 template <bool IMAGE_SHIFT>
@@ -538,30 +539,30 @@ extern "C" __global__ void wrap_positions_composite(float* __restrict__ pos4, fl
 }
 #endif
 
-// End of a build captured inside the step graph (step_graph.py): copy the build's statistics
-// (largest count, smallest r^2 as float bits) to control[3], control[4] for the host's one read
-// per block -- or, with ring > 0 (the device loop: several builds per launch), keep their largest
-// and smallest there, count the build in control[5] and put its largest count in
-// control[9 + (build mod ring)], the host's record of the last `ring` builds -- and on an overflow
-// (largest count > capacity: the list is incomplete) freeze the step -- control[0] = 1 makes every
-// later kernel return at once -- and say why (control[2]).
+// End of a build captured inside the step graph (step_graph.py; the control array's layout in
+// step_control.cuh): copy the build's statistics (largest count, smallest r^2 as float bits) to
+// MAX_COUNT and MIN_R2 for the host's one read per block -- or, with ring > 0 (the device loop:
+// several builds per launch), keep their largest and smallest there, count the build in BUILDS and
+// put its largest count in BUILD_COUNTS + (build mod ring), the host's record of the last `ring`
+// builds -- and on an overflow (largest count > capacity: the list is incomplete) freeze the step
+// (FROZEN = 1 makes every later kernel return at once) and say why (REASON).
 extern "C" __global__ void publish_build_stats(const unsigned int* __restrict__ stats, int capacity,
                                                int* __restrict__ control, int ring)
 {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     const unsigned int max_count = stats[0];
     if (ring > 0) {
-        control[3] = max(control[3], (int)max_count);
-        control[4] = (int)min((unsigned int)control[4], stats[1]);   // positive floats: bits in value order
-        control[9 + control[5] % ring] = (int)max_count;
-        control[5] += 1;
+        control[CONTROL_MAX_COUNT] = max(control[CONTROL_MAX_COUNT], (int)max_count);
+        control[CONTROL_MIN_R2] = (int)min((unsigned int)control[CONTROL_MIN_R2], stats[1]);   // positive floats: bits in value order
+        control[CONTROL_BUILD_COUNTS + control[CONTROL_BUILDS] % ring] = (int)max_count;
+        control[CONTROL_BUILDS] += 1;
     } else {
-        control[3] = (int)max_count;
-        control[4] = (int)stats[1];
+        control[CONTROL_MAX_COUNT] = (int)max_count;
+        control[CONTROL_MIN_R2] = (int)stats[1];
     }
     if (max_count > (unsigned int)capacity) {
-        control[0] = 1;
-        control[2] = 1;
+        control[CONTROL_FROZEN] = 1;
+        control[CONTROL_REASON] = 1;
     }
 }
 
