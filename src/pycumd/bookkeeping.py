@@ -37,6 +37,7 @@ class Bookkeeping:
         self.units = units
         self.volume = volume
         self.energy_key = None
+        self._nonfinite_flag = None       # GPU: the finiteness check's device flag (made at its first use)
 
     def current_key(self) -> tuple:
         return self.c.state.step, self.c.neighbors.n_builds
@@ -89,7 +90,7 @@ class Bookkeeping:
     def _gpu_flags_nonfinite(self, backend, checks) -> bool:
         """Whether some value of the ``(name, rows, columns)`` of :meth:`check_finite` is not finite:
         one launch per array, one read."""
-        if getattr(self, "_nonfinite_flag", None) is None:
+        if self._nonfinite_flag is None:
             self._nonfinite_flag = backend.xp.zeros(1, dtype=np.int32)
         flag = self._nonfinite_flag
         flag.fill(0)
