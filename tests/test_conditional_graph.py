@@ -29,12 +29,12 @@ def test_without_a_driver_the_error_says_so(monkeypatch):
 
 
 def test_control_array_indices_agree_with_the_kernels():
-    """step_graph.py reads the control array at the indices step_control.cuh writes it; the ring of
+    """step_graph.py reads the control array at the indices the kernels write it (control_layout.cuh); the ring of
     build counts ends before the arrival count and inside the state's 32 entries."""
     from pycumd import step_graph
     from pycumd.neighbors.verlet import CAPACITY_WINDOW
 
-    header = (Path(step_graph.__file__).parent / "step_control.cuh").read_text()
+    header = (Path(step_graph.__file__).parent / "control_layout.cuh").read_text()
     device = {name: int(value) for name, value in re.findall(r"#define CONTROL_(\w+) (\d+)", header)}
     host = {name: getattr(step_graph, name) for name in device}
     assert device and host == device

@@ -37,7 +37,7 @@ class State:
         list overflowed, largest count, smallest r^2 as float bits, builds, displacement flag,
         loop steps completed, loop steps]``, then the largest counts of the last 20 builds of a
         device-loop launch, and at 29 the count of a fused half-step kernel's blocks done with
-        their check (see step_graph.py, step_control.cu and step_control.cuh); zero outside them.
+        their check (layout: control_layout.cuh; see step_graph.py and step_control.cu); zero outside them.
     lo : dict or None
         Composite precision only: the float32 low parts of ``positions`` ((N, 4), the type
         column 0), ``velocities``, ``per_atom_mass``, ``forces``, ``energy`` and ``virial``,

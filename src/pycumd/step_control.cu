@@ -1,6 +1,6 @@
 // Kernels that steer a run between two reports on the device, in one CUDA graph with conditional
 // nodes (step_graph.py, the device loop).  One thread each; they read and write the state's step
-// control array, whose layout step_control.cuh gives (CONTROL_*).
+// control array, whose layout control_layout.cuh gives (CONTROL_*).
 // A condition is set with cudaGraphSetConditional (one thread: concurrent calls are undefined).
 
 #include "step_control.cuh"      // the layout, and the cudaGraphSetConditional declaration for NVRTC

@@ -64,7 +64,7 @@ import numpy as np
 from .conditional_graph import ConditionalGraphUnavailable, GraphChain
 from .neighbors.verlet import CAPACITY_WINDOW
 
-#: Indices into the state's control array: step_control.cuh's CONTROL_* (tests/test_conditional_graph.py
+#: Indices into the state's control array: control_layout.cuh's CONTROL_* (tests/test_conditional_graph.py
 #: checks that the two agree).
 FROZEN, BLOCK_DONE, REASON, MAX_COUNT, MIN_R2, BUILDS, MOVED, LOOP_DONE, LOOP_STEPS = range(9)
 BUILD_COUNTS = 9              # control[9 + (b mod CAPACITY_WINDOW)]: largest count of build b of a launch

@@ -84,7 +84,7 @@
 #define LIST_RING 64
 #endif
 #include "positions.cuh"
-#include "step_control.cuh"      // the step control array's layout (CONTROL_*)
+#include "control_layout.cuh"    // the step control array's layout (CONTROL_*)
 
 __device__ __forceinline__ int stencil_lo(int n) { int a = (n - 1) / 2; return -(a < 2 ? a : 2); }
 __device__ __forceinline__ int stencil_hi(int n) { int b = n / 2; return b < 2 ? b : 2; }
@@ -540,7 +540,7 @@ extern "C" __global__ void wrap_positions_composite(float* __restrict__ pos4, fl
 #endif
 
 // End of a build captured inside the step graph (step_graph.py; the control array's layout in
-// step_control.cuh): copy the build's statistics (largest count, smallest r^2 as float bits) to
+// control_layout.cuh): copy the build's statistics (largest count, smallest r^2 as float bits) to
 // MAX_COUNT and MIN_R2 for the host's one read per block -- or, with ring > 0 (the device loop:
 // several builds per launch), keep their largest and smallest there, count the build in BUILDS and
 // put its largest count in BUILD_COUNTS + (build mod ring), the host's record of the last `ring`
