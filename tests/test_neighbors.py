@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from pycumd.backend import cuda_available, select
 from pycumd.box import Box
 from pycumd.neighbors.verlet import NeighborList, OverlapError
 from pycumd.precision import get_precision
@@ -289,3 +290,35 @@ def test_overflow_on_a_replayed_build_grows_and_keeps_every_pair(backend, rng):
     host_pos[ids] = backend.to_host(state.positions)[:, :3]
     pairs = {(int(ids[i]), int(ids[j])) for i in range(n) for j in nl.neighbors_of(i)}
     assert pairs == brute_force_pairs(host_pos, system.box.L, 2.8)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU / CuPy on this machine")
+@pytest.mark.parametrize("extent", [16.0, 8.4])          # 11 cells per edge (image shifts), 5 (rint)
+def test_gpu_list_of_targets_before_source_rows(rng, extent):
+    """A spatial domain's build (build_targets): the owned atoms first, then ghost rows that are
+    sources only, in the extended box.  Whole cell rows hold ghosts only, so whole warps of the list
+    kernel have no target; the targets' lists must equal brute force and the ghosts get none."""
+    import cupy as cp
+
+    gpu = select("cuda")
+    r_list = 2.8
+    system = random_liquid(rng, n=int(0.8 * extent**3), density=0.8, min_distance=0.8)
+    inside = ((system.positions >= r_list) & (system.positions < extent - r_list)).all(axis=1)
+    order = np.concatenate([np.flatnonzero(inside), np.flatnonzero(~inside)])
+    positions = system.positions[order]
+    n_targets = int(inside.sum())
+    rows = np.zeros((len(positions), 4))
+    rows[:, :3] = positions
+    nl = NeighborList(gpu, r_list - 0.3, 0.3)
+    box = np.full(3, extent)
+    n_cells = nl.cells_per_dimension(box)
+    capacity = 160
+    nbr = cp.full(capacity * n_targets, -1, np.int32)
+    nbr_count = cp.full(n_targets, -1, np.int32)
+    largest, _ = nl._impl.build_targets(cp.asarray(rows), n_targets, box, n_cells, r_list, capacity, nbr, nbr_count)
+    counts = nbr_count.get()
+    lists = nbr.get().reshape(capacity, n_targets)
+    listed = {(i, int(j)) for i in range(n_targets) for j in lists[:counts[i], i]}
+    expected = {(i, j) for i, j in brute_force_pairs(positions, box, r_list) if i < n_targets}
+    assert listed == expected and largest == counts.max() <= capacity

@@ -279,6 +279,9 @@ __device__ __forceinline__ void build_list_rows(
         // ghosts after them being sources only)
         const int i_slot = slot < row_end ? (order_is_identity ? slot : cell_order[slot]) : -1;
         const bool active = i_slot >= 0 && i_slot < n_targets;
+        // a chunk of source rows only (a domain's ghosts) has nothing to list; skipping it also
+        // keeps the plane flushes below from seeing no active lane (their bound would be INT_MAX)
+        if (!__any_sync(FULL, active)) continue;
         int i = -1, cx = 0;
         real_t xi = 0, yi = 0, zi = 0;
         if (active) {
