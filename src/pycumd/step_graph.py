@@ -172,7 +172,7 @@ class CudaStepGraph:
         impl = nl._impl
         plan = impl.prepare(state, n_cells, nl.r_list, nl.capacity, nl)
         if self._rebuild is None or self._rebuild[0]() is not plan:
-            impl._kernel(state, "publish_build_stats")     # compiled before, not during, the capture
+            impl.compile_build_kernels(state)     # compiled before, not during, the capture
             cp = self.cp
             with self.stream:
                 self.stream.begin_capture()
@@ -266,7 +266,7 @@ class CudaStepGraph:
         if exe is not None:
             return exe
         kernels = self._kernels()
-        nl._impl._kernel(state, "publish_build_stats")        # compiled before, not during, a capture
+        nl._impl.compile_build_kernels(state)        # compiled before, not during, a capture
         control = state.control
         limit2 = nl.displacement_limit2
         integrator = sim.integrator

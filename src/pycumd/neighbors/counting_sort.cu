@@ -15,27 +15,14 @@
 //   s = x / L - floor(x / L)  in [0, 1),   c = min(int(s * n), n - 1),
 //   bin = cx + nx * (cy + ny * cz).
 
-#define FULL_MASK 0xffffffffu
-
-__device__ __forceinline__ int clamp_key(int k, int n_bins)
-{
-    return k < 0 ? 0 : (k >= n_bins ? n_bins - 1 : k);
-}
+#include "binning.cuh"
 
 extern "C" __global__ void
 histogram_rank(const int* keys, int n, int n_bins, int* count, int* rank)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
-    const int b = clamp_key(keys[i], n_bins);
-    const unsigned int active = __activemask();
-    const unsigned int peers = __match_any_sync(active, b);
-    const int lane = threadIdx.x & 31;
-    const int leader = __ffs(peers) - 1;
-    int first = 0;
-    if (lane == leader) first = atomicAdd(&count[b], __popc(peers));
-    first = __shfl_sync(peers, first, leader);
-    rank[i] = first + __popc(peers & ((1u << lane) - 1u));
+    rank[i] = count_into_bin(clamp_key(keys[i], n_bins), count);
 }
 
 extern "C" __global__ void
@@ -74,36 +61,26 @@ sort_bins(const int* slots, const int* bin_start, int n_bins, int* order)
     }
 }
 
-// Cell (bin) index of each particle; positions with `stride` values per particle (3: x,y,z;
-// 4: x,y,z,w float4 layout).
-#define CELL_INDEX_BODY(REAL, FLOOR)                                                        \
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;                                   \
-    if (i >= n) return;                                                                    \
-    const REAL* p = pos + (long long)i * stride;                                           \
-    int c[3];                                                                              \
-    const int nc[3] = {nx, ny, nz};                                                        \
-    const REAL L[3] = {lx, ly, lz};                                                        \
-    _Pragma("unroll")                                                                      \
-    for (int d = 0; d < 3; ++d) {                                                          \
-        REAL s = p[d] / L[d];                                                              \
-        s -= FLOOR(s);                                                                     \
-        int v = (int)(s * (REAL)nc[d]);                                                    \
-        c[d] = v < 0 ? 0 : (v >= nc[d] ? nc[d] - 1 : v);                                   \
-    }                                                                                      \
-    keys[i] = c[0] + nx * (c[1] + ny * c[2]);
-
+// Cell (bin) index of each particle (binning.cuh's cell_key); positions with `stride` values per
+// particle (3: x,y,z; 4: x,y,z,w float4 layout).
 extern "C" __global__ void
 cell_index_f32(const float* pos, int n, int stride, float lx, float ly, float lz,
                int nx, int ny, int nz, int* keys)
 {
-    CELL_INDEX_BODY(float, floorf)
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float* p = pos + (long long)i * stride;
+    keys[i] = cell_key(p[0], p[1], p[2], lx, ly, lz, nx, ny, nz);
 }
 
 extern "C" __global__ void
 cell_index_f64(const double* pos, int n, int stride, double lx, double ly, double lz,
                int nx, int ny, int nz, int* keys)
 {
-    CELL_INDEX_BODY(double, floor)
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const double* p = pos + (long long)i * stride;
+    keys[i] = cell_key(p[0], p[1], p[2], lx, ly, lz, nx, ny, nz);
 }
 
 // Gather several per-particle arrays at once: for array a (rows of row_words[a] 4-byte words),

@@ -198,19 +198,24 @@ class CountingSortBuffers(NamedTuple):
         return (n_bins + 1, n_bins + 1, n, n, n)
 
 
-def enqueue_counting_sort(backend, keys, buffers: CountingSortBuffers, scan=None) -> None:
+def enqueue_counting_sort(backend, keys, buffers: CountingSortBuffers, scan=None, counted=False) -> None:
     """Launch the GPU counting sort of the int32 ``keys`` (N,) into ``buffers`` on the current stream.
 
     No allocation and no synchronisation: with ``scan`` a :class:`~pycumd.neighbors.scan.CapturableScan`
     of ``n_bins + 1`` int32 values, the launches may be captured in a CUDA graph and replayed;
     without it, the bin offsets use :func:`~pycumd.neighbors.scan.prefix_sum`.  Keys are not
     validated (out-of-range keys are clamped, see :func:`counting_sort`).
+
+    ``counted``: steps 1-2 (the histogram into ``buffers.count`` and the ranks) were done by the
+    caller's kernel (the neighbour build's ``wrap_and_bin``, binning.cuh's ``count_into_bin``);
+    only the offsets, the scatter and the per-bin sort are launched.
     """
     n = keys.shape[0]
     n_bins = buffers.bin_start.shape[0] - 1
     module = _module(backend)
-    buffers.count.fill(0)                                  # count[n_bins] stays 0
-    if n > 0:
+    if not counted:
+        buffers.count.fill(0)                              # count[n_bins] stays 0
+    if n > 0 and not counted:
         module.get_function("histogram_rank")(
             _grid(n), (THREADS,), (keys, np.int32(n), np.int32(n_bins), buffers.count, buffers.rank))
     if scan is None:

@@ -85,6 +85,7 @@
 #endif
 #include "positions.cuh"
 #include "control_layout.cuh"    // the step control array's layout (CONTROL_*)
+#include "binning.cuh"           // cell_key, count_into_bin (shared with counting_sort.cu)
 
 __device__ __forceinline__ int stencil_lo(int n) { int a = (n - 1) / 2; return -(a < 2 ? a : 2); }
 __device__ __forceinline__ int stencil_hi(int n) { int b = n / 2; return b < 2 ? b : 2; }
@@ -487,13 +488,10 @@ extern "C" __global__ void float_image(const real_t* __restrict__ pos4, float4* 
 }
 
 // Periodic wrap into [0, L) with image counters, done at rebuilds (as LAMMPS does at re-neighbouring):
-// x -= k L with k = floor(x / L), then one correction step for rounding.
-extern "C" __global__ void wrap_positions(real_t* __restrict__ pos4, int* __restrict__ image, int n_local,
-                                          real_t Lx, real_t Ly, real_t Lz)
+// x -= k L with k = floor(x / L), then one correction step for rounding.  Returns the wrapped row.
+__device__ __forceinline__ void wrap_position(real_t* __restrict__ pos4, int* __restrict__ image, int i,
+                                              const real_t (&L)[3], real_t (&x_out)[3])
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n_local) return;
-    real_t L[3] = {Lx, Ly, Lz};
     for (int d = 0; d < 3; ++d) {
         real_t x = pos4[4 * (size_t)i + d];
         if ((x < real_t(0) || x >= L[d]) && isfinite(x)) {   // non-finite: left for the blow-up check
@@ -504,7 +502,41 @@ extern "C" __global__ void wrap_positions(real_t* __restrict__ pos4, int* __rest
             image[3 * (size_t)i + d] += (int)k;
             pos4[4 * (size_t)i + d] = x;
         }
+        x_out[d] = x;
     }
+}
+
+extern "C" __global__ void wrap_positions(real_t* __restrict__ pos4, int* __restrict__ image, int n_local,
+                                          real_t Lx, real_t Ly, real_t Lz)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_local) return;
+    const real_t L[3] = {Lx, Ly, Lz};
+    real_t x[3];
+    wrap_position(pos4, image, i, L, x);
+}
+
+// The statistics the list kernel reduces into, reset: largest count 0, smallest r^2 FLT_MAX (bits).
+__device__ __forceinline__ void reset_build_stats(unsigned int* stats) { stats[0] = 0u; stats[1] = 0x7F7FFFFFu; }
+
+// A build's first launch (verlet.py's enqueue): the wrap, the cell of the wrapped position
+// (binning.cuh's cell_key, as cell_index_f32/f64) and its count into the bin (histogram_rank's
+// count_into_bin; `count` zeroed before), and the list kernel's statistics reset: four graph
+// nodes of a build in one.
+extern "C" __global__ void wrap_and_bin(real_t* __restrict__ pos4, int* __restrict__ image, int n_local,
+                                        real_t Lx, real_t Ly, real_t Lz, int nx, int ny, int nz,
+                                        int* __restrict__ keys, int* __restrict__ count, int* __restrict__ rank,
+                                        unsigned int* __restrict__ stats)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 0) reset_build_stats(stats);
+    if (i >= n_local) return;
+    const real_t L[3] = {Lx, Ly, Lz};
+    real_t x[3];
+    wrap_position(pos4, image, i, L, x);
+    const int key = cell_key(x[0], x[1], x[2], Lx, Ly, Lz, nx, ny, nz);
+    keys[i] = key;
+    rank[i] = count_into_bin(clamp_key(key, nx * ny * nz), count);
 }
 
 #if COMPOSITE
@@ -513,13 +545,9 @@ extern "C" __global__ void wrap_positions(real_t* __restrict__ pos4, int* __rest
 // x - k (L + L_lo) with k = floor(hi / L), then one correction step for rounding, so that hi is
 // in [0, L) as the cell binning and the neighbour stencil require (the value hi + lo may be a
 // hair below 0).  Float-float arithmetic throughout (no float64).
-extern "C" __global__ void wrap_positions_composite(float* __restrict__ pos4, float* __restrict__ pos_lo,
-                                                    int* __restrict__ image, int n_local,
-                                                    float Lx, float Ly, float Lz, float Lx_lo, float Ly_lo, float Lz_lo)
+__device__ __forceinline__ void wrap_position_composite(float* __restrict__ pos4, float* __restrict__ pos_lo,
+                                                        int* __restrict__ image, int i, const ff (&L)[3])
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n_local) return;
-    const ff L[3] = {ff_make(Lx, Lx_lo), ff_make(Ly, Ly_lo), ff_make(Lz, Lz_lo)};
     for (int d = 0; d < 3; ++d) {
         size_t p = 4 * (size_t)i + d;
         ff x = ff_make(pos4[p], pos_lo[p]);
@@ -540,6 +568,35 @@ extern "C" __global__ void wrap_positions_composite(float* __restrict__ pos4, fl
         }
     }
 }
+
+extern "C" __global__ void wrap_positions_composite(float* __restrict__ pos4, float* __restrict__ pos_lo,
+                                                    int* __restrict__ image, int n_local,
+                                                    float Lx, float Ly, float Lz, float Lx_lo, float Ly_lo, float Lz_lo)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_local) return;
+    const ff L[3] = {ff_make(Lx, Lx_lo), ff_make(Ly, Ly_lo), ff_make(Lz, Lz_lo)};
+    wrap_position_composite(pos4, pos_lo, image, i, L);
+}
+
+// wrap_and_bin of composite positions: the cell of the high parts (float32 rows, as cell_index_f32).
+extern "C" __global__ void wrap_and_bin_composite(float* __restrict__ pos4, float* __restrict__ pos_lo,
+                                                  int* __restrict__ image, int n_local,
+                                                  float Lx, float Ly, float Lz, float Lx_lo, float Ly_lo, float Lz_lo,
+                                                  int nx, int ny, int nz, int* __restrict__ keys,
+                                                  int* __restrict__ count, int* __restrict__ rank,
+                                                  unsigned int* __restrict__ stats)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 0) reset_build_stats(stats);
+    if (i >= n_local) return;
+    const ff L[3] = {ff_make(Lx, Lx_lo), ff_make(Ly, Ly_lo), ff_make(Lz, Lz_lo)};
+    wrap_position_composite(pos4, pos_lo, image, i, L);
+    const float* const row = pos4 + 4 * (size_t)i;
+    const int key = cell_key(row[0], row[1], row[2], Lx, Ly, Lz, nx, ny, nz);
+    keys[i] = key;
+    rank[i] = count_into_bin(clamp_key(key, nx * ny * nz), count);
+}
 #endif
 
 // End of a build captured inside the step graph (step_graph.py; the control array's layout in
@@ -549,10 +606,9 @@ extern "C" __global__ void wrap_positions_composite(float* __restrict__ pos4, fl
 // put its largest count in BUILD_COUNTS + (build mod ring), the host's record of the last `ring`
 // builds -- and on an overflow (largest count > capacity: the list is incomplete) freeze the step
 // (FROZEN = 1 makes every later kernel return at once) and say why (REASON).
-extern "C" __global__ void publish_build_stats(const unsigned int* __restrict__ stats, int capacity,
-                                               int* __restrict__ control, int ring)
+__device__ __forceinline__ void publish_build_stats(const unsigned int* __restrict__ stats, int capacity,
+                                                    int* __restrict__ control, int ring)
 {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
     const unsigned int max_count = stats[0];
     if (ring > 0) {
         control[CONTROL_MAX_COUNT] = max(control[CONTROL_MAX_COUNT], (int)max_count);
@@ -567,6 +623,17 @@ extern "C" __global__ void publish_build_stats(const unsigned int* __restrict__ 
         control[CONTROL_FROZEN] = 1;
         control[CONTROL_REASON] = 1;
     }
+}
+
+// A build's last launch: the positions at this build (the displacement check's reference) copied,
+// n_values = 4 N values; and with `control` (publish != 0) the statistics published as above.
+extern "C" __global__ void snapshot_and_publish(const real_t* __restrict__ pos4, real_t* __restrict__ pos4_at_build,
+                                                int n_values, const unsigned int* __restrict__ stats, int capacity,
+                                                int* __restrict__ control, int ring, int publish)
+{
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k < n_values) pos4_at_build[k] = pos4[k];
+    if (k == 0 && publish) publish_build_stats(stats, capacity, control, ring);
 }
 
 // Canonical neighbour order (deterministic mode): each target's entries sorted by the global id of

@@ -744,10 +744,11 @@ class _CudaBuild:
     def enqueue(self, state, plan, nl, control=None, accumulate=False) -> None:
         """Launch a whole build on the current stream: no allocation, no synchronisation.
 
-        wrap -> cell index -> counting sort -> reorder (gather + copy back) ->
-        statistics reset -> (mixed: float32 copy of the positions) -> list kernel -> positions at
-        build.  With ``control`` (the state's
-        step-control array, :mod:`pycumd.step_graph`), a last kernel copies the statistics to
+        wrap, cell index and bin count (one kernel, which also resets the statistics) -> rest of
+        the counting sort -> reorder (gather + copy back) -> (mixed: float32 copy of the positions)
+        -> list kernel -> positions at build (and, with ``control``, the statistics published):
+        ten graph nodes at most.  With ``control`` (the state's
+        step-control array, :mod:`pycumd.step_graph`), the last kernel copies the statistics to
         ``control[3:5]`` and, if the storage overflowed, freezes the step (``control[0]`` and
         ``control[2]`` set): the kernels after it do nothing until the host repeats the build.
         With ``accumulate`` (the device loop, several builds per launch) it keeps the largest count
@@ -756,14 +757,12 @@ class _CudaBuild:
         """
         cp = self.cp
         n = state.n_atoms
-        L = np.asarray(state.box_lengths, dtype=np.float64)
         grid = ((n + BLOCK - 1) // BLOCK,)
         self._mark("start")
-        self.wrap(state)
-        self._mark("wrap")
-        cell_index(state.positions, L, plan.n_cells, out=plan.keys)
-        self._mark("cell index")
-        enqueue_counting_sort(self.backend, plan.keys, plan.sort, scan=plan.scan)
+        plan.sort.count.fill(0)
+        self.wrap_and_bin(state, plan)
+        self._mark("wrap + bin")
+        enqueue_counting_sort(self.backend, plan.keys, plan.sort, scan=plan.scan, counted=True)
         self._mark("counting sort")
         order = plan.sort.order
         if nl.reorder:
@@ -771,9 +770,6 @@ class _CudaBuild:
             # (order_is_identity) and never reads `order`
             enqueue_gather_rows(self.backend, plan.gather, order)
         self._mark("reorder")
-        stream = cp.cuda.get_current_stream().ptr
-        cp.cuda.runtime.memcpyAsync(plan.stats.data.ptr, plan.stats_initial.data.ptr, plan.stats.nbytes,
-                                    cp.cuda.runtime.memcpyDeviceToDevice, stream)
         positions = state.positions
         if plan.float_image is not None:
             positions = plan.float_image
@@ -785,10 +781,37 @@ class _CudaBuild:
         if nl.canonical_order:
             self.sort_by_id(nl.nbr, nl.nbr_count, state.ids, n, nl.capacity)
         self._mark("list kernel")
-        cp.copyto(state.positions_at_build, state.positions)
-        if control is not None:
-            self._kernel(state, "publish_build_stats")((1,), (1,), (plan.stats, np.int32(nl.capacity), control,
-                                                                     np.int32(CAPACITY_WINDOW if accumulate else 0)))
+        values = state.positions.size
+        self._kernel(state, "snapshot_and_publish")(
+            ((values + BLOCK - 1) // BLOCK,), (BLOCK,),
+            (state.positions, state.positions_at_build, np.int32(values), plan.stats, np.int32(nl.capacity),
+             plan.stats if control is None else control, np.int32(CAPACITY_WINDOW if accumulate else 0),
+             np.int32(control is not None)))
+
+    def compile_build_kernels(self, state) -> None:
+        """Compile the build's own kernels for ``state`` (a capture must not compile)."""
+        self._kernel(state, "wrap_and_bin" if state.lo is None else "wrap_and_bin_composite")
+        self._kernel(state, "snapshot_and_publish")
+
+    def wrap_and_bin(self, state, plan) -> None:
+        """Launch ``wrap_and_bin``: the wrap (:meth:`wrap`'s rule), each wrapped position's cell
+        (``plan.keys``, as :func:`~pycumd.neighbors.counting_sort.cell_index`), its count into the
+        zeroed ``plan.sort.count`` with its arrival rank (the counting sort's first pass), and
+        ``plan.stats`` reset for the list kernel."""
+        n = state.n_atoms
+        nx, ny, nz = (np.int32(c) for c in plan.n_cells)
+        L = np.asarray(state.box_lengths, dtype=np.float64)
+        grid = ((n + BLOCK - 1) // BLOCK,)
+        tail = (nx, ny, nz, plan.keys, plan.sort.count, plan.sort.rank, plan.stats)
+        if state.lo is None:
+            real = state.positions.dtype.type
+            self._kernel(state, "wrap_and_bin")(
+                grid, (BLOCK,), (state.positions, state.images, np.int32(n), *[real(x) for x in L], *tail))
+        else:
+            L_hi, L_lo = zip(*(ff_parts(x) for x in L))
+            self._kernel(state, "wrap_and_bin_composite")(
+                grid, (BLOCK,), (state.positions, state.lo["positions"], state.images, np.int32(n), *L_hi, *L_lo,
+                                 *tail))
 
     def launch_list_kernel(self, positions, n_targets, keys, bin_start, order, order_is_identity, n_cells,
                            box_lengths, r_list, capacity, nbr, nbr_count, stats):
@@ -904,7 +927,6 @@ class _BuildPlan:
                        if nl.reorder and n > 0 else None)
         self.scan = CapturableScan(backend, n_bins + 1, np.int32)
         self.stats = cp.empty(2, np.uint32)                    # max count, min r^2 as float bits
-        self.stats_initial = cp.asarray([0, 0x7F7FFFFF], dtype=np.uint32)
 
     def _place(self, cp, sizes: dict, regions) -> dict:
         """int32 views of ``sizes[name]`` elements each in ``regions`` (first fit), or own arrays."""
@@ -926,7 +948,7 @@ class _BuildPlan:
         extra = (self.gather.own_bytes + int(self.gather.src.nbytes + self.gather.dst.nbytes)
                  if self.gather is not None else 0)
         return (sum(int(a.nbytes) for a in self.own) + extra + self.scan.nbytes
-                + int(self.stats.nbytes + self.stats_initial.nbytes))
+                + int(self.stats.nbytes))
 
 
 def _sorted_identity(state, keys, sort, nl):
