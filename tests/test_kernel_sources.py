@@ -55,9 +55,11 @@ def test_fixed_point_sources_found():
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("sums_fp64", [0, 1], ids=["compensated-sums", "float64-sums"])
 @pytest.mark.parametrize("source", FIXED_POINT_SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_compiles_mixed(source, arch, tmp_path):
-    """With the defines mixed precision compiles it with (pycumd.precision)."""
+def test_compiles_mixed(source, arch, tmp_path, sums_fp64):
+    """With the defines mixed precision compiles it with (pycumd.precision; the force sums in
+    float64 on GPUs with fast float64, else compensated in float32: forces.pair_kernel)."""
     from pycumd.precision import get_precision
     defines = [f"-D{k}={v}" for k, v in get_precision("mixed", "cuda").cuda_defines.items()]
-    _compile(source, arch, tmp_path, defines)
+    _compile(source, arch, tmp_path, defines + [f"-DFIXED_POINT_SUMS_FP64={sums_fp64}"])

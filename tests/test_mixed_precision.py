@@ -19,8 +19,8 @@ from helpers import brute_force_energy_forces, brute_force_pairs, lj, random_liq
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU")]
 
 
-def _mixed_forces(system, pot, poison=True):
-    sim = Simulation(system, pot, device="cuda", precision="mixed", pair_method="neighbor")
+def _mixed_forces(system, pot, poison=True, device="cuda"):
+    sim = Simulation(system, pot, device=device, precision="mixed", pair_method="neighbor")
     if poison:
         sim.state.forces[...] = np.nan
     sim.setup()
@@ -28,13 +28,22 @@ def _mixed_forces(system, pot, poison=True):
     return sim.state.forces.get()[by_id], sim.potential_energy(), sim.virial_trace(), sim
 
 
+def _gpu(fast_float64):
+    """The CUDA backend as a GPU with (True) or without (False) fast float64 would be: the mixed
+    force kernel's sums in float64 or compensated in float32."""
+    import dataclasses
+    return dataclasses.replace(backends.select("cuda"), fast_float64=fast_float64)
+
+
+@pytest.mark.parametrize("fast_float64", [True, False], ids=["float64-sums", "compensated-sums"])
 @pytest.mark.parametrize("cutoff", ["truncate", "shift_force"])
-def test_fixed_point_forces_match_float64_reference(rng, cutoff):
-    """Float32 pairs from exact separations, compensated sums: float32 rounding level, not worse."""
+def test_fixed_point_forces_match_float64_reference(rng, cutoff, fast_float64):
+    """Float32 pairs from exact separations, float64 or compensated sums: float32 rounding level,
+    not worse."""
     system = random_liquid(rng, n=400, n_types=2)
     pot = lj(cutoff).pair_coeff(1, 1, epsilon=0.7, sigma=1.05)
     e_ref, f_ref, w_ref = brute_force_energy_forces(system, pot)
-    f, e, w, sim = _mixed_forces(system.copy(), pot)
+    f, e, w, sim = _mixed_forces(system.copy(), pot, device=_gpu(fast_float64))
     assert sim.forces.image is not None and sim.forces.image.dtype == np.uint32
     assert np.isfinite(f).all()
     assert np.abs(f - f_ref).max() < 2e-6 * np.abs(f_ref).max()

@@ -45,11 +45,15 @@ class Backend:
         The array module: ``numpy`` or ``cupy``.
     device_name : str
         Human-readable device description (CPU model or GPU name).
+    fast_float64 : bool
+        GPU: float64 arithmetic runs at >= 1/4 of the float32 rate (A100, H100; consumer GPUs run
+        it at 1/32-1/64).  Mixed precision's force kernel then sums in float64.
     """
 
     name: str
     xp: Any
     device_name: str
+    fast_float64: bool = False
     _module_cache: dict = field(default_factory=dict, compare=False, repr=False)
 
     @property
@@ -101,6 +105,10 @@ class Backend:
         return module
 
 
+#: the largest float32 / float64 throughput ratio at which a GPU counts as fast in float64
+FLOAT64_FAST_RATIO = 4
+
+
 def cuda_available() -> bool:
     """True when CuPy imports and at least one CUDA device is visible."""
     try:
@@ -127,7 +135,8 @@ def _make_backend(name: str) -> Backend:
 
         props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
         gpu = props["name"].decode() if isinstance(props["name"], bytes) else str(props["name"])
-        return Backend("cuda", cupy, gpu)
+        ratio = props.get("singleToDoublePrecisionPerfRatio", FLOAT64_FAST_RATIO + 1)
+        return Backend("cuda", cupy, gpu, fast_float64=ratio <= FLOAT64_FAST_RATIO)
     raise ValueError(f"unknown device {name!r}: choose one of {', '.join(BACKEND_NAMES)}")
 
 

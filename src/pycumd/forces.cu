@@ -218,17 +218,27 @@ __device__ __forceinline__ float fixed_separation(unsigned int ui, unsigned int 
     return (float)(int)(ui - uj) * s;
 }
 
-template <bool ONE_TYPE>
+// The fixed-point kernels' pair term into compensated float sums or into accum_t sums.
+__device__ __forceinline__ void pair_sums_fixed_add(PairSumsFF& s, float dx, float dy, float dz,
+                                                    const float* __restrict__ row, int with_energy) {
+    pair_sums_ff_add(s, dx, dy, dz, row, with_energy);
+}
+__device__ __forceinline__ void pair_sums_fixed_add(PairSums& s, float dx, float dy, float dz,
+                                                    const float* __restrict__ row, int with_energy) {
+    pair_sums_f32_add(s, dx, dy, dz, row, with_energy);
+}
+
+template <bool ONE_TYPE, typename Sums>
 __device__ __forceinline__ void sum_neighbours_fixed(
-    PairSumsFF& sums, const uint4* __restrict__ image, const int* __restrict__ nbr, int i, int count, int lane,
+    Sums& sums, const uint4* __restrict__ image, const int* __restrict__ nbr, int i, int count, int lane,
     int lanes, int stride, const float* __restrict__ rows, uint4 own, float sx, float sy, float sz, int with_energy)
 {
     const TableRows<ONE_TYPE, float> table(rows);
     for_each_neighbour(nbr, i, count, lane, lanes, stride,
         [&](int j) { return __ldg(image + j); },
         [&](const uint4& r) {
-            pair_sums_ff_add(sums, fixed_separation(own.x, r.x, sx), fixed_separation(own.y, r.y, sy),
-                             fixed_separation(own.z, r.z, sz), table((int)r.w), with_energy);
+            pair_sums_fixed_add(sums, fixed_separation(own.x, r.x, sx), fixed_separation(own.y, r.y, sy),
+                                fixed_separation(own.z, r.z, sz), table((int)r.w), with_energy);
         });
 }
 
@@ -242,8 +252,10 @@ __device__ __forceinline__ void sum_neighbours_fixed(
 // (int)(u_i - u_j): exact, and the 32-bit wrap-around is the minimum image (no rint).  It is
 // rounded to float32 once, times s = L / 2^32 (s in float32: every length scaled by the same
 // 1 + O(2^-24)).  Resolution L / 2^32 per coordinate (1.5e-8 in a box of 64), below the float32
-// rounding of a separation r itself while L < ~256 r.  Pairs in float32, the sums
-// compensated (about 48 bits, as composite), added into float64 at the end.
+// rounding of a separation r itself while L < ~256 r.  Pairs in float32; the sums in float64
+// (FIXED_POINT_SUMS_FP64: GPUs whose float64 adds run at >= 1/4 the float32 rate, A100 and H100)
+// or compensated in float32 (about 48 bits, as composite; GPUs with slow float64) and added into
+// float64 at the end.
 #include "fixed_point.cuh"          // box_fraction
 
 extern "C" __global__ void fixed_point_image(const int* __restrict__ control, const double* __restrict__ pos4,
@@ -267,15 +279,24 @@ __device__ __forceinline__ void pair_forces_fixed_body(
     if (control[0]) return;
     for_target_atom(n_local, lanes, force, energy, virial, WITH_ENERGY, [&](int i, int lane, bool active) {
         const uint4 own = active ? __ldg(image + i) : make_uint4(0, 0, 0, 0);
+#if FIXED_POINT_SUMS_FP64
+        PairSums sums;
+        pair_sums_zero(sums);
+#else
         PairSumsFF sums;
         pair_sums_ff_zero(sums);
+#endif
         const float* rows = table + (size_t)own.w * n_types * PAIR_TABLE_COLUMNS;
         const int count = active ? nbr_count[i] : 0;
         if (FORCE_ONE_TYPE_PATH && n_types == 1)
             sum_neighbours_fixed<true>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
         else
             sum_neighbours_fixed<false>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
+#if FIXED_POINT_SUMS_FP64
+        return sums;
+#else
         return pair_sums_from_ff(sums);
+#endif
     });
 }
 

@@ -292,8 +292,9 @@ def pair_kernel(potential, table, backend, precision, source: str, name: str, ma
     builder); the table in float64.
     """
     if backend.is_gpu:
-        module = backend.kernel_module(source, {**precision.cuda_defines, **potential_defines(potential)},
-                                       options=precision.cuda_options)
+        defines = {**precision.cuda_defines, **potential_defines(potential),
+                   "FIXED_POINT_SUMS_FP64": int(precision.fixed_point_forces and backend.fast_float64)}
+        module = backend.kernel_module(source, defines, options=precision.cuda_options)
         return module.get_function(name), backend.xp.asarray(table, dtype=precision.pair_dtype)
     key = (type(potential), potential.cutoff, make_cpu_kernel)
     if key not in _CPU_KERNELS:

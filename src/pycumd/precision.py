@@ -16,7 +16,9 @@ is the integer difference of two fractions -- exact, the minimum image by 32-bit
 rounded to float32 once and scaled by ``L / 2^32``; so positions far from the origin lose no
 digits (resolution ``L / 2^32``: 1.5e-8 in a box of 64 length units; finer than float32's own
 rounding of a separation ``r`` while ``L < ~256 r``, coarser in longer boxes).  The per-atom sums of
-the float32 pair terms are compensated (TwoSum, about 48 bits) and stored as float64.  The
+the float32 pair terms are float64 on GPUs whose float64 runs at >= 1/4 of the float32 rate (A100,
+H100: :attr:`pycumd.backend.Backend.fast_float64`) and compensated float32 sums (TwoSum, about 48
+bits) elsewhere, stored as float64 either way.  The
 all-pairs kernels form the separation in float64 instead.  The neighbour list is built from a
 float32 copy of the positions (the displacement check allows for its rounding, as in single).  ``composite`` keeps every position,
 velocity, mass, force, energy and virial as an unevaluated sum ``hi + lo`` of two float32
