@@ -102,7 +102,8 @@ def _mpi(ranks: int, *args, timeout=240):
 
 def _result(ranks, case, *extra):
     proc = _mpi(ranks, str(HERE / "mpi_parallel_check.py"), case, *extra)
-    lines = [l for l in proc.stdout.splitlines() if l.startswith("RESULT ")]
+    # the line may follow a terminal escape another process wrote without a newline ("\x1b[0m")
+    lines = [l[l.index("RESULT "):] for l in proc.stdout.splitlines() if "RESULT " in l]
     assert proc.returncode == 0 and lines, proc.stdout[-2000:] + proc.stderr[-4000:]
     return json.loads(lines[-1][len("RESULT "):])
 
