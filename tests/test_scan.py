@@ -148,6 +148,29 @@ def test_repeated_calls_reuse_workspace(backend, rng):
         np.testing.assert_array_equal(y, np.cumsum(x, dtype=np.uint32))
 
 
+@pytest.mark.parametrize("waits", [{}, {"uniform_poll": 0, "poll_sleep_ns": 0, "pre_sleep_ns": 0},
+                                   {"uniform_poll": 1, "poll_sleep_ns": 0, "pre_sleep_ns": 0, "sleep_min_tiles": 1}],
+                         ids=["default-sleeps", "lanes-spin", "uniform-no-sleep"])
+@pytest.mark.parametrize("dtype", [np.uint32, np.int64, np.float64])
+def test_lookback_waits_give_the_same_sums(backend, rng, monkeypatch, dtype, waits):
+    """GPU: the look-back's ways of waiting (CUB-like sleeps before and between polls, a warp
+    polling together, or each lane spinning on its own predecessor) on grids past the sleep
+    threshold (sleep_min_tiles tiles), inclusive and exclusive, against numpy."""
+    if not backend.is_gpu:
+        pytest.skip("GPU kernel")
+    from pycumd.neighbors import scan
+    monkeypatch.setattr(scan, "LOOKBACK_CONFIG", {**scan.LOOKBACK_CONFIG, **waits})
+    n = scan.LOOKBACK_CONFIG["sleep_min_tiles"] * lookback_tile_size(dtype) + 12345
+    x = _random(rng, n, dtype)
+    for exclusive in (False, True):
+        y = backend.to_host(prefix_sum(backend.asarray(x), exclusive=exclusive, method="decoupled_lookback"))
+        if np.dtype(dtype).kind == "f":
+            assert _float_tolerance_ok(x, y, exclusive)[0]
+        else:
+            ref = np.cumsum(x, dtype=dtype)
+            np.testing.assert_array_equal(y, np.concatenate([[0], ref[:-1]]).astype(dtype) if exclusive else ref)
+
+
 def test_float_tolerance_rejects_a_missing_element(rng):
     """The float tolerance used above is tight enough to see one dropped element."""
     x = rng.uniform(-1.0, 1.0, 2000).astype(np.float32)

@@ -139,18 +139,20 @@ def _random(cp, n, dtype, seed):
 
 
 def _sweep(cp, dtype, repeat, copy_gbps):
-    """Time the look-back kernel per (threads, rounds, min_blocks); keep the best at 2^27."""
+    """Time the look-back kernel per (threads, rounds, min_blocks), with the configured waits; keep
+    the best at 2^27."""
     from pycumd.neighbors import scan
 
     configs = [(t, r, b) for t in (128, 256) for r in (4, 8, 12, 16) for b in (1,)]
-    configs += [(128, 8, 4), (256, 8, 2), (128, 12, 3), (128, 16, 2)]
+    configs += [(128, 8, 4), (128, 8, 8), (128, 6, 8), (256, 8, 2), (128, 12, 3), (128, 16, 2)]
+    waits = {k: v for k, v in scan.LOOKBACK_CONFIG.items() if k not in ("threads", "rounds", "min_blocks")}
     sizes = (2**16, 2**20, 2**24, 2**27)
     table = []
     for n in sizes:
         nbytes = n * dtype.itemsize
         bufs = [_random(cp, n, dtype, s) for s in range(int(min(64, max(1, -(-ROTATE_BYTES // nbytes)))))]
         for t, r, b in configs:
-            scan.LOOKBACK_CONFIG = {"threads": t, "rounds": r, "min_blocks": b}
+            scan.LOOKBACK_CONFIG = {"threads": t, "rounds": r, "min_blocks": b, **waits}
             ref = cp.cumsum(bufs[0], dtype=dtype)
             ok = bool(cp.array_equal(scan.prefix_sum(bufs[0], method="decoupled_lookback"), ref))
             us = _gpu_median_us(
@@ -165,7 +167,7 @@ def _sweep(cp, dtype, repeat, copy_gbps):
     big = [row for row in table if row["n"] == sizes[-1] and row["ok"]]
     best = min(big, key=lambda row: row["us"])
     scan.LOOKBACK_CONFIG = {"threads": best["threads"], "rounds": best["rounds"],
-                            "min_blocks": best["min_blocks"]}
+                            "min_blocks": best["min_blocks"], **waits}
     print(f"sweep: running with {scan.LOOKBACK_CONFIG}")
     return {"table": table, "chosen": scan.LOOKBACK_CONFIG}
 

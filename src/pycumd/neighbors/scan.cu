@@ -290,6 +290,23 @@ __device__ __forceinline__ unsigned int poll(const u64* status, const A* agg, co
 #ifndef LB_MIN_BLOCKS
 #define LB_MIN_BLOCKS 1
 #endif
+// Waiting in the look-back (as CUB's delay constructors): with LB_UNIFORM_POLL the warp polls its
+// 32 predecessors together and, while any has published nothing, sleeps LB_POLL_SLEEP_NS and polls
+// those again (0: each lane spins on its own word); grids of >= LB_SLEEP_MIN_TILES tiles first
+// sleep LB_PRE_SLEEP_NS after publishing their aggregate, giving the predecessors time to publish
+// inclusive prefixes.  0 ns: no sleep.
+#ifndef LB_UNIFORM_POLL
+#define LB_UNIFORM_POLL 0
+#endif
+#ifndef LB_POLL_SLEEP_NS
+#define LB_POLL_SLEEP_NS 0
+#endif
+#ifndef LB_PRE_SLEEP_NS
+#define LB_PRE_SLEEP_NS 0
+#endif
+#ifndef LB_SLEEP_MIN_TILES
+#define LB_SLEEP_MIN_TILES 500
+#endif
 
 extern "C" __global__ void __launch_bounds__(LB_THREADS, LB_MIN_BLOCKS)
 scan_lookback(const A* in, A* out, u64 n, u64* status, A* agg, A* incl,
@@ -351,13 +368,22 @@ scan_lookback(const A* in, A* out, u64 n, u64* status, A* agg, A* incl,
             if (lane == 0) publish(status, agg, incl, 0, (epoch << 2) | 2u, aggregate);
         } else {
             if (lane == 0) publish(status, agg, incl, tile, (epoch << 2) | 1u, aggregate);
+            if (LB_PRE_SLEEP_NS > 0 && gridDim.x >= LB_SLEEP_MIN_TILES) __nanosleep(LB_PRE_SLEEP_NS);
             long long top = (long long)tile - 1;
             while (true) {
                 const long long p = top - (long long)lane;
                 unsigned int state = 2;            // before tile 0: nothing to add
                 A v = A(0);
-                if (p >= 0) {
-                    while ((state = poll(status, agg, incl, p, epoch, &v)) == 0) { }
+                if (LB_UNIFORM_POLL) {
+                    if (p >= 0) state = poll(status, agg, incl, p, epoch, &v);
+                    while (__any_sync(FULL_MASK, state == 0)) {
+                        if (LB_POLL_SLEEP_NS > 0) __nanosleep(LB_POLL_SLEEP_NS);
+                        if (state == 0) state = poll(status, agg, incl, p, epoch, &v);
+                    }
+                } else if (p >= 0) {
+                    while ((state = poll(status, agg, incl, p, epoch, &v)) == 0) {
+                        if (LB_POLL_SLEEP_NS > 0) __nanosleep(LB_POLL_SLEEP_NS);
+                    }
                 }
                 const unsigned int inclusive_lanes = __ballot_sync(FULL_MASK, state == 2);
                 if (inclusive_lanes) {

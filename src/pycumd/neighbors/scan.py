@@ -44,8 +44,12 @@ HS_THREADS = 512           # elements per Hillis-Steele block
 BL_THREADS = 512           # Blelloch block: 2 * 512 elements
 ADD_THREADS = 256
 # Decoupled look-back: tile = threads x rounds x 16 bytes; min_blocks is the occupancy
-# asked of the compiler (__launch_bounds__).  Chosen by the sweep of docs/notes-scan.md.
-LOOKBACK_CONFIG = {"threads": 256, "rounds": 12, "min_blocks": 1}
+# asked of the compiler (__launch_bounds__); uniform_poll, poll_sleep_ns, pre_sleep_ns and
+# sleep_min_tiles: how the look-back waits (scan.cu, LB_UNIFORM_POLL ...).  Chosen by the sweeps of
+# docs/notes-scan.md (entry 10: small tiles, 8 blocks a SM, and sleeps as CUB's delay constructors:
+# 2^27 uint32 in place at 0.87 of copy against CUB's 0.82 in the same run, H100).
+LOOKBACK_CONFIG = {"threads": 128, "rounds": 8, "min_blocks": 8, "uniform_poll": 1, "poll_sleep_ns": 648,
+                   "pre_sleep_ns": 2500, "sleep_min_tiles": 1024}
 
 # Measured choice of ``method="auto"``: list of (largest n, method), first match wins.
 # The decoupled look-back kernel is one launch at every size and was the fastest
@@ -149,8 +153,7 @@ _FUNCTIONS: dict = {}
 def _function(backend, dtype, name):
     """Kernel ``name`` of scan.cu compiled for ``dtype`` and the current LOOKBACK_CONFIG."""
     cfg = LOOKBACK_CONFIG
-    key = (backend.xp.cuda.runtime.getDevice(), dtype, name, cfg["threads"], cfg["rounds"],
-           cfg["min_blocks"])
+    key = (backend.xp.cuda.runtime.getDevice(), dtype, name, *sorted(cfg.items()))
     fn = _FUNCTIONS.get(key)
     if fn is None:
         module = backend.kernel_module(
@@ -162,6 +165,10 @@ def _function(backend, dtype, name):
                 "LB_THREADS": cfg["threads"],
                 "LB_ROUNDS": cfg["rounds"],
                 "LB_MIN_BLOCKS": cfg["min_blocks"],
+                "LB_UNIFORM_POLL": cfg["uniform_poll"],
+                "LB_POLL_SLEEP_NS": cfg["poll_sleep_ns"],
+                "LB_PRE_SLEEP_NS": cfg["pre_sleep_ns"],
+                "LB_SLEEP_MIN_TILES": cfg["sleep_min_tiles"],
             },
         )
         fn = _FUNCTIONS[key] = module.get_function(name)
