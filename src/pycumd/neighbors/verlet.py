@@ -755,7 +755,6 @@ class _CudaBuild:
         and the smallest r^2 of the builds there, counts them in ``control[5]`` and records the
         largest count of each of the last ``CAPACITY_WINDOW`` in ``control[9:]``.
         """
-        cp = self.cp
         n = state.n_atoms
         grid = ((n + BLOCK - 1) // BLOCK,)
         self._mark("start")
