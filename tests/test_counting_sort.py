@@ -37,6 +37,11 @@ def test_stable_with_large_bins(backend, rng):
     _check_sorted(keys, 7, counting_sort(backend.asarray(keys), 7), backend)
     keys = np.zeros(3000, dtype=np.int32)           # one bin holds everything
     _check_sorted(keys, 3, counting_sort(backend.asarray(keys), 3), backend)
+    # a few large bins among small ones in the same warp of bins (the GPU ranks bins of <= 32 by a
+    # thread each and larger ones by the warp together)
+    keys = np.concatenate([np.full(100, 5), np.full(40, 33), np.full(33, 62), rng.integers(0, 1000, 2000)])
+    keys = rng.permutation(keys).astype(np.int32)
+    _check_sorted(keys, 1000, counting_sort(backend.asarray(keys), 1000), backend)
 
 
 def test_presorted_and_reversed_keys(backend):
