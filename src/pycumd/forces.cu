@@ -225,7 +225,7 @@ __device__ __forceinline__ void pair_sums_fixed_add(PairSumsFF& s, float dx, flo
 }
 __device__ __forceinline__ void pair_sums_fixed_add(PairSums& s, float dx, float dy, float dz,
                                                     const float* __restrict__ row, int with_energy) {
-    pair_sums_f32_add(s, dx, dy, dz, row, with_energy);
+    pair_sums_add_separation(s, dx, dy, dz, row, with_energy);   // pair_t is float here
 }
 
 template <bool ONE_TYPE, typename Sums>

@@ -59,15 +59,13 @@ __device__ __forceinline__ bool pair_energy_force(pair_t r2, const pair_t* __res
     return true;
 }
 
-__device__ __forceinline__ void pair_sums_add(
-    PairSums& s, real_t dxr, real_t dyr, real_t dzr,
-    real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz,
-    const pair_t* __restrict__ row, int with_energy)
+// The pair at separation (dx, dy, dz) (already the minimum image), pair_t arithmetic, into the
+// accum_t sums.  Mixed precision's fixed-point kernel calls it directly where float64 adds are fast
+// (FIXED_POINT_SUMS_FP64: one float64 add per term instead of a TwoSum's six float32 operations;
+// 53 bits instead of about 48).
+__device__ __forceinline__ void pair_sums_add_separation(PairSums& s, pair_t dx, pair_t dy, pair_t dz,
+                                                         const pair_t* __restrict__ row, int with_energy)
 {
-    dxr -= Lx * rint(dxr * invLx);
-    dyr -= Ly * rint(dyr * invLy);
-    dzr -= Lz * rint(dzr * invLz);
-    pair_t dx = (pair_t)dxr, dy = (pair_t)dyr, dz = (pair_t)dzr;
     pair_t ep, fr;
     if (!pair_energy_force(dx * dx + dy * dy + dz * dz, row, ep, fr)) return;
     s.f[0] += (accum_t)(dx * fr);
@@ -78,6 +76,17 @@ __device__ __forceinline__ void pair_sums_add(
         s.w[0] += (accum_t)(dx * dx * fr); s.w[1] += (accum_t)(dy * dy * fr); s.w[2] += (accum_t)(dz * dz * fr);
         s.w[3] += (accum_t)(dx * dy * fr); s.w[4] += (accum_t)(dx * dz * fr); s.w[5] += (accum_t)(dy * dz * fr);
     }
+}
+
+__device__ __forceinline__ void pair_sums_add(
+    PairSums& s, real_t dxr, real_t dyr, real_t dzr,
+    real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz,
+    const pair_t* __restrict__ row, int with_energy)
+{
+    dxr -= Lx * rint(dxr * invLx);
+    dyr -= Ly * rint(dyr * invLy);
+    dzr -= Lz * rint(dzr * invLz);
+    pair_sums_add_separation(s, (pair_t)dxr, (pair_t)dyr, (pair_t)dzr, row, with_energy);
 }
 
 __device__ __forceinline__ void pair_sums_store(const PairSums& s, int i, accum_t* __restrict__ force,
@@ -137,23 +146,6 @@ __device__ __forceinline__ void pair_sums_ff_add(PairSumsFF& s, float dx, float 
         csum_add(s.e, ep);
         csum_add(s.w[0], dx * dx * fr); csum_add(s.w[1], dy * dy * fr); csum_add(s.w[2], dz * dz * fr);
         csum_add(s.w[3], dx * dy * fr); csum_add(s.w[4], dx * dz * fr); csum_add(s.w[5], dy * dz * fr);
-    }
-}
-
-// The same float32 pair added into accum_t sums (mixed precision on GPUs with fast float64 adds,
-// FIXED_POINT_SUMS_FP64: one float64 add per term instead of a TwoSum's six float32 operations;
-// 53 bits instead of about 48).
-__device__ __forceinline__ void pair_sums_f32_add(PairSums& s, float dx, float dy, float dz,
-                                                  const float* __restrict__ row, int with_energy) {
-    float ep, fr;
-    if (!pair_energy_force(dx * dx + dy * dy + dz * dz, row, ep, fr)) return;
-    s.f[0] += (accum_t)(dx * fr);
-    s.f[1] += (accum_t)(dy * fr);
-    s.f[2] += (accum_t)(dz * fr);
-    if (with_energy) {
-        s.e += (accum_t)ep;
-        s.w[0] += (accum_t)(dx * dx * fr); s.w[1] += (accum_t)(dy * dy * fr); s.w[2] += (accum_t)(dz * dz * fr);
-        s.w[3] += (accum_t)(dx * dy * fr); s.w[4] += (accum_t)(dx * dz * fr); s.w[5] += (accum_t)(dy * dz * fr);
     }
 }
 

@@ -11,9 +11,7 @@
 // Keys outside [0, n_bins) are clamped into range so that no kernel writes out of bounds;
 // the Python side validates keys when asked.
 //
-// Cell index of an orthorhombic periodic box:
-//   s = x / L - floor(x / L)  in [0, 1),   c = min(int(s * n), n - 1),
-//   bin = cx + nx * (cy + ny * cz).
+// Cell index of an orthorhombic periodic box: binning.cuh's cell_key.
 
 #include "binning.cuh"
 

@@ -215,9 +215,9 @@ def enqueue_counting_sort(backend, keys, buffers: CountingSortBuffers, scan=None
     module = _module(backend)
     if not counted:
         buffers.count.fill(0)                              # count[n_bins] stays 0
-    if n > 0 and not counted:
-        module.get_function("histogram_rank")(
-            _grid(n), (THREADS,), (keys, np.int32(n), np.int32(n_bins), buffers.count, buffers.rank))
+        if n > 0:
+            module.get_function("histogram_rank")(
+                _grid(n), (THREADS,), (keys, np.int32(n), np.int32(n_bins), buffers.count, buffers.rank))
     if scan is None:
         prefix_sum(buffers.count, exclusive=True, out=buffers.bin_start)
     else:
@@ -432,7 +432,6 @@ class GatherPlan(NamedTuple):
     dst: object
     words: object
     max_words: int
-    dst_ptrs: tuple
     buffers: tuple
 
     @property
@@ -453,7 +452,7 @@ def gather_plan(backend, n: int, arrays, spare=()) -> GatherPlan:
     words = [a.nbytes // (4 * n) for a in arrays]
     return GatherPlan(tuple(arrays), cp.asarray([a.data.ptr for a in arrays], dtype=np.uint64),
                       cp.asarray(dst_ptrs, dtype=np.uint64), cp.asarray(words, dtype=np.int32),
-                      max(words), dst_ptrs, tuple(b for b in buffers if b is not None))
+                      max(words), tuple(b for b in buffers if b is not None))
 
 
 def enqueue_gather_rows(backend, plan: GatherPlan, order) -> None:
