@@ -21,6 +21,8 @@ export PYTHONPATH=$PWD/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1 NCCL_NV
 # Python packages the device lacks (gsd, ase, ...) travel as wheels in .whl (carry it: README of the device tool)
 if compgen -G ".whl/*.whl" > /dev/null; then
   python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site .whl/*.whl && export PYTHONPATH=$PYTHONPATH:/tmp/site
+else
+  echo "gpu_suite.sh: no wheels in .whl (not carried?): the tests that write GSD or use ASE will fail for want of gsd/ase"
 fi
 parts=${*:-tests bench}
 {
