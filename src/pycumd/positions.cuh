@@ -12,3 +12,26 @@ __device__ __forceinline__ void load_position(const double* pos4, int i, double&
     double2 a = __ldg(p), b = __ldg(p + 1);
     x = a.x; y = a.y; z = b.x; t = (int)b.y;
 }
+
+// A whole (x, y, z, type) row of a position array the kernel also writes (so not through the
+// read-only path), and its store: one 16-byte access (float) or two (double).
+__device__ __forceinline__ void load_row4(const float* pos4, int i, float (&r)[4]) {
+    const float4 p = reinterpret_cast<const float4*>(pos4)[i];
+    r[0] = p.x; r[1] = p.y; r[2] = p.z; r[3] = p.w;
+}
+
+__device__ __forceinline__ void load_row4(const double* pos4, int i, double (&r)[4]) {
+    const double2* p = reinterpret_cast<const double2*>(pos4) + 2 * (size_t)i;
+    const double2 a = p[0], b = p[1];
+    r[0] = a.x; r[1] = a.y; r[2] = b.x; r[3] = b.y;
+}
+
+__device__ __forceinline__ void store_row4(float* pos4, int i, const float (&r)[4]) {
+    reinterpret_cast<float4*>(pos4)[i] = make_float4(r[0], r[1], r[2], r[3]);
+}
+
+__device__ __forceinline__ void store_row4(double* pos4, int i, const double (&r)[4]) {
+    double2* p = reinterpret_cast<double2*>(pos4) + 2 * (size_t)i;
+    p[0] = make_double2(r[0], r[1]);
+    p[1] = make_double2(r[2], r[3]);
+}

@@ -12,6 +12,8 @@
 #define COMPOSITE 0
 #endif
 
+#include "positions.cuh"
+
 // A half kick: v + (dtf / m) f.
 __device__ __forceinline__ real_t half_kick(real_t v, real_t dtfm, accum_t f) { return v + dtfm * (real_t)f; }
 
@@ -23,11 +25,14 @@ extern "C" __global__ void initial_integrate(const int* __restrict__ control, re
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n || control[0]) return;
     real_t dtfm = dtf / mass[i];
+    real_t x[4];
+    load_row4(pos4, i, x);
     for (int d = 0; d < 3; ++d) {
         real_t v = half_kick(vel[3 * (size_t)i + d], dtfm, force[3 * (size_t)i + d]);
         vel[3 * (size_t)i + d] = v;
-        pos4[4 * (size_t)i + d] += dtv * v;
+        x[d] += dtv * v;
     }
+    store_row4(pos4, i, x);
 }
 
 // final_integrate: v += (dtf / m) f
@@ -54,16 +59,18 @@ extern "C" __global__ void final_then_initial_integrate(int* __restrict__ contro
     if (i >= n || control[0]) return;
     if (i == 0) control[1] = step_in_block;
     real_t dtfm = dtf / mass[i];
+    real_t x[4];
+    load_row4(pos4, i, x);
     for (int d = 0; d < 3; ++d) {
         const accum_t f = force[3 * (size_t)i + d];
         real_t v = half_kick(half_kick(vel[3 * (size_t)i + d], dtfm, f), dtfm, f);
         vel[3 * (size_t)i + d] = v;
-        pos4[4 * (size_t)i + d] += dtv * v;
+        x[d] += dtv * v;
     }
+    store_row4(pos4, i, x);
 }
 
 #include "fixed_point.cuh"
-#include "positions.cuh"
 #include "step_control.cuh"
 
 // Between two force computations of a captured step graph: final_then_initial_integrate, then
@@ -86,16 +93,17 @@ __device__ __forceinline__ bool half_steps_moved(
 {
     if (i == 0) control[CONTROL_BLOCK_DONE] = step_in_block;
     real_t dtfm = dtf / mass[i];
-    real_t x[3];
+    real_t x[4];
+    load_row4(pos4, i, x);                           // one 16-byte (float) or two (double) loads
     for (int d = 0; d < 3; ++d) {
         const accum_t f = force[3 * (size_t)i + d];
         real_t v = half_kick(half_kick(vel[3 * (size_t)i + d], dtfm, f), dtfm, f);
         vel[3 * (size_t)i + d] = v;
-        x[d] = pos4[4 * (size_t)i + d] + dtv * v;
-        pos4[4 * (size_t)i + d] = x[d];
+        x[d] += dtv * v;
     }
+    store_row4(pos4, i, x);                          // the whole row: no partly written sectors
     if (IMAGE) {
-        const int t = (int)pos4[4 * (size_t)i + 3];
+        const int t = (int)x[3];
         image[i] = make_uint4(box_fraction((double)x[0], scale_x), box_fraction((double)x[1], scale_y),
                               box_fraction((double)x[2], scale_z), (unsigned int)t);
     }

@@ -19,10 +19,10 @@ GPU algorithm (five launches, no host synchronisation):
    ``bin_start[n_bins] = N``;
 4. ``scatter``: ``slots[bin_start[b_i] + rank_i] = i``, a permutation grouped by bin but in
    arrival order within each bin;
-5. ``sort_bins``: one warp per bin ranks each member by the number of members with a
-   smaller index, which is its stable place.  Cost ``O(k^2 / 32)`` per bin of ``k``
-   members: one shuffle round when ``k <= 32``, typical of cell lists (tens of particles per
-   cell); a pathological input with most particles in one bin is slow.
+5. ``sort_bins``: each member's stable place is the number of members of its bin with a
+   smaller index.  One thread per bin ranks a bin of ``k <= 8`` members (``SMALL_BIN``: a cell
+   list's usual 2-3) in registers; the warp then ranks its larger bins together, ``O(k^2 / 32)``
+   shuffle steps each; a pathological input with most particles in one bin is slow.
 """
 
 from __future__ import annotations
@@ -226,10 +226,8 @@ def enqueue_counting_sort(backend, keys, buffers: CountingSortBuffers, scan=None
         module.get_function("scatter")(
             _grid(n), (THREADS,),
             (keys, buffers.rank, buffers.bin_start, np.int32(n), np.int32(n_bins), buffers.slots))
-        warps = THREADS // 32
         module.get_function("sort_bins")(
-            (-(-n_bins // warps),), (THREADS,), (buffers.slots, buffers.bin_start, np.int32(n_bins),
-                                                buffers.order))
+            _grid(n_bins), (THREADS,), (buffers.slots, buffers.bin_start, np.int32(n_bins), buffers.order))
 
 
 def cell_index(positions, box_lengths, cells_per_dim, out=None):

@@ -4,6 +4,12 @@ The format is :mod:`pycumd.checkpoint_file`'s. A file is written to ``PATH.tmp``
 and renamed over ``PATH``; the previous checkpoint is kept as ``PATH.1`` (the last two). The state is
 copied off the GPU on a side stream and the file is written by a background thread, so a checkpoint
 does not stall the run.
+
+A checkpoint of step S is put in place only once the other reporters' files hold everything they
+reported up to S (trajectory frames are written by their own threads: the checkpoint's thread waits
+for them, :meth:`~pycumd.outputs.reporter.Reporter.fence`). A continuation from S cuts the files
+back to S and writes only later steps, so a checkpoint that landed before the frame of its own step
+would leave that frame missing for good after a kill.
 """
 
 from __future__ import annotations
@@ -102,10 +108,12 @@ class CheckpointWriter(Reporter):
             meta = {"pycumd_version": __version__, "format": FORMAT_VERSION, **sim.checkpoint_scalars(),
                     "context": self.context, "array_names": list(arrays)}
             d = sim.decomposition
-            if d is None:
-                self._queue.put((meta, list(arrays), HostCopy(sim.backend, list(arrays.values()))))
-            elif d.comm.rank == 0:                    # one file, written by rank 0
-                self._queue.put((meta, list(arrays), HostCopy(_host_backend(), list(arrays.values()))))
+            if d is None or d.comm.rank == 0:         # over MPI ranks: one file, written by rank 0
+                # the other reporters' writes so far (this step's frames included: the checkpoint
+                # writer reports last), which the file must not overtake
+                fences = [f for f in (r.fence() for r in sim.reporters if r is not self) if f is not None]
+                backend = sim.backend if d is None else _host_backend()
+                self._queue.put((meta, list(arrays), HostCopy(backend, list(arrays.values())), fences))
         if wait:
             self._queue.join()
             self._raise_pending_error()
@@ -124,8 +132,13 @@ class CheckpointWriter(Reporter):
                 if item is None:
                     return
                 if self._error is None:
-                    meta, names, copy = item
-                    write_atomically(self.path, encode_checkpoint(meta, dict(zip(names, copy.wait()))))
+                    meta, names, copy, fences = item
+                    data = encode_checkpoint(meta, dict(zip(names, copy.wait())))
+                    unwritten = [str(f.path) for f in fences if not f.wait()]
+                    if unwritten:                 # a continuation from here would skip their lost frames
+                        raise OSError(f"held back: frames of {', '.join(unwritten)} up to step {meta['step']} "
+                                      f"were not written, and a continuation from it would not write them")
+                    write_atomically(self.path, data)
                     self.written.append(meta["step"])
             except BaseException as exc:          # reported in the simulation's thread
                 self._error = exc

@@ -143,9 +143,9 @@ class DumpWriter(TrajectoryWriter):
     def _open(self, append: bool) -> None:
         self._file = None if self._per_step else open(self.path, "a" if append else "w")
 
-    def _keep_frames_up_to(self, step: int) -> None:
+    def _keep_frames_up_to(self, step: int) -> int | None:
         if self._per_step:
-            return
+            return None
         if self.output.style == "xyz":
             def frame_at(lines, i):
                 words = lines[i + 1].split()
@@ -157,7 +157,7 @@ class DumpWriter(TrajectoryWriter):
                 if lines[i] != "ITEM: TIMESTEP":
                     raise ValueError("expected ITEM: TIMESTEP")
                 return int(lines[i + 1]), 9 + int(lines[i + 3])
-        _truncate_text_frames(self.path, step, frame_at)
+        return _truncate_text_frames(self.path, step, frame_at)
 
     def _write(self, pending) -> None:
         frame, forces = pending

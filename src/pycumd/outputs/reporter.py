@@ -68,6 +68,13 @@ class Reporter:
     def report(self, snapshot: "Snapshot") -> None:
         raise NotImplementedError
 
+    def fence(self):
+        """For a reporter that writes its files later (in a background thread): an object whose
+        ``wait()`` returns, True once everything reported so far is in its files, False if some of
+        it could not be written. A checkpoint waits for it before it is put in place. None (the
+        default): everything is written when :meth:`report` returns."""
+        return None
+
     def close(self) -> None:
         """Flush and close whatever the reporter wrote."""
 

@@ -7,7 +7,9 @@ written.  On the GPU the frame is a device-to-device copy on the simulation's st
 microseconds), and the copy to pinned host memory runs on a side stream: the simulation does not
 wait for the transfer either.  At most ``max_pending`` frames wait in memory; beyond that the
 simulation waits for the writer.  Errors in the writer thread are raised at the next frame or
-at ``close()``: no frame is lost silently.
+at ``close()``: no frame is lost silently.  A checkpoint waits for the frames handed over before it
+(:meth:`TrajectoryWriter.fence`): a run killed at any moment has every frame up to its last
+checkpoint's step in its files.
 
 ``trajectory_writer(path, every)`` picks the format from the file name: ``.xyz`` / ``.extxyz``,
 ``.gsd`` (needs the ``gsd`` package: ``pip install pycumd[io]``), ``.lammpstrj`` / ``.dump``.
@@ -49,8 +51,13 @@ class TrajectoryWriter(Reporter):
         self.every = int(every)
         self.type_names = type_names
         self._last_step = None
+        self._failed = False                   # a frame was not written (sticky: for fences)
+        self._closing = False
         if resume_step is not None and self.path.exists():
-            self._keep_frames_up_to(resume_step)
+            if self._keep_frames_up_to(resume_step) == resume_step:
+                # the checkpointing run wrote this step's frame: a stage starting at that step (its
+                # first report) does not write it again
+                self._last_step = resume_step
             self._open(append=True)
         else:
             self._open(append=False)
@@ -66,8 +73,20 @@ class TrajectoryWriter(Reporter):
         self._last_step = snapshot.step
         self._queue.put(snapshot.frame())
 
+    def fence(self) -> "WriteFence":
+        """A :class:`WriteFence` that opens once every frame handed over so far is in the file
+        (written and flushed: a process killed after that keeps it). The checkpoint writer waits
+        for it before it puts a checkpoint in place, so that a checkpoint never covers a step whose
+        frame is not yet written (a continuation does not write that frame again)."""
+        if self._closing or not self._thread.is_alive():
+            return WriteFence(self.path, written=not self._failed)
+        fence = WriteFence(self.path)
+        self._queue.put(fence)
+        return fence
+
     def close(self) -> None:
         """Wait for every queued frame to be written, then close the file."""
+        self._closing = True
         if self._thread.is_alive():
             self._queue.put(None)
             self._thread.join()
@@ -79,11 +98,17 @@ class TrajectoryWriter(Reporter):
             pending = self._queue.get()
             if pending is None:
                 return
+            if isinstance(pending, WriteFence):
+                pending.open(written=not self._failed)
+                continue
             if self._error is None:
                 try:
                     self._write(pending.result(self.type_names))
                 except BaseException as exc:      # reported in the simulation's thread
                     self._error = exc
+                    self._failed = True
+            else:
+                self._failed = True               # frames after an error are not written
 
     def _raise_pending_error(self) -> None:
         if self._error is not None:
@@ -96,9 +121,10 @@ class TrajectoryWriter(Reporter):
     def _open(self, append: bool) -> None:
         raise NotImplementedError
 
-    def _keep_frames_up_to(self, step: int) -> None:
+    def _keep_frames_up_to(self, step: int) -> int | None:
         """Cut the file back to its whole frames of steps <= ``step`` (a run continued from a
-        checkpoint at ``step`` writes the later ones again)."""
+        checkpoint at ``step`` writes the later ones again); return the step of the last frame kept
+        (None: none, or not known)."""
         raise NotImplementedError
 
     def _write(self, frame: Frame) -> None:
@@ -106,6 +132,26 @@ class TrajectoryWriter(Reporter):
 
     def _close(self) -> None:
         raise NotImplementedError
+
+
+class WriteFence:
+    """Queued behind a writer's frames; :meth:`wait` returns once they are all written (True) or
+    once one of them failed (False)."""
+
+    def __init__(self, path, written: bool | None = None):
+        self.path = Path(path)
+        self.written = written
+        self._event = threading.Event()
+        if written is not None:
+            self._event.set()
+
+    def open(self, written: bool) -> None:
+        self.written = written
+        self._event.set()
+
+    def wait(self) -> bool:
+        self._event.wait()
+        return self.written
 
 
 class ExtXYZWriter(TrajectoryWriter):
@@ -122,12 +168,12 @@ class ExtXYZWriter(TrajectoryWriter):
         body = np.column_stack([names, f.positions, f.velocities, f.ids])
         _write_whole(self._file, header, body, ["%s"] + ["%.10g"] * 6 + ["%d"])
 
-    def _keep_frames_up_to(self, step: int) -> None:
+    def _keep_frames_up_to(self, step: int) -> int | None:
         def frame_at(lines, i):          # (frame step, lines in the frame) or None if not a whole frame
             n = int(lines[i])
             step_field = [w for w in lines[i + 1].split() if w.startswith("step=")]
             return int(step_field[0][5:]), n + 2
-        _truncate_text_frames(self.path, step, frame_at)
+        return _truncate_text_frames(self.path, step, frame_at)
 
     def _close(self):
         self._file.close()
@@ -148,12 +194,12 @@ class LammpsDumpWriter(TrajectoryWriter):
         body = np.column_stack([f.ids, f.types + 1, f.positions, f.images, f.velocities])
         _write_whole(self._file, header, body, ["%d", "%d"] + ["%.10g"] * 3 + ["%d"] * 3 + ["%.10g"] * 3)
 
-    def _keep_frames_up_to(self, step: int) -> None:
+    def _keep_frames_up_to(self, step: int) -> int | None:
         def frame_at(lines, i):
             if lines[i] != "ITEM: TIMESTEP":
                 raise ValueError("expected ITEM: TIMESTEP")
             return int(lines[i + 1]), 9 + int(lines[i + 3])
-        _truncate_text_frames(self.path, step, frame_at)
+        return _truncate_text_frames(self.path, step, frame_at)
 
     def _close(self):
         self._file.close()
@@ -167,7 +213,7 @@ class GSDWriter(TrajectoryWriter):
         self._gsd = _gsd_hoomd()
         self._file = self._gsd.open(str(self.path), mode="a" if append else "w")
 
-    def _keep_frames_up_to(self, step: int) -> None:
+    def _keep_frames_up_to(self, step: int) -> int | None:
         hoomd = _gsd_hoomd()
         try:
             with hoomd.open(str(self.path), mode="r") as old:
@@ -179,6 +225,7 @@ class GSDWriter(TrajectoryWriter):
             for frame in kept:
                 new.append(frame)
         os.replace(tmp, self.path)
+        return int(kept[-1].configuration.step) if kept else None
 
     def _write(self, f: Frame):
         frame = self._gsd.Frame()
@@ -223,11 +270,13 @@ def _write_whole(file, header: str, body: np.ndarray, fmt: list) -> None:
         raise
 
 
-def _truncate_text_frames(path: Path, step: int, frame_at) -> None:
+def _truncate_text_frames(path: Path, step: int, frame_at) -> int | None:
     """Cut a text trajectory after its last whole frame of step <= ``step``; ``frame_at(lines, i)``
-    returns (step, number of lines) of the frame starting at line ``i``."""
+    returns (step, number of lines) of the frame starting at line ``i``. Returns the step of the
+    last frame kept (None if none)."""
     lines = path.read_text().split("\n")
     i = kept_lines = 0
+    last_step = None
     while i < len(lines) - 1:
         try:
             frame_step, n_lines = frame_at(lines, i)
@@ -236,10 +285,11 @@ def _truncate_text_frames(path: Path, step: int, frame_at) -> None:
         if frame_step > step or i + n_lines > len(lines) - 1:
             break
         i += n_lines
-        kept_lines = i
+        kept_lines, last_step = i, frame_step
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("".join(line + "\n" for line in lines[:kept_lines]))
     os.replace(tmp, path)
+    return last_step
 
 
 FORMATS = {".xyz": ExtXYZWriter, ".extxyz": ExtXYZWriter, ".gsd": GSDWriter,
