@@ -239,6 +239,40 @@ def test_repeated_builds_replay_correctly(backend, rng, reorder):
         assert nl._impl.plan.graph is not None and nl._impl.plan.builds == 4
 
 
+def test_deferred_reorder_keeps_every_pair_and_reorders_on_schedule(backend, rng):
+    """GPU, reorder_every = 3: builds 1, 4 and 7 put the atoms in cell order, the builds between
+    leave them where they are (ids unchanged) and read a sorted copy; every list equals brute
+    force by particle id, captured or not; schedule_reorder makes the next build reorder."""
+    if not backend.is_gpu:
+        pytest.skip("deferred reordering: GPU only (the CPU reorders at every build)")
+    from pycumd.neighbors.counting_sort import cell_index
+    n = 1500
+    system = random_liquid(rng, n=n, density=0.8, min_distance=0.8)
+    state = _state(system, backend)
+    nl = NeighborList(backend, 2.5, 0.3, reorder_every=3)
+    L = system.box.L
+    cells = nl.cells_per_dimension(L)
+    for build in range(1, 10):
+        if build == 8:
+            nl.schedule_reorder()                     # build 8 reorders too (7 did on schedule)
+        if build > 1:
+            _move_atoms(state, backend, rng, 0.4)
+        ids_before = backend.to_host(state.ids).copy()
+        nl.build(state)
+        ids = backend.to_host(state.ids) - 1
+        keys = backend.to_host(cell_index(state.positions, L, cells))
+        if build in (1, 4, 7, 8):
+            assert (np.diff(keys) >= 0).all(), f"build {build}: not in cell order"
+        else:
+            np.testing.assert_array_equal(backend.to_host(state.ids), ids_before, err_msg=f"build {build}")
+        host_pos = np.empty((n, 3))
+        host_pos[ids] = backend.to_host(state.positions)[:, :3]
+        pairs = {(int(ids[i]), int(ids[j])) for i in range(n) for j in nl.neighbors_of(i)}
+        assert pairs == brute_force_pairs(host_pos, L, 2.8), f"build {build}"
+        assert nl.recent_max_counts[-1] == int(backend.to_host(nl.nbr_count).max())
+    assert nl._impl.plan.graph is not None
+
+
 def test_captured_build_equals_launches_uncaptured(backend, rng):
     """GPU: the graph replay writes the same bits as the same launches run one by one."""
     if not backend.is_gpu:

@@ -157,6 +157,7 @@ class Simulation:
     def setup(self) -> None:
         """As LAMMPS at the start of each run: build the neighbour list, compute forces (with
         per-atom energy and virial), check the state is finite, bind the thermostat."""
+        getattr(self.neighbors, "schedule_reorder", lambda: None)()     # a run starts in cell order
         self.neighbors.build(self.state)
         self.forces.compute(self.state, self.neighbors, True)
         self.book.mark_energy_current()
@@ -285,13 +286,15 @@ class Simulation:
     # -- checkpoints -------------------------------------------------------------------------
     def start_checkpoint(self) -> None:
         """Make this step a point a checkpoint can restart from exactly: rebuild the neighbour
-        list (wrap, reorder by cell) and compute the forces again with the ordinary kernel.
+        list (wrap, reorder by cell, whatever the list's ``reorder_every``) and compute the forces
+        again with the ordinary kernel.
 
         A restored checkpoint does the same on the same arrays (the wrap and the reorder then
         change nothing), so the run continues with the same bits. The rebuild is the one change a
         checkpoint makes to a run: a run that writes checkpoints rebuilds at those steps too.
         """
         # spatial domains: the owned atoms also put in id order, the order a restored run starts from
+        getattr(self.neighbors, "schedule_reorder", lambda: None)()
         getattr(self.neighbors, "build_in_id_order", self.neighbors.build)(self.state)
         self.forces.compute(self.state, self.neighbors, False)
 

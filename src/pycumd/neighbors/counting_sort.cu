@@ -119,22 +119,27 @@ cell_index_f64(const double* pos, int n, int stride, double lx, double ly, doubl
 
 // Gather several per-particle arrays at once: for array a (rows of row_words[a] 4-byte words),
 // dst[a][k] = src[a][order[k]].  The arrays' addresses come as device tables of pointers.
-// One thread per (particle, word) of the widest row.
+// One thread per (particle, word) of the widest row, in a grid-stride loop.  With `enabled` (not
+// null) the launch does nothing unless *enabled != 0: a captured build decides on the device
+// whether it reorders (its grid is then capped, so that a launch with nothing to do is short).
 extern "C" __global__ void
 gather_rows(const unsigned long long* __restrict__ src, const unsigned long long* __restrict__ dst,
             const int* __restrict__ row_words, int n_arrays, const int* __restrict__ order, int n,
-            int max_words)
+            int max_words, const unsigned int* __restrict__ enabled)
 {
-    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= (long long)n * max_words) return;
-    int k = (int)(t / max_words), w = (int)(t % max_words);
-    int j = order[k];
-    for (int a = 0; a < n_arrays; ++a) {
-        int rw = row_words[a];
-        if (w < rw) {
-            const unsigned int* s = reinterpret_cast<const unsigned int*>(src[a]);
-            unsigned int* d = reinterpret_cast<unsigned int*>(dst[a]);
-            d[(size_t)k * rw + w] = s[(size_t)j * rw + w];
+    if (enabled != nullptr && *enabled == 0u) return;
+    const long long total = (long long)n * max_words;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (long long)gridDim.x * blockDim.x) {
+        int k = (int)(t / max_words), w = (int)(t % max_words);
+        int j = order[k];
+        for (int a = 0; a < n_arrays; ++a) {
+            int rw = row_words[a];
+            if (w < rw) {
+                const unsigned int* s = reinterpret_cast<const unsigned int*>(src[a]);
+                unsigned int* d = reinterpret_cast<unsigned int*>(dst[a]);
+                d[(size_t)k * rw + w] = s[(size_t)j * rw + w];
+            }
         }
     }
 }
@@ -142,18 +147,22 @@ gather_rows(const unsigned long long* __restrict__ src, const unsigned long long
 // The copy back after gather_rows, all arrays in one launch: src[a][t] = dst[a][t] for the
 // n * row_words[a] words t of each array (one thread per word of the widest array; coalesced).
 // Replaces one device-to-device copy per array: in a captured build at 32,000 atoms each copy is
-// a graph node of its own.
+// a graph node of its own.  `enabled` as in gather_rows.
 extern "C" __global__ void
 copy_rows_back(const unsigned long long* __restrict__ src, const unsigned long long* __restrict__ dst,
-               const int* __restrict__ row_words, int n_arrays, int n, int max_words)
+               const int* __restrict__ row_words, int n_arrays, int n, int max_words,
+               const unsigned int* __restrict__ enabled)
 {
-    long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= (long long)n * max_words) return;
-    for (int a = 0; a < n_arrays; ++a) {
-        if (t < (long long)n * row_words[a]) {
-            unsigned int* s = reinterpret_cast<unsigned int*>(src[a]);
-            const unsigned int* d = reinterpret_cast<const unsigned int*>(dst[a]);
-            s[t] = d[t];
+    if (enabled != nullptr && *enabled == 0u) return;
+    const long long total = (long long)n * max_words;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (long long)gridDim.x * blockDim.x) {
+        for (int a = 0; a < n_arrays; ++a) {
+            if (t < (long long)n * row_words[a]) {
+                unsigned int* s = reinterpret_cast<unsigned int*>(src[a]);
+                const unsigned int* d = reinterpret_cast<const unsigned int*>(dst[a]);
+                s[t] = d[t];
+            }
         }
     }
 }

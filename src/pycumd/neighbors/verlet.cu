@@ -87,6 +87,22 @@
 #include "control_layout.cuh"    // the step control array's layout (CONTROL_*)
 #include "binning.cuh"           // cell_key, count_into_bin (shared with counting_sort.cu)
 
+// How the list kernel finds the rows of pos4 and the atoms' indices (its row_mode argument):
+// the atom in sorted slot s is row cell_order[s], whose index is that row (a spatial domain's
+// build, no reorder); row s, index s (the atoms were reordered by cell); row s, index in the
+// bits of the row's w (a copy of the positions in cell order, sorted_rows below: a build that
+// defers the reorder).  The lists always name atoms by index.
+#define ROWS_VIA_ORDER 0
+#define ROWS_IN_SLOT_ORDER 1
+#define ROWS_INDEX_IN_W 2
+
+// The atom index a ROWS_INDEX_IN_W row carries.
+__device__ __forceinline__ int row_atom_index(const real_t* pos4, int row) {
+    real_t x, y, z; unsigned int w;
+    load_position_bits(pos4, row, x, y, z, w);
+    return (int)w;
+}
+
 __device__ __forceinline__ int stencil_lo(int n) { int a = (n - 1) / 2; return -(a < 2 ? a : 2); }
 __device__ __forceinline__ int stencil_hi(int n) { int b = n / 2; return b < 2 ? b : 2; }
 
@@ -248,7 +264,7 @@ __device__ __forceinline__ bool task_of(int task, int n_rows, int chunks_per_row
 template <bool IMAGE_SHIFT>
 __device__ __forceinline__ void build_list_rows(
     const real_t* __restrict__ pos4, const int* __restrict__ cell_of,
-    const int* __restrict__ cell_start, const int* __restrict__ cell_order, int order_is_identity,
+    const int* __restrict__ cell_start, const int* __restrict__ cell_order, int row_mode,
     int nx, int ny, int nz, int chunks_per_row,
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, real_t r_list2,
     int* __restrict__ nbr, int* __restrict__ nbr_count, int capacity, int stride, int n_targets,
@@ -278,18 +294,25 @@ __device__ __forceinline__ void build_list_rows(
         const int slot = first + lane;
         // targets: atoms i < n_targets (all atoms in a serial run; a domain's owned atoms, its
         // ghosts after them being sources only)
-        const int i_slot = slot < row_end ? (order_is_identity ? slot : cell_order[slot]) : -1;
-        const bool active = i_slot >= 0 && i_slot < n_targets;
+        // the target's row of pos4 (row_mode: the slot, or through cell_order) and its atom
+        // index (the row's, or the one the row carries in w)
+        int i_row = -1, i = -1;
+        if (slot < row_end) {
+            i_row = row_mode == ROWS_VIA_ORDER ? cell_order[slot] : slot;
+            i = row_mode == ROWS_INDEX_IN_W ? row_atom_index(pos4, i_row) : i_row;
+        }
+        const bool active = i >= 0 && i < n_targets;
         // a chunk of source rows only (a domain's ghosts) has nothing to list; skipping it also
         // keeps the plane flushes below from seeing no active lane (their bound would be INT_MAX)
         if (!__any_sync(FULL, active)) continue;
-        int i = -1, cx = 0;
+        int cx = 0;
         real_t xi = 0, yi = 0, zi = 0;
         if (active) {
             int ti;
-            i = i_slot;
-            load_position(pos4, i, xi, yi, zi, ti);
+            load_position(pos4, i_row, xi, yi, zi, ti);
             cx = cell_of[i] - row * nx;
+        } else {
+            i = -1;
         }
         int* const out = nbr + (active ? i : 0);               // this atom's column
         int count = 0;
@@ -382,11 +405,10 @@ __device__ __forceinline__ void build_list_rows(
                     for (int r = 0; r < PER_LANE; ++r) {
                         const int p = p0 + c0 + min(lane + 32 * r, m - 1);
                         const int s = rb + p + (p < 0 ? rc : 0) - (p >= rc ? rc : 0);
-                        int j = s;
-                        if (!order_is_identity) j = cell_order[s];
-                        int tj;
-                        load_position(pos4, j, q[r].x, q[r].y, q[r].z, tj);
-                        q[r].j = j;
+                        const int j = row_mode == ROWS_VIA_ORDER ? cell_order[s] : s;
+                        unsigned int wj;
+                        load_position_bits(pos4, j, q[r].x, q[r].y, q[r].z, wj);
+                        q[r].j = row_mode == ROWS_INDEX_IN_W ? (int)wj : j;
                     }
 #pragma unroll
                     for (int r = 0; r < PER_LANE; ++r) staged[lane + 32 * r] = q[r];
@@ -437,13 +459,13 @@ __device__ __forceinline__ void build_list_rows(
 
 #define LIST_KERNEL_ARGS                                                                              \
     const real_t* __restrict__ pos4, const int* __restrict__ cell_of,                                 \
-    const int* __restrict__ cell_start, const int* __restrict__ cell_order, int order_is_identity,    \
+    const int* __restrict__ cell_start, const int* __restrict__ cell_order, int row_mode,             \
     int nx, int ny, int nz, int chunks_per_row,                                                       \
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, real_t r_list2,        \
     int* __restrict__ nbr, int* __restrict__ nbr_count, int capacity, int stride, int n_targets,      \
     int* __restrict__ max_count, unsigned int* __restrict__ min_r2_bits
 #define LIST_KERNEL_PASS                                                                              \
-    pos4, cell_of, cell_start, cell_order, order_is_identity, nx, ny, nz, chunks_per_row,             \
+    pos4, cell_of, cell_start, cell_order, row_mode, nx, ny, nz, chunks_per_row,                      \
     Lx, Ly, Lz, invLx, invLy, invLz, r_list2, nbr, nbr_count, capacity, stride, n_targets,           \
     max_count, min_r2_bits
 
@@ -474,6 +496,34 @@ extern "C" __global__ void displacement_exceeds(
     dy -= Ly * rint(dy * invLy);
     dz -= Lz * rint(dz * invLz);
     if (dx * dx + dy * dy + dz * dz > limit2) *flag = 1;
+}
+
+// Deferred reordering (verlet.py, reorder_every > 1): the list kernel's rows in cell order, each
+// carrying its atom's index in the bits of w (ROWS_INDEX_IN_W).  Row s is atom order[s], or atom s
+// when this build has reordered the atoms (reorder[0] != 0: they lie in cell order already).  Rows of
+// the positions' type (sorted_rows) or float32 rows (sorted_rows_float: mixed precision's list).
+template <typename out_t>
+__device__ __forceinline__ void sorted_row(const real_t* __restrict__ pos4, const int* __restrict__ order,
+                                           const unsigned int* __restrict__ reorder, out_t* __restrict__ out, int n)
+{
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= n) return;
+    const int atom = reorder[0] ? s : order[s];
+    real_t x, y, z; int t;
+    load_position(pos4, atom, x, y, z, t);
+    store_row_with_index(out, s, (out_t)x, (out_t)y, (out_t)z, (unsigned int)atom);
+}
+
+extern "C" __global__ void sorted_rows(const real_t* __restrict__ pos4, const int* __restrict__ order,
+                                       const unsigned int* __restrict__ reorder, real_t* __restrict__ out, int n)
+{
+    sorted_row(pos4, order, reorder, out, n);
+}
+
+extern "C" __global__ void sorted_rows_float(const real_t* __restrict__ pos4, const int* __restrict__ order,
+                                             const unsigned int* __restrict__ reorder, float* __restrict__ out, int n)
+{
+    sorted_row(pos4, order, reorder, out, n);
 }
 
 // Mixed precision builds the list from float32 rows of the float64 positions (16-byte candidate
@@ -519,6 +569,15 @@ extern "C" __global__ void wrap_positions(real_t* __restrict__ pos4, int* __rest
 // The statistics the list kernel reduces into, reset: largest count 0, smallest r^2 FLT_MAX (bits).
 __device__ __forceinline__ void reset_build_stats(unsigned int* stats) { stats[0] = 0u; stats[1] = 0x7F7FFFFFu; }
 
+// The build's reorder decision (verlet.py's reorder_every, K; the NeighborList's own two words, which
+// outlive its build plans): reorder[0] = 1 when this build reorders the atoms, which it does when
+// reorder[1], the builds since the last reorder, is 0; reorder[1] then advances modulo K (K = 1:
+// every build reorders; the host sets reorder[1] = 0 to force one).
+__device__ __forceinline__ void decide_reorder(unsigned int* reorder, int reorder_every) {
+    reorder[0] = reorder[1] == 0u ? 1u : 0u;
+    reorder[1] = (reorder[1] + 1u) % (unsigned int)reorder_every;
+}
+
 // A build's first launch (verlet.py's enqueue): the wrap, the cell of the wrapped position
 // (binning.cuh's cell_key, as cell_index_f32/f64) and its count into the bin (histogram_rank's
 // count_into_bin; `count` zeroed before), and the list kernel's statistics reset: four graph
@@ -526,10 +585,11 @@ __device__ __forceinline__ void reset_build_stats(unsigned int* stats) { stats[0
 extern "C" __global__ void wrap_and_bin(real_t* __restrict__ pos4, int* __restrict__ image, int n_local,
                                         real_t Lx, real_t Ly, real_t Lz, int nx, int ny, int nz,
                                         int* __restrict__ keys, int* __restrict__ count, int* __restrict__ rank,
-                                        unsigned int* __restrict__ stats)
+                                        unsigned int* __restrict__ stats, unsigned int* __restrict__ reorder,
+                                        int reorder_every)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i == 0) reset_build_stats(stats);
+    if (i == 0) { reset_build_stats(stats); decide_reorder(reorder, reorder_every); }
     if (i >= n_local) return;
     const real_t L[3] = {Lx, Ly, Lz};
     real_t x[3];
@@ -585,10 +645,11 @@ extern "C" __global__ void wrap_and_bin_composite(float* __restrict__ pos4, floa
                                                   float Lx, float Ly, float Lz, float Lx_lo, float Ly_lo, float Lz_lo,
                                                   int nx, int ny, int nz, int* __restrict__ keys,
                                                   int* __restrict__ count, int* __restrict__ rank,
-                                                  unsigned int* __restrict__ stats)
+                                                  unsigned int* __restrict__ stats, unsigned int* __restrict__ reorder,
+                                                  int reorder_every)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i == 0) reset_build_stats(stats);
+    if (i == 0) { reset_build_stats(stats); decide_reorder(reorder, reorder_every); }
     if (i >= n_local) return;
     const ff L[3] = {ff_make(Lx, Lx_lo), ff_make(Ly, Ly_lo), ff_make(Lz, Lz_lo)};
     wrap_position_composite(pos4, pos_lo, image, i, L);

@@ -15,7 +15,11 @@ Build, on both backends (``verlet.cu`` beside this file for the GPU):
 2. bin atoms into cells of edge >= ``r_list / 2`` (:func:`~pycumd.neighbors.counting_sort.cell_index`) and counting-sort them (histogram, exclusive
    prefix sum, stable scatter: :mod:`pycumd.neighbors.counting_sort`);
 3. reorder the particle arrays by cell (neighbours then sit close in memory, so the force
-   kernel's gathers hit the cache; ``State.ids`` keeps each particle's identity);
+   kernel's gathers hit the cache; ``State.ids`` keeps each particle's identity).  On the GPU
+   only every ``reorder_every``-th build does (default :data:`DEFAULT_REORDER_EVERY`): between
+   two, the atoms move less than a cell, so they stay close to cell order, and the other builds
+   read a copy of the positions in cell order instead (``sorted_rows``: 16 or 32 bytes per atom
+   instead of the reorder's gather and copy back of every per-atom array);
 4. for each atom, scan the cells within two cells in each direction (fewer when a dimension has
    fewer than five cells), skipping those whose nearest face is farther than ``r_list``, in a
    fixed order, and record neighbours (the CPU finds the cells once per cell, not per atom,
@@ -55,6 +59,14 @@ from .scan import CapturableScan
 
 BLOCK = 128
 LIST_WARPS = 4          # warps per block of build_neighbor_list (LIST_WARPS in verlet.cu)
+#: the list kernel's row_mode (verlet.cu's ROWS_*): rows through the sorted order (no reorder),
+#: rows in slot order (reordered atoms), rows in slot order carrying their atom's index (deferred reorder)
+ROWS_VIA_ORDER, ROWS_IN_SLOT_ORDER, ROWS_INDEX_IN_W = 0, 1, 2
+#: GPU builds between two reorders of the particle arrays by cell (NeighborList's reorder_every).
+#: H100, LJ liquid, bench-style runs (docs/notes-lj-performance.md): a build that defers costs 98 us
+#: less at 1M atoms single (185 us mixed); over whole runs K = 2 gained 1.0% (single) and 2.8%
+#: (mixed) at 1M against K = 1, K = 4 lost 0.9% in single (the atoms drift from cell order).
+DEFAULT_REORDER_EVERY = 2
 #: builds whose largest neighbour counts decide whether the storage shrinks
 CAPACITY_WINDOW = 20
 
@@ -367,7 +379,12 @@ class NeighborList:
         Initial neighbour slots per atom (default: from the density, :meth:`_initial_capacity`);
         afterwards the capacity follows the counts measured (see the module docstring).
     reorder : bool
-        Reorder the particle arrays by cell at each build (default).
+        Reorder the particle arrays by cell at builds (default).
+    reorder_every : int, optional
+        GPU: reorder at every ``reorder_every``-th build only (default
+        :data:`DEFAULT_REORDER_EVERY`; 1: every build); the builds between read a copy of the
+        positions in cell order.  Always 1 with ``canonical_order``, composite precision and on
+        the CPU.  A run's first build and a checkpoint's always reorder (:meth:`schedule_reorder`).
     half : bool
         CPU only: a *half* list, each pair once (``j > i``) for a force kernel that applies
         Newton's third law (:meth:`pycumd.forces.PairForces._compute_cpu_half`), as LAMMPS and
@@ -389,7 +406,8 @@ class NeighborList:
     def __init__(self, backend, r_cut: float, skin: float, *, every: int = 1, delay: int = 0,
                  check: bool = True, overlap_distance: float | None = None, capacity: int | None = None,
                  reorder: bool = True, cuda_options: tuple = (), position_error: float = 0.0,
-                 list_dtype=None, half: bool = False, canonical_order: bool = False):
+                 list_dtype=None, half: bool = False, canonical_order: bool = False,
+                 reorder_every: int | None = None):
         if skin < 0:
             raise InputError(f"neighbor skin must be >= 0, got {skin}")
         if every < 1 or delay < 0:
@@ -407,6 +425,16 @@ class NeighborList:
         self.nbr = None
         self.nbr_count = None
         self.reorder = reorder
+        if reorder_every is not None and (isinstance(reorder_every, bool) or int(reorder_every) != reorder_every
+                                          or reorder_every < 1):
+            raise InputError(f"reorder_every must be a whole number of builds >= 1, got {reorder_every!r}")
+        self.reorder_every = reorder_every
+        self._reorder_due = True      # schedule_reorder: the next build reorders whatever the schedule
+        self._repeat_build = False    # the next build repeats one that overflowed
+        #: GPU: this build reorders, builds since the last reorder (device uint32 x 2, made at the
+        #: first build; verlet.cu's decide_reorder); the list's own, so that a new build plan (a
+        #: capacity change) does not restart the count
+        self.reorder_state = None
         if half and backend.is_gpu:
             raise NotImplementedError("half neighbour lists are a CPU option; the GPU uses full lists")
         self.half = bool(half)
@@ -423,6 +451,19 @@ class NeighborList:
         #: the force sums' order is the same on any cell grid and over any number of MPI ranks
         self.canonical_order = bool(canonical_order)
         self._impl = _CudaBuild(backend, cuda_options, list_dtype) if backend.is_gpu else _CpuBuild()
+
+    def reorder_interval(self, state) -> int:
+        """Builds from one reorder of the particle arrays to the next (1: every build reorders)."""
+        if not self.reorder or self.canonical_order or state.lo is not None or not self.backend.is_gpu:
+            return 1
+        return int(self.reorder_every) if self.reorder_every is not None else DEFAULT_REORDER_EVERY
+
+    def schedule_reorder(self) -> None:
+        """Make the next build reorder the particle arrays by cell whatever ``reorder_every`` says,
+        and count the builds to the next reorder from it (Simulation.setup and start_checkpoint:
+        so that a run continued from a checkpoint reorders at the same builds as the run that
+        wrote it)."""
+        self._reorder_due = True
 
     def cells_per_dimension(self, L: np.ndarray) -> np.ndarray:
         """Cells per box edge: ``floor(2 L / r_list)`` (cell edge >= r_list / 2), in [1, 1024]."""
@@ -499,6 +540,7 @@ class NeighborList:
         n = state.n_atoms
         if max_count > self.capacity:
             self.overflows += 1
+            self._repeat_build = True     # the repeat makes the overflowed build's reorder decision
             self.capacity = capacity_for(max_count, n)
             self.recent_max_counts.clear()
             self._free_if_resized(n)
@@ -707,6 +749,15 @@ class _CudaBuild:
         plan = self.prepare(state, n_cells, r_list, capacity, nl)
         if n == 0:
             return 0, r_list * r_list
+        if nl._repeat_build:
+            # the overflowed build advanced the count: step it back, so that the repeat decides as
+            # that build did and a run with overflows reorders at the builds a run without does
+            every = plan.reorder_every
+            nl.reorder_state[1:2] = (nl.reorder_state[1:2] + np.uint32(every - 1)) % np.uint32(every)
+            nl._repeat_build = False
+        if nl._reorder_due:
+            nl.reorder_state[1:2].fill(0)         # builds since the last reorder: 0, so this one does
+            nl._reorder_due = False
         if self.phase_events is not None or plan.builds == 0:
             # the first use compiles the kernels and runs the launches once, uncaptured
             self.enqueue(state, plan, nl)
@@ -728,6 +779,8 @@ class _CudaBuild:
         plan, made anew when an address, a size or a parameter changed (allocations and host to
         device copies: not capturable; :meth:`enqueue` is)."""
         n = state.n_atoms
+        if nl.reorder_state is None:
+            nl.reorder_state = self.cp.zeros(2, np.uint32)
         if nl.nbr is None or nl.nbr.size != n * capacity:
             self.plan = None          # it holds views of the old storage: free that first
             nl.nbr = nl.nbr_count = None
@@ -735,7 +788,7 @@ class _CudaBuild:
             nl.nbr_count = self.cp.empty(n, np.int32)
         arrays = state.per_atom_arrays() + state.spare_at_build() + (nl.nbr, nl.nbr_count)
         key = (tuple((a.data.ptr, a.nbytes) for a in arrays), tuple(int(c) for c in n_cells),
-               float(r_list), int(capacity), bool(nl.reorder), tuple(state.box_lengths))
+               float(r_list), int(capacity), bool(nl.reorder), nl.reorder_interval(state), tuple(state.box_lengths))
         if self.plan is None or self.plan.key != key:
             self.plan = None                  # release the old buffers first
             self.plan = _BuildPlan(self.backend, key, state, n_cells, nl, self.float_list(state))
@@ -744,10 +797,12 @@ class _CudaBuild:
     def enqueue(self, state, plan, nl, control=None, accumulate=False) -> None:
         """Launch a whole build on the current stream: no allocation, no synchronisation.
 
-        wrap, cell index and bin count (one kernel, which also resets the statistics) -> rest of
-        the counting sort -> reorder (gather + copy back) -> (mixed: float32 copy of the positions)
-        -> list kernel -> positions at build (and, with ``control``, the statistics published):
-        ten graph nodes at most.  With ``control`` (the state's
+        wrap, cell index and bin count (one kernel, which also resets the statistics and decides
+        whether this build reorders) -> rest of the counting sort -> reorder (gather + copy back;
+        with ``reorder_every`` > 1 they do nothing at builds that do not reorder) -> (the rows the
+        list kernel reads: mixed precision's float32 copy of the positions, or with
+        ``reorder_every`` > 1 a copy in cell order, ``sorted_rows``) -> list kernel -> positions at
+        build (and, with ``control``, the statistics published): eleven graph nodes at most.  With ``control`` (the state's
         step-control array, :mod:`pycumd.step_graph`), the last kernel copies the statistics to
         ``control[3:5]`` and, if the storage overflowed, freezes the step (``control[0]`` and
         ``control[2]`` set): the kernels after it do nothing until the host repeats the build.
@@ -759,22 +814,29 @@ class _CudaBuild:
         grid = ((n + BLOCK - 1) // BLOCK,)
         self._mark("start")
         plan.sort.count.fill(0)
-        self.wrap_and_bin(state, plan)
+        self.wrap_and_bin(state, plan, nl.reorder_state)
         self._mark("wrap + bin")
         enqueue_counting_sort(self.backend, plan.keys, plan.sort, scan=plan.scan, counted=True)
         self._mark("counting sort")
         order = plan.sort.order
         if nl.reorder:
             # the particles now lie in cell order: the list kernel takes slot s as particle s
-            # (order_is_identity) and never reads `order`
-            enqueue_gather_rows(self.backend, plan.gather, order)
+            # (ROWS_IN_SLOT_ORDER) and never reads `order`
+            enqueue_gather_rows(self.backend, plan.gather, order,
+                                enabled=nl.reorder_state[0:1] if plan.reorder_every > 1 else None)
         self._mark("reorder")
-        positions = state.positions
-        if plan.float_image is not None:
-            positions = plan.float_image
+        positions, row_mode = state.positions, ROWS_IN_SLOT_ORDER if nl.reorder else ROWS_VIA_ORDER
+        if plan.reorder_every > 1:
+            # rows in cell order with their atom's index, whether or not this build reordered
+            positions, row_mode = plan.list_rows, ROWS_INDEX_IN_W
+            name = "sorted_rows_float" if plan.list_rows.dtype != state.positions.dtype else "sorted_rows"
+            self._kernel(state, name)(grid, (BLOCK,), (state.positions, order, nl.reorder_state, positions, np.int32(n)))
+            self._mark("sorted rows")
+        elif plan.list_rows is not None:
+            positions = plan.list_rows
             self._kernel(state, "float_image")(grid, (BLOCK,), (state.positions, positions, np.int32(n)))
             self._mark("float copy")
-        self.launch_list_kernel(positions, n, plan.keys, plan.sort.bin_start, order, bool(nl.reorder),
+        self.launch_list_kernel(positions, n, plan.keys, plan.sort.bin_start, order, row_mode,
                                 plan.n_cells, state.box_lengths, nl.r_list, nl.capacity, nl.nbr, nl.nbr_count,
                                 plan.stats)
         if nl.canonical_order:
@@ -791,17 +853,20 @@ class _CudaBuild:
         """Compile the build's own kernels for ``state`` (a capture must not compile)."""
         self._kernel(state, "wrap_and_bin" if state.lo is None else "wrap_and_bin_composite")
         self._kernel(state, "snapshot_and_publish")
+        self._kernel(state, "sorted_rows")
+        self._kernel(state, "sorted_rows_float")
 
-    def wrap_and_bin(self, state, plan) -> None:
+    def wrap_and_bin(self, state, plan, reorder_state) -> None:
         """Launch ``wrap_and_bin``: the wrap (:meth:`wrap`'s rule), each wrapped position's cell
         (``plan.keys``, as :func:`~pycumd.neighbors.counting_sort.cell_index`), its count into the
         zeroed ``plan.sort.count`` with its arrival rank (the counting sort's first pass), and
-        ``plan.stats`` reset for the list kernel."""
+        ``plan.stats`` reset for the list kernel, and the reorder decision made (``reorder_state``)."""
         n = state.n_atoms
         nx, ny, nz = (np.int32(c) for c in plan.n_cells)
         L = np.asarray(state.box_lengths, dtype=np.float64)
         grid = ((n + BLOCK - 1) // BLOCK,)
-        tail = (nx, ny, nz, plan.keys, plan.sort.count, plan.sort.rank, plan.stats)
+        tail = (nx, ny, nz, plan.keys, plan.sort.count, plan.sort.rank, plan.stats, reorder_state,
+                np.int32(plan.reorder_every))
         if state.lo is None:
             real = state.positions.dtype.type
             self._kernel(state, "wrap_and_bin")(
@@ -812,11 +877,13 @@ class _CudaBuild:
                 grid, (BLOCK,), (state.positions, state.lo["positions"], state.images, np.int32(n), *L_hi, *L_lo,
                                  *tail))
 
-    def launch_list_kernel(self, positions, n_targets, keys, bin_start, order, order_is_identity, n_cells,
+    def launch_list_kernel(self, positions, n_targets, keys, bin_start, order, row_mode, n_cells,
                            box_lengths, r_list, capacity, nbr, nbr_count, stats):
-        """Launch ``build_neighbor_list`` on ``positions`` ((M, 4) rows ``x, y, z, type`` in
+        """Launch ``build_neighbor_list`` on ``positions`` ((M, 4) rows ``x, y, z, w`` in
         ``[0, box_lengths)``, counting-sorted into ``n_cells`` by ``keys``/``bin_start``/``order``):
-        one warp per 32 consecutive atoms of one cell row.
+        one warp per 32 consecutive atoms of one cell row.  ``row_mode`` (ROWS_*): the atom of
+        sorted slot s is row ``order[s]``; or row s (atoms in cell order); or row s, whose ``w``
+        bits hold the atom's index (``sorted_rows``).  ``keys`` and the lists are by atom index.
 
         Targets are the rows ``i < n_targets`` (all M in a serial run; a spatial domain's owned atoms,
         its ghost rows being sources only): their lists go to ``nbr`` (``capacity`` x ``n_targets``
@@ -838,7 +905,7 @@ class _CudaBuild:
         L = np.asarray(box_lengths, dtype=np.float64)
         self._kernel(None, name, real)(
             ((warps + LIST_WARPS - 1) // LIST_WARPS,), (32 * LIST_WARPS,),
-            (positions, keys, bin_start, order, np.int32(bool(order_is_identity)),
+            (positions, keys, bin_start, order, np.int32(row_mode),
              np.int32(nx), np.int32(ny), np.int32(nz), np.int32(chunks_per_row),
              *[real.type(x) for x in L], *[real.type(x) for x in 1.0 / L], real.type(r_list * r_list),
              nbr, nbr_count, np.int32(capacity), np.int32(n_targets), np.int32(n_targets),
@@ -861,7 +928,7 @@ class _CudaBuild:
         sort = counting_sort(keys, int(np.prod(n_cells)), self.backend)
         stats = cp.asarray([0, 0x7F7FFFFF], dtype=np.uint32)
         if n_targets > 0:
-            self.launch_list_kernel(positions, n_targets, keys, sort.bin_start, sort.order, False, n_cells,
+            self.launch_list_kernel(positions, n_targets, keys, sort.bin_start, sort.order, ROWS_VIA_ORDER, n_cells,
                                     box_lengths, r_list, capacity, nbr, nbr_count, stats)
         host = stats.get()
         return int(host[0]), float(host[1:2].view(np.float32)[0])
@@ -894,6 +961,8 @@ class _BuildPlan:
         n = state.n_atoms
         self.key = key
         self.n_cells = tuple(int(c) for c in n_cells)
+        #: builds from one reorder to the next (NeighborList.reorder_interval)
+        self.reorder_every = nl.reorder_interval(state)
         n_bins = int(np.prod(self.n_cells))
         self.graph = None
         self.builds = 0
@@ -904,11 +973,16 @@ class _BuildPlan:
         if not nl.reorder:
             long_lived["order"] = n
         spare_long = state.spare_at_build()
-        #: mixed precision: the positions as float32 (N, 4) rows for the list kernel, else None; in
-        #: the first half of positions_at_build (float64 rows: 32 B, taken again after the list kernel)
-        self.float_image = None
+        #: the (N, 4) rows the list kernel reads when not the positions themselves, else None: mixed
+        #: precision's float32 copy, or with reorder_every > 1 the copy in cell order (float32 in
+        #: mixed precision, else the positions' type); in positions_at_build (taken again after the
+        #: list kernel), float32 rows in its first half
+        self.list_rows = None
         if float_list:
-            self.float_image = byte_view(spare_long[0], 0, 16 * n, np.float32).reshape(n, 4)
+            self.list_rows = byte_view(spare_long[0], 0, 16 * n, np.float32).reshape(n, 4)
+            spare_long = spare_long[1:]
+        elif self.reorder_every > 1:
+            self.list_rows = spare_long[0].reshape(n, 4)
             spare_long = spare_long[1:]
         views = self._place(cp, long_lived, spare_long)
         short_lived = {"count": sizes[0], "rank": n, "slots": n}
