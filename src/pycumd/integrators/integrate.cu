@@ -209,13 +209,18 @@ extern "C" __global__ void initial_integrate_composite(
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n || control[0]) return;
     ff dtfm = dtf_over_mass(dtf, dtf_lo, mass, mass_lo, i);
+    float x_hi[4], x_lo[4];                          // whole rows: one 16-byte access each
+    load_row4(pos4, i, x_hi);
+    load_row4(pos_lo, i, x_lo);
     for (int d = 0; d < 3; ++d) {
-        size_t a = 3 * (size_t)i + d, p = 4 * (size_t)i + d;
+        size_t a = 3 * (size_t)i + d;
         ff v = ff_add(ff_make(vel[a], vel_lo[a]), ff_mul(dtfm, ff_make(force[a], force_lo[a])));
         vel[a] = v.hi; vel_lo[a] = v.lo;
-        ff x = ff_add(ff_make(pos4[p], pos_lo[p]), ff_mul(ff_make(dtv, dtv_lo), v));
-        pos4[p] = x.hi; pos_lo[p] = x.lo;
+        ff x = ff_add(ff_make(x_hi[d], x_lo[d]), ff_mul(ff_make(dtv, dtv_lo), v));
+        x_hi[d] = x.hi; x_lo[d] = x.lo;
     }
+    store_row4(pos4, i, x_hi);
+    store_row4(pos_lo, i, x_lo);
 }
 
 extern "C" __global__ void final_integrate_composite(
@@ -247,15 +252,20 @@ extern "C" __global__ void final_then_initial_integrate_composite(
     if (i >= n || control[0]) return;
     if (i == 0) control[1] = step_in_block;
     ff dtfm = dtf_over_mass(dtf, dtf_lo, mass, mass_lo, i);
+    float x_hi[4], x_lo[4];
+    load_row4(pos4, i, x_hi);
+    load_row4(pos_lo, i, x_lo);
     for (int d = 0; d < 3; ++d) {
-        size_t a = 3 * (size_t)i + d, p = 4 * (size_t)i + d;
+        size_t a = 3 * (size_t)i + d;
         const ff f = ff_make(force[a], force_lo[a]);
         ff v = ff_add(ff_make(vel[a], vel_lo[a]), ff_mul(dtfm, f));
         v = ff_add(v, ff_mul(dtfm, f));
         vel[a] = v.hi; vel_lo[a] = v.lo;
-        ff x = ff_add(ff_make(pos4[p], pos_lo[p]), ff_mul(ff_make(dtv, dtv_lo), v));
-        pos4[p] = x.hi; pos_lo[p] = x.lo;
+        ff x = ff_add(ff_make(x_hi[d], x_lo[d]), ff_mul(ff_make(dtv, dtv_lo), v));
+        x_hi[d] = x.hi; x_lo[d] = x.lo;
     }
+    store_row4(pos4, i, x_hi);
+    store_row4(pos_lo, i, x_lo);
 }
 
 // v *= scale (float-float scale; a thermostat's velocity scaling), n rows of 3.

@@ -383,8 +383,7 @@ class NeighborList:
     reorder_every : int, optional
         GPU: reorder at every ``reorder_every``-th build only (default
         :data:`DEFAULT_REORDER_EVERY`; 1: every build); the builds between read a copy of the
-        positions in cell order.  Always 1 with ``canonical_order``, composite precision and on
-        the CPU.  A run's first build and a checkpoint's always reorder (:meth:`schedule_reorder`).
+        positions in cell order.  Always 1 with ``canonical_order`` and on the CPU.  A run's first build and a checkpoint's always reorder (:meth:`schedule_reorder`).
     half : bool
         CPU only: a *half* list, each pair once (``j > i``) for a force kernel that applies
         Newton's third law (:meth:`pycumd.forces.PairForces._compute_cpu_half`), as LAMMPS and
@@ -454,7 +453,7 @@ class NeighborList:
 
     def reorder_interval(self, state) -> int:
         """Builds from one reorder of the particle arrays to the next (1: every build reorders)."""
-        if not self.reorder or self.canonical_order or state.lo is not None or not self.backend.is_gpu:
+        if not self.reorder or self.canonical_order or not self.backend.is_gpu:
             return 1
         return int(self.reorder_every) if self.reorder_every is not None else DEFAULT_REORDER_EVERY
 
