@@ -281,6 +281,55 @@ def test_a_run_killed_at_20_random_moments_leaves_whole_files_and_continues_exac
     assert _files(killed)["traj.gsd"] == _files(reference)["traj.gsd"]
 
 
+def test_a_kill_just_after_a_checkpoint_lands_keeps_the_frames_of_its_step(tmp_path, monkeypatch):
+    """A checkpoint must not land before the frames of its step: a continuation from step S cuts the
+    files back to S and writes only later frames. A trajectory written slowly (its frame of step 20
+    takes 0.5 s, a busy disk or CPU) and a snapshot of the directory taken the moment each checkpoint
+    is in place (what a SIGKILL then leaves): every snapshot continues to the uninterrupted files.
+    The one of step 30 (the end of the first run) also checks that the second run, continued, does
+    not write the frames of its first step again."""
+    import pycumd.outputs.checkpoint as checkpoint_module
+    from pycumd.outputs.trajectory import ExtXYZWriter
+
+    def plan_in(directory):
+        plan = _plan(directory)
+        plan.outputs.trajectories = plan.outputs.trajectories[:2]            # the text files: xyz, lammpstrj
+        return plan
+
+    files = ("thermo.csv", "traj.xyz", "traj.lammpstrj")
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    execute(plan_in(reference))
+    expected = {name: (reference / name).read_bytes() for name in files}
+
+    slow_write, real_write_atomically = ExtXYZWriter._write, checkpoint_module.write_atomically
+
+    def slow_frame(self, frame):
+        if frame.step == 20:
+            time.sleep(0.5)
+        slow_write(self, frame)
+
+    def write_then_snapshot(path, data, keep_previous=True):
+        real_write_atomically(path, data, keep_previous)
+        step = read_checkpoint(path).step
+        shutil.copytree(path.parent, tmp_path / f"killed_after_{step}")
+
+    monkeypatch.setattr(ExtXYZWriter, "_write", slow_frame)
+    monkeypatch.setattr(checkpoint_module, "write_atomically", write_then_snapshot)
+    run = tmp_path / "run"
+    run.mkdir()
+    execute(plan_in(run))
+    monkeypatch.undo()
+    snapshots = sorted(tmp_path.glob("killed_after_*"), key=lambda d: int(d.name.split("_")[-1]))
+    assert [d.name for d in snapshots] == [f"killed_after_{step}" for step in (0, 10, 20, 30, 40, 50)]
+    for killed in snapshots:
+        step = read_checkpoint(killed / "run.ckpt").step
+        assert step in _parse_xyz_frames((killed / "traj.xyz").read_text()), killed.name
+        execute(plan_in(killed), resume=read_checkpoint(killed / "run.ckpt"))
+        for name in files:
+            assert (killed / name).read_bytes() == expected[name], (killed.name, name)
+
+
 def test_lammps_restart_commands_write_and_read_checkpoints_and_data_files(tmp_path):
     """``restart N FILE`` checkpoints every N steps; ``write_restart`` and ``write_data`` after a run;
     ``read_restart`` and ``read_data`` give back the atoms, velocities, images and step."""
