@@ -273,6 +273,15 @@ def test_deferred_reorder_keeps_every_pair_and_reorders_on_schedule(backend, rng
     assert nl._impl.plan.graph is not None
 
 
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_reorder_every_must_be_a_whole_number_of_builds(backend, bad):
+    nl = NeighborList(backend, 2.5, 0.3)
+    with pytest.raises(InputError, match="reorder_every must be a whole number of builds >= 1"):
+        nl.reorder_every = bad
+    with pytest.raises(InputError, match="reorder_every"):
+        NeighborList(backend, 2.5, 0.3, reorder_every=bad)
+
+
 def test_captured_build_equals_launches_uncaptured(backend, rng):
     """GPU: the graph replay writes the same bits as the same launches run one by one."""
     if not backend.is_gpu:

@@ -424,9 +424,6 @@ class NeighborList:
         self.nbr = None
         self.nbr_count = None
         self.reorder = reorder
-        if reorder_every is not None and (isinstance(reorder_every, bool) or int(reorder_every) != reorder_every
-                                          or reorder_every < 1):
-            raise InputError(f"reorder_every must be a whole number of builds >= 1, got {reorder_every!r}")
         self.reorder_every = reorder_every
         self._reorder_due = True      # schedule_reorder: the next build reorders whatever the schedule
         self._repeat_build = False    # the next build repeats one that overflowed
@@ -450,6 +447,17 @@ class NeighborList:
         #: the force sums' order is the same on any cell grid and over any number of MPI ranks
         self.canonical_order = bool(canonical_order)
         self._impl = _CudaBuild(backend, cuda_options, list_dtype) if backend.is_gpu else _CpuBuild()
+
+    @property
+    def reorder_every(self) -> int | None:
+        """GPU builds from one reorder to the next (None: :data:`DEFAULT_REORDER_EVERY`); settable."""
+        return self._reorder_every
+
+    @reorder_every.setter
+    def reorder_every(self, value) -> None:
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1):
+            raise InputError(f"reorder_every must be a whole number of builds >= 1, got {value!r}")
+        self._reorder_every = None if value is None else int(value)
 
     def reorder_interval(self, state) -> int:
         """Builds from one reorder of the particle arrays to the next (1: every build reorders)."""
