@@ -383,7 +383,8 @@ class NeighborList:
     reorder_every : int, optional
         GPU: reorder at every ``reorder_every``-th build only (default
         :data:`DEFAULT_REORDER_EVERY`; 1: every build); the builds between read a copy of the
-        positions in cell order.  Always 1 with ``canonical_order`` and on the CPU.  A run's first build and a checkpoint's always reorder (:meth:`schedule_reorder`).
+        positions in cell order.  Always 1 with ``canonical_order`` and on the CPU.  A run's first
+        build and a checkpoint's always reorder (:meth:`schedule_reorder`).
     half : bool
         CPU only: a *half* list, each pair once (``j > i``) for a force kernel that applies
         Newton's third law (:meth:`pycumd.forces.PairForces._compute_cpu_half`), as LAMMPS and
@@ -809,8 +810,8 @@ class _CudaBuild:
         with ``reorder_every`` > 1 they do nothing at builds that do not reorder) -> (the rows the
         list kernel reads: mixed precision's float32 copy of the positions, or with
         ``reorder_every`` > 1 a copy in cell order, ``sorted_rows``) -> list kernel -> positions at
-        build (and, with ``control``, the statistics published): eleven graph nodes at most.  With ``control`` (the state's
-        step-control array, :mod:`pycumd.step_graph`), the last kernel copies the statistics to
+        build (and, with ``control``, the statistics published): eleven graph nodes at most.  With
+        ``control`` (the state's step-control array, :mod:`pycumd.step_graph`), the last kernel copies the statistics to
         ``control[3:5]`` and, if the storage overflowed, freezes the step (``control[0]`` and
         ``control[2]`` set): the kernels after it do nothing until the host repeats the build.
         With ``accumulate`` (the device loop, several builds per launch) it keeps the largest count
