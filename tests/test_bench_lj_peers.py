@@ -44,3 +44,22 @@ def test_run_lammps_reads_the_timed_run_of_the_log():
     assert r["N"] == 108 and r["steps"] == 40 and r["ranks"] == 1
     assert r["loop_s"] > 0 and r["steps_per_s"] == pytest.approx(40 / r["loop_s"])
     assert r["rebuilds"] >= 1 and r["neigh_modify"] == "delay 0 every 1 check yes"
+
+
+def test_bench_reorder_every_is_recorded_and_checked(tmp_path, capsys):
+    """--reorder-every reaches the neighbour list (recorded: the CPU reorders at every build, so 1),
+    a bad value or an all-pairs system is a one-line error, not a traceback."""
+    import json
+
+    from pycumd.cli import main
+    out = tmp_path / "r.jsonl"
+    assert main(["bench", "lj", "--cells", "6", "--steps", "10", "--warmup", "5", "--device", "cpu",
+                 "--reorder-every", "3", "--json", str(out)]) in (0, None)
+    assert json.loads(out.read_text().splitlines()[-1])["reorder_every"] == 1
+    capsys.readouterr()
+    assert main(["bench", "lj", "--cells", "6", "--steps", "10", "--warmup", "5", "--device", "cpu",
+                 "--reorder-every", "0"]) == 2
+    assert "reorder_every must be a whole number of builds >= 1, got 0" in capsys.readouterr().err
+    assert main(["bench", "lj", "--cells", "3", "--steps", "10", "--warmup", "5", "--device", "cpu",
+                 "--reorder-every", "2"]) == 2
+    assert "run over all pairs here" in capsys.readouterr().err

@@ -32,14 +32,15 @@ import numpy as np
 
 from pycumd.potentials import LennardJones
 from pycumd.simulation import Simulation
-from pycumd.system import create_velocities, lattice_system
+from pycumd.system import InputError, create_velocities, lattice_system
 
 #: steps of the run after the warm-up that applies its capacity change and captures the graphs
 SETTLE_STEPS = 20
 
 
 def measure(cells: int, precision: str, steps: int, device: str, use_graphs: bool = True,
-            deterministic: bool = False, lanes: int | None = None, warmup: int = 300, skin: float = 0.3) -> dict:
+            deterministic: bool = False, lanes: int | None = None, warmup: int = 300, skin: float = 0.3,
+            reorder_every: int | None = None) -> dict:
     gc.collect()                                      # earlier measurements' arrays out of the memory count
     if device != "cpu":
         try:
@@ -54,6 +55,11 @@ def measure(cells: int, precision: str, steps: int, device: str, use_graphs: boo
                      deterministic=deterministic)
     if lanes is not None:
         sim.forces.lanes = lanes                      # threads per atom of the force kernel (default: by N)
+    if reorder_every is not None:
+        if not hasattr(sim.neighbors, "reorder_interval"):
+            raise InputError(f"--reorder-every: {system.n_atoms} atoms run over all pairs here (no neighbour "
+                             f"builds to reorder at); use more cells")
+        sim.neighbors.reorder_every = reorder_every   # GPU builds per reorder by cell (default 2)
     sim.run(warmup)                                   # compile, melt, settle the list's capacity
     if warmup:
         sim.run(SETTLE_STEPS)                         # ... and the graphs for the settled capacity
@@ -71,7 +77,9 @@ def measure(cells: int, precision: str, steps: int, device: str, use_graphs: boo
             "steps_per_s": steps / seconds, "atom_steps_per_s": n * steps / seconds,
             "rebuilds": sim._last_rebuilds, "TotEng": total_energy,
             "graphs": use_graphs, "graph_mode": _graph_mode(sim._step_graph),
-            "deterministic": deterministic, "skin": skin, "lanes": getattr(sim.forces, "lanes", None)}
+            "deterministic": deterministic, "skin": skin, "lanes": getattr(sim.forces, "lanes", None),
+            "reorder_every": (sim.neighbors.reorder_interval(sim.state)
+                              if hasattr(sim.neighbors, "reorder_interval") else None)}
 
 
 def _graph_mode(graph) -> str | None:
@@ -310,6 +318,9 @@ def main(argv=None):
     ap.add_argument("--device", default="auto")
     ap.add_argument("--skin", type=float, default=0.3,
                     help="neighbour skin (default 0.3, in.lj's; other values: the skin study of docs/performance.md)")
+    ap.add_argument("--reorder-every", type=int, default=None, metavar="K",
+                    help="GPU: reorder the atoms by cell at every K-th neighbour build (default 2; the CPU "
+                         "reorders at every build)")
     ap.add_argument("--json", help="append results as JSON lines to this file")
     ap.add_argument("--no-graphs", action="store_true", help="step-by-step host loop (no CUDA graphs)")
     ap.add_argument("--graph-mode", choices=["auto", "loop", "blocks"], default="auto",
@@ -343,7 +354,7 @@ def main(argv=None):
             _set_threads(threads)
             graphs = False if args.no_graphs else (True if args.graph_mode == "auto" else args.graph_mode)
             r = measure(cells, precision, args.steps, args.device, graphs, args.deterministic, lanes,
-                        args.warmup, args.skin)
+                        args.warmup, args.skin, args.reorder_every)
             r["threads"] = threads if threads is not None else _numba_threads()
             rows.append(r)
             bw = f"{r['force_GBps'] / r['copy_GBps']:.2f}" if "copy_GBps" in r else "-"
