@@ -37,8 +37,7 @@ __device__ __forceinline__ void store_row4(double* pos4, int i, const double (&r
 }
 
 // Rows that carry an atom index in the bits of w (the list kernel's sorted rows, verlet.cu's
-// ROWS_INDEX_IN_W): the position and the raw bits of w (the low 32 bits of a double's), and the
-// store of such a row.
+// ROWS_INDEX_IN_W): the position and the raw bits of w (the low 32 bits of a double's).
 __device__ __forceinline__ void load_position_bits(const float* pos4, int i, float& x, float& y, float& z,
                                                    unsigned int& w) {
     float4 p = __ldg(reinterpret_cast<const float4*>(pos4) + i);
@@ -52,12 +51,6 @@ __device__ __forceinline__ void load_position_bits(const double* pos4, int i, do
     x = a.x; y = a.y; z = b.x; w = (unsigned int)__double_as_longlong(b.y);
 }
 
-__device__ __forceinline__ void store_row_with_index(float* out, int s, float x, float y, float z, unsigned int w) {
-    reinterpret_cast<float4*>(out)[s] = make_float4(x, y, z, __uint_as_float(w));
-}
-
-__device__ __forceinline__ void store_row_with_index(double* out, int s, double x, double y, double z, unsigned int w) {
-    double2* p = reinterpret_cast<double2*>(out) + 2 * (size_t)s;
-    p[0] = make_double2(x, y);
-    p[1] = make_double2(z, __longlong_as_double((long long)w));
-}
+// The w of a row that carries the atom index `w` in its bits (the inverse of load_position_bits).
+__device__ __forceinline__ void set_index_w(float& w_out, unsigned int w) { w_out = __uint_as_float(w); }
+__device__ __forceinline__ void set_index_w(double& w_out, unsigned int w) { w_out = __longlong_as_double((long long)w); }

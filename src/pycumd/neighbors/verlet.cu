@@ -96,12 +96,6 @@
 #define ROWS_IN_SLOT_ORDER 1
 #define ROWS_INDEX_IN_W 2
 
-// The atom index a ROWS_INDEX_IN_W row carries.
-__device__ __forceinline__ int row_atom_index(const real_t* pos4, int row) {
-    real_t x, y, z; unsigned int w;
-    load_position_bits(pos4, row, x, y, z, w);
-    return (int)w;
-}
 
 __device__ __forceinline__ int stencil_lo(int n) { int a = (n - 1) / 2; return -(a < 2 ? a : 2); }
 __device__ __forceinline__ int stencil_hi(int n) { int b = n / 2; return b < 2 ? b : 2; }
@@ -294,25 +288,26 @@ __device__ __forceinline__ void build_list_rows(
         const int slot = first + lane;
         // targets: atoms i < n_targets (all atoms in a serial run; a domain's owned atoms, its
         // ghosts after them being sources only)
-        // the target's row of pos4 (row_mode: the slot, or through cell_order) and its atom
-        // index (the row's, or the one the row carries in w)
-        int i_row = -1, i = -1;
+        // the target's row of pos4 (row_mode: the slot, or through cell_order), loaded once, and
+        // its atom index (the row's, or the one the row carries in w)
+        int i = -1;
+        real_t xi = 0, yi = 0, zi = 0;
         if (slot < row_end) {
-            i_row = row_mode == ROWS_VIA_ORDER ? cell_order[slot] : slot;
-            i = row_mode == ROWS_INDEX_IN_W ? row_atom_index(pos4, i_row) : i_row;
+            const int i_row = row_mode == ROWS_VIA_ORDER ? cell_order[slot] : slot;
+            unsigned int wi;
+            load_position_bits(pos4, i_row, xi, yi, zi, wi);
+            i = row_mode == ROWS_INDEX_IN_W ? (int)wi : i_row;
         }
         const bool active = i >= 0 && i < n_targets;
         // a chunk of source rows only (a domain's ghosts) has nothing to list; skipping it also
         // keeps the plane flushes below from seeing no active lane (their bound would be INT_MAX)
         if (!__any_sync(FULL, active)) continue;
         int cx = 0;
-        real_t xi = 0, yi = 0, zi = 0;
         if (active) {
-            int ti;
-            load_position(pos4, i_row, xi, yi, zi, ti);
             cx = cell_of[i] - row * nx;
         } else {
             i = -1;
+            xi = yi = zi = 0;
         }
         int* const out = nbr + (active ? i : 0);               // this atom's column
         int count = 0;
@@ -498,10 +493,12 @@ extern "C" __global__ void displacement_exceeds(
     if (dx * dx + dy * dy + dz * dz > limit2) *flag = 1;
 }
 
-// Deferred reordering (verlet.py, reorder_every > 1): the list kernel's rows in cell order, each
-// carrying its atom's index in the bits of w (ROWS_INDEX_IN_W).  Row s is atom order[s], or atom s
-// when this build has reordered the atoms (reorder[0] != 0: they lie in cell order already).  Rows of
-// the positions' type (sorted_rows) or float32 rows (sorted_rows_float: mixed precision's list).
+// The list kernel's rows when it does not read the positions themselves (verlet.py's
+// _BuildPlan.list_rows: mixed precision's float32 rows, or a build that defers the reorder): the
+// positions in cell order, each row carrying its atom's index in the bits of w (ROWS_INDEX_IN_W).
+// Row s is atom order[s], or atom s when this build has reordered the atoms (reorder[0] != 0: they
+// lie in cell order already).  Rows of the positions' type (sorted_rows) or float32 rows
+// (sorted_rows_float; the displacement check allows for their rounding).
 template <typename out_t>
 __device__ __forceinline__ void sorted_row(const real_t* __restrict__ pos4, const int* __restrict__ order,
                                            const unsigned int* __restrict__ reorder, out_t* __restrict__ out, int n)
@@ -511,7 +508,9 @@ __device__ __forceinline__ void sorted_row(const real_t* __restrict__ pos4, cons
     const int atom = reorder[0] ? s : order[s];
     real_t x, y, z; int t;
     load_position(pos4, atom, x, y, z, t);
-    store_row_with_index(out, s, (out_t)x, (out_t)y, (out_t)z, (unsigned int)atom);
+    out_t row[4] = {(out_t)x, (out_t)y, (out_t)z, 0};
+    set_index_w(row[3], (unsigned int)atom);
+    store_row4(out, s, row);
 }
 
 extern "C" __global__ void sorted_rows(const real_t* __restrict__ pos4, const int* __restrict__ order,
@@ -524,17 +523,6 @@ extern "C" __global__ void sorted_rows_float(const real_t* __restrict__ pos4, co
                                              const unsigned int* __restrict__ reorder, float* __restrict__ out, int n)
 {
     sorted_row(pos4, order, reorder, out, n);
-}
-
-// Mixed precision builds the list from float32 rows of the float64 positions (16-byte candidate
-// rows, the single-precision list kernel; the displacement check allows for the rounding).
-extern "C" __global__ void float_image(const real_t* __restrict__ pos4, float4* __restrict__ out, int n_local)
-{
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n_local) return;
-    real_t x, y, z; int t;
-    load_position(pos4, i, x, y, z, t);
-    out[i] = make_float4((float)x, (float)y, (float)z, (float)t);
 }
 
 // Periodic wrap into [0, L) with image counters, done at rebuilds (as LAMMPS does at re-neighbouring):
@@ -572,8 +560,13 @@ __device__ __forceinline__ void reset_build_stats(unsigned int* stats) { stats[0
 // The build's reorder decision (verlet.py's reorder_every, K; the NeighborList's own two words, which
 // outlive its build plans): reorder[0] = 1 when this build reorders the atoms, which it does when
 // reorder[1], the builds since the last reorder, is 0; reorder[1] then advances modulo K (K = 1:
-// every build reorders; the host sets reorder[1] = 0 to force one).
+// every build reorders; K = 0: none does, a list without reordering; the host sets reorder[1] = 0
+// to force one).
 __device__ __forceinline__ void decide_reorder(unsigned int* reorder, int reorder_every) {
+    if (reorder_every <= 0) {
+        reorder[0] = 0u;
+        return;
+    }
     reorder[0] = reorder[1] == 0u ? 1u : 0u;
     reorder[1] = (reorder[1] + 1u) % (unsigned int)reorder_every;
 }

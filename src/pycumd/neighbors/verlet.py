@@ -461,8 +461,11 @@ class NeighborList:
         self._reorder_every = None if value is None else int(value)
 
     def reorder_interval(self, state) -> int:
-        """Builds from one reorder of the particle arrays to the next (1: every build reorders)."""
-        if not self.reorder or self.canonical_order or not self.backend.is_gpu:
+        """Builds from one reorder of the particle arrays to the next (1: every build reorders;
+        0: none does, ``reorder=False``)."""
+        if not self.reorder:
+            return 0
+        if self.canonical_order or not self.backend.is_gpu:
             return 1
         return int(self.reorder_every) if self.reorder_every is not None else DEFAULT_REORDER_EVERY
 
@@ -761,7 +764,8 @@ class _CudaBuild:
             # the overflowed build advanced the count: step it back, so that the repeat decides as
             # that build did and a run with overflows reorders at the builds a run without does
             every = plan.reorder_every
-            nl.reorder_state[1:2] = (nl.reorder_state[1:2] + np.uint32(every - 1)) % np.uint32(every)
+            if every > 1:
+                nl.reorder_state[1:2] = (nl.reorder_state[1:2] + np.uint32(every - 1)) % np.uint32(every)
             nl._repeat_build = False
         if nl._reorder_due:
             nl.reorder_state[1:2].fill(0)         # builds since the last reorder: 0, so this one does
@@ -808,8 +812,8 @@ class _CudaBuild:
         wrap, cell index and bin count (one kernel, which also resets the statistics and decides
         whether this build reorders) -> rest of the counting sort -> reorder (gather + copy back;
         with ``reorder_every`` > 1 they do nothing at builds that do not reorder) -> (the rows the
-        list kernel reads: mixed precision's float32 copy of the positions, or with
-        ``reorder_every`` > 1 a copy in cell order, ``sorted_rows``) -> list kernel -> positions at
+        list kernel reads, in cell order, ``sorted_rows``: mixed precision's float32 copy of the
+        positions, or the copy of a build that defers the reorder) -> list kernel -> positions at
         build (and, with ``control``, the statistics published): eleven graph nodes at most.  With
         ``control`` (the state's step-control array, :mod:`pycumd.step_graph`), the last kernel copies the statistics to
         ``control[3:5]`` and, if the storage overflowed, freezes the step (``control[0]`` and
@@ -834,16 +838,12 @@ class _CudaBuild:
                                 enabled=nl.reorder_state[0:1] if plan.reorder_every > 1 else None)
         self._mark("reorder")
         positions, row_mode = state.positions, ROWS_IN_SLOT_ORDER if nl.reorder else ROWS_VIA_ORDER
-        if plan.reorder_every > 1:
+        if plan.list_rows is not None:
             # rows in cell order with their atom's index, whether or not this build reordered
             positions, row_mode = plan.list_rows, ROWS_INDEX_IN_W
             name = "sorted_rows_float" if plan.list_rows.dtype != state.positions.dtype else "sorted_rows"
             self._kernel(state, name)(grid, (BLOCK,), (state.positions, order, nl.reorder_state, positions, np.int32(n)))
             self._mark("sorted rows")
-        elif plan.list_rows is not None:
-            positions = plan.list_rows
-            self._kernel(state, "float_image")(grid, (BLOCK,), (state.positions, positions, np.int32(n)))
-            self._mark("float copy")
         self.launch_list_kernel(positions, n, plan.keys, plan.sort.bin_start, order, row_mode,
                                 plan.n_cells, state.box_lengths, nl.r_list, nl.capacity, nl.nbr, nl.nbr_count,
                                 plan.stats)
