@@ -255,198 +255,234 @@ __device__ __forceinline__ bool task_of(int task, int n_rows, int chunks_per_row
     return chunk < chunks_per_row;
 }
 
-template <bool IMAGE_SHIFT>
-__device__ __forceinline__ void build_list_rows(
-    const real_t* __restrict__ pos4, const int* __restrict__ cell_of,
-    const int* __restrict__ cell_start, const int* __restrict__ cell_order, int row_mode,
-    int nx, int ny, int nz, int chunks_per_row,
-    real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, real_t r_list2,
-    int* __restrict__ nbr, int* __restrict__ nbr_count, int capacity, int stride, int n_targets,
-    int* __restrict__ max_count, unsigned int* __restrict__ min_r2_bits)
+// What the stencil loops need of the grid, the box and the list storage: the same for every task.
+struct ListGrid {
+    const real_t* __restrict__ pos4;
+    const int* __restrict__ cell_start;
+    const int* __restrict__ cell_order;
+    int row_mode, nx, ny, nz, capacity, stride;
+    real_t Lx, Ly, Lz, invLx, invLy, invLz, r_list2, skip2, wx, wy, wz;
+};
+
+// One lane's target of a task (active false: none, i = -1) and what its stencil needs of it.
+struct ListTarget {
+    real_t xi, yi, zi;
+    int i, cx;
+    bool active;
+    real_t fy, fz;                              // the position inside the own cell along y, z
+    real_t gx_m2s, gx_m1s, gx_p1s, gx_p2s;      // squared x face gaps of cells cx - 2, cx - 1, cx + 1, cx + 2
+};
+
+// The lane's target in sorted slot `slot` of cell row `row` (none past row_end): its row of pos4
+// (row_mode: the slot, or through cell_order) loaded once, its atom index (the row's, or the one
+// the row carries in w), its cell along x and the face gaps along x (face_gap's expressions, for
+// the image-shift kernel).  Targets are the atoms i < n_targets (every atom in a serial run; a
+// spatial domain's owned atoms, whose ghost rows after them are sources only).
+__device__ __forceinline__ ListTarget load_target(const ListGrid& g, const int* __restrict__ cell_of, int slot,
+                                                  int row_end, int row, int cy, int cz, int n_targets)
+{
+    ListTarget t;
+    t.i = -1;
+    t.xi = t.yi = t.zi = 0;
+    if (slot < row_end) {
+        const int i_row = g.row_mode == ROWS_VIA_ORDER ? g.cell_order[slot] : slot;
+        unsigned int wi;
+        load_position_bits(g.pos4, i_row, t.xi, t.yi, t.zi, wi);
+        t.i = g.row_mode == ROWS_INDEX_IN_W ? (int)wi : i_row;
+    }
+    t.active = t.i >= 0 && t.i < n_targets;
+    t.cx = 0;
+    if (t.active) {
+        t.cx = cell_of[t.i] - row * g.nx;
+    } else {
+        t.i = -1;
+        t.xi = t.yi = t.zi = 0;
+    }
+    const real_t fx = t.xi - t.cx * g.wx;
+    t.fy = t.yi - cy * g.wy;
+    t.fz = t.zi - cz * g.wz;
+    const real_t gx_m2 = offset_gap(fx, -2, g.wx), gx_m1 = offset_gap(fx, -1, g.wx);
+    const real_t gx_p1 = offset_gap(fx, 1, g.wx), gx_p2 = offset_gap(fx, 2, g.wx);
+    t.gx_m2s = gx_m2 * gx_m2; t.gx_m1s = gx_m1 * gx_m1; t.gx_p1s = gx_p1 * gx_p1; t.gx_p2s = gx_p2 * gx_p2;
+    return t;
+}
+
+// Stencil plane dz of a task (rows dy = y_lo .. y_hi, each one range of sorted slots, see above):
+// each lane's entries of the plane, in the rule's order, appended after its `count` entries.
+// SPLIT false (a warp lists all planes of its atoms, list_chunk_by_warp): entries below ring_limit
+// go to the ring, the rest directly to the column `out`.  SPLIT true (a warp per plane,
+// build_neighbor_list_planes): every entry goes to the ring; if some lane's would pass ring_limit,
+// the plane sets `overflow` and stops (the block then lists the task by warp).
+template <bool IMAGE_SHIFT, bool SPLIT>
+__device__ __forceinline__ void list_plane(const ListGrid& g, const ListTarget& t, int dz, int cy, int cz,
+                                           Candidate* staged, int* out, int* ring, int ring_limit,
+                                           int& count, real_t& min_r2, bool& overflow)
 {
     constexpr int PER_LANE = LIST_STAGE / 32;
-    __shared__ int ring_all[LIST_WARPS][LIST_RING * 32];
-    __shared__ Candidate staged_all[LIST_WARPS][LIST_STAGE + 1];   // + 1: the candidate loop reads one ahead
     const unsigned FULL = 0xffffffffu;
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    Candidate* staged = staged_all[warp];
-    int* const ring = ring_all[warp] + lane;                        // row 0 of this lane's ring column
-    int row, chunk;
-    if (!task_of(blockIdx.x * LIST_WARPS + warp, ny * nz, chunks_per_row, n_targets, row, chunk)) return;
-    const int cy = row % ny, cz = row / ny;
-    const int row_first = cell_start[row * nx], row_end = cell_start[row * nx + nx];
-    if (row_first + chunk * 32 >= row_end) return;
-    const real_t wx = Lx / nx, wy = Ly / ny, wz = Lz / nz;
-    const real_t skip2 = r_list2 * real_t(1.001);
-    // the image-shift kernel has >= 7 cells in every dimension: offsets -2 .. 2 in each
-    const int z_lo = IMAGE_SHIFT ? -2 : stencil_lo(nz), z_hi = IMAGE_SHIFT ? 2 : stencil_hi(nz);
-    const int y_lo = IMAGE_SHIFT ? -2 : stencil_lo(ny), y_hi = IMAGE_SHIFT ? 2 : stencil_hi(ny);
-    int most = 0;
-    real_t least = r_list2;
+    const int lane = threadIdx.x & 31;
+    const int y_lo = IMAGE_SHIFT ? -2 : stencil_lo(g.ny), y_hi = IMAGE_SHIFT ? 2 : stencil_hi(g.ny);
+    const int nx = g.nx, ny = g.ny, nz = g.nz;
+    const real_t gz = IMAGE_SHIFT ? offset_gap(t.fz, dz, g.wz) : face_gap(t.zi, cz, dz, g.wz, nz);
+    const real_t gz2 = gz * gz;
+    int z = cz + dz;
+    real_t sz = 0;
+    if (z < 0) { z += nz; sz = -g.Lz; } else if (z >= nz) { z -= nz; sz = g.Lz; }
+    for (int dy = y_lo; dy <= y_hi; ++dy) {
+        const real_t gy = IMAGE_SHIFT ? offset_gap(t.fy, dy, g.wy) : face_gap(t.yi, cy, dy, g.wy, ny);
+        const real_t gyz2 = gz2 + gy * gy;
+        const bool use = t.active && gyz2 < g.skip2;
+        if (!__any_sync(FULL, use)) continue;
+        int y = cy + dy;
+        real_t sy = 0;
+        if (y < 0) { y += ny; sy = -g.Ly; } else if (y >= ny) { y -= ny; sy = g.Ly; }
 
-    for (int first = row_first + chunk * 32; first < row_end; first += chunks_per_row * 32) {
-        const int slot = first + lane;
-        // targets: atoms i < n_targets (all atoms in a serial run; a domain's owned atoms, its
-        // ghosts after them being sources only)
-        // the target's row of pos4 (row_mode: the slot, or through cell_order), loaded once, and
-        // its atom index (the row's, or the one the row carries in w)
-        int i = -1;
-        real_t xi = 0, yi = 0, zi = 0;
-        if (slot < row_end) {
-            const int i_row = row_mode == ROWS_VIA_ORDER ? cell_order[slot] : slot;
-            unsigned int wi;
-            load_position_bits(pos4, i_row, xi, yi, zi, wi);
-            i = row_mode == ROWS_INDEX_IN_W ? (int)wi : i_row;
-        }
-        const bool active = i >= 0 && i < n_targets;
-        // a chunk of source rows only (a domain's ghosts) has nothing to list; skipping it also
-        // keeps the plane flushes below from seeing no active lane (their bound would be INT_MAX)
-        if (!__any_sync(FULL, active)) continue;
-        int cx = 0;
-        if (active) {
-            cx = cell_of[i] - row * nx;
+        // this lane's cells along x: those whose face is within r_list (branch-free selects in the
+        // image-shift kernel)
+        int dxa, dxb;
+        if (IMAGE_SHIFT) {
+            dxa = gyz2 + t.gx_m2s < g.skip2 ? -2 : (gyz2 + t.gx_m1s < g.skip2 ? -1 : 0);
+            dxb = gyz2 + t.gx_p2s < g.skip2 ? 2 : (gyz2 + t.gx_p1s < g.skip2 ? 1 : 0);
         } else {
-            i = -1;
-            xi = yi = zi = 0;
-        }
-        int* const out = nbr + (active ? i : 0);               // this atom's column
-        int count = 0;
-        real_t min_r2 = r_list2;
-        int flushed = 0;                   // rows [0, flushed) are written for every lane
-        int ring_limit = min(LIST_RING, capacity);   // entries below it go to the ring
-        int direct_from = 0x7fffffff;      // this lane's first entry written directly
-        // the image-shift kernel: the squared face gaps along x of cells cx - 2, cx - 1, cx + 1,
-        // cx + 2 (face_gap's expressions), once per task
-        const real_t fx = xi - cx * wx, fy = yi - cy * wy, fz = zi - cz * wz;
-        const real_t gx_m2 = offset_gap(fx, -2, wx), gx_m1 = offset_gap(fx, -1, wx);
-        const real_t gx_p1 = offset_gap(fx, 1, wx), gx_p2 = offset_gap(fx, 2, wx);
-        const real_t gx_m2s = gx_m2 * gx_m2, gx_m1s = gx_m1 * gx_m1, gx_p1s = gx_p1 * gx_p1, gx_p2s = gx_p2 * gx_p2;
-        for (int dz = z_lo; dz <= z_hi; ++dz) {
-            const real_t gz = IMAGE_SHIFT ? offset_gap(fz, dz, wz) : face_gap(zi, cz, dz, wz, nz);
-            const real_t gz2 = gz * gz;
-            int z = cz + dz;
-            real_t sz = 0;
-            if (z < 0) { z += nz; sz = -Lz; } else if (z >= nz) { z -= nz; sz = Lz; }
-            for (int dy = y_lo; dy <= y_hi; ++dy) {
-                const real_t gy = IMAGE_SHIFT ? offset_gap(fy, dy, wy) : face_gap(yi, cy, dy, wy, ny);
-                const real_t gyz2 = gz2 + gy * gy;
-                const bool use = active && gyz2 < skip2;
-                if (!__any_sync(FULL, use)) continue;
-                int y = cy + dy;
-                real_t sy = 0;
-                if (y < 0) { y += ny; sy = -Ly; } else if (y >= ny) { y -= ny; sy = Ly; }
-
-                // this lane's cells along x: those whose face is within r_list (branch-free selects
-                // in the image-shift kernel)
-                int dxa, dxb;
-                if (IMAGE_SHIFT) {
-                    dxa = gyz2 + gx_m2s < skip2 ? -2 : (gyz2 + gx_m1s < skip2 ? -1 : 0);
-                    dxb = gyz2 + gx_p2s < skip2 ? 2 : (gyz2 + gx_p1s < skip2 ? 1 : 0);
-                } else {
-                    dxa = stencil_lo(nx), dxb = stencil_hi(nx);
-                    if (use) {
-                        for (; dxa < 0; ++dxa) { real_t g = face_gap(xi, cx, dxa, wx, nx); if (gyz2 + g * g < skip2) break; }
-                        for (; dxb > 0; --dxb) { real_t g = face_gap(xi, cx, dxb, wx, nx); if (gyz2 + g * g < skip2) break; }
-                    }
-                }
-                const int ua = cx + dxa, ub = cx + dxb;
-                const int u0 = __reduce_min_sync(FULL, use ? ua : 0x7fffffff);
-                const int u1 = __reduce_max_sync(FULL, use ? ub : -0x7fffffff);
-                // Positions in the row's unwrapped slot sequence (relative to the row's first slot
-                // rb): the warp's window p0 .. p0 + total, this lane's part [ta, tb) of it.  Windows
-                // of < 32 cells: lane l loads the start of cell boundary u0 + l, and the lanes' bounds
-                // come by shuffles (three loads per lane); wider ones load the six bounds.
-                const int* const cs = cell_start + (z * ny + y) * nx;
-                int rb, rc, p0, total, ta, tb;
-                const int span = u1 + 1 - u0;
-                if (span < 32) {
-                    int kw;
-                    const int ew = row_cell(u0 + min(lane, span), nx, kw);
-                    rb = cs[0];
-                    const int re = cs[nx], sw = cs[ew];
-                    rc = re - rb;
-                    const int pw = kw * rc + sw - rb;               // boundary u0 + lane
-                    p0 = __shfl_sync(FULL, pw, 0);
-                    total = __shfl_sync(FULL, pw, span) - p0;
-                    const int pa = __shfl_sync(FULL, pw, use ? ua - u0 : 0);
-                    const int pb = __shfl_sync(FULL, pw, use ? ub + 1 - u0 : 0);
-                    ta = use ? pa - p0 : 0;
-                    tb = use ? pb - p0 : 0;
-                } else {
-                    int k0, k1, ka, kb;
-                    const int e0 = row_cell(u0, nx, k0), e1 = row_cell(u1 + 1, nx, k1);
-                    const int ea = row_cell(ua, nx, ka), eb = row_cell(ub + 1, nx, kb);
-                    rb = cs[0];
-                    const int re = cs[nx], s0 = cs[e0], s1 = cs[e1], sa = cs[ea], sb = cs[eb];
-                    rc = re - rb;
-                    p0 = k0 * rc + s0 - rb;
-                    total = k1 * rc + s1 - rb - p0;
-                    ta = use ? ka * rc + sa - rb - p0 : 0;
-                    tb = use ? kb * rc + sb - rb - p0 : 0;
-                }
-                real_t sx_before = 0, sx_after = 0;
-                int t_switch = tb;
-                if (ua < 0) { sx_before = -Lx; t_switch = -p0; }
-                else if (ub >= nx) { sx_after = Lx; t_switch = rc - p0; }
-                const bool shifted = IMAGE_SHIFT &&
-                    __any_sync(FULL, sy != real_t(0) || sz != real_t(0) || (use && (ua < 0 || ub >= nx)));
-
-                for (int c0 = 0; c0 < total; c0 += LIST_STAGE) {
-                    const int m = min(LIST_STAGE, total - c0);
-                    // staging without branches: lanes past the m candidates load (and store into
-                    // slots this stage does not use) a copy of the last one; loads first, all in flight
-                    Candidate q[PER_LANE];
-#pragma unroll
-                    for (int r = 0; r < PER_LANE; ++r) {
-                        const int p = p0 + c0 + min(lane + 32 * r, m - 1);
-                        const int s = rb + p + (p < 0 ? rc : 0) - (p >= rc ? rc : 0);
-                        const int j = row_mode == ROWS_VIA_ORDER ? cell_order[s] : s;
-                        unsigned int wj;
-                        load_position_bits(pos4, j, q[r].x, q[r].y, q[r].z, wj);
-                        q[r].j = row_mode == ROWS_INDEX_IN_W ? (int)wj : j;
-                    }
-#pragma unroll
-                    for (int r = 0; r < PER_LANE; ++r) staged[lane + 32 * r] = q[r];
-                    __syncwarp();
-                    const int lo = max(ta, c0), hi = max(lo, min(tb, c0 + m));
-                    // no lane can pass its ring limit in this part: every entry goes to the ring
-                    if (__all_sync(FULL, count + (hi - lo) <= ring_limit))
-                        candidate_loops<IMAGE_SHIFT, 1>(shifted, staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before,
-                            sx_after, sy, sz, Lx, Ly, Lz, invLx, invLy, invLz, r_list2, out, ring, ring_limit,
-                            capacity, stride, count, min_r2);
-                    else
-                        candidate_loops<IMAGE_SHIFT, 2>(shifted, staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before,
-                            sx_after, sy, sz, Lx, Ly, Lz, invLx, invLy, invLz, r_list2, out, ring, ring_limit,
-                            capacity, stride, count, min_r2);
-                    __syncwarp();
-                }
-            }
-            // After each stencil plane but the last (the task's end writes the rest): a lane that
-            // passed its ring limit stores its entries from there on directly; the rows every
-            // active lane has (in the ring, or written directly) are written, one row of the warp
-            // per store.  The ring-limit vote per stage keeps the lists independent of when this runs.
-            if (dz < z_hi) {
-                if (direct_from == 0x7fffffff && count > ring_limit && ring_limit < capacity) direct_from = ring_limit;
-                const int done = __reduce_min_sync(FULL, active ? min(count, capacity) : 0x7fffffff);
-                if (flushed < done) flush_rows(ring, out, stride, flushed, done, active ? min(done, direct_from) : 0);
-                flushed = max(flushed, done);
-                ring_limit = direct_from != 0x7fffffff ? 0 : min(flushed + LIST_RING, capacity);
+            dxa = stencil_lo(nx), dxb = stencil_hi(nx);
+            if (use) {
+                for (; dxa < 0; ++dxa) { real_t gx = face_gap(t.xi, t.cx, dxa, g.wx, nx); if (gyz2 + gx * gx < g.skip2) break; }
+                for (; dxb > 0; --dxb) { real_t gx = face_gap(t.xi, t.cx, dxb, g.wx, nx); if (gyz2 + gx * gx < g.skip2) break; }
             }
         }
-        // the rows some lanes have not reached
-        if (direct_from == 0x7fffffff && count > ring_limit && ring_limit < capacity) direct_from = ring_limit;
-        const int last = __reduce_max_sync(FULL, active ? min(count, capacity) : 0);
-        if (flushed < last)
-            flush_rows(ring, out, stride, flushed, last, active ? min(min(count, capacity), direct_from) : 0);
-        if (active) {
-            nbr_count[i] = count;
-            most = count > most ? count : most;
-            least = min_r2 < least ? min_r2 : least;
+        const int ua = t.cx + dxa, ub = t.cx + dxb;
+        const int u0 = __reduce_min_sync(FULL, use ? ua : 0x7fffffff);
+        const int u1 = __reduce_max_sync(FULL, use ? ub : -0x7fffffff);
+        // Positions in the row's unwrapped slot sequence (relative to the row's first slot rb): the
+        // warp's window p0 .. p0 + total, this lane's part [ta, tb) of it.  Windows of < 32 cells:
+        // lane l loads the start of cell boundary u0 + l, and the lanes' bounds come by shuffles
+        // (three loads per lane); wider ones load the six bounds.
+        const int* const cs = g.cell_start + (z * ny + y) * nx;
+        int rb, rc, p0, total, ta, tb;
+        const int span = u1 + 1 - u0;
+        if (span < 32) {
+            int kw;
+            const int ew = row_cell(u0 + min(lane, span), nx, kw);
+            rb = cs[0];
+            const int re = cs[nx], sw = cs[ew];
+            rc = re - rb;
+            const int pw = kw * rc + sw - rb;               // boundary u0 + lane
+            p0 = __shfl_sync(FULL, pw, 0);
+            total = __shfl_sync(FULL, pw, span) - p0;
+            const int pa = __shfl_sync(FULL, pw, use ? ua - u0 : 0);
+            const int pb = __shfl_sync(FULL, pw, use ? ub + 1 - u0 : 0);
+            ta = use ? pa - p0 : 0;
+            tb = use ? pb - p0 : 0;
+        } else {
+            int k0, k1, ka, kb;
+            const int e0 = row_cell(u0, nx, k0), e1 = row_cell(u1 + 1, nx, k1);
+            const int ea = row_cell(ua, nx, ka), eb = row_cell(ub + 1, nx, kb);
+            rb = cs[0];
+            const int re = cs[nx], s0 = cs[e0], s1 = cs[e1], sa = cs[ea], sb = cs[eb];
+            rc = re - rb;
+            p0 = k0 * rc + s0 - rb;
+            total = k1 * rc + s1 - rb - p0;
+            ta = use ? ka * rc + sa - rb - p0 : 0;
+            tb = use ? kb * rc + sb - rb - p0 : 0;
+        }
+        real_t sx_before = 0, sx_after = 0;
+        int t_switch = tb;
+        if (ua < 0) { sx_before = -g.Lx; t_switch = -p0; }
+        else if (ub >= nx) { sx_after = g.Lx; t_switch = rc - p0; }
+        const bool shifted = IMAGE_SHIFT &&
+            __any_sync(FULL, sy != real_t(0) || sz != real_t(0) || (use && (ua < 0 || ub >= nx)));
+
+        for (int c0 = 0; c0 < total; c0 += LIST_STAGE) {
+            const int m = min(LIST_STAGE, total - c0);
+            // staging without branches: lanes past the m candidates load (and store into slots this
+            // stage does not use) a copy of the last one; loads first, all in flight
+            Candidate q[PER_LANE];
+#pragma unroll
+            for (int r = 0; r < PER_LANE; ++r) {
+                const int p = p0 + c0 + min(lane + 32 * r, m - 1);
+                const int s = rb + p + (p < 0 ? rc : 0) - (p >= rc ? rc : 0);
+                const int j = g.row_mode == ROWS_VIA_ORDER ? g.cell_order[s] : s;
+                unsigned int wj;
+                load_position_bits(g.pos4, j, q[r].x, q[r].y, q[r].z, wj);
+                q[r].j = g.row_mode == ROWS_INDEX_IN_W ? (int)wj : j;
+            }
+#pragma unroll
+            for (int r = 0; r < PER_LANE; ++r) staged[lane + 32 * r] = q[r];
+            __syncwarp();
+            const int lo = max(ta, c0), hi = max(lo, min(tb, c0 + m));
+            // no lane can pass its ring limit in this part: every entry goes to the ring
+            const bool fits = __all_sync(FULL, count + (hi - lo) <= ring_limit);
+            if (SPLIT && !fits) {
+                overflow = true;                // the whole warp (a vote): the block redoes the task
+                return;
+            }
+            if (fits)
+                candidate_loops<IMAGE_SHIFT, 1>(shifted, staged, c0, lo, hi, t.xi, t.yi, t.zi, t.i, t_switch,
+                    sx_before, sx_after, sy, sz, g.Lx, g.Ly, g.Lz, g.invLx, g.invLy, g.invLz, g.r_list2, out,
+                    ring, ring_limit, g.capacity, g.stride, count, min_r2);
+            else if (!SPLIT)
+                candidate_loops<IMAGE_SHIFT, 2>(shifted, staged, c0, lo, hi, t.xi, t.yi, t.zi, t.i, t_switch,
+                    sx_before, sx_after, sy, sz, g.Lx, g.Ly, g.Lz, g.invLx, g.invLy, g.invLz, g.r_list2, out,
+                    ring, ring_limit, g.capacity, g.stride, count, min_r2);
+            __syncwarp();
         }
     }
+}
+
+// One warp lists every plane of its 32 targets: the entries in its ring, flushed after each plane
+// (the rows every active lane has reached, one row of the warp per store), a lane that runs a ring
+// ahead of the slowest storing directly.  The true counts to nbr_count (past the capacity too);
+// `most` and `least` take this task's largest count and smallest r^2.
+template <bool IMAGE_SHIFT>
+__device__ __forceinline__ void list_chunk_by_warp(const ListGrid& g, const ListTarget& t, int cy, int cz,
+                                                   Candidate* staged, int* ring, int* __restrict__ nbr,
+                                                   int* __restrict__ nbr_count, int& most, real_t& least)
+{
+    const unsigned FULL = 0xffffffffu;
+    const int z_lo = IMAGE_SHIFT ? -2 : stencil_lo(g.nz), z_hi = IMAGE_SHIFT ? 2 : stencil_hi(g.nz);
+    const int capacity = g.capacity, stride = g.stride;
+    const bool active = t.active;
+    int* const out = nbr + (active ? t.i : 0);                 // this atom's column
+    int count = 0;
+    real_t min_r2 = g.r_list2;
+    int flushed = 0;                   // rows [0, flushed) are written for every lane
+    int ring_limit = min(LIST_RING, capacity);   // entries below it go to the ring
+    int direct_from = 0x7fffffff;      // this lane's first entry written directly
+    bool overflow = false;             // (only a split plane overflows)
+    for (int dz = z_lo; dz <= z_hi; ++dz) {
+        list_plane<IMAGE_SHIFT, false>(g, t, dz, cy, cz, staged, out, ring, ring_limit, count, min_r2, overflow);
+        // After each stencil plane but the last (the task's end writes the rest): a lane that passed
+        // its ring limit stores its entries from there on directly; the rows every active lane has
+        // (in the ring, or written directly) are written, one row of the warp per store.  The
+        // ring-limit vote per stage keeps the lists independent of when this runs.
+        if (dz < z_hi) {
+            if (direct_from == 0x7fffffff && count > ring_limit && ring_limit < capacity) direct_from = ring_limit;
+            const int done = __reduce_min_sync(FULL, active ? min(count, capacity) : 0x7fffffff);
+            if (flushed < done) flush_rows(ring, out, stride, flushed, done, active ? min(done, direct_from) : 0);
+            flushed = max(flushed, done);
+            ring_limit = direct_from != 0x7fffffff ? 0 : min(flushed + LIST_RING, capacity);
+        }
+    }
+    // the rows some lanes have not reached
+    if (direct_from == 0x7fffffff && count > ring_limit && ring_limit < capacity) direct_from = ring_limit;
+    const int last = __reduce_max_sync(FULL, active ? min(count, capacity) : 0);
+    if (flushed < last)
+        flush_rows(ring, out, stride, flushed, last, active ? min(min(count, capacity), direct_from) : 0);
+    if (active) {
+        nbr_count[t.i] = count;
+        most = count > most ? count : most;
+        least = min_r2 < least ? min_r2 : least;
+    }
+}
+
+// The launch's statistics: this warp's largest count and smallest r^2 (float bits), one atomic each.
+__device__ __forceinline__ void reduce_list_stats(int most, real_t least, int* __restrict__ max_count,
+                                                  unsigned int* __restrict__ min_r2_bits)
+{
+    const unsigned FULL = 0xffffffffu;
     const int warp_most = __reduce_max_sync(FULL, most);
     const unsigned warp_least = __reduce_min_sync(FULL, __float_as_uint((float)least));
-    if (lane == 0) {
+    if ((threadIdx.x & 31) == 0) {
         atomicMax(max_count, warp_most);
         atomicMin(min_r2_bits, warp_least);
     }
@@ -459,6 +495,50 @@ __device__ __forceinline__ void build_list_rows(
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, real_t r_list2,        \
     int* __restrict__ nbr, int* __restrict__ nbr_count, int capacity, int stride, int n_targets,      \
     int* __restrict__ max_count, unsigned int* __restrict__ min_r2_bits
+
+__device__ __forceinline__ ListGrid make_list_grid(const real_t* pos4, const int* cell_start, const int* cell_order,
+                                                   int row_mode, int nx, int ny, int nz, real_t Lx, real_t Ly,
+                                                   real_t Lz, real_t invLx, real_t invLy, real_t invLz,
+                                                   real_t r_list2, int capacity, int stride)
+{
+    ListGrid g;
+    g.pos4 = pos4; g.cell_start = cell_start; g.cell_order = cell_order;
+    g.row_mode = row_mode; g.nx = nx; g.ny = ny; g.nz = nz; g.capacity = capacity; g.stride = stride;
+    g.Lx = Lx; g.Ly = Ly; g.Lz = Lz; g.invLx = invLx; g.invLy = invLy; g.invLz = invLz;
+    g.r_list2 = r_list2;
+    g.skip2 = r_list2 * real_t(1.001);
+    g.wx = Lx / nx; g.wy = Ly / ny; g.wz = Lz / nz;
+    return g;
+}
+
+// One warp per task (32 slots of a cell row), LIST_WARPS tasks per block.
+template <bool IMAGE_SHIFT>
+__device__ __forceinline__ void build_list_rows(LIST_KERNEL_ARGS)
+{
+    __shared__ int ring_all[LIST_WARPS][LIST_RING * 32];
+    __shared__ Candidate staged_all[LIST_WARPS][LIST_STAGE + 1];   // + 1: the candidate loop reads one ahead
+    const unsigned FULL = 0xffffffffu;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int row, chunk;
+    if (!task_of(blockIdx.x * LIST_WARPS + warp, ny * nz, chunks_per_row, n_targets, row, chunk)) return;
+    const int cy = row % ny, cz = row / ny;
+    const int row_first = cell_start[row * nx], row_end = cell_start[row * nx + nx];
+    if (row_first + chunk * 32 >= row_end) return;
+    const ListGrid g = make_list_grid(pos4, cell_start, cell_order, row_mode, nx, ny, nz, Lx, Ly, Lz,
+                                      invLx, invLy, invLz, r_list2, capacity, stride);
+    int most = 0;
+    real_t least = r_list2;
+    for (int first = row_first + chunk * 32; first < row_end; first += chunks_per_row * 32) {
+        const ListTarget t = load_target(g, cell_of, first + lane, row_end, row, cy, cz, n_targets);
+        // a chunk of source rows only (a domain's ghosts) has nothing to list; skipping it also
+        // keeps the plane flushes from seeing no active lane (their bound would be INT_MAX)
+        if (!__any_sync(FULL, t.active)) continue;
+        list_chunk_by_warp<IMAGE_SHIFT>(g, t, cy, cz, staged_all[warp], ring_all[warp] + lane, nbr, nbr_count,
+                                        most, least);
+    }
+    reduce_list_stats(most, least, max_count, min_r2_bits);
+}
+
 #define LIST_KERNEL_PASS                                                                              \
     pos4, cell_of, cell_start, cell_order, row_mode, nx, ny, nz, chunks_per_row,                      \
     Lx, Ly, Lz, invLx, invLy, invLz, r_list2, nbr, nbr_count, capacity, stride, n_targets,           \
@@ -473,6 +553,98 @@ extern "C" __global__ void __launch_bounds__(32 * LIST_WARPS, LIST_MIN_BLOCKS) b
 extern "C" __global__ void __launch_bounds__(32 * LIST_WARPS, LIST_MIN_BLOCKS) build_neighbor_list_rint(LIST_KERNEL_ARGS) {
     build_list_rows<false>(LIST_KERNEL_PASS);
 }
+
+#ifndef PLANE_WARPS
+// warps per task of build_neighbor_list_planes: 3 (planes -2 and -1; 0; 1 and 2: about a third of
+// the entries each) or 5 (a plane each)
+#define PLANE_WARPS 3
+#endif
+#ifndef PLANE_RING
+#define PLANE_RING 64          // rows of each warp's ring in build_neighbor_list_planes (<= LIST_RING)
+#endif
+#ifndef PLANE_MIN_BLOCKS
+#define PLANE_MIN_BLOCKS 4
+#endif
+
+// The stencil planes of warp w of build_neighbor_list_planes: [plane_lo(w), plane_hi(w)].
+__device__ __forceinline__ int plane_lo(int w) { return PLANE_WARPS == 5 ? w - 2 : (w == 0 ? -2 : w == 1 ? 0 : 1); }
+__device__ __forceinline__ int plane_hi(int w) { return PLANE_WARPS == 5 ? w - 2 : (w == 0 ? -1 : w == 1 ? 0 : 2); }
+
+// REAL_IS_FLOAT_OF(real_t): 1 when real_t is float (REAL_IS_FLOAT_float), 0 otherwise (an undefined
+// name in #if): the plane kernel's shared memory is sized for float32 rows
+#define REAL_IS_FLOAT_float 1
+#define REAL_IS_FLOAT_PASTE(t) REAL_IS_FLOAT_##t
+#define REAL_IS_FLOAT_OF(t) REAL_IS_FLOAT_PASTE(t)
+#if REAL_IS_FLOAT_OF(real_t)
+// The same lists with a block of PLANE_WARPS warps per task, each taking consecutive stencil planes
+// (plane_lo .. plane_hi of the image-shift kernel's -2 .. 2), for launches too small to fill the GPU
+// with one warp per task (verlet.py's PLANE_SPLIT_ATOMS): each warp's chain of stencil rows is a
+// third (a fifth) as long.  Each warp puts its planes' entries in its own ring (PLANE_RING rows a
+// lane), and after a block barrier they are concatenated per lane in plane order -- the rule's
+// order -- and written row by row, row k of the 32 targets by warp k mod PLANE_WARPS.  If some lane
+// would pass its ring (a dense clump, a long cutoff), the block lists that task by warp instead
+// (list_chunk_by_warp, by its first warp, in the rings' memory), so the lists are the same in every
+// case.  Single precision rows only (the shared memory of the rings).
+extern "C" __global__ void __launch_bounds__(32 * PLANE_WARPS, PLANE_MIN_BLOCKS) build_neighbor_list_planes(LIST_KERNEL_ARGS)
+{
+    static_assert(PLANE_RING <= LIST_RING && PLANE_WARPS * PLANE_RING >= LIST_RING, "plane rings");
+    __shared__ int rings[PLANE_WARPS * PLANE_RING * 32];           // warp w's: rows w * PLANE_RING ..
+    __shared__ Candidate staged_all[PLANE_WARPS][LIST_STAGE + 1];
+    __shared__ int plane_count[PLANE_WARPS][32];
+    const unsigned FULL = 0xffffffffu;
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    int row, chunk;
+    if (!task_of(blockIdx.x, ny * nz, chunks_per_row, n_targets, row, chunk)) return;     // the whole block
+    const int cy = row % ny, cz = row / ny;
+    const int row_first = cell_start[row * nx], row_end = cell_start[row * nx + nx];
+    if (row_first + chunk * 32 >= row_end) return;
+    const ListGrid g = make_list_grid(pos4, cell_start, cell_order, row_mode, nx, ny, nz, Lx, Ly, Lz,
+                                      invLx, invLy, invLz, r_list2, capacity, stride);
+    int* const ring = rings + warp * PLANE_RING * 32 + lane;
+    int most = 0;
+    real_t least = r_list2;
+    for (int first = row_first + chunk * 32; first < row_end; first += chunks_per_row * 32) {
+        // every warp loads the same 32 targets, so these branches are the whole block's
+        const ListTarget t = load_target(g, cell_of, first + lane, row_end, row, cy, cz, n_targets);
+        if (!__any_sync(FULL, t.active)) continue;
+        int count = 0;
+        real_t min_r2 = r_list2;
+        bool overflow = false;
+        for (int dz = plane_lo(warp); dz <= plane_hi(warp) && !overflow; ++dz)
+            list_plane<true, true>(g, t, dz, cy, cz, staged_all[warp], nullptr, ring, PLANE_RING, count, min_r2,
+                                   overflow);
+        plane_count[warp][lane] = count;
+        if (__syncthreads_or(overflow)) {
+            if (warp == 0)
+                list_chunk_by_warp<true>(g, t, cy, cz, staged_all[0], rings + lane, nbr, nbr_count, most, least);
+        } else {
+            // this lane's entries: warp p's from start[p]; total, the true count
+            int start[PLANE_WARPS], total = 0;
+#pragma unroll
+            for (int p = 0; p < PLANE_WARPS; ++p) { start[p] = total; total += plane_count[p][lane]; }
+            const int kend = t.active ? min(total, capacity) : 0;
+            const int last = __reduce_max_sync(FULL, kend);
+            int* const out = nbr + (t.active ? t.i : 0);
+            for (int k = warp; k < last; k += PLANE_WARPS) {
+                int p = 0, base = 0;
+#pragma unroll
+                for (int q = 1; q < PLANE_WARPS; ++q) if (k >= start[q]) { p = q; base = start[q]; }
+                const int value = rings[(p * PLANE_RING + min(k - base, PLANE_RING - 1)) * 32 + lane];
+                store_if(k < kend, entry(out, k, stride), value);
+            }
+            if (t.active) {
+                if (warp == 0) {
+                    nbr_count[t.i] = total;
+                    most = total > most ? total : most;
+                }
+                least = min_r2 < least ? min_r2 : least;
+            }
+        }
+        __syncthreads();                // the rings are read before the next chunk writes them
+    }
+    reduce_list_stats(most, least, max_count, min_r2_bits);
+}
+#endif
 
 // Displacement check: flag = 1 if any atom moved more than sqrt(limit2) since the last build
 // (does nothing once the flag is set: in a captured step block the flag freezes the block).

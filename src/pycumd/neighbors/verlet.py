@@ -69,6 +69,15 @@ ROWS_VIA_ORDER, ROWS_IN_SLOT_ORDER, ROWS_INDEX_IN_W = 0, 1, 2
 DEFAULT_REORDER_EVERY = 2
 #: builds whose largest neighbour counts decide whether the storage shrinks
 CAPACITY_WINDOW = 20
+#: GPU list kernels (NeighborList.list_kernel): one warp per 32 targets ("warp"), or a block of three
+#: warps per 32 targets, each taking consecutive stencil planes ("planes": float32 rows and >= 7
+#: cells along every edge only); "auto" takes "planes" up to PLANE_SPLIT_ATOMS targets.  The lists
+#: are the same.
+LIST_KERNELS = ("auto", "warp", "planes")
+PLANE_WARPS = 3         # warps per block of build_neighbor_list_planes (PLANE_WARPS in verlet.cu)
+#: H100, LJ liquid (r_list 2.8), whole build replayed, warp -> planes kernel: 32,000 atoms 64.1 ->
+#: 56.4 us, 62,500 83.8 -> 77.8, 131,072 140 -> 140, 256,000 240 -> 247 (docs/notes-lj-performance.md)
+PLANE_SPLIT_ATOMS = 100_000
 
 
 def capacity_margin(max_count: int) -> int:
@@ -448,6 +457,21 @@ class NeighborList:
         #: the force sums' order is the same on any cell grid and over any number of MPI ranks
         self.canonical_order = bool(canonical_order)
         self._impl = _CudaBuild(backend, cuda_options, list_dtype) if backend.is_gpu else _CpuBuild()
+        self.list_kernel = "auto"
+
+    @property
+    def list_kernel(self) -> str:
+        """GPU list kernel: ``"auto"`` (default), ``"warp"`` or ``"planes"`` (see :data:`LIST_KERNELS`;
+        the lists are the same, only the time differs; the CPU ignores it); settable."""
+        return self._list_kernel
+
+    @list_kernel.setter
+    def list_kernel(self, value) -> None:
+        if value not in LIST_KERNELS:
+            raise InputError(f"list_kernel must be one of {', '.join(LIST_KERNELS)}, got {value!r}")
+        self._list_kernel = value
+        if isinstance(self._impl, _CudaBuild):
+            self._impl.list_kernel = value
 
     @property
     def reorder_every(self) -> int | None:
@@ -695,6 +719,7 @@ class _CudaBuild:
         self._kernels = {}
         self._flag = self.cp.zeros(1, np.int32)
         self.plan: _BuildPlan | None = None
+        self.list_kernel = "auto"            # NeighborList.list_kernel
         #: set to a list to record (phase, CUDA event) pairs during builds (pycumd bench lj --build-split)
         self.phase_events: list | None = None
 
@@ -800,7 +825,8 @@ class _CudaBuild:
             nl.nbr_count = self.cp.empty(n, np.int32)
         arrays = state.per_atom_arrays() + state.spare_at_build() + (nl.nbr, nl.nbr_count)
         key = (tuple((a.data.ptr, a.nbytes) for a in arrays), tuple(int(c) for c in n_cells),
-               float(r_list), int(capacity), bool(nl.reorder), nl.reorder_interval(state), tuple(state.box_lengths))
+               float(r_list), int(capacity), bool(nl.reorder), nl.reorder_interval(state), tuple(state.box_lengths),
+               self.list_kernel)
         if self.plan is None or self.plan.key != key:
             self.plan = None                  # release the old buffers first
             self.plan = _BuildPlan(self.backend, key, state, n_cells, nl, self.float_list(state))
@@ -901,23 +927,38 @@ class _CudaBuild:
         The grid holds ``chunks_per_row`` warps per cell row (y, z), enough for a row of the mean
         occupancy plus four standard deviations; a fuller row is finished by its warps in strides.
         Boxes with fewer than 7 cells along some edge use the kernel's rint variant (see verlet.cu).
+        Small launches of float32 rows take a block of five warps per task instead, one per stencil
+        plane (``build_neighbor_list_planes``, :attr:`list_kernel`): the same lists.
         """
         m = int(positions.shape[0])
         nx, ny, nz = (int(c) for c in n_cells)
         n_rows = ny * nz
         mean = m / n_rows
         chunks_per_row = max(1, math.ceil((mean + 4.0 * math.sqrt(mean) + 1.0) / 32.0))
-        warps = n_rows * chunks_per_row
-        name = "build_neighbor_list" if min(nx, ny, nz) >= 7 else "build_neighbor_list_rint"
+        tasks = n_rows * chunks_per_row
         real = positions.dtype
+        image_shift = min(nx, ny, nz) >= 7
+        if self.uses_plane_kernel(real, image_shift, n_targets):
+            name, grid, block = "build_neighbor_list_planes", (tasks,), (32 * PLANE_WARPS,)
+        else:
+            name = "build_neighbor_list" if image_shift else "build_neighbor_list_rint"
+            grid, block = ((tasks + LIST_WARPS - 1) // LIST_WARPS,), (32 * LIST_WARPS,)
         L = np.asarray(box_lengths, dtype=np.float64)
         self._kernel(None, name, real)(
-            ((warps + LIST_WARPS - 1) // LIST_WARPS,), (32 * LIST_WARPS,),
+            grid, block,
             (positions, keys, bin_start, order, np.int32(row_mode),
              np.int32(nx), np.int32(ny), np.int32(nz), np.int32(chunks_per_row),
              *[real.type(x) for x in L], *[real.type(x) for x in 1.0 / L], real.type(r_list * r_list),
              nbr, nbr_count, np.int32(capacity), np.int32(n_targets), np.int32(n_targets),
              stats[0:1].view(np.int32), stats[1:2]))
+
+    def uses_plane_kernel(self, real, image_shift: bool, n_targets: int) -> bool:
+        """Whether a list launch takes ``build_neighbor_list_planes``: float32 rows, >= 7 cells along
+        every edge (its planes are the image-shift kernel's five), and ``list_kernel`` "planes", or
+        "auto" with at most :data:`PLANE_SPLIT_ATOMS` targets."""
+        if self.list_kernel == "warp" or np.dtype(real) != np.float32 or not image_shift:
+            return False
+        return self.list_kernel == "planes" or n_targets <= PLANE_SPLIT_ATOMS
 
     def sort_by_id(self, nbr, nbr_count, ids, n_targets, capacity) -> None:
         """Launch ``sort_neighbours_by_id``: each target's neighbours in global-id order."""
