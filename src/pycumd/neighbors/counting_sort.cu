@@ -33,66 +33,11 @@ scatter(const int* keys, const int* rank, const int* bin_start, int n, int n_bin
     slots[bin_start[b] + rank[i]] = i;
 }
 
-// Ranks the members of bin [start, start + k) by the whole warp together: each member's final
-// place is the count of members with a smaller index (indices are distinct), computed 32 members
-// at a time against chunks of 32 broadcast by shuffles, O(k^2 / 32) steps.
-__device__ __forceinline__ void rank_bin_by_warp(const int* __restrict__ slots, int start, int k, int lane,
-                                                 int* __restrict__ order)
-{
-    for (int c0 = 0; c0 < k; c0 += 32) {
-        const bool mine = c0 + lane < k;
-        const int me = mine ? slots[start + c0 + lane] : 0x7fffffff;
-        int place = 0;
-        for (int c1 = 0; c1 < k; c1 += 32) {
-            const int other = (c1 + lane < k) ? slots[start + c1 + lane] : 0x7fffffff;
-            const int m = min(32, k - c1);
-            for (int j = 0; j < m; ++j) {
-                place += (__shfl_sync(FULL_MASK, other, j) < me) ? 1 : 0;
-            }
-        }
-        if (mine) order[start + place] = me;
-    }
-}
-
-#ifndef SMALL_BIN
-#define SMALL_BIN 8                // members a thread ranks alone, in registers
-#endif
-
-// One thread per bin.  A bin of k <= SMALL_BIN members (a cell list's usual few) is ranked by its
-// thread alone: the members in registers (padded with INT_MAX, which is never smaller), each one's
-// place the count of smaller members, fully unrolled.  The bins of the warp with more members are
-// then ranked one after another by the whole warp (rank_bin_by_warp).  Either way a member's
-// place is the number of members of its bin with a smaller index: the stable order.
+// The stable order within each bin (binning.cuh's rank_bins): order[bin_start[b] + place] = member.
 extern "C" __global__ void
 sort_bins(const int* __restrict__ slots, const int* __restrict__ bin_start, int n_bins, int* __restrict__ order)
 {
-    const int b = blockIdx.x * blockDim.x + threadIdx.x;
-    const int lane = threadIdx.x & 31;
-    int start = 0, k = 0;
-    if (b < n_bins) {                              // no early return: the warp votes below
-        start = bin_start[b];
-        k = bin_start[b + 1] - start;
-    }
-    const bool small = k <= SMALL_BIN;
-    if (small && k > 0) {
-        int member[SMALL_BIN];
-#pragma unroll
-        for (int j = 0; j < SMALL_BIN; ++j) member[j] = j < k ? slots[start + j] : 0x7fffffff;
-#pragma unroll
-        for (int m = 0; m < SMALL_BIN; ++m) {
-            int place = 0;
-#pragma unroll
-            for (int j = 0; j < SMALL_BIN; ++j) place += member[j] < member[m] ? 1 : 0;
-            if (m < k) order[start + place] = member[m];
-        }
-    }
-    unsigned int large = __ballot_sync(FULL_MASK, !small);
-    while (large) {
-        const int owner = __ffs(large) - 1;
-        large &= large - 1;
-        rank_bin_by_warp(slots, __shfl_sync(FULL_MASK, start, owner), __shfl_sync(FULL_MASK, k, owner), lane,
-                         order);
-    }
+    rank_bins(slots, bin_start, n_bins, [&](int slot, int member) { order[slot] = member; });
 }
 
 // Cell (bin) index of each particle (binning.cuh's cell_key); positions with `stride` values per

@@ -201,7 +201,8 @@ class CountingSortBuffers(NamedTuple):
         return (n_bins + 1, n_bins + 1, n, n, n)
 
 
-def enqueue_counting_sort(backend, keys, buffers: CountingSortBuffers, scan=None, counted=False) -> None:
+def enqueue_counting_sort(backend, keys, buffers: CountingSortBuffers, scan=None, counted=False,
+                          sort_within_bins=True) -> None:
     """Launch the GPU counting sort of the int32 ``keys`` (N,) into ``buffers`` on the current stream.
 
     No allocation and no synchronisation: with ``scan`` a :class:`~pycumd.neighbors.scan.CapturableScan`
@@ -212,6 +213,10 @@ def enqueue_counting_sort(backend, keys, buffers: CountingSortBuffers, scan=None
     ``counted``: steps 1-2 (the histogram into ``buffers.count`` and the ranks) were done by the
     caller's kernel (the neighbour build's ``wrap_and_bin``, binning.cuh's ``count_into_bin``);
     only the offsets, the scatter and the per-bin sort are launched.
+
+    ``sort_within_bins`` False: the last step (``sort_bins``, the stable order within each bin) is
+    left to the caller, who launches a kernel of its own on binning.cuh's ``rank_bins`` (the
+    neighbour build's ``sort_bins_rows``, which also writes the rows its list kernel reads).
     """
     n = keys.shape[0]
     n_bins = buffers.bin_start.shape[0] - 1
@@ -229,6 +234,7 @@ def enqueue_counting_sort(backend, keys, buffers: CountingSortBuffers, scan=None
         module.get_function("scatter")(
             _grid(n), (THREADS,),
             (keys, buffers.rank, buffers.bin_start, np.int32(n), np.int32(n_bins), buffers.slots))
+    if n > 0 and sort_within_bins:
         module.get_function("sort_bins")(
             _grid(n_bins), (THREADS,), (buffers.slots, buffers.bin_start, np.int32(n_bins), buffers.order))
 

@@ -85,7 +85,7 @@
 #endif
 #include "positions.cuh"
 #include "control_layout.cuh"    // the step control array's layout (CONTROL_*)
-#include "binning.cuh"           // cell_key, count_into_bin (shared with counting_sort.cu)
+#include "binning.cuh"           // cell_key, count_into_bin, rank_bins (shared with counting_sort.cu)
 
 // How the list kernel finds the rows of pos4 and the atoms' indices (its row_mode argument):
 // the atom in sorted slot s is row cell_order[s], whose index is that row (a spatial domain's
@@ -665,36 +665,55 @@ extern "C" __global__ void displacement_exceeds(
     if (dx * dx + dy * dy + dz * dz > limit2) *flag = 1;
 }
 
-// The list kernel's rows when it does not read the positions themselves (verlet.py's
-// _BuildPlan.list_rows: mixed precision's float32 rows, or a build that defers the reorder): the
-// positions in cell order, each row carrying its atom's index in the bits of w (ROWS_INDEX_IN_W).
-// Row s is atom order[s], or atom s when this build has reordered the atoms (reorder[0] != 0: they
-// lie in cell order already).  Rows of the positions' type (sorted_rows) or float32 rows
-// (sorted_rows_float; the displacement check allows for their rounding).
+// A build's last pass of the counting sort (counting_sort.cu's sort_bins: binning.cuh's rank_bins,
+// the stable order `order` of the scattered `slots`), which also writes the rows the list kernel
+// reads when it does not read the positions themselves (verlet.py's _BuildPlan.list_rows: mixed
+// precision's float32 rows, or a build that defers the reorder; none: out null): the positions in
+// cell order, row s atom order[s]'s, carrying in the bits of w that atom's index -- or s when this
+// build reorders the atoms (reorder[0] != 0), which puts atom order[s] in row s (ROWS_INDEX_IN_W).
+// Rows of the positions' type (sort_bins_rows) or float32 rows (sort_bins_rows_float; the
+// displacement check allows for their rounding).  And it zeroes the bin counts (count, the scan's
+// input, dead after it) for the next build's wrap_and_bin, so that a build needs no memset.
 template <typename out_t>
-__device__ __forceinline__ void sorted_row(const real_t* __restrict__ pos4, const int* __restrict__ order,
-                                           const unsigned int* __restrict__ reorder, out_t* __restrict__ out, int n)
+__device__ __forceinline__ void sort_bins_and_rows(const int* __restrict__ slots, const int* __restrict__ bin_start,
+                                                   int n_bins, int* __restrict__ order, int* __restrict__ count,
+                                                   const real_t* __restrict__ pos4,
+                                                   const unsigned int* __restrict__ reorder, out_t* __restrict__ out)
 {
-    const int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= n) return;
-    const int atom = reorder[0] ? s : order[s];
-    real_t x, y, z; int t;
-    load_position(pos4, atom, x, y, z, t);
-    out_t row[4] = {(out_t)x, (out_t)y, (out_t)z, 0};
-    set_index_w(row[3], (unsigned int)atom);
-    store_row4(out, s, row);
+    rank_bins(slots, bin_start, n_bins, [&](int slot, int atom) { order[slot] = atom; });
+    const int b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b < n_bins) count[b] = 0;
+    if (out == nullptr) return;
+    // the rows of the warp's 32 bins, a contiguous range of slots, by the warp's lanes in turn
+    // (coalesced stores; the order entries other lanes wrote are visible after the warp barrier)
+    __syncwarp();
+    const int first_bin = min(b - (int)(threadIdx.x & 31), n_bins), end_bin = min(first_bin + 32, n_bins);
+    const int s_end = bin_start[end_bin];
+    const bool reordering = reorder[0] != 0u;
+    for (int s = bin_start[first_bin] + (int)(threadIdx.x & 31); s < s_end; s += 32) {
+        const int atom = order[s];
+        real_t x, y, z; int t;
+        load_position(pos4, atom, x, y, z, t);
+        out_t row[4] = {(out_t)x, (out_t)y, (out_t)z, 0};
+        set_index_w(row[3], (unsigned int)(reordering ? s : atom));
+        store_row4(out, s, row);
+    }
 }
 
-extern "C" __global__ void sorted_rows(const real_t* __restrict__ pos4, const int* __restrict__ order,
-                                       const unsigned int* __restrict__ reorder, real_t* __restrict__ out, int n)
+extern "C" __global__ void sort_bins_rows(const int* __restrict__ slots, const int* __restrict__ bin_start, int n_bins,
+                                          int* __restrict__ order, int* __restrict__ count,
+                                          const real_t* __restrict__ pos4, const unsigned int* __restrict__ reorder,
+                                          real_t* __restrict__ out)
 {
-    sorted_row(pos4, order, reorder, out, n);
+    sort_bins_and_rows(slots, bin_start, n_bins, order, count, pos4, reorder, out);
 }
 
-extern "C" __global__ void sorted_rows_float(const real_t* __restrict__ pos4, const int* __restrict__ order,
-                                             const unsigned int* __restrict__ reorder, float* __restrict__ out, int n)
+extern "C" __global__ void sort_bins_rows_float(const int* __restrict__ slots, const int* __restrict__ bin_start,
+                                                int n_bins, int* __restrict__ order, int* __restrict__ count,
+                                                const real_t* __restrict__ pos4,
+                                                const unsigned int* __restrict__ reorder, float* __restrict__ out)
 {
-    sorted_row(pos4, order, reorder, out, n);
+    sort_bins_and_rows(slots, bin_start, n_bins, order, count, pos4, reorder, out);
 }
 
 // Periodic wrap into [0, L) with image counters, done at rebuilds (as LAMMPS does at re-neighbouring):

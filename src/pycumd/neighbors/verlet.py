@@ -18,8 +18,9 @@ Build, on both backends (``verlet.cu`` beside this file for the GPU):
    kernel's gathers hit the cache; ``State.ids`` keeps each particle's identity).  On the GPU
    only every ``reorder_every``-th build does (default :data:`DEFAULT_REORDER_EVERY`): between
    two, the atoms move less than a cell, so they stay close to cell order, and the other builds
-   read a copy of the positions in cell order instead (``sorted_rows``: 16 or 32 bytes per atom
-   instead of the reorder's gather and copy back of every per-atom array);
+   read a copy of the positions in cell order instead (written by the counting sort's last pass,
+   ``sort_bins_rows``: 16 or 32 bytes per atom instead of the reorder's gather and copy back of
+   every per-atom array);
 4. for each atom, scan the cells within two cells in each direction (fewer when a dimension has
    fewer than five cells), skipping those whose nearest face is farther than ``r_list``, in a
    fixed order, and record neighbours (the CPU finds the cells once per cell, not per atom,
@@ -836,11 +837,13 @@ class _CudaBuild:
         """Launch a whole build on the current stream: no allocation, no synchronisation.
 
         wrap, cell index and bin count (one kernel, which also resets the statistics and decides
-        whether this build reorders) -> rest of the counting sort -> reorder (gather + copy back;
-        with ``reorder_every`` > 1 they do nothing at builds that do not reorder) -> (the rows the
-        list kernel reads, in cell order, ``sorted_rows``: mixed precision's float32 copy of the
-        positions, or the copy of a build that defers the reorder) -> list kernel -> positions at
-        build (and, with ``control``, the statistics published): eleven graph nodes at most.  With
+        whether this build reorders) -> the scan of the bin counts and the scatter -> the stable
+        order within the bins (``sort_bins_rows``, which also writes the rows the list kernel reads
+        when it does not read the positions -- mixed precision's float32 copy, or the copy in cell
+        order of a build that defers the reorder -- and zeroes the bin counts for the next build)
+        -> reorder (gather + copy back; with ``reorder_every`` > 1 they do nothing at builds that
+        do not reorder) -> list kernel -> positions at build (and, with ``control``, the statistics
+        published): nine graph nodes (the scan is a memset and one kernel).  With
         ``control`` (the state's step-control array, :mod:`pycumd.step_graph`), the last kernel copies the statistics to
         ``control[3:5]`` and, if the storage overflowed, freezes the step (``control[0]`` and
         ``control[2]`` set): the kernels after it do nothing until the host repeats the build.
@@ -849,12 +852,11 @@ class _CudaBuild:
         largest count of each of the last ``CAPACITY_WINDOW`` in ``control[9:]``.
         """
         n = state.n_atoms
-        grid = ((n + BLOCK - 1) // BLOCK,)
         self._mark("start")
-        plan.sort.count.fill(0)
         self.wrap_and_bin(state, plan, nl.reorder_state)
         self._mark("wrap + bin")
-        enqueue_counting_sort(self.backend, plan.keys, plan.sort, scan=plan.scan, counted=True)
+        enqueue_counting_sort(self.backend, plan.keys, plan.sort, scan=plan.scan, counted=True, sort_within_bins=False)
+        self.sort_bins_rows(state, plan, nl.reorder_state)
         self._mark("counting sort")
         order = plan.sort.order
         if nl.reorder:
@@ -866,10 +868,8 @@ class _CudaBuild:
         positions, row_mode = state.positions, ROWS_IN_SLOT_ORDER if nl.reorder else ROWS_VIA_ORDER
         if plan.list_rows is not None:
             # rows in cell order with their atom's index, whether or not this build reordered
+            # (written by sort_bins_rows)
             positions, row_mode = plan.list_rows, ROWS_INDEX_IN_W
-            name = "sorted_rows_float" if plan.list_rows.dtype != state.positions.dtype else "sorted_rows"
-            self._kernel(state, name)(grid, (BLOCK,), (state.positions, order, nl.reorder_state, positions, np.int32(n)))
-            self._mark("sorted rows")
         self.launch_list_kernel(positions, n, plan.keys, plan.sort.bin_start, order, row_mode,
                                 plan.n_cells, state.box_lengths, nl.r_list, nl.capacity, nl.nbr, nl.nbr_count,
                                 plan.stats)
@@ -887,8 +887,21 @@ class _CudaBuild:
         """Compile the build's own kernels for ``state`` (a capture must not compile)."""
         self._kernel(state, "wrap_and_bin" if state.lo is None else "wrap_and_bin_composite")
         self._kernel(state, "snapshot_and_publish")
-        self._kernel(state, "sorted_rows")
-        self._kernel(state, "sorted_rows_float")
+        self._kernel(state, "sort_bins_rows")
+        self._kernel(state, "sort_bins_rows_float")
+
+    def sort_bins_rows(self, state, plan, reorder_state) -> None:
+        """Launch ``sort_bins_rows``: the counting sort's stable order within the bins
+        (``plan.sort.order``), the rows the list kernel reads when the plan has them
+        (``plan.list_rows``, with their atom's index), and ``plan.sort.count`` zeroed for the next
+        build."""
+        n_bins = plan.sort.bin_start.shape[0] - 1
+        rows = plan.list_rows
+        name = "sort_bins_rows_float" if rows is not None and rows.dtype != state.positions.dtype else "sort_bins_rows"
+        self._kernel(state, name)(
+            ((n_bins + BLOCK - 1) // BLOCK,), (BLOCK,),
+            (plan.sort.slots, plan.sort.bin_start, np.int32(n_bins), plan.sort.order, plan.sort.count,
+             state.positions, reorder_state, rows if rows is not None else np.uint64(0)))
 
     def wrap_and_bin(self, state, plan, reorder_state) -> None:
         """Launch ``wrap_and_bin``: the wrap (:meth:`wrap`'s rule), each wrapped position's cell
@@ -1034,7 +1047,7 @@ class _BuildPlan:
             self.list_rows = spare_long[0].reshape(n, 4)
             spare_long = spare_long[1:]
         views = self._place(cp, long_lived, spare_long)
-        short_lived = {"count": sizes[0], "rank": n, "slots": n}
+        short_lived = {"rank": n, "slots": n}
         if nl.reorder:
             short_lived["order"] = n
         moved = state.per_atom_arrays() + (views["keys"],)
@@ -1043,7 +1056,11 @@ class _BuildPlan:
         head = sum(-(-4 * size // SPARE_ALIGN) * SPARE_ALIGN for size in short_lived.values())
         views.update(self._place(cp, short_lived, (nbr_bytes[:head],) if head <= nbr_bytes.size else ()))
         self.keys = views["keys"]
-        self.sort = CountingSortBuffers(views["count"], views["bin_start"], views["rank"], views["slots"],
+        # the bin counts in memory of their own, zeroed once: each build's sort_bins_rows zeroes them
+        # for the next (no memset node); (n_bins + 1) * 4 bytes, ~1.7 bytes per atom in an LJ liquid
+        count = cp.zeros(sizes[0], np.int32)
+        self.own.append(count)
+        self.sort = CountingSortBuffers(count, views["bin_start"], views["rank"], views["slots"],
                                         views["order"])
         self.gather = (gather_plan(backend, n, moved, (nbr_bytes[head:],) if head < nbr_bytes.size else ())
                        if nl.reorder and n > 0 else None)
