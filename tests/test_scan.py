@@ -206,3 +206,35 @@ def test_bad_shapes_and_outputs(backend):
         prefix_sum(xp.ones(4, dtype=np.int32), out=xp.empty(4, dtype=np.int64))
     with pytest.raises(ValueError, match="method"):
         prefix_sum(xp.ones(4, dtype=np.int32), method="magic")
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.float64], ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("n", [1000, 300_001])              # one tile; many (the look-back)
+def test_capturable_scan_replayed_from_a_graph(backend, rng, dtype, n):
+    """GPU: a CapturableScan captured once and replayed on new values, five times: every replay's
+    sums are the exact prefix sums (the epoch lives on the device and alternates between 1 and 2,
+    so a replay never reads the previous replay's tile flags as published; no memset per call)."""
+    if not backend.is_gpu:
+        pytest.skip("CUDA graphs: GPU only")
+    from pycumd.neighbors.scan import CapturableScan
+    cp = backend.xp
+    scan = CapturableScan(backend, n, dtype)
+    values = cp.empty(n, dtype)
+    out = cp.empty(n, dtype)
+    stream = cp.cuda.Stream(non_blocking=False)
+    with stream:
+        stream.begin_capture()
+        scan(values, out, exclusive=True)
+        graph = stream.end_capture()
+    epochs = []
+    for replay in range(5):
+        host = rng.integers(-1000, 1000, n).astype(dtype)    # integer-valued: exact in float64 too
+        values[...] = cp.asarray(host)
+        out.fill(-7)                                          # poison
+        graph.launch(stream)
+        stream.synchronize()
+        expected = np.concatenate([[0], np.cumsum(host)[:-1]]).astype(dtype)
+        np.testing.assert_array_equal(out.get(), expected)
+        epochs.append(int(scan.epoch_cell[0].get()))
+        assert int(scan.epoch_cell[1].get()) == 0             # the block count is reset
+    assert epochs == [2, 1, 2, 1, 2]

@@ -166,6 +166,11 @@ scan_add_offsets(A* out, u64 n, const A* offsets, unsigned int elems_per_block)
 // release semantics and read after the flag with acquire semantics.
 // Tiles are processed in blockIdx order; a tile only waits on tiles with smaller index,
 // which the hardware has already dispatched (the same assumption CUB's single-pass scan makes).
+// Every call rewrites every tile's flag, so consecutive calls need only differ in epoch.  A call
+// replayed from a CUDA graph cannot take a new epoch as an argument: with `epoch_cell` (not null)
+// the epoch is read from epoch_cell[0], and the call's last block to finish (counted in
+// epoch_cell[1]) switches it between 1 and 2 for the next call (CapturableScan: no memset of the
+// status before each call).
 
 #define VEC (16 / sizeof(A))
 #define LB_ITEMS (VEC * LB_ROUNDS)
@@ -310,9 +315,10 @@ __device__ __forceinline__ unsigned int poll(const u64* status, const A* agg, co
 
 extern "C" __global__ void __launch_bounds__(LB_THREADS, LB_MIN_BLOCKS)
 scan_lookback(const A* in, A* out, u64 n, u64* status, A* agg, A* incl,
-              unsigned int epoch, int exclusive, int aligned)
+              unsigned int epoch, int exclusive, int aligned, unsigned int* epoch_cell)
 {
     __shared__ A warp_prefix[LB_WARPS];
+    if (epoch_cell != nullptr) epoch = *reinterpret_cast<volatile unsigned int*>(epoch_cell);
     const unsigned int tile = blockIdx.x;
     const unsigned int lane = threadIdx.x & 31;
     const unsigned int warp = threadIdx.x >> 5;
@@ -425,6 +431,14 @@ scan_lookback(const A* in, A* out, u64 n, u64* status, A* agg, A* incl,
                 else           { run += x[r][j]; y = run; }
                 if (i < n) out[i] = y;
             }
+        }
+    }
+    if (epoch_cell != nullptr) {
+        // the last block to finish (every block has read the epoch) switches it for the next call
+        __syncthreads();
+        if (threadIdx.x == 0 && atomicAdd(epoch_cell + 1, 1u) == gridDim.x - 1) {
+            epoch_cell[1] = 0u;
+            epoch_cell[0] = 3u - epoch;
         }
     }
 }

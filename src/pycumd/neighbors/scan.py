@@ -181,9 +181,10 @@ def lookback_tile_size(dtype) -> int:
     return cfg["threads"] * cfg["rounds"] * (16 // np.dtype(dtype).itemsize)
 
 
-def _scan_lookback(backend, values, out, exclusive, ws=None, epoch=None):
+def _scan_lookback(backend, values, out, exclusive, ws=None, epoch=None, epoch_cell=None):
     """One launch of the look-back kernel; by default on the stream's cached workspace with the
-    next epoch, else on ``ws`` with ``epoch`` (see :class:`CapturableScan`)."""
+    next epoch, else on ``ws`` with ``epoch``, or with the epoch kept on the device in
+    ``epoch_cell`` (uint32 (2,): epoch, blocks done; see :class:`CapturableScan`)."""
     cp = backend.xp
     dtype = values.dtype
     n = values.shape[0]
@@ -195,7 +196,8 @@ def _scan_lookback(backend, values, out, exclusive, ws=None, epoch=None):
     _function(backend, dtype, "scan_lookback")(
         (n_tiles,), (LOOKBACK_CONFIG["threads"],),
         (values, out, np.uint64(n), ws.status, ws.agg, ws.incl,
-         np.uint32(epoch), np.int32(exclusive), np.int32(aligned)),
+         np.uint32(epoch), np.int32(exclusive), np.int32(aligned),
+         epoch_cell if epoch_cell is not None else np.uint64(0)),
     )
     return out
 
@@ -203,11 +205,11 @@ def _scan_lookback(backend, values, out, exclusive, ws=None, epoch=None):
 class CapturableScan:
     """Exclusive or inclusive GPU scan of ``n`` values that may be captured in a CUDA graph.
 
-    The look-back kernel tells this call's tile status from an earlier call's by an epoch passed
-    as an argument; a graph replays its arguments unchanged, so a replayed scan would read the
-    previous replay's flags as published.  This scan owns its workspace and zeroes the status in
-    the stream before each launch (one memset of ``8 * n_tiles`` bytes), with a fixed epoch: every
-    replay starts clean.  Not thread-safe: one stream at a time.
+    The look-back kernel tells this call's tile status from an earlier call's by an epoch; a graph
+    replays its arguments unchanged, so the epoch cannot be an argument here.  This scan owns its
+    workspace and an epoch on the device (``epoch_cell``), which each call's last block switches
+    between 1 and 2 for the next call: one launch per scan, no memset of the status (a graph node
+    fewer per neighbour build).  Not thread-safe: one stream at a time.
 
     Parameters
     ----------
@@ -225,20 +227,20 @@ class CapturableScan:
         self.dtype = np.dtype(dtype)
         self.workspace = _LookbackWorkspace(backend.xp, -(-self.n // lookback_tile_size(self.dtype)),
                                             self.dtype)
+        #: the epoch of the next call and the count of this call's blocks done (scan.cu)
+        self.epoch_cell = backend.xp.asarray(np.array([1, 0], np.uint32))
 
     @property
     def nbytes(self) -> int:
         ws = self.workspace
-        return int(ws.status.nbytes + ws.agg.nbytes + ws.incl.nbytes)
+        return int(ws.status.nbytes + ws.agg.nbytes + ws.incl.nbytes + self.epoch_cell.nbytes)
 
     def __call__(self, values, out, exclusive: bool) -> None:
         """Scan ``values`` (n,) into ``out`` (n,), both of this scan's dtype, on the current stream."""
         if values.shape != (self.n,) or out.shape != (self.n,) or values.dtype != self.dtype:
             raise ValueError(f"CapturableScan of {self.n} {self.dtype} got {values.shape} {values.dtype}")
-        cp = self.backend.xp
-        status = self.workspace.status
-        cp.cuda.runtime.memsetAsync(status.data.ptr, 0, status.nbytes, cp.cuda.get_current_stream().ptr)
-        _scan_lookback(self.backend, values, out, bool(exclusive), ws=self.workspace, epoch=1)
+        _scan_lookback(self.backend, values, out, bool(exclusive), ws=self.workspace, epoch=0,
+                       epoch_cell=self.epoch_cell)
 
 
 def _scan_multilevel(backend, values, out, exclusive, name, elems_per_block, threads):

@@ -843,7 +843,7 @@ class _CudaBuild:
         order of a build that defers the reorder -- and zeroes the bin counts for the next build)
         -> reorder (gather + copy back; with ``reorder_every`` > 1 they do nothing at builds that
         do not reorder) -> list kernel -> positions at build (and, with ``control``, the statistics
-        published): nine graph nodes (the scan is a memset and one kernel).  With
+        published): eight graph nodes.  With
         ``control`` (the state's step-control array, :mod:`pycumd.step_graph`), the last kernel copies the statistics to
         ``control[3:5]`` and, if the storage overflowed, freezes the step (``control[0]`` and
         ``control[2]`` set): the kernels after it do nothing until the host repeats the build.
