@@ -104,8 +104,32 @@ def test_mixed_list_from_float32_copy_never_loses_a_pair(rng):
     outer = brute_force_pairs(pos, L, nl.r_list + 2 * err)
     assert inner <= listed <= outer
     assert len(listed) > 0.99 * len(inner)
-    # the float copy lived in positions_at_build's memory, which the build then took again
-    assert np.array_equal(state.positions_at_build.get(), state.positions.get())
+    # the float copy lived in positions_at_build's memory, which the build then took again: float32,
+    # the very values of the rows the list kernel read
+    assert state.positions_at_build.dtype == np.float32
+    assert np.array_equal(state.positions_at_build.get(), state.positions.get().astype(np.float32))
+
+
+def test_mixed_displacement_check_measures_from_the_float32_rows(rng):
+    """Mixed precision keeps the positions at build as float32 (16 bytes per atom instead of 32):
+    the fused half-step check and the separate check kernel measure each atom's displacement from
+    the rounded row the list was built from, and fire just past the limit, not just before it."""
+    be = backends.select("cuda")
+    prec = get_precision("mixed", "cuda")
+    system = random_liquid(rng, n=1500, density=0.8, min_distance=0.8)
+    state = State.from_system(system, be, prec)
+    nl = NeighborList(be, 2.5, 0.4, overlap_distance=0.0, position_error=_storage_rounding(prec, system.box.L),
+                      list_dtype=prec.list_dtype)
+    nl.build(state)
+    limit = np.sqrt(nl.displacement_limit2)
+    reference = state.positions_at_build.get().astype(np.float64)
+    for fraction, expected in ((0.999, False), (1.001, True)):
+        state.positions[...] = be.asarray(reference)            # the rows' values, exactly
+        state.positions[11, 1] += limit * fraction
+        assert nl.needs_rebuild(state) == expected
+        flag = be.xp.zeros(1, np.int32)
+        nl._impl.displacement_exceeds(state, nl.displacement_limit2, flag=flag)
+        assert bool(int(flag.get()[0])) == expected
 
 
 def test_mixed_nve_conserves_energy_like_double():

@@ -54,6 +54,15 @@ class Precision:
     #: type of the positions the GPU neighbour-list kernel reads (mixed: a float32 copy)
     list_dtype: type = np.float32
 
+    def at_build_dtype(self, gpu: bool):
+        """Type of ``State.positions_at_build``, the displacement check's reference: the positions'
+        type, except float32 for float64 positions whose GPU list kernel reads float32 rows (mixed
+        precision): the reference is then those very rows' values, 16 bytes per atom fewer to
+        store and to read every step."""
+        if gpu and self.state_dtype == np.float64 and self.list_dtype == np.float32 and not self.composite:
+            return np.float32
+        return self.state_dtype
+
     @property
     def cuda_options(self) -> tuple:
         """NVRTC options: ``--fmad=false`` in deterministic mode, so that every product and sum

@@ -27,7 +27,8 @@ class State:
     types : array, (N,) int32
     images : array, (N, 3) int32
     ids : array, (N,) int64
-    positions_at_build : array, like positions: snapshot at the last neighbour build
+    positions_at_build : array, like positions: snapshot at the last neighbour build (float32 in
+        mixed precision on the GPU: :meth:`pycumd.precision.Precision.at_build_dtype`)
     energy : array, (N,) ``accum_t``: per-atom potential energy of the last reporting step
     virial : array, (N, 6) ``accum_t``: per-atom virial xx, yy, zz, xy, xz, yz
     box_lengths : tuple of 3 floats
@@ -135,7 +136,7 @@ class State:
             types=xp.array(system.types, dtype=np.int32),
             images=xp.array(system.images, dtype=np.int32),
             ids=xp.array(system.ids, dtype=np.int64),
-            positions_at_build=positions.copy(),
+            positions_at_build=positions.astype(precision.at_build_dtype(backend.is_gpu)),
             energy=xp.zeros(n, dtype=accum),
             virial=xp.zeros((n, 6), dtype=accum),
             box_lengths=tuple(system.box.lengths),

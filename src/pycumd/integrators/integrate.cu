@@ -11,6 +11,11 @@
 #ifndef COMPOSITE
 #define COMPOSITE 0
 #endif
+#ifndef at_build_t
+// the positions at the last neighbour build (the displacement check's reference): the positions'
+// type, or float in mixed precision on the GPU (precision.py's at_build_dtype)
+#define at_build_t real_t
+#endif
 
 #include "positions.cuh"
 
@@ -87,7 +92,7 @@ template <bool IMAGE>
 __device__ __forceinline__ bool half_steps_moved(
     int* __restrict__ control, int step_in_block, real_t* __restrict__ pos4, real_t* __restrict__ vel,
     const accum_t* __restrict__ force, const real_t* __restrict__ mass, real_t dtf, real_t dtv,
-    const real_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,
+    const at_build_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,
     real_t invLx, real_t invLy, real_t invLz, real_t limit2,
     uint4* __restrict__ image, double scale_x, double scale_y, double scale_z, int i)
 {
@@ -107,9 +112,9 @@ __device__ __forceinline__ bool half_steps_moved(
         image[i] = make_uint4(box_fraction((double)x[0], scale_x), box_fraction((double)x[1], scale_y),
                               box_fraction((double)x[2], scale_z), (unsigned int)t);
     }
-    real_t x0, y0, z0; int t0;
+    at_build_t x0, y0, z0; int t0;
     load_position(pos4_at_build, i, x0, y0, z0, t0);
-    real_t dx = x[0] - x0, dy = x[1] - y0, dz = x[2] - z0;
+    real_t dx = x[0] - (real_t)x0, dy = x[1] - (real_t)y0, dz = x[2] - (real_t)z0;
     dx -= Lx * rint(dx * invLx);
     dy -= Ly * rint(dy * invLy);
     dz -= Lz * rint(dz * invLz);
@@ -122,7 +127,7 @@ template <bool IMAGE, bool DECIDE>
 __device__ __forceinline__ void fused_half_steps_check(
     int* __restrict__ control, int step_in_block, real_t* __restrict__ pos4, real_t* __restrict__ vel,
     const accum_t* __restrict__ force, const real_t* __restrict__ mass, int n, real_t dtf, real_t dtv,
-    const real_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,
+    const at_build_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,
     real_t invLx, real_t invLy, real_t invLz, real_t limit2,
     uint4* __restrict__ image, double scale_x, double scale_y, double scale_z, unsigned long long rebuild)
 {
@@ -140,7 +145,7 @@ __device__ __forceinline__ void fused_half_steps_check(
 #define FUSED_CHECK_ARGS                                                                              \
     int* __restrict__ control, int step_in_block, real_t* __restrict__ pos4, real_t* __restrict__ vel,  \
     const accum_t* __restrict__ force, const real_t* __restrict__ mass, int n, real_t dtf, real_t dtv,  \
-    const real_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,                         \
+    const at_build_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,                         \
     real_t invLx, real_t invLy, real_t invLz, real_t limit2
 #define FUSED_CHECK_PASS                                                                              \
     control, step_in_block, pos4, vel, force, mass, n, dtf, dtv, pos4_at_build, Lx, Ly, Lz,           \

@@ -74,8 +74,9 @@ class VelocityVerlet:
             return
         if backend.is_gpu:
             c = precision.cuda_defines
+            at_build = {np.float32: "float", np.float64: "double"}[precision.at_build_dtype(True)]
             mod = backend.kernel_module("integrators/integrate.cu",
-                                        {"real_t": c["real_t"], "accum_t": c["accum_t"]},
+                                        {"real_t": c["real_t"], "accum_t": c["accum_t"], "at_build_t": at_build},
                                         options=precision.cuda_options)
             k1, k2 = mod.get_function("initial_integrate"), mod.get_function("final_integrate")
             k12 = mod.get_function("final_then_initial_integrate")

@@ -66,6 +66,9 @@
 #ifndef COMPOSITE
 #define COMPOSITE 0
 #endif
+#ifndef at_build_t
+#define at_build_t real_t     // the positions at the last build: the positions' type, or float (mixed precision)
+#endif
 #ifndef LIST_WARPS
 #define LIST_WARPS 4          // warps per block of the list kernel (block = 32 * LIST_WARPS threads)
 #endif
@@ -649,16 +652,16 @@ extern "C" __global__ void __launch_bounds__(32 * PLANE_WARPS, PLANE_MIN_BLOCKS)
 // Displacement check: flag = 1 if any atom moved more than sqrt(limit2) since the last build
 // (does nothing once the flag is set: in a captured step block the flag freezes the block).
 extern "C" __global__ void displacement_exceeds(
-    const real_t* __restrict__ pos4, const real_t* __restrict__ pos4_at_build, int n_local,
+    const real_t* __restrict__ pos4, const at_build_t* __restrict__ pos4_at_build, int n_local,
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, real_t limit2,
     int* __restrict__ flag)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n_local || *flag) return;
-    real_t x, y, z, x0, y0, z0; int t;
+    real_t x, y, z; at_build_t x0, y0, z0; int t;
     load_position(pos4, i, x, y, z, t);
     load_position(pos4_at_build, i, x0, y0, z0, t);
-    real_t dx = x - x0, dy = y - y0, dz = z - z0;
+    real_t dx = x - (real_t)x0, dy = y - (real_t)y0, dz = z - (real_t)z0;
     dx -= Lx * rint(dx * invLx);
     dy -= Ly * rint(dy * invLy);
     dz -= Lz * rint(dz * invLz);
@@ -870,14 +873,14 @@ __device__ __forceinline__ void publish_build_stats(const unsigned int* __restri
     }
 }
 
-// A build's last launch: the positions at this build (the displacement check's reference) copied,
-// n_values = 4 N values; and with `control` (publish != 0) the statistics published as above.
-extern "C" __global__ void snapshot_and_publish(const real_t* __restrict__ pos4, real_t* __restrict__ pos4_at_build,
+// A build's last launch: the positions at this build (the displacement check's reference) copied
+// (in mixed precision rounded to float: the float32 rows the list kernel read), n_values = 4 N values; and with `control` (publish != 0) the statistics published as above.
+extern "C" __global__ void snapshot_and_publish(const real_t* __restrict__ pos4, at_build_t* __restrict__ pos4_at_build,
                                                 int n_values, const unsigned int* __restrict__ stats, int capacity,
                                                 int* __restrict__ control, int ring, int publish)
 {
     const int k = blockIdx.x * blockDim.x + threadIdx.x;
-    if (k < n_values) pos4_at_build[k] = pos4[k];
+    if (k < n_values) pos4_at_build[k] = (at_build_t)pos4[k];
     if (k == 0 && publish) publish_build_stats(stats, capacity, control, ring);
 }
 

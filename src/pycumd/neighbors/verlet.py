@@ -735,12 +735,16 @@ class _CudaBuild:
         return state.positions.dtype == np.float64 and self.list_dtype == np.float32
 
     def _kernel(self, state, name, real=None):
-        """Kernel ``name`` of verlet.cu for positions of ``real`` (default: the state's) type."""
+        """Kernel ``name`` of verlet.cu for positions of ``real`` (default: the state's) type, and
+        positions at build of the state's type (the positions' without a state)."""
         real = np.dtype(state.positions.dtype if real is None else real)
-        key = (real.name, name)
+        at_build = np.dtype(state.positions_at_build.dtype) if state is not None else real
+        key = (real.name, at_build.name, name)
         if key not in self._kernels:
-            real_t = "float" if real == np.float32 else "double"
-            defines = {"real_t": real_t, "COMPOSITE": int(name.endswith("_composite"))}
+            c_type = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+            defines = {"real_t": c_type[real], "COMPOSITE": int(name.endswith("_composite"))}
+            if at_build != real:
+                defines["at_build_t"] = c_type[at_build]
             module = self.backend.kernel_module("neighbors/verlet.cu", defines, options=self.cuda_options)
             self._kernels[key] = module.get_function(name)
         return self._kernels[key]

@@ -201,7 +201,7 @@ class DomainNeighborList:
             order = self.xp.argsort(state.ids)
             for name in MIGRATING:
                 setattr(state, name, getattr(state, name)[order])
-            state.positions_at_build = state.positions.copy()
+            state.positions_at_build = state.positions.astype(state.positions_at_build.dtype)
         self.exchange_ghosts(state)
         origin = self.d.lo - self.d.r_ghost
         extent = (self.d.hi - self.d.lo) + 2.0 * self.d.r_ghost
@@ -268,7 +268,7 @@ class DomainNeighborList:
             parts = [getattr(state, name)[keep]] + [xp.asarray(p[name]) for p in arrived]
             setattr(state, name, xp.concatenate(parts))
         n = len(state.ids)
-        state.positions_at_build = state.positions.copy()
+        state.positions_at_build = state.positions.astype(state.positions_at_build.dtype)
         state.forces = xp.zeros((n, 3), dtype=state.forces.dtype)
         state.energy = xp.zeros(n, dtype=state.energy.dtype)
         state.virial = xp.zeros((n, 6), dtype=state.virial.dtype)
