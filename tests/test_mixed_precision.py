@@ -144,3 +144,38 @@ def test_mixed_nve_conserves_energy_like_double():
         sim.run(2000)
         drift[prec] = abs(sim.thermo_row()["TotEng"] - e0)
     assert drift["mixed"] < max(5 * drift["double"], 2e-4)
+
+
+def test_fixed_separation_equals_the_int_to_float_conversion(rng):
+    """forces.cu's fixed_separation converts the 32-bit difference of two box fractions to float by
+    two exact half conversions joined in one fmaf: it must equal (float)(int)(ui - uj) * s bit for
+    bit, here for the extreme differences, those around every power of two where float rounding
+    changes, and a million random pairs (the function's source compiled as shipped)."""
+    import pathlib
+    import re
+    import cupy as cp
+    import pycumd
+
+    source = (pathlib.Path(pycumd.__file__).parent / "forces.cu").read_text()
+    function = re.search(r"__device__ __forceinline__ float fixed_separation\(.*?\n}\n", source, re.S).group(0)
+    kernel = cp.RawKernel(function + r'''
+extern "C" __global__ void both(const unsigned int* ui, const unsigned int* uj, float s, int n,
+                                float* shipped, float* reference) {
+    const int k = blockIdx.x * blockDim.x + threadIdx.x;
+    if (k >= n) return;
+    shipped[k] = fixed_separation(ui[k], uj[k], s);
+    reference[k] = (float)(int)(ui[k] - uj[k]) * s;
+}''', "both")
+    powers = np.array([1 << p for p in range(31)], np.int64)
+    special = np.concatenate([[0, 1, -1, 2**31 - 1, -2**31, 2**31 - 2, -2**31 + 1],
+                              *[powers + k for k in (-3, -1, 0, 1, 3)], *[-powers + k for k in (-3, -1, 0, 1, 3)]])
+    special = special[(special >= -2**31) & (special < 2**31)]
+    diffs = np.concatenate([special, rng.integers(-2**31, 2**31, 1_000_000)]).astype(np.int64)
+    uj = rng.integers(0, 2**32, diffs.size, dtype=np.uint64)
+    ui = (uj + (diffs % 2**32).astype(np.uint64)) % 2**32
+    n = diffs.size
+    shipped, reference = cp.empty(n, np.float32), cp.empty(n, np.float32)
+    for s in (np.float32(1.0), np.float32(33.6 / 2**32)):
+        kernel(((n + 255) // 256,), (256,), (cp.asarray(ui.astype(np.uint32)), cp.asarray(uj.astype(np.uint32)),
+                                             s, np.int32(n), shipped, reference))
+        np.testing.assert_array_equal(shipped.get().view(np.uint32), reference.get().view(np.uint32))
