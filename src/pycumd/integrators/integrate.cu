@@ -91,15 +91,16 @@ extern "C" __global__ void final_then_initial_integrate(int* __restrict__ contro
 template <bool IMAGE>
 __device__ __forceinline__ bool half_steps_moved(
     int* __restrict__ control, int step_in_block, real_t* __restrict__ pos4, real_t* __restrict__ vel,
-    const accum_t* __restrict__ force, const real_t* __restrict__ mass, real_t dtf, real_t dtv,
-    const at_build_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,
+    const accum_t* __restrict__ force, const real_t* __restrict__ mass, const real_t* __restrict__ mass_of_type,
+    real_t dtf, real_t dtv, const at_build_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,
     real_t invLx, real_t invLy, real_t invLz, real_t limit2,
     uint4* __restrict__ image, double scale_x, double scale_y, double scale_z, int i)
 {
     if (i == 0) control[CONTROL_BLOCK_DONE] = step_in_block;
-    real_t dtfm = dtf / mass[i];
     real_t x[4];
     load_row4(pos4, i, x);                           // one 16-byte (float) or two (double) loads
+    // the mass by the type in the row's w where the state has per-type masses (State.mass_of_type)
+    const real_t dtfm = dtf / (mass_of_type != nullptr ? __ldg(mass_of_type + (int)x[3]) : mass[i]);
     for (int d = 0; d < 3; ++d) {
         const accum_t f = force[3 * (size_t)i + d];
         real_t v = half_kick(half_kick(vel[3 * (size_t)i + d], dtfm, f), dtfm, f);
@@ -126,14 +127,14 @@ __device__ __forceinline__ bool half_steps_moved(
 template <bool IMAGE, bool DECIDE>
 __device__ __forceinline__ void fused_half_steps_check(
     int* __restrict__ control, int step_in_block, real_t* __restrict__ pos4, real_t* __restrict__ vel,
-    const accum_t* __restrict__ force, const real_t* __restrict__ mass, int n, real_t dtf, real_t dtv,
-    const at_build_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,
+    const accum_t* __restrict__ force, const real_t* __restrict__ mass, const real_t* __restrict__ mass_of_type,
+    int n, real_t dtf, real_t dtv, const at_build_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,
     real_t invLx, real_t invLy, real_t invLz, real_t limit2,
     uint4* __restrict__ image, double scale_x, double scale_y, double scale_z, unsigned long long rebuild)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     const bool live = i < n && !control[CONTROL_FROZEN];
-    const bool moved = live && half_steps_moved<IMAGE>(control, step_in_block, pos4, vel, force, mass, dtf, dtv,
+    const bool moved = live && half_steps_moved<IMAGE>(control, step_in_block, pos4, vel, force, mass, mass_of_type, dtf, dtv,
                                                       pos4_at_build, Lx, Ly, Lz, invLx, invLy, invLz, limit2,
                                                       image, scale_x, scale_y, scale_z, i);
     if (DECIDE)
@@ -144,11 +145,12 @@ __device__ __forceinline__ void fused_half_steps_check(
 
 #define FUSED_CHECK_ARGS                                                                              \
     int* __restrict__ control, int step_in_block, real_t* __restrict__ pos4, real_t* __restrict__ vel,  \
-    const accum_t* __restrict__ force, const real_t* __restrict__ mass, int n, real_t dtf, real_t dtv,  \
-    const at_build_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,                         \
+    const accum_t* __restrict__ force, const real_t* __restrict__ mass,                                \
+    const real_t* __restrict__ mass_of_type, int n, real_t dtf, real_t dtv,                             \
+    const at_build_t* __restrict__ pos4_at_build, real_t Lx, real_t Ly, real_t Lz,                      \
     real_t invLx, real_t invLy, real_t invLz, real_t limit2
 #define FUSED_CHECK_PASS                                                                              \
-    control, step_in_block, pos4, vel, force, mass, n, dtf, dtv, pos4_at_build, Lx, Ly, Lz,           \
+    control, step_in_block, pos4, vel, force, mass, mass_of_type, n, dtf, dtv, pos4_at_build, Lx, Ly, Lz, \
     invLx, invLy, invLz, limit2
 
 extern "C" __global__ void final_then_initial_integrate_check(FUSED_CHECK_ARGS)

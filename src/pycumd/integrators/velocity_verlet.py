@@ -105,7 +105,9 @@ class VelocityVerlet:
                 n = state.n_atoms
                 L = np.asarray(state.box_lengths, dtype=np.float64)
                 args = (state.control, np.int32(step_in_block), state.positions, state.velocities, state.forces,
-                        state.per_atom_mass, np.int32(n), real(self.dtf), real(self.dt), state.positions_at_build,
+                        state.per_atom_mass,
+                        state.mass_of_type if state.mass_of_type is not None else np.uint64(0),
+                        np.int32(n), real(self.dtf), real(self.dt), state.positions_at_build,
                         *[real(x) for x in L], *[real(x) for x in 1.0 / L], real(limit2))
                 if image is not None:
                     args += (image, *[np.float64(2.0**32 / x) for x in L])
