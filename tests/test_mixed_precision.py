@@ -158,7 +158,7 @@ def test_fixed_separation_equals_the_int_to_float_conversion(rng):
 
     source = (pathlib.Path(pycumd.__file__).parent / "forces.cu").read_text()
     function = re.search(r"__device__ __forceinline__ float fixed_separation\(.*?\n}\n", source, re.S).group(0)
-    kernel = cp.RawKernel(function + r'''
+    kernel = cp.RawKernel("#define FIXED_POINT_FORCES 1\n" + function + r'''
 extern "C" __global__ void both(const unsigned int* ui, const unsigned int* uj, float s, int n,
                                 float* shipped, float* reference) {
     const int k = blockIdx.x * blockDim.x + threadIdx.x;

@@ -214,17 +214,22 @@ FORCE_KERNEL_PAIR(pair_forces, PAIR_FORCES_ARGS, PAIR_FORCES_PASS, FORCE_MIN_BLO
 
 #if FIXED_POINT_FORCES || COMPOSITE
 // One coordinate of r_i - r_j from box fractions (minimum image by wrap-around), in float32:
-// (float)d * s for the 32-bit difference d, with the int-to-float conversion (I2F, a quarter-rate
-// instruction on the H100, three per pair) done by full-rate ones: the high and low 16 bits of d
-// made floats exactly by magic-number additions (d >> 16 in [-2^15, 2^15), d & 0xFFFF in
-// [0, 2^16)), then hi * 65536 + lo in one fmaf, whose one rounding gives round-to-nearest of d:
-// the same value as (float)d, bit for bit (H100, mixed, 1M atoms: force kernel 215.8 -> 213.5 us;
-// docs/notes-lj-performance.md).
+// (float)d * s for the 32-bit difference d.  In mixed precision's kernel the int-to-float
+// conversion (I2F, a quarter-rate instruction on the H100, three per pair) is done by full-rate
+// ones: the high and low 16 bits of d made floats exactly by magic-number additions (d >> 16 in
+// [-2^15, 2^15), d & 0xFFFF in [0, 2^16)), then hi * 65536 + lo in one fmaf, whose one rounding
+// gives round-to-nearest of d: the same value as (float)d, bit for bit (H100, 1M atoms: mixed
+// force kernel 215.8 -> 213.5 us; composite's kernel, whose float-float sums keep the other units
+// busy, got slower with it, 235 -> 263 us: it keeps I2F; docs/notes-lj-performance.md).
 __device__ __forceinline__ float fixed_separation(unsigned int ui, unsigned int uj, float s) {
     const int d = (int)(ui - uj);
+#if FIXED_POINT_FORCES
     const float hi = __int_as_float(0x4B400000 + (d >> 16)) - 12582912.0f;    // 1.5 * 2^23: exact for |x| < 2^22
     const float lo = __int_as_float(0x4B000000 + (d & 0xFFFF)) - 8388608.0f;  // 2^23: exact for 0 <= x < 2^23
     return __fmaf_rn(hi, 65536.0f, lo) * s;
+#else
+    return (float)d * s;
+#endif
 }
 
 // The fixed-point kernels' pair term into compensated float sums or into accum_t sums.

@@ -91,7 +91,7 @@ class State:
         """Bytes held by each array of the state, by name (composite low parts as ``lo.<name>``)."""
         out = {}
         for name in ("positions", "velocities", "forces", "per_atom_mass", "types", "images", "ids",
-                     "positions_at_build", "energy", "virial", "control"):
+                     "positions_at_build", "energy", "virial", "control", "mass_of_type"):
             array = getattr(self, name)
             if array is not None:
                 out[name] = int(array.nbytes)
