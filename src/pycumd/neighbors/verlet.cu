@@ -93,7 +93,7 @@
 // How the list kernel finds the rows of pos4 and the atoms' indices (its row_mode argument):
 // the atom in sorted slot s is row cell_order[s], whose index is that row (a spatial domain's
 // build, no reorder); row s, index s (the atoms were reordered by cell); row s, index in the
-// bits of the row's w (a copy of the positions in cell order, sorted_rows below: a build that
+// bits of the row's w (a copy of the positions in cell order, sort_bins_rows below: a build that
 // defers the reorder).  The lists always name atoms by index.
 #define ROWS_VIA_ORDER 0
 #define ROWS_IN_SLOT_ORDER 1

@@ -934,7 +934,7 @@ class _CudaBuild:
         ``[0, box_lengths)``, counting-sorted into ``n_cells`` by ``keys``/``bin_start``/``order``):
         one warp per 32 consecutive atoms of one cell row.  ``row_mode`` (ROWS_*): the atom of
         sorted slot s is row ``order[s]``; or row s (atoms in cell order); or row s, whose ``w``
-        bits hold the atom's index (``sorted_rows``).  ``keys`` and the lists are by atom index.
+        bits hold the atom's index (``sort_bins_rows``).  ``keys`` and the lists are by atom index.
 
         Targets are the rows ``i < n_targets`` (all M in a serial run; a spatial domain's owned atoms,
         its ghost rows being sources only): their lists go to ``nbr`` (``capacity`` x ``n_targets``
