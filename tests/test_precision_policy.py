@@ -37,3 +37,13 @@ def test_cpu_runs_double_only(name):
 def test_unknown_precision_is_named():
     with pytest.raises(ValueError, match="quad"):
         get_precision("quad", "cuda")
+
+
+def test_positions_at_build_are_float32_only_for_mixed_on_the_gpu():
+    """The displacement check's reference is stored as the float32 rows the GPU list kernel reads in
+    mixed precision (16 bytes per atom), and in the positions' own type everywhere else (asked of
+    each policy for a GPU state and for a CPU one)."""
+    expected = {("mixed", True): np.float32, ("mixed", False): np.float64, ("single", True): np.float32,
+                ("double", True): np.float64, ("double", False): np.float64, ("composite", True): np.float32}
+    for (name, gpu), dtype in expected.items():
+        assert get_precision(name, "cuda").at_build_dtype(gpu) == dtype, (name, gpu)
