@@ -559,13 +559,16 @@ extern "C" __global__ void __launch_bounds__(32 * LIST_WARPS, LIST_MIN_BLOCKS) b
 
 #ifndef PLANE_WARPS
 // warps per task of build_neighbor_list_planes: 3 (planes -2 and -1; 0; 1 and 2: about a third of
-// the entries each) or 5 (a plane each)
+// the entries each) or 5 (a plane each; H100, build at 32k 56.3 us against 56.4 with 3, slower at
+// 62,500 atoms and above: docs/data/list_kernel_planes_sweep_h100_2026-11-24.log)
 #define PLANE_WARPS 3
 #endif
 #ifndef PLANE_RING
 #define PLANE_RING 64          // rows of each warp's ring in build_neighbor_list_planes (<= LIST_RING)
 #endif
 #ifndef PLANE_MIN_BLOCKS
+// __launch_bounds__ minimum blocks per SM (no register cap in effect: 80 registers; the shared memory
+// of three 64-row rings, 28 KB a block, and the registers allow 8)
 #define PLANE_MIN_BLOCKS 4
 #endif
 
