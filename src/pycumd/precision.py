@@ -39,6 +39,11 @@ import numpy as np
 PRECISION_NAMES = ("single", "mixed", "double", "composite")
 
 
+def c_type_name(dtype) -> str:
+    """The CUDA C name of a float32 or float64 NumPy type (a kernel's ``real_t`` and the like)."""
+    return {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}[np.dtype(dtype)]
+
+
 @dataclass(frozen=True)
 class Precision:
     """A precision policy (see module docstring)."""
@@ -73,9 +78,8 @@ class Precision:
     @property
     def cuda_defines(self) -> dict:
         """Compile-time type names for the CUDA kernels."""
-        c = {np.float32: "float", np.float64: "double"}
-        return {"real_t": c[self.state_dtype], "pair_t": c[self.pair_dtype],
-                "accum_t": c[self.accum_dtype], "COMPOSITE": int(self.composite),
+        return {"real_t": c_type_name(self.state_dtype), "pair_t": c_type_name(self.pair_dtype),
+                "accum_t": c_type_name(self.accum_dtype), "COMPOSITE": int(self.composite),
                 "FIXED_POINT_FORCES": int(self.fixed_point_forces)}
 
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..precision import c_type_name
+
 from ..backend import array_backend, select
 from ..neighbors.counting_sort import cell_index, counting_sort
 
@@ -105,8 +107,7 @@ def pair_distance_histogram(positions, box_lengths, r_max: float, bins: int):
     cp = backend.xp
     positions = cp.ascontiguousarray(positions)
     real = positions.dtype.type
-    kernel = backend.kernel_module("analysis/rdf.cu", {"real_t": "float" if real == np.float32 else "double"}
-                                   ).get_function("rdf_histogram")
+    kernel = backend.kernel_module("analysis/rdf.cu", {"real_t": c_type_name(real)}).get_function("rdf_histogram")
     hist = cp.zeros(bins, np.uint64)
     kernel(((n + BLOCK - 1) // BLOCK,), (BLOCK,),
            (positions, np.int32(positions.shape[1]), np.int32(n), keys, sort.bin_start, sort.order,

@@ -6,6 +6,7 @@ import numba
 import numpy as np
 
 from ..composite import ff_parts
+from ..precision import c_type_name
 
 BLOCK = 128
 
@@ -74,9 +75,9 @@ class VelocityVerlet:
             return
         if backend.is_gpu:
             c = precision.cuda_defines
-            at_build = {np.float32: "float", np.float64: "double"}[precision.at_build_dtype(True)]
             mod = backend.kernel_module("integrators/integrate.cu",
-                                        {"real_t": c["real_t"], "accum_t": c["accum_t"], "at_build_t": at_build},
+                                        {"real_t": c["real_t"], "accum_t": c["accum_t"],
+                                         "at_build_t": c_type_name(precision.at_build_dtype(True))},
                                         options=precision.cuda_options)
             k1, k2 = mod.get_function("initial_integrate"), mod.get_function("final_integrate")
             k12 = mod.get_function("final_then_initial_integrate")

@@ -37,6 +37,7 @@ import math
 import numba
 import numpy as np
 
+from ..precision import c_type_name
 from ..system import InputError
 
 #: block shapes (m targets, l rows) timed on first use; l > 1 keeps small systems' GPUs busy
@@ -419,8 +420,8 @@ class AllPairsNeighbors:
         n = state.n_atoms
         if self.backend.is_gpu:
             if self._wrap is None:
-                real_t = "float" if state.positions.dtype == np.float32 else "double"
-                module = self.backend.kernel_module("neighbors/verlet.cu", {"real_t": real_t})
+                module = self.backend.kernel_module("neighbors/verlet.cu",
+                                                    {"real_t": c_type_name(state.positions.dtype)})
                 self._wrap = module.get_function("wrap_positions")
             real = state.positions.dtype.type
             self._wrap(((n + 127) // 128,), (128,),

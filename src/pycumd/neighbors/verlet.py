@@ -52,6 +52,7 @@ import numba
 import numpy as np
 
 from ..composite import ff_parts
+from ..precision import c_type_name
 from ..system import InputError
 from .counting_sort import (SPARE_ALIGN, CountingSortBuffers, byte_view, cell_index, counting_sort, enqueue_counting_sort,
                             enqueue_gather_rows, gather_plan, identity_into, identity_view, reorder_in_place,
@@ -458,21 +459,18 @@ class NeighborList:
         #: the force sums' order is the same on any cell grid and over any number of MPI ranks
         self.canonical_order = bool(canonical_order)
         self._impl = _CudaBuild(backend, cuda_options, list_dtype) if backend.is_gpu else _CpuBuild()
-        self.list_kernel = "auto"
 
     @property
     def list_kernel(self) -> str:
         """GPU list kernel: ``"auto"`` (default), ``"warp"`` or ``"planes"`` (see :data:`LIST_KERNELS`;
         the lists are the same, only the time differs; the CPU ignores it); settable."""
-        return self._list_kernel
+        return self._impl.list_kernel
 
     @list_kernel.setter
     def list_kernel(self, value) -> None:
         if value not in LIST_KERNELS:
             raise InputError(f"list_kernel must be one of {', '.join(LIST_KERNELS)}, got {value!r}")
-        self._list_kernel = value
-        if isinstance(self._impl, _CudaBuild):
-            self._impl.list_kernel = value
+        self._impl.list_kernel = value
 
     @property
     def reorder_every(self) -> int | None:
@@ -654,6 +652,8 @@ class NeighborList:
 class _CpuBuild:
     """NumPy/Numba implementation; storage ``nbr[i, k]`` (row-major)."""
 
+    list_kernel = "auto"        # NeighborList.list_kernel: kept, not used (the CPU has one list builder)
+
     def displacement_exceeds(self, state, limit2) -> bool:
         L = np.asarray(state.box_lengths)
         return _max_displacement2_cpu(state.positions, state.positions_at_build, L, 1.0 / L) > limit2
@@ -741,10 +741,9 @@ class _CudaBuild:
         at_build = np.dtype(state.positions_at_build.dtype) if state is not None else real
         key = (real.name, at_build.name, name)
         if key not in self._kernels:
-            c_type = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
-            defines = {"real_t": c_type[real], "COMPOSITE": int(name.endswith("_composite"))}
+            defines = {"real_t": c_type_name(real), "COMPOSITE": int(name.endswith("_composite"))}
             if at_build != real:
-                defines["at_build_t"] = c_type[at_build]
+                defines["at_build_t"] = c_type_name(at_build)
             module = self.backend.kernel_module("neighbors/verlet.cu", defines, options=self.cuda_options)
             self._kernels[key] = module.get_function(name)
         return self._kernels[key]
@@ -944,8 +943,8 @@ class _CudaBuild:
         The grid holds ``chunks_per_row`` warps per cell row (y, z), enough for a row of the mean
         occupancy plus four standard deviations; a fuller row is finished by its warps in strides.
         Boxes with fewer than 7 cells along some edge use the kernel's rint variant (see verlet.cu).
-        Small launches of float32 rows take a block of five warps per task instead, one per stencil
-        plane (``build_neighbor_list_planes``, :attr:`list_kernel`): the same lists.
+        Small launches of float32 rows take a block of three warps per task instead, each scanning its
+        own stencil planes (``build_neighbor_list_planes``, :meth:`uses_plane_kernel`): the same lists.
         """
         m = int(positions.shape[0])
         nx, ny, nz = (int(c) for c in n_cells)
@@ -1041,8 +1040,8 @@ class _BuildPlan:
         spare_long = state.spare_at_build()
         #: the (N, 4) rows the list kernel reads when not the positions themselves, else None: mixed
         #: precision's float32 copy, or with reorder_every > 1 the copy in cell order (float32 in
-        #: mixed precision, else the positions' type); in positions_at_build (taken again after the
-        #: list kernel), float32 rows in its first half
+        #: mixed precision, else the positions' type); in positions_at_build's memory (taken again
+        #: after the list kernel; float32 rows in mixed precision, as the list rows)
         self.list_rows = None
         if float_list:
             self.list_rows = byte_view(spare_long[0], 0, 16 * n, np.float32).reshape(n, 4)
