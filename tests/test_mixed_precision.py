@@ -147,8 +147,9 @@ def test_mixed_nve_conserves_energy_like_double():
 
 
 def test_fixed_separation_equals_the_int_to_float_conversion(rng):
-    """forces.cu's fixed_separation converts the 32-bit difference of two box fractions to float by
-    two exact half conversions joined in one fmaf: it must equal (float)(int)(ui - uj) * s bit for
+    """forces.cu's fixed_separation<true> (mixed precision at one lane per atom) converts the 32-bit
+    difference of two box fractions to float by two exact half conversions joined in one fmaf: it
+    must equal fixed_separation<false>, the conversion by I2F, and (float)(int)(ui - uj) * s bit for
     bit, here for the extreme differences, those around every power of two where float rounding
     changes, and a million random pairs (the function's source compiled as shipped)."""
     import pathlib
@@ -157,14 +158,16 @@ def test_fixed_separation_equals_the_int_to_float_conversion(rng):
     import pycumd
 
     source = (pathlib.Path(pycumd.__file__).parent / "forces.cu").read_text()
-    function = re.search(r"__device__ __forceinline__ float fixed_separation\(.*?\n}\n", source, re.S).group(0)
+    function = re.search(r"template <bool SPLIT>\n__device__ __forceinline__ float fixed_separation\(.*?\n}\n", source, re.S).group(0)
     kernel = cp.RawKernel("#define FIXED_POINT_FORCES 1\n" + function + r'''
 extern "C" __global__ void both(const unsigned int* ui, const unsigned int* uj, float s, int n,
                                 float* shipped, float* reference) {
     const int k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k >= n) return;
-    shipped[k] = fixed_separation(ui[k], uj[k], s);
+    shipped[k] = fixed_separation<true>(ui[k], uj[k], s);
+    const float by_i2f = fixed_separation<false>(ui[k], uj[k], s);
     reference[k] = (float)(int)(ui[k] - uj[k]) * s;
+    if (__float_as_uint(by_i2f) != __float_as_uint(reference[k])) reference[k] = __int_as_float(0x7fc00001);
 }''', "both")
     powers = np.array([1 << p for p in range(31)], np.int64)
     special = np.concatenate([[0, 1, -1, 2**31 - 1, -2**31, 2**31 - 2, -2**31 + 1],

@@ -213,23 +213,31 @@ __device__ __forceinline__ void pair_forces_body(
 FORCE_KERNEL_PAIR(pair_forces, PAIR_FORCES_ARGS, PAIR_FORCES_PASS, FORCE_MIN_BLOCKS, FORCE_MIN_BLOCKS)
 
 #if FIXED_POINT_FORCES || COMPOSITE
+#ifndef FIXED_SPLIT_MAX_LANES
+// Mixed precision's kernel converts separations by two exact halves (fixed_separation<true>) when it
+// runs at most this many lanes per atom, by I2F otherwise (pycumd.forces.SPLIT_CONVERSION_MAX_LANES).
+#define FIXED_SPLIT_MAX_LANES 1
+#endif
 // One coordinate of r_i - r_j from box fractions (minimum image by wrap-around), in float32:
-// (float)d * s for the 32-bit difference d.  In mixed precision's kernel the int-to-float
-// conversion (I2F, a quarter-rate instruction on the H100, three per pair) is done by full-rate
-// ones: the high and low 16 bits of d made floats exactly by magic-number additions (d >> 16 in
-// [-2^15, 2^15), d & 0xFFFF in [0, 2^16)), then hi * 65536 + lo in one fmaf, whose one rounding
-// gives round-to-nearest of d: the same value as (float)d, bit for bit (H100, 1M atoms: mixed
-// force kernel 215.8 -> 213.5 us; composite's kernel, whose float-float sums keep the other units
-// busy, got slower with it, 235 -> 263 us: it keeps I2F; docs/notes-lj-performance.md).
+// (float)d * s for the 32-bit difference d.  SPLIT: the int-to-float conversion (I2F, a
+// quarter-rate instruction on the H100, three per pair) done by full-rate ones instead: the high
+// and low 16 bits of d made floats exactly by magic-number additions (d >> 16 in [-2^15, 2^15),
+// d & 0xFFFF in [0, 2^16)), then hi * 65536 + lo in one fmaf, whose one rounding gives
+// round-to-nearest of d: the same value as (float)d, bit for bit.  It pays where the kernel is
+// bound by its issue rate (one lane per atom, 1M atoms on the H100: mixed force kernel 215.8 ->
+// 213.5 us, whole runs +0.6%) and costs where it waits on latency (4 lanes, 32,000 atoms: whole
+// runs -2.3%, its chain of five dependent operations for one I2F); composite's kernel, whose
+// float-float sums keep the other units busy, got slower with it at 1M (235 -> 263 us) and keeps
+// I2F (docs/notes-lj-performance.md).
+template <bool SPLIT>
 __device__ __forceinline__ float fixed_separation(unsigned int ui, unsigned int uj, float s) {
     const int d = (int)(ui - uj);
-#if FIXED_POINT_FORCES
-    const float hi = __int_as_float(0x4B400000 + (d >> 16)) - 12582912.0f;    // 1.5 * 2^23: exact for |x| < 2^22
-    const float lo = __int_as_float(0x4B000000 + (d & 0xFFFF)) - 8388608.0f;  // 2^23: exact for 0 <= x < 2^23
-    return __fmaf_rn(hi, 65536.0f, lo) * s;
-#else
+    if (SPLIT) {
+        const float hi = __int_as_float(0x4B400000 + (d >> 16)) - 12582912.0f;    // 1.5 * 2^23: exact for |x| < 2^22
+        const float lo = __int_as_float(0x4B000000 + (d & 0xFFFF)) - 8388608.0f;  // 2^23: exact for 0 <= x < 2^23
+        return __fmaf_rn(hi, 65536.0f, lo) * s;
+    }
     return (float)d * s;
-#endif
 }
 
 // The fixed-point kernels' pair term into compensated float sums or into accum_t sums.
@@ -242,7 +250,7 @@ __device__ __forceinline__ void pair_sums_fixed_add(PairSums& s, float dx, float
     pair_sums_add_separation(s, dx, dy, dz, row, with_energy);   // pair_t is float here
 }
 
-template <bool ONE_TYPE, typename Sums>
+template <bool ONE_TYPE, bool SPLIT, typename Sums>
 __device__ __forceinline__ void sum_neighbours_fixed(
     Sums& sums, const uint4* __restrict__ image, const int* __restrict__ nbr, int i, int count, int lane,
     int lanes, int stride, const float* __restrict__ rows, uint4 own, float sx, float sy, float sz, int with_energy)
@@ -251,8 +259,8 @@ __device__ __forceinline__ void sum_neighbours_fixed(
     for_each_neighbour(nbr, i, count, lane, lanes, stride,
         [&](int j) { return __ldg(image + j); },
         [&](const uint4& r) {
-            pair_sums_fixed_add(sums, fixed_separation(own.x, r.x, sx), fixed_separation(own.y, r.y, sy),
-                                fixed_separation(own.z, r.z, sz), table((int)r.w), with_energy);
+            pair_sums_fixed_add(sums, fixed_separation<SPLIT>(own.x, r.x, sx), fixed_separation<SPLIT>(own.y, r.y, sy),
+                                fixed_separation<SPLIT>(own.z, r.z, sz), table((int)r.w), with_energy);
         });
 }
 
@@ -302,10 +310,18 @@ __device__ __forceinline__ void pair_forces_fixed_body(
 #endif
         const float* rows = table + (size_t)own.w * n_types * PAIR_TABLE_COLUMNS;
         const int count = active ? nbr_count[i] : 0;
-        if (FORCE_ONE_TYPE_PATH && n_types == 1)
-            sum_neighbours_fixed<true>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
-        else
-            sum_neighbours_fixed<false>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
+        const bool one_type = FORCE_ONE_TYPE_PATH && n_types == 1;
+        if (lanes <= FIXED_SPLIT_MAX_LANES) {          // warp-uniform: lanes is the launch's
+            if (one_type)
+                sum_neighbours_fixed<true, true>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
+            else
+                sum_neighbours_fixed<false, true>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
+        } else {
+            if (one_type)
+                sum_neighbours_fixed<true, false>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
+            else
+                sum_neighbours_fixed<false, false>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
+        }
 #if FIXED_POINT_SUMS_FP64
         return sums;
 #else
@@ -397,10 +413,10 @@ __device__ __forceinline__ void pair_forces_composite_body(
     pair_sums_ff_zero(sums);
     const float* rows = table + (size_t)own.w * n_types * PAIR_TABLE_COLUMNS;
     const int count = active ? nbr_count[i] : 0;
-    if (FORCE_ONE_TYPE_PATH && n_types == 1)
-        sum_neighbours_fixed<true>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
+    if (FORCE_ONE_TYPE_PATH && n_types == 1)      // I2F conversions (fixed_separation<false>)
+        sum_neighbours_fixed<true, false>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
     else
-        sum_neighbours_fixed<false>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
+        sum_neighbours_fixed<false, false>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
     if (lanes > 1) pair_sums_ff_lane_reduce(sums, lanes, WITH_ENERGY);
     if (active && lane == 0) pair_sums_ff_store(sums, i, force, force_lo, energy, energy_lo, virial, virial_lo, WITH_ENERGY);
 }

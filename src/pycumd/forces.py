@@ -100,6 +100,11 @@ LANE_CHOICES = (1, 2, 4, 8)
 #: 25.1 / 15.8 / 16.6 us with 1 / 2 / 4 / 8 lanes; 256,000: 131 / 107 / 109 / 112 us; 1,000,188:
 #: 348 / 354 / 369 / 401 us.
 LANES_BY_SIZE = ((65_536, 4), (524_288, 2))
+#: Mixed precision's fixed-point force kernel converts each separation to float by two exact halves
+#: and one fmaf (full-rate instructions, the same bits as I2F) when it runs at most this many lanes per
+#: atom, by I2F above (forces.cu's FIXED_SPLIT_MAX_LANES).  Measured on the H100 (mixed, in.lj, 3000-step
+#: runs): the halves +0.6% at 1,000,188 atoms (1 lane), -2.3% at 32,000 (4 lanes, latency-bound).
+SPLIT_CONVERSION_MAX_LANES = 1
 
 
 def default_lanes(n_atoms: int) -> int:
@@ -293,7 +298,8 @@ def pair_kernel(potential, table, backend, precision, source: str, name: str, ma
     """
     if backend.is_gpu:
         defines = {**precision.cuda_defines, **potential_defines(potential),
-                   "FIXED_POINT_SUMS_FP64": int(precision.fixed_point_forces and backend.fast_float64)}
+                   "FIXED_POINT_SUMS_FP64": int(precision.fixed_point_forces and backend.fast_float64),
+                   "FIXED_SPLIT_MAX_LANES": SPLIT_CONVERSION_MAX_LANES}
         module = backend.kernel_module(source, defines, options=precision.cuda_options)
         return module.get_function(name), backend.xp.asarray(table, dtype=precision.pair_dtype)
     key = (type(potential), potential.cutoff, make_cpu_kernel)
