@@ -338,15 +338,17 @@ def test_overflow_on_a_replayed_build_grows_and_keeps_every_pair(backend, rng):
 @pytest.mark.cuda
 @pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU / CuPy on this machine")
 @pytest.mark.parametrize("extent", [16.0, 8.4])          # 11 cells per edge (image shifts), 5 (rint)
-@pytest.mark.parametrize("list_kernel", ["warp", "planes"])
-def test_gpu_list_of_targets_before_source_rows(rng, extent, list_kernel):
+@pytest.mark.parametrize("list_kernel", ["warp", "planes", "planes32"])
+def test_gpu_list_of_targets_before_source_rows(rng, monkeypatch, extent, list_kernel):
     """A spatial domain's build (build_targets): the owned atoms first, then ghost rows that are
     sources only, in the extended box.  Whole cell rows hold ghosts only, so whole warps (blocks of
     the plane kernel) have no target; the targets' lists must equal brute force and the ghosts get
     none.  The plane kernel reads float32 rows (and needs >= 7 cells: 16.0 only); the brute force
     takes the same float32 positions, in float64, so a pair within float32 rounding of r_list could
-    differ: none does at this seed."""
+    differ: none does at this seed.  "planes32": the plane kernel with int ring entries (as above
+    PLANE_RING16_ROWS rows), "planes" with 16-bit ones."""
     import cupy as cp
+    import pycumd.neighbors.verlet as verlet
 
     gpu = select("cuda")
     r_list = 2.8
@@ -355,11 +357,13 @@ def test_gpu_list_of_targets_before_source_rows(rng, extent, list_kernel):
     order = np.concatenate([np.flatnonzero(inside), np.flatnonzero(~inside)])
     positions = system.positions[order]
     n_targets = int(inside.sum())
-    rows = np.zeros((len(positions), 4), np.float32 if list_kernel == "planes" else np.float64)
+    rows = np.zeros((len(positions), 4), np.float32 if list_kernel != "warp" else np.float64)
     rows[:, :3] = positions
     positions = rows[:, :3].astype(np.float64)
     nl = NeighborList(gpu, r_list - 0.3, 0.3)
-    nl.list_kernel = list_kernel
+    nl.list_kernel = list_kernel[:6]
+    if list_kernel == "planes32":
+        monkeypatch.setattr(verlet, "PLANE_RING16_ROWS", 0)
     box = np.full(3, extent)
     n_cells = nl.cells_per_dimension(box)
     capacity = 160
@@ -386,23 +390,27 @@ def _gpu_lists(nl, backend):
 @pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU / CuPy on this machine")
 @pytest.mark.parametrize("r_cut", [2.5, 3.3, 4.2])
 @pytest.mark.parametrize("reorder,reorder_every", [(False, None), (True, 1), (True, 3)])
-def test_gpu_plane_kernel_gives_the_warp_kernels_lists(rng, r_cut, reorder, reorder_every):
+def test_gpu_plane_kernel_gives_the_warp_kernels_lists(rng, monkeypatch, r_cut, reorder, reorder_every):
     """build_neighbor_list_planes (three warps per 32 targets, each taking consecutive stencil planes,
-    their entries merged in plane order) and build_neighbor_list (a warp per 32 targets) give the
+    their entries merged in plane order; its rings of int entries, and of 16-bit ones in
+    build_neighbor_list_planes16) and build_neighbor_list (a warp per 32 targets) give the
     same lists entry for entry, the same counts and statistics, through three builds (the 2nd and 3rd
     replayed from captured graphs; with reorder_every 3 they defer the reorder) and with the three
     ways of reading rows.  The cutoffs make a warp's entries per atom (about a third of 77, 165 and
     350) fit its 64-row ring, pass it for some targets, and pass it for nearly all (the block then
     lists the task by warp)."""
+    import pycumd.neighbors.verlet as verlet
+
     gpu = select("cuda")
     system = random_liquid(rng, n=4000, density=0.84, min_distance=0.8)
     moves = rng.uniform(-0.2, 0.2, (2, system.n_atoms, 3)).astype(np.float32)
     results = {}
-    for kernel in ("warp", "planes"):
+    for kernel in ("warp", "planes", "planes32"):
+        monkeypatch.setattr(verlet, "PLANE_RING16_ROWS", 0 if kernel == "planes32" else 1 << 16)
         state = State.from_system(system, gpu, get_precision("single", "cuda"))
         nl = NeighborList(gpu, r_cut, 0.3, reorder=reorder, reorder_every=reorder_every)
-        nl.list_kernel = kernel
-        assert nl._impl.uses_plane_kernel(np.float32, True, system.n_atoms) == (kernel == "planes")
+        nl.list_kernel = kernel[:6]
+        assert nl._impl.uses_plane_kernel(np.float32, True, system.n_atoms) == (kernel != "warp")
         for build in range(3):
             if build:
                 state.positions[:, :3] += gpu.asarray(moves[build - 1])
@@ -410,10 +418,11 @@ def test_gpu_plane_kernel_gives_the_warp_kernels_lists(rng, r_cut, reorder, reor
         results[kernel] = (_gpu_lists(nl, gpu), gpu.to_host(state.ids), list(nl.recent_max_counts))
         assert nl._impl.plan.graph is not None
     (counts_w, lists_w), ids_w, most_w = results["warp"]
-    (counts_p, lists_p), ids_p, most_p = results["planes"]
-    np.testing.assert_array_equal(ids_w, ids_p)
-    np.testing.assert_array_equal(counts_w, counts_p)
-    assert lists_w == lists_p and most_w == most_p
+    for kernel in ("planes", "planes32"):
+        (counts_p, lists_p), ids_p, most_p = results[kernel]
+        np.testing.assert_array_equal(ids_w, ids_p)
+        np.testing.assert_array_equal(counts_w, counts_p)
+        assert lists_w == lists_p and most_w == most_p, kernel
 
 
 def test_list_kernel_choice_is_validated(backend):

@@ -179,8 +179,10 @@ __device__ __forceinline__ real_t candidate_r2(const Candidate& q, int t, real_t
 
 // The candidate loop of one lane over staged[lo - c0 .. hi - c0): the rule's r^2 in the rule's
 // operation order.  STORE 1: every entry to the ring (no lane can pass its ring limit here: the
-// common case); 2: to the ring below the ring limit, directly from there on.
-template <int MODE, int STORE>
+// common case); 2: to the ring below the ring limit, directly from there on.  RING_SHIFT: log2 of
+// the bytes of a ring row of 32 entries: 7 (int entries) or, with STORE 1 only, 6 (16-bit entries:
+// the plane kernel's rings when every row index is below 2^16).
+template <int MODE, int STORE, int RING_SHIFT = 7>
 __device__ __forceinline__ void candidate_loop(
     const Candidate* staged, int c0, int lo, int hi, real_t xi, real_t yi, real_t zi, int i,
     int t_switch, real_t sx_before, real_t sx_after, real_t sy, real_t sz,
@@ -191,8 +193,10 @@ __device__ __forceinline__ void candidate_loop(
         // The ring slot from a running byte offset (count * 128) into this lane's ring column, the
         // next candidate loaded before this one's store (staged has one slot of padding; lo may
         // lie past this stage when the range is empty), unrolled by two.
+        static_assert(RING_SHIFT == 7 || (RING_SHIFT == 6 && STORE == 1), "ring entries of 4 or 2 bytes");
+        constexpr unsigned ROW = 1u << RING_SHIFT;
         const unsigned ring_lane = (unsigned)__cvta_generic_to_shared(ring);
-        unsigned offset = (unsigned)count << 7;
+        unsigned offset = (unsigned)count << RING_SHIFT;
         Candidate next = staged[min(lo - c0, LIST_STAGE)];
 #pragma unroll 2
         for (int t = lo; t < hi; ++t) {
@@ -201,12 +205,17 @@ __device__ __forceinline__ void candidate_loop(
             const real_t r2 = candidate_r2<MODE>(q, t, xi, yi, zi, t_switch, sx_before, sx_after, sy, sz,
                                                  Lx, Ly, Lz, invLx, invLy, invLz);
             const bool accept = r2 < r_list2 && q.j != i;
-            asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t@q st.shared.b32 [%0], %1;\n\t}"
-                         :: "r"(ring_lane + (offset & (128u * LIST_RING - 128u))), "r"(q.j), "r"((int)accept));
+            if (RING_SHIFT == 7)
+                asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t@q st.shared.b32 [%0], %1;\n\t}"
+                             :: "r"(ring_lane + (offset & (ROW * LIST_RING - ROW))), "r"(q.j), "r"((int)accept));
+            else
+                asm volatile("{\n\t.reg .pred q;\n\tsetp.ne.b32 q, %2, 0;\n\t@q st.shared.b16 [%0], %1;\n\t}"
+                             :: "r"(ring_lane + (offset & (ROW * LIST_RING - ROW))), "h"((unsigned short)q.j),
+                                "r"((int)accept));
             min_if(accept, min_r2, r2);
-            if (accept) offset += 128u;
+            if (accept) offset += ROW;
         }
-        count = (int)(offset >> 7);
+        count = (int)(offset >> RING_SHIFT);
     } else {
         for (int t = lo; t < hi; ++t) {
             const Candidate q = staged[t - c0];
@@ -222,7 +231,7 @@ __device__ __forceinline__ void candidate_loop(
 }
 
 // The candidate loop of the row's kind: rint (small boxes), image shifts, or none.
-template <bool IMAGE_SHIFT, int STORE>
+template <bool IMAGE_SHIFT, int STORE, int RING_SHIFT = 7>
 __device__ __forceinline__ void candidate_loops(
     bool shifted, const Candidate* staged, int c0, int lo, int hi, real_t xi, real_t yi, real_t zi, int i,
     int t_switch, real_t sx_before, real_t sx_after, real_t sy, real_t sz,
@@ -230,13 +239,13 @@ __device__ __forceinline__ void candidate_loops(
     int* out, int* ring, int ring_limit, int capacity, int stride, int& count, real_t& min_r2)
 {
     if (!IMAGE_SHIFT)
-        candidate_loop<2, STORE>(staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before, sx_after, sy, sz, Lx, Ly, Lz,
+        candidate_loop<2, STORE, RING_SHIFT>(staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before, sx_after, sy, sz, Lx, Ly, Lz,
                                  invLx, invLy, invLz, r_list2, out, ring, ring_limit, capacity, stride, count, min_r2);
     else if (shifted)
-        candidate_loop<0, STORE>(staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before, sx_after, sy, sz, Lx, Ly, Lz,
+        candidate_loop<0, STORE, RING_SHIFT>(staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before, sx_after, sy, sz, Lx, Ly, Lz,
                                  invLx, invLy, invLz, r_list2, out, ring, ring_limit, capacity, stride, count, min_r2);
     else
-        candidate_loop<1, STORE>(staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before, sx_after, sy, sz, Lx, Ly, Lz,
+        candidate_loop<1, STORE, RING_SHIFT>(staged, c0, lo, hi, xi, yi, zi, i, t_switch, sx_before, sx_after, sy, sz, Lx, Ly, Lz,
                                  invLx, invLy, invLz, r_list2, out, ring, ring_limit, capacity, stride, count, min_r2);
 }
 
@@ -314,9 +323,10 @@ __device__ __forceinline__ ListTarget load_target(const ListGrid& g, const int* 
 // each lane's entries of the plane, in the rule's order, appended after its `count` entries.
 // SPLIT false (a warp lists all planes of its atoms, list_chunk_by_warp): entries below ring_limit
 // go to the ring, the rest directly to the column `out`.  SPLIT true (a warp per plane,
-// build_neighbor_list_planes): every entry goes to the ring; if some lane's would pass ring_limit,
-// the plane sets `overflow` and stops (the block then lists the task by warp).
-template <bool IMAGE_SHIFT, bool SPLIT>
+// build_neighbor_list_planes): every entry goes to the ring (of 16-bit entries with RING_SHIFT 6);
+// if some lane's would pass ring_limit, the plane sets `overflow` and stops (the block then lists
+// the task by warp).
+template <bool IMAGE_SHIFT, bool SPLIT, int RING_SHIFT = 7>
 __device__ __forceinline__ void list_plane(const ListGrid& g, const ListTarget& t, int dz, int cy, int cz,
                                            Candidate* staged, int* out, int* ring, int ring_limit,
                                            int& count, real_t& min_r2, bool& overflow)
@@ -420,7 +430,7 @@ __device__ __forceinline__ void list_plane(const ListGrid& g, const ListTarget& 
                 return;
             }
             if (fits)
-                candidate_loops<IMAGE_SHIFT, 1>(shifted, staged, c0, lo, hi, t.xi, t.yi, t.zi, t.i, t_switch,
+                candidate_loops<IMAGE_SHIFT, 1, RING_SHIFT>(shifted, staged, c0, lo, hi, t.xi, t.yi, t.zi, t.i, t_switch,
                     sx_before, sx_after, sy, sz, g.Lx, g.Ly, g.Lz, g.invLx, g.invLy, g.invLz, g.r_list2, out,
                     ring, ring_limit, g.capacity, g.stride, count, min_r2);
             else if (!SPLIT)
@@ -571,6 +581,11 @@ extern "C" __global__ void __launch_bounds__(32 * LIST_WARPS, LIST_MIN_BLOCKS) b
 // of three 64-row rings, 28 KB a block, and the registers allow 8)
 #define PLANE_MIN_BLOCKS 4
 #endif
+#ifndef PLANE_MIN_BLOCKS_16
+// The same for build_neighbor_list_planes16, whose rings of 16-bit entries take 16 KB a block: the
+// register cap decides how many blocks an SM holds
+#define PLANE_MIN_BLOCKS_16 10
+#endif
 
 // The stencil planes of warp w of build_neighbor_list_planes: [plane_lo(w), plane_hi(w)].
 __device__ __forceinline__ int plane_lo(int w) { return PLANE_WARPS == 5 ? w - 2 : (w == 0 ? -2 : w == 1 ? 0 : 1); }
@@ -591,10 +606,19 @@ __device__ __forceinline__ int plane_hi(int w) { return PLANE_WARPS == 5 ? w - 2
 // would pass its ring (a dense clump, a long cutoff), the block lists that task by warp instead
 // (list_chunk_by_warp, by its first warp, in the rings' memory), so the lists are the same in every
 // case.  Single precision rows only (the shared memory of the rings).
-extern "C" __global__ void __launch_bounds__(32 * PLANE_WARPS, PLANE_MIN_BLOCKS) build_neighbor_list_planes(LIST_KERNEL_ARGS)
+//
+// The rings hold the entries as ints (RingEntry int, RING_SHIFT 7), or as 16-bit numbers when every
+// row index is below 2^16 (unsigned short, 6; build_neighbor_list_planes16): half the shared memory,
+// so that more blocks fit on an SM (H100, 32,000 atoms: 8 -> 10; the launch then fits in one wave).
+template <typename RingEntry, int RING_SHIFT>
+__device__ __forceinline__ void list_rows_by_planes(LIST_KERNEL_ARGS)
 {
     static_assert(PLANE_RING <= LIST_RING && PLANE_WARPS * PLANE_RING >= LIST_RING, "plane rings");
-    __shared__ int rings[PLANE_WARPS * PLANE_RING * 32];           // warp w's: rows w * PLANE_RING ..
+    static_assert(sizeof(RingEntry) << 5 == 1u << RING_SHIFT, "a ring row: 32 entries");
+    // warp w's ring: rows w * PLANE_RING ..; as ints, LIST_RING rows of the first warp's (the fallback)
+    __shared__ int ring_words[(PLANE_WARPS * PLANE_RING * 32 * sizeof(RingEntry) + 3) / 4];
+    static_assert(sizeof(ring_words) >= LIST_RING * 32 * sizeof(int), "the fallback's ring");
+    RingEntry* const rings = reinterpret_cast<RingEntry*>(ring_words);
     __shared__ Candidate staged_all[PLANE_WARPS][LIST_STAGE + 1];
     __shared__ int plane_count[PLANE_WARPS][32];
     const unsigned FULL = 0xffffffffu;
@@ -606,7 +630,7 @@ extern "C" __global__ void __launch_bounds__(32 * PLANE_WARPS, PLANE_MIN_BLOCKS)
     if (row_first + chunk * 32 >= row_end) return;
     const ListGrid g = make_list_grid(pos4, cell_start, cell_order, row_mode, nx, ny, nz, Lx, Ly, Lz,
                                       invLx, invLy, invLz, r_list2, capacity, stride);
-    int* const ring = rings + warp * PLANE_RING * 32 + lane;
+    RingEntry* const ring = rings + warp * PLANE_RING * 32 + lane;
     int most = 0;
     real_t least = r_list2;
     for (int first = row_first + chunk * 32; first < row_end; first += chunks_per_row * 32) {
@@ -617,12 +641,13 @@ extern "C" __global__ void __launch_bounds__(32 * PLANE_WARPS, PLANE_MIN_BLOCKS)
         real_t min_r2 = r_list2;
         bool overflow = false;
         for (int dz = plane_lo(warp); dz <= plane_hi(warp) && !overflow; ++dz)
-            list_plane<true, true>(g, t, dz, cy, cz, staged_all[warp], nullptr, ring, PLANE_RING, count, min_r2,
+            list_plane<true, true, RING_SHIFT>(g, t, dz, cy, cz, staged_all[warp], nullptr,
+                                               reinterpret_cast<int*>(ring), PLANE_RING, count, min_r2,
                                    overflow);
         plane_count[warp][lane] = count;
         if (__syncthreads_or(overflow)) {
             if (warp == 0)
-                list_chunk_by_warp<true>(g, t, cy, cz, staged_all[0], rings + lane, nbr, nbr_count, most, least);
+                list_chunk_by_warp<true>(g, t, cy, cz, staged_all[0], ring_words + lane, nbr, nbr_count, most, least);
         } else {
             // this lane's entries: warp p's from start[p]; total, the true count
             int start[PLANE_WARPS], total = 0;
@@ -635,7 +660,7 @@ extern "C" __global__ void __launch_bounds__(32 * PLANE_WARPS, PLANE_MIN_BLOCKS)
                 int p = 0, base = 0;
 #pragma unroll
                 for (int q = 1; q < PLANE_WARPS; ++q) if (k >= start[q]) { p = q; base = start[q]; }
-                const int value = rings[(p * PLANE_RING + min(k - base, PLANE_RING - 1)) * 32 + lane];
+                const int value = (int)rings[(p * PLANE_RING + min(k - base, PLANE_RING - 1)) * 32 + lane];
                 store_if(k < kend, entry(out, k, stride), value);
             }
             if (t.active) {
@@ -649,6 +674,13 @@ extern "C" __global__ void __launch_bounds__(32 * PLANE_WARPS, PLANE_MIN_BLOCKS)
         __syncthreads();                // the rings are read before the next chunk writes them
     }
     reduce_list_stats(most, least, max_count, min_r2_bits);
+}
+
+extern "C" __global__ void __launch_bounds__(32 * PLANE_WARPS, PLANE_MIN_BLOCKS) build_neighbor_list_planes(LIST_KERNEL_ARGS) {
+    list_rows_by_planes<int, 7>(LIST_KERNEL_PASS);
+}
+extern "C" __global__ void __launch_bounds__(32 * PLANE_WARPS, PLANE_MIN_BLOCKS_16) build_neighbor_list_planes16(LIST_KERNEL_ARGS) {
+    list_rows_by_planes<unsigned short, 6>(LIST_KERNEL_PASS);
 }
 #endif
 

@@ -77,6 +77,8 @@ CAPACITY_WINDOW = 20
 #: are the same.
 LIST_KERNELS = ("auto", "warp", "planes")
 PLANE_WARPS = 3         # warps per block of build_neighbor_list_planes (PLANE_WARPS in verlet.cu)
+#: launches of at most this many rows take build_neighbor_list_planes16 (ring entries of 16 bits)
+PLANE_RING16_ROWS = 1 << 16
 #: H100, LJ liquid (r_list 2.8), whole build replayed, warp -> planes kernel: 32,000 atoms 64.1 ->
 #: 56.4 us, 62,500 83.8 -> 77.8, 131,072 140 -> 140, 256,000 240 -> 247 (docs/notes-lj-performance.md)
 PLANE_SPLIT_ATOMS = 100_000
@@ -944,7 +946,8 @@ class _CudaBuild:
         occupancy plus four standard deviations; a fuller row is finished by its warps in strides.
         Boxes with fewer than 7 cells along some edge use the kernel's rint variant (see verlet.cu).
         Small launches of float32 rows take a block of three warps per task instead, each scanning its
-        own stencil planes (``build_neighbor_list_planes``, :meth:`uses_plane_kernel`): the same lists.
+        own stencil planes (``build_neighbor_list_planes``, :meth:`uses_plane_kernel`): the same lists;
+        with at most :data:`PLANE_RING16_ROWS` rows its rings hold 16-bit entries (``..._planes16``).
         """
         m = int(positions.shape[0])
         nx, ny, nz = (int(c) for c in n_cells)
@@ -955,7 +958,9 @@ class _CudaBuild:
         real = positions.dtype
         image_shift = min(nx, ny, nz) >= 7
         if self.uses_plane_kernel(real, image_shift, n_targets):
-            name, grid, block = "build_neighbor_list_planes", (tasks,), (32 * PLANE_WARPS,)
+            # rings of 16-bit entries when every row index fits (half the shared memory: more blocks an SM)
+            name = "build_neighbor_list_planes16" if m <= PLANE_RING16_ROWS else "build_neighbor_list_planes"
+            grid, block = (tasks,), (32 * PLANE_WARPS,)
         else:
             name = "build_neighbor_list" if image_shift else "build_neighbor_list_rint"
             grid, block = ((tasks + LIST_WARPS - 1) // LIST_WARPS,), (32 * LIST_WARPS,)
