@@ -182,3 +182,26 @@ extern "C" __global__ void both(const unsigned int* ui, const unsigned int* uj, 
         kernel(((n + 255) // 256,), (256,), (cp.asarray(ui.astype(np.uint32)), cp.asarray(uj.astype(np.uint32)),
                                              s, np.int32(n), shipped, reference))
         np.testing.assert_array_equal(shipped.get().view(np.uint32), reference.get().view(np.uint32))
+
+
+@pytest.mark.parametrize("lanes", [1, 4])
+@pytest.mark.parametrize("n_types", [1, 2])
+def test_split_and_i2f_force_kernels_give_the_same_bits(rng, monkeypatch, lanes, n_types):
+    """Mixed precision's two force kernels (pair_forces_fixed_split: separations converted by two
+    exact halves; pair_forces_fixed: by I2F), whichever SPLIT_CONVERSION_MAX_LANES picks for a
+    launch, give the same forces, energy and virial bit for bit at one lane per atom and at four."""
+    import pycumd.forces
+
+    system = random_liquid(rng, n=500, n_types=n_types)
+    pot = lj("truncate").pair_coeff(n_types - 1, n_types - 1, epsilon=0.7, sigma=1.05)
+    results = {}
+    for split_up_to in (8, 0):              # the halves at every lane count, then I2F at every one
+        monkeypatch.setattr(pycumd.forces, "SPLIT_CONVERSION_MAX_LANES", split_up_to)
+        sim = Simulation(system.copy(), pot, device="cuda", precision="mixed", pair_method="neighbor")
+        sim.forces.lanes = lanes
+        sim.state.forces[...] = np.nan
+        sim.setup()
+        results[split_up_to] = (sim.state.forces.get(), sim.potential_energy(), sim.virial_trace())
+    assert np.isfinite(results[8][0]).all()
+    np.testing.assert_array_equal(results[8][0].view(np.uint64), results[0][0].view(np.uint64))
+    assert results[8][1:] == results[0][1:]

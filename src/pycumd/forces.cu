@@ -213,11 +213,6 @@ __device__ __forceinline__ void pair_forces_body(
 FORCE_KERNEL_PAIR(pair_forces, PAIR_FORCES_ARGS, PAIR_FORCES_PASS, FORCE_MIN_BLOCKS, FORCE_MIN_BLOCKS)
 
 #if FIXED_POINT_FORCES || COMPOSITE
-#ifndef FIXED_SPLIT_MAX_LANES
-// Mixed precision's kernel converts separations by two exact halves (fixed_separation<true>) when it
-// runs at most this many lanes per atom, by I2F otherwise (pycumd.forces.SPLIT_CONVERSION_MAX_LANES).
-#define FIXED_SPLIT_MAX_LANES 1
-#endif
 // One coordinate of r_i - r_j from box fractions (minimum image by wrap-around), in float32:
 // (float)d * s for the 32-bit difference d.  SPLIT: the int-to-float conversion (I2F, a
 // quarter-rate instruction on the H100, three per pair) done by full-rate ones instead: the high
@@ -228,7 +223,9 @@ FORCE_KERNEL_PAIR(pair_forces, PAIR_FORCES_ARGS, PAIR_FORCES_PASS, FORCE_MIN_BLO
 // 213.5 us, whole runs +0.6%) and costs where it waits on latency (4 lanes, 32,000 atoms: whole
 // runs -2.3%, its chain of five dependent operations for one I2F); composite's kernel, whose
 // float-float sums keep the other units busy, got slower with it at 1M (235 -> 263 us) and keeps
-// I2F (docs/notes-lj-performance.md).
+// I2F (docs/notes-lj-performance.md).  Mixed precision has a kernel of each (pair_forces_fixed and
+// pair_forces_fixed_split), chosen per launch by its lanes (pycumd.forces.SPLIT_CONVERSION_MAX_LANES):
+// one kernel with both paths, branching on the lanes, spilled at its 40-register cap.
 template <bool SPLIT>
 __device__ __forceinline__ float fixed_separation(unsigned int ui, unsigned int uj, float s) {
     const int d = (int)(ui - uj);
@@ -291,7 +288,7 @@ extern "C" __global__ void fixed_point_image(const int* __restrict__ control, co
     image[i] = make_uint4(box_fraction(x, scale_x), box_fraction(y, scale_y), box_fraction(z, scale_z), (unsigned int)t);
 }
 
-template <int WITH_ENERGY>
+template <int WITH_ENERGY, bool SPLIT>
 __device__ __forceinline__ void pair_forces_fixed_body(
     const int* __restrict__ control, const uint4* __restrict__ image, const int* __restrict__ nbr,
     const int* __restrict__ nbr_count, int n_local, int stride, const float* __restrict__ table, int n_types,
@@ -310,18 +307,10 @@ __device__ __forceinline__ void pair_forces_fixed_body(
 #endif
         const float* rows = table + (size_t)own.w * n_types * PAIR_TABLE_COLUMNS;
         const int count = active ? nbr_count[i] : 0;
-        const bool one_type = FORCE_ONE_TYPE_PATH && n_types == 1;
-        if (lanes <= FIXED_SPLIT_MAX_LANES) {          // warp-uniform: lanes is the launch's
-            if (one_type)
-                sum_neighbours_fixed<true, true>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
-            else
-                sum_neighbours_fixed<false, true>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
-        } else {
-            if (one_type)
-                sum_neighbours_fixed<true, false>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
-            else
-                sum_neighbours_fixed<false, false>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
-        }
+        if (FORCE_ONE_TYPE_PATH && n_types == 1)
+            sum_neighbours_fixed<true, SPLIT>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
+        else
+            sum_neighbours_fixed<false, SPLIT>(sums, image, nbr, i, count, lane, lanes, stride, rows, own, sx, sy, sz, WITH_ENERGY);
 #if FIXED_POINT_SUMS_FP64
         return sums;
 #else
@@ -337,8 +326,19 @@ __device__ __forceinline__ void pair_forces_fixed_body(
     accum_t* __restrict__ energy, accum_t* __restrict__ virial, int lanes
 #define PAIR_FORCES_FIXED_PASS \
     control, image, nbr, nbr_count, n_local, stride, table, n_types, sx, sy, sz, force, energy, virial, lanes
-FORCE_KERNEL_PAIR(pair_forces_fixed, PAIR_FORCES_FIXED_ARGS, PAIR_FORCES_FIXED_PASS, FIXED_MIN_BLOCKS,
-                  FIXED_MIN_BLOCKS_ENERGY)
+// pair_forces_fixed(_energy): separations converted by I2F; pair_forces_fixed_split(_energy): by halves
+extern "C" __global__ void __launch_bounds__(128, FIXED_MIN_BLOCKS) pair_forces_fixed(PAIR_FORCES_FIXED_ARGS) {
+    pair_forces_fixed_body<0, false>(PAIR_FORCES_FIXED_PASS);
+}
+extern "C" __global__ void __launch_bounds__(128, FIXED_MIN_BLOCKS_ENERGY) pair_forces_fixed_energy(PAIR_FORCES_FIXED_ARGS) {
+    pair_forces_fixed_body<1, false>(PAIR_FORCES_FIXED_PASS);
+}
+extern "C" __global__ void __launch_bounds__(128, FIXED_MIN_BLOCKS) pair_forces_fixed_split(PAIR_FORCES_FIXED_ARGS) {
+    pair_forces_fixed_body<0, true>(PAIR_FORCES_FIXED_PASS);
+}
+extern "C" __global__ void __launch_bounds__(128, FIXED_MIN_BLOCKS_ENERGY) pair_forces_fixed_split_energy(PAIR_FORCES_FIXED_ARGS) {
+    pair_forces_fixed_body<1, true>(PAIR_FORCES_FIXED_PASS);
+}
 #endif
 
 #if COMPOSITE

@@ -100,10 +100,11 @@ LANE_CHOICES = (1, 2, 4, 8)
 #: 25.1 / 15.8 / 16.6 us with 1 / 2 / 4 / 8 lanes; 256,000: 131 / 107 / 109 / 112 us; 1,000,188:
 #: 348 / 354 / 369 / 401 us.
 LANES_BY_SIZE = ((65_536, 4), (524_288, 2))
-#: Mixed precision's fixed-point force kernel converts each separation to float by two exact halves
-#: and one fmaf (full-rate instructions, the same bits as I2F) when it runs at most this many lanes per
-#: atom, by I2F above (forces.cu's FIXED_SPLIT_MAX_LANES).  Measured on the H100 (mixed, in.lj, 3000-step
-#: runs): the halves +0.6% at 1,000,188 atoms (1 lane), -2.3% at 32,000 (4 lanes, latency-bound).
+#: Mixed precision's force launches of at most this many lanes per atom take the kernel that converts
+#: each separation to float by two exact halves and one fmaf (full-rate instructions, the same bits as
+#: I2F: forces.cu's pair_forces_fixed_split), the others the one by I2F (pair_forces_fixed).  Measured on
+#: the H100 (mixed, in.lj, 3000-step runs): the halves +0.6% at 1,000,188 atoms (1 lane), -2.3% at 32,000
+#: (4 lanes, latency-bound), -2.8% at 256,000 (2 lanes).
 SPLIT_CONVERSION_MAX_LANES = 1
 
 
@@ -298,8 +299,7 @@ def pair_kernel(potential, table, backend, precision, source: str, name: str, ma
     """
     if backend.is_gpu:
         defines = {**precision.cuda_defines, **potential_defines(potential),
-                   "FIXED_POINT_SUMS_FP64": int(precision.fixed_point_forces and backend.fast_float64),
-                   "FIXED_SPLIT_MAX_LANES": SPLIT_CONVERSION_MAX_LANES}
+                   "FIXED_POINT_SUMS_FP64": int(precision.fixed_point_forces and backend.fast_float64)}
         module = backend.kernel_module(source, defines, options=precision.cuda_options)
         return module.get_function(name), backend.xp.asarray(table, dtype=precision.pair_dtype)
     key = (type(potential), potential.cutoff, make_cpu_kernel)
@@ -353,6 +353,10 @@ class PairForces:
         elif fixed:
             self._image_kernel = pair_kernel(potential, table, backend, precision, "forces.cu",
                                              "fixed_point_image", _make_cpu_kernel)[0]
+            #: the kernels converting separations by halves (SPLIT_CONVERSION_MAX_LANES)
+            self._split_kernel = tuple(pair_kernel(potential, table, backend, precision, "forces.cu", k,
+                                                   _make_cpu_kernel)[0]
+                                       for k in ("pair_forces_fixed_split", "pair_forces_fixed_split_energy"))
             self.compute = self._compute_fixed
         else:
             self.compute = self._compute_cuda if backend.is_gpu else self._compute_cpu
@@ -436,7 +440,8 @@ class PairForces:
         if not image_current:
             self.write_image(state)
         lanes = self._lanes(n)
-        self._kernel[bool(with_energy)](
+        kernels = self._split_kernel if lanes <= SPLIT_CONVERSION_MAX_LANES else self._kernel
+        kernels[bool(with_energy)](
             ((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
             (state.control, self.image, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
              self._table, np.int32(self.n_types), *[np.float32(x / 2.0**32) for x in L],
