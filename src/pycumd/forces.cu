@@ -289,7 +289,7 @@ extern "C" __global__ void fixed_point_image(const int* __restrict__ control, co
 }
 
 template <int WITH_ENERGY, bool SPLIT>
-__device__ __forceinline__ void pair_forces_fixed_body(
+__device__ __forceinline__ void fixed_pair_forces_body(
     const int* __restrict__ control, const uint4* __restrict__ image, const int* __restrict__ nbr,
     const int* __restrict__ nbr_count, int n_local, int stride, const float* __restrict__ table, int n_types,
     float sx, float sy, float sz, accum_t* __restrict__ force, accum_t* __restrict__ energy,
@@ -327,18 +327,18 @@ __device__ __forceinline__ void pair_forces_fixed_body(
 #define PAIR_FORCES_FIXED_PASS \
     control, image, nbr, nbr_count, n_local, stride, table, n_types, sx, sy, sz, force, energy, virial, lanes
 // pair_forces_fixed(_energy): separations converted by I2F; pair_forces_fixed_split(_energy): by halves
-extern "C" __global__ void __launch_bounds__(128, FIXED_MIN_BLOCKS) pair_forces_fixed(PAIR_FORCES_FIXED_ARGS) {
-    pair_forces_fixed_body<0, false>(PAIR_FORCES_FIXED_PASS);
+template <int WITH_ENERGY>
+__device__ __forceinline__ void pair_forces_fixed_body(PAIR_FORCES_FIXED_ARGS) {
+    fixed_pair_forces_body<WITH_ENERGY, false>(PAIR_FORCES_FIXED_PASS);
 }
-extern "C" __global__ void __launch_bounds__(128, FIXED_MIN_BLOCKS_ENERGY) pair_forces_fixed_energy(PAIR_FORCES_FIXED_ARGS) {
-    pair_forces_fixed_body<1, false>(PAIR_FORCES_FIXED_PASS);
+template <int WITH_ENERGY>
+__device__ __forceinline__ void pair_forces_fixed_split_body(PAIR_FORCES_FIXED_ARGS) {
+    fixed_pair_forces_body<WITH_ENERGY, true>(PAIR_FORCES_FIXED_PASS);
 }
-extern "C" __global__ void __launch_bounds__(128, FIXED_MIN_BLOCKS) pair_forces_fixed_split(PAIR_FORCES_FIXED_ARGS) {
-    pair_forces_fixed_body<0, true>(PAIR_FORCES_FIXED_PASS);
-}
-extern "C" __global__ void __launch_bounds__(128, FIXED_MIN_BLOCKS_ENERGY) pair_forces_fixed_split_energy(PAIR_FORCES_FIXED_ARGS) {
-    pair_forces_fixed_body<1, true>(PAIR_FORCES_FIXED_PASS);
-}
+FORCE_KERNEL_PAIR(pair_forces_fixed, PAIR_FORCES_FIXED_ARGS, PAIR_FORCES_FIXED_PASS, FIXED_MIN_BLOCKS,
+                  FIXED_MIN_BLOCKS_ENERGY)
+FORCE_KERNEL_PAIR(pair_forces_fixed_split, PAIR_FORCES_FIXED_ARGS, PAIR_FORCES_FIXED_PASS, FIXED_MIN_BLOCKS,
+                  FIXED_MIN_BLOCKS_ENERGY)
 #endif
 
 #if COMPOSITE

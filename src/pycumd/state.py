@@ -161,4 +161,3 @@ class State:
     def host_positions(self, backend) -> np.ndarray:
         """Positions on the host, (N, 3) float64."""
         return self.host_values("positions", backend)[:, :3]
-

@@ -15,10 +15,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ..precision import c_type_name
-
 from ..backend import array_backend, select
 from ..neighbors.counting_sort import cell_index, counting_sort
+from ..precision import c_type_name
 
 __all__ = ["RDF", "rdf"]
 

@@ -642,8 +642,7 @@ __device__ __forceinline__ void list_rows_by_planes(LIST_KERNEL_ARGS)
         bool overflow = false;
         for (int dz = plane_lo(warp); dz <= plane_hi(warp) && !overflow; ++dz)
             list_plane<true, true, RING_SHIFT>(g, t, dz, cy, cz, staged_all[warp], nullptr,
-                                               reinterpret_cast<int*>(ring), PLANE_RING, count, min_r2,
-                                   overflow);
+                                               reinterpret_cast<int*>(ring), PLANE_RING, count, min_r2, overflow);
         plane_count[warp][lane] = count;
         if (__syncthreads_or(overflow)) {
             if (warp == 0)
