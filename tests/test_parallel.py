@@ -165,11 +165,24 @@ def test_thermostats_decomposed_match_one_rank(thermostat):
 
 
 @needs_mpi
-@pytest.mark.parametrize("ranks, grid", [(2, None), (3, "1x3"), (4, None)])
+@pytest.mark.parametrize("ranks, grid", [(2, "2x1"), (3, "1x3"), (4, "2x2")])
 def test_force_matrix_matches_one_rank(ranks, grid):
-    r = _result(ranks, "ions", *(["--grid", grid] if grid else []))
+    r = _result(ranks, "ions", "--grid", grid)
     assert r["decomposition"].startswith("all-pairs force matrix")
     _assert_matches_one_rank(r)
+
+
+@needs_mpi
+@pytest.mark.parametrize("ranks", [2, 3])
+def test_replicated_all_pairs_are_bit_identical_to_one_rank(ranks):
+    """The default all-pairs decomposition: every rank holds every atom and computes the forces on
+    its block of targets from every source in the serial order, zeros elsewhere; the force
+    all-reduce adds exact zeros, so forces, positions and velocities equal the 1-rank run's bits."""
+    r = _result(ranks, "ions")
+    assert r["decomposition"].startswith("all pairs, replicated atoms") and "targets split" in r["decomposition"], r
+    _assert_matches_one_rank(r)
+    assert r["bit_identical"], r
+    assert r["local_counts"] == [r["n_atoms"][0]] * ranks          # every rank holds every atom
 
 
 @pytest.mark.cuda
@@ -203,11 +216,28 @@ def test_gpu_deterministic_domains_are_bit_identical_to_one_rank(precision):
 @pytest.mark.cuda
 @needs_gpu
 @needs_mpi
-@pytest.mark.parametrize("ranks, grid", [(2, None), (4, "2x2")])
+@pytest.mark.parametrize("ranks, grid", [(2, "2x1"), (4, "2x2")])
 def test_gpu_force_matrix_matches_one_rank(ranks, grid):
-    r = _result(ranks, "ions", "--device", "cuda", *(["--grid", grid] if grid else []))
+    r = _result(ranks, "ions", "--device", "cuda", "--grid", grid)
     assert r["decomposition"].startswith("all-pairs force matrix") and r["device"] != "cpu", r
     _assert_matches_one_rank(r)
+
+
+@pytest.mark.cuda
+@needs_gpu
+@needs_mpi
+@pytest.mark.parametrize("ranks", [2, 3])
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_gpu_replicated_all_pairs_match_one_rank(ranks, precision):
+    """The default all-pairs decomposition on the GPU: double precision splits the targets (the
+    1-rank bits), single precision the Newton kernel's tile pairs (each pair once over the ranks;
+    the partial sums added in another order: single precision's rounding)."""
+    r = _result(ranks, "ions", "--device", "cuda", "--precision", precision)
+    split = "targets split" if precision == "double" else "tile pairs split"
+    assert r["decomposition"].startswith("all pairs, replicated atoms") and split in r["decomposition"], r
+    _assert_matches_one_rank(r, precision)
+    if precision == "double":
+        assert r["bit_identical"], r
 
 
 CHECKPOINT_SCRIPT = """units lj

@@ -37,7 +37,8 @@ def gpu_name() -> str | None:
         return None
 
 
-def measure(cells: int, precision: str, steps: int, warmup: int, platform_name: str) -> dict:
+def measure(cells: int, precision: str, steps: int, warmup: int, platform_name: str,
+            device_index: str | None = None) -> dict:
     import openmm
     from openmm import unit
 
@@ -63,6 +64,8 @@ def measure(cells: int, precision: str, steps: int, warmup: int, platform_name: 
     props = {}
     if platform_name in ("CUDA", "OpenCL", "HIP"):
         props["Precision"] = precision
+        if device_index:
+            props["DeviceIndex"] = device_index      # "0,1": one context over two GPUs
     t_setup = time.perf_counter()
     context = openmm.Context(system, integrator, platform, props)
     context.setPositions(pos)
@@ -90,12 +93,12 @@ def measure(cells: int, precision: str, steps: int, warmup: int, platform_name: 
     return {"engine": "openmm", "N": n, "cells": cells, "precision": prec, "steps": steps,
             "steps_per_s": steps / seconds, "atom_steps_per_s": n * steps / seconds,
             "device": device, "version": openmm.__version__, "platform": platform_name,
-            "warmup": warmup, "setup_s": round(setup_s, 2),
+            "warmup": warmup, "setup_s": round(setup_s, 2), "device_index": device_index,
             "TotEng0": tot(e0), "TotEng_start": tot(s1), "TotEng_end": tot(s2)}
 
 
 def child_main(args) -> int:
-    r = measure(args.cells[0], args.precision[0], args.steps, args.warmup, args.platform)
+    r = measure(args.cells[0], args.precision[0], args.steps, args.warmup, args.platform, args.device_index)
     write_record(args._result, r, "w")
     return 0
 
@@ -103,7 +106,9 @@ def child_main(args) -> int:
 def run_one(cells: int, precision: str, args) -> dict:
     """Run one size in a child process; a failure becomes a record with 'error'."""
     rec, err, _ = run_child(__file__, ["--cells", str(cells), "--precision", precision, "--steps", str(args.steps),
-                                       "--warmup", str(args.warmup), "--platform", args.platform], args.timeout)
+                                       "--warmup", str(args.warmup), "--platform", args.platform,
+                                       *(["--device-index", args.device_index] if args.device_index else [])],
+                              args.timeout)
     if rec is None:
         n = 4 * cells ** 3
         rec = {"engine": "openmm", "N": n, "cells": cells, "precision": precision, "steps": args.steps,
@@ -117,6 +122,8 @@ def main(argv=None) -> int:
     add_run_arguments(ap)
     ap.add_argument("--precision", nargs="+", default=["single", "mixed"], choices=["single", "mixed", "double"])
     ap.add_argument("--platform", default="CUDA", help="OpenMM platform: CUDA (default), OpenCL, CPU, Reference")
+    ap.add_argument("--device-index", default=None,
+                    help="CUDA/OpenCL DeviceIndex property, e.g. '0,1' to run one context on two GPUs")
     args = ap.parse_args(argv)
     if args._child:
         return child_main(args)

@@ -10,10 +10,12 @@ Run under a launcher, one rank per GPU (or oversubscribed on one GPU / CPU cores
 (LAMMPS bench/in.lj scaled up: fcc 0.8442, T 1.44, rc 2.5, skin 0.3, dt 0.005, NVE) and
 ``pycumd bench ions`` (C/O white-dwarf liquid, Gamma 20, all pairs).  ``--weak`` replicates the
 lattice along x so that every rank holds ``4 cells^3`` atoms.  Rank 0 prints one line per run and
-appends a JSON record to ``--json``: atom-steps/s over the whole system, and for domains the ghost
-rows refreshed per step, their bytes per step, the time of one ghost refresh (all ranks, timed
-alone), and with ``--probe`` the bandwidth of a 256 MB send/receive between ranks 0 and 1 through
-the run's transport (NCCL between GPUs, else MPI), measured in the same run.
+appends a JSON record to ``--json``: atom-steps/s over the whole system; the phases of a step timed
+alone on the final state (a force computation, a neighbour build, and for domains the ghost refresh;
+the slowest rank's time); for domains the ghost rows, the bytes sent to other ranks per step (over
+NVLink between GPUs) and the bytes copied locally; and with ``--probe`` the bandwidth of a 256 MB
+send/receive between ranks 0 and 1 through the run's transport (NCCL between GPUs, else MPI),
+measured in the same run.
 """
 
 from __future__ import annotations
@@ -37,7 +39,8 @@ def add_arguments(p) -> None:
     p.add_argument("--cells", type=int, default=40, help="lj: fcc cells per edge (N = 4 cells^3; default 40)")
     p.add_argument("--weak", action="store_true", help="lj: cells^3 fcc cells per rank (box stretched along x)")
     p.add_argument("--n", type=int, default=27648, help="ions: number of ions (default 27648)")
-    p.add_argument("--grid", default=None, help="ions: P x Q force-matrix grid, e.g. 2x1 (default: squarest)")
+    p.add_argument("--grid", default=None,
+                   help="ions: P x Q force-matrix grid, e.g. 2x1 (default: replicated atoms, the pairs split)")
     p.add_argument("--processors", default=None, help="lj: LAMMPS processors Px Py Pz, e.g. '2 1 1'")
     p.add_argument("--precision", default="single", help="single, mixed or double (default single)")
     p.add_argument("--device", default="auto")
@@ -81,6 +84,34 @@ def _probe(comm, backend, nbytes: int = 1 << 28) -> float | None:
     return nbytes / best / 1e9
 
 
+def _timed(sim, world, reps: int, call) -> float:
+    """Seconds per call of ``call()`` (every rank together; the slowest rank), after one untimed call."""
+    call()
+    sim.backend.synchronize()
+    world.Barrier()
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        call()
+    sim.backend.synchronize()
+    return world.allreduce(time.perf_counter() - t0, op=_mpi_max()) / reps
+
+
+def _phases(sim, world) -> dict:
+    """The step's phases timed alone on the run's final state (seconds; each the slowest rank):
+    ``build_s`` (a whole neighbour build: wrap, migration, ordering, ghost selection and exchange,
+    cell and Verlet lists), ``forces_s`` (the force computation, with the ghost refresh in a
+    decomposed run), ``halo_s`` (the ghost refresh alone: the owned rows copied into the extended
+    array, the send buffers gathered, the grouped exchange)."""
+    state, nl, forces = sim.state, sim.neighbors, sim.forces
+    out = {"forces_s": _timed(sim, world, 20, lambda: forces.compute(state, nl, False))}
+    if hasattr(nl, "refresh_ghosts"):
+        out["halo_s"] = _timed(sim, world, 20, lambda: nl.refresh_ghosts(state))
+    if getattr(nl, "nbr", None) is not None:
+        out["build_s"] = _timed(sim, world, 3, lambda: nl.build(state))
+        forces.compute(state, nl, False)          # the forces of the rebuilt list (the run may go on)
+    return out
+
+
 def _mpi_max():
     from mpi4py import MPI
 
@@ -90,7 +121,6 @@ def _mpi_max():
 def measure(args, world) -> dict:
     from pycumd.integrators import VelocityVerlet
     from pycumd.parallel import as_communicator
-    from pycumd.parallel.domains import ghost_bytes_per_step
     from pycumd.potentials import LennardJones
     from pycumd.simulation import Simulation
 
@@ -123,19 +153,14 @@ def measure(args, world) -> dict:
               "decomposition": sim.decomposition.describe() if sim.decomposition is not None else "one rank",
               "TotEng": sim.thermo_row()["TotEng"], "weak": bool(args.weak)}
     nl = sim.neighbors
+    record["builds"] = int(nl.n_builds)
+    record.update(_phases(sim, world))
     if sim.decomposition is not None and hasattr(nl, "refresh_ghosts"):
         comm = sim.decomposition.comm
-        sent = comm.comm.allreduce(sum(len(stage[0]) for stage in nl.stages))
-        record["ghost_rows_per_step"] = int(sent)
-        record["ghost_bytes_per_step"] = int(comm.comm.allreduce(ghost_bytes_per_step(nl)))
-        reps = 20
-        world.Barrier()
-        sim.backend.synchronize()
-        t1 = time.perf_counter()
-        for _ in range(reps):
-            nl.refresh_ghosts(sim.state)
-        sim.backend.synchronize()
-        record["ghost_refresh_s"] = world.allreduce(time.perf_counter() - t1, op=_mpi_max()) / reps
+        halo = nl.halo_bytes()
+        record["ghost_rows"] = int(comm.comm.allreduce(nl.n_ghost))
+        record["ghost_bytes_per_step"] = int(comm.comm.allreduce(halo["sent"]))
+        record["local_copy_bytes_per_step"] = int(comm.comm.allreduce(halo["local"]))
         record["transport"] = comm.transport
         if args.probe:
             record["probe_GBps"] = _probe(comm, sim.backend)
@@ -152,10 +177,13 @@ def main(argv=None) -> int:
     with abort_on_error(world):
         record = measure(args, world)
     if world.rank == 0:
-        extra = ""
+        extra = f", forces {record['forces_s'] * 1e6:.0f} us"
+        if "build_s" in record:
+            extra += f", build {record['build_s'] * 1e6:.0f} us ({record['builds']} builds)"
         if "ghost_bytes_per_step" in record:
-            extra = (f", ghosts {record['ghost_rows_per_step']} rows = {record['ghost_bytes_per_step'] / 1e6:.2f} MB "
-                     f"per step, refresh {record['ghost_refresh_s'] * 1e6:.0f} us ({record['transport']})")
+            extra += (f", ghosts {record['ghost_rows']} rows, {record['ghost_bytes_per_step'] / 1e6:.2f} MB sent "
+                      f"+ {record['local_copy_bytes_per_step'] / 1e6:.2f} MB local per step, halo "
+                      f"{record['halo_s'] * 1e6:.0f} us ({record['transport']})")
         if record.get("probe_GBps"):
             extra += f", probe {record['probe_GBps']:.0f} GB/s"
         print(f"{record['case']} N={record['N']} ranks={record['ranks']} {record['precision']}: "

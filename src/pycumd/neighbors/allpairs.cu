@@ -516,7 +516,7 @@ __device__ __forceinline__ void yk_newton_subgroup(
 
 template <int R, bool E, bool CUBIC>
 __device__ void yukawa_newton_body(const real_t* __restrict__ pos4, int n, const float* __restrict__ log2a,
-                                   const YukawaConsts& K, accum_t* __restrict__ partial)
+                                   const YukawaConsts& K, accum_t* __restrict__ partial, long long block_offset)
 {
     extern __shared__ __align__(16) unsigned char yk_smem[];
     constexpr int nq = E ? 10 : 3;
@@ -526,8 +526,9 @@ __device__ void yukawa_newton_body(const real_t* __restrict__ pos4, int n, const
     accum_t* src_sums = reinterpret_cast<accum_t*>(stage + G);           // nq x G reaction sums
     const int P = (n + G - 1) / G;
 
-    // block -> (I, J): blocks t < P (P - 1) / 2 are the pairs I < J (J = 1: t = 0; J = 2: t = 1, 2; ...)
-    const long long t = blockIdx.x, off = (long long)P * (P - 1) / 2;
+    // block -> (I, J): blocks t < P (P - 1) / 2 are the pairs I < J (J = 1: t = 0; J = 2: t = 1, 2; ...);
+    // a launch covers blocks block_offset .. block_offset + gridDim.x - 1 (a share of the triangle)
+    const long long t = blockIdx.x + block_offset, off = (long long)P * (P - 1) / 2;
     int I, J;
     if (t < off) {
         J = (int)((1.0 + sqrt(1.0 + 8.0 * (double)t)) * 0.5);
@@ -637,16 +638,17 @@ __device__ void yukawa_newton_body(const real_t* __restrict__ pos4, int n, const
 }
 
 // Kernels allpairs_yukawa_newton_<f|e><R>[c] (as allpairs_yukawa_*): grid P (P + 1) / 2 blocks of
-// (32, W) threads, P = ceil(n / (32 W R)); shared memory G (16 + nq sizeof(accum_t)) bytes;
-// partial: P x nq x n.  Then allpairs_yukawa_newton_sum.
+// (32, W) threads, P = ceil(n / (32 W R)), or a contiguous share of them starting at block_offset
+// (the slots the other blocks would write keep their values: zeros, for a sum over ranks);
+// shared memory G (16 + nq sizeof(accum_t)) bytes; partial: P x nq x n.  Then allpairs_yukawa_newton_sum.
 #define YUKAWA_NEWTON_KERNEL(NAME, R, E, CUBIC)                                                            \
 extern "C" __global__ void YUKAWA_BOUNDS NAME(                                                            \
     const real_t* __restrict__ pos4, int n, const float* __restrict__ log2a,                              \
     double invLx, double invLy, double invLz, float sx, float sy, float sz, float cx, float cy, float cz, \
-    float s_grid, float ln2s, accum_t* __restrict__ partial)                                              \
+    float s_grid, float ln2s, accum_t* __restrict__ partial, long long block_offset)                      \
 {                                                                                                          \
     YukawaConsts K = {{invLx, invLy, invLz}, {sx, sy, sz}, {cx, cy, cz}, s_grid, ln2s};                   \
-    yukawa_newton_body<R, E, CUBIC>(pos4, n, log2a, K, partial);                                          \
+    yukawa_newton_body<R, E, CUBIC>(pos4, n, log2a, K, partial, block_offset);                            \
 }
 YUKAWA_NEWTON_KERNEL(allpairs_yukawa_newton_f2, 2, false, false)
 YUKAWA_NEWTON_KERNEL(allpairs_yukawa_newton_f4, 4, false, false)

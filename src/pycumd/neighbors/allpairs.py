@@ -140,14 +140,27 @@ class AllPairsForces:
     newton_unroll : int
         Newton launch shapes only: unroll factor of the kernel's 32-step loop (1, 2 or 4; more
         overlap against more registers; 4, the default, was measured fastest on the H100).
+    share : (rank, size)
+        Compute this rank's share of the pairs only (replicated atoms over ``size`` MPI ranks,
+        :mod:`pycumd.parallel.replicated`): the forces (and energies, virials) it writes are partial
+        sums that a sum over the ranks completes.  The Yukawa fast path takes a contiguous range of
+        the Newton kernel's tile pairs, balanced by their work (every unordered pair once over all
+        ranks; the other launch shapes are not used); the generic kernel (and the CPU) the targets
+        of :func:`~pycumd.parallel.grid.block_range` ``(n, size, rank)`` against every source,
+        zeros elsewhere, so that the sum over the ranks gives the 1-rank values bit for bit.
+        Default ``(0, 1)``: every pair.
 
     ``compute(state, neighbors, with_energy)`` ignores ``neighbors``.
     """
 
     def __init__(self, potential, n_types: int, backend, precision, block=None, fast: bool = True,
-                 exact_separation: bool = True, min_blocks_per_sm: int = 0, newton_unroll: int = 4):
+                 exact_separation: bool = True, min_blocks_per_sm: int = 0, newton_unroll: int = 4,
+                 share: tuple = (0, 1)):
         from ..forces import pair_kernel, potential_defines
 
+        self.share = (int(share[0]), int(share[1]))
+        if not 0 <= self.share[0] < self.share[1]:
+            raise ValueError(f"share must be (rank, size) with 0 <= rank < size, got {share!r}")
         self.potential = potential
         self.n_types = n_types
         self.backend = backend
@@ -165,7 +178,8 @@ class AllPairsForces:
                 raise InputError(f"newton_unroll must be 1, 2 or 4, got {newton_unroll!r}")
             self.newton_unroll = int(newton_unroll)
             self._setup_fast(fast_params, precision)
-            self.candidates = YUKAWA_CANDIDATES + NEWTON_CANDIDATES
+            # a share of the pairs: the Newton shapes only (a range of their tile pairs)
+            self.candidates = NEWTON_CANDIDATES if self.shared else YUKAWA_CANDIDATES + NEWTON_CANDIDATES
             self.compute = self._compute_fast
             return
         self._kernel, self._table = pair_kernel(potential, table, backend, precision, "neighbors/allpairs.cu",
@@ -173,9 +187,35 @@ class AllPairsForces:
         self.candidates = BLOCK_CANDIDATES
         self.compute = self._compute_cuda if backend.is_gpu else self._compute_cpu
 
+    @property
+    def shared(self) -> bool:
+        """Whether this evaluator computes a share of the pairs (``share`` size > 1)."""
+        return self.share[1] > 1
+
+    def _target_share(self, state):
+        """``(t0, t1, view)``: this rank's targets (rows t0..t1) and a view of the state holding
+        them (positions, forces, energy, virial of those rows), the other rows' outputs zeroed."""
+        from types import SimpleNamespace
+
+        from ..parallel.grid import block_range
+
+        t0, t1 = block_range(state.n_atoms, self.share[1], self.share[0])
+        for array in (state.forces, state.energy, state.virial):
+            array[:t0] = 0
+            array[t1:] = 0
+        view = SimpleNamespace(positions=state.positions[t0:t1], types=state.types[t0:t1], n_atoms=t1 - t0,
+                               forces=state.forces[t0:t1], energy=state.energy[t0:t1], virial=state.virial[t0:t1],
+                               box_lengths=state.box_lengths)
+        return t0, t1, view
+
     # -- CPU ------------------------------------------------------------------------------
     def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
         L = np.asarray(state.box_lengths, dtype=np.float64)
+        if self.shared:
+            t0, _, view = self._target_share(state)
+            self._kernel(view.positions, view.types, state.positions, state.types, t0, L, 1.0 / L, self._table,
+                         self.n_types, view.forces, view.energy, view.virial, with_energy)
+            return
         self._kernel(state.positions, state.types, state.positions, state.types, 0, L, 1.0 / L, self._table,
                      self.n_types, state.forces, state.energy, state.virial, with_energy)
 
@@ -246,9 +286,16 @@ class AllPairsForces:
     def _tune_key(self, state):
         fast = (("fast", self.exact_separation, self.min_blocks_per_sm, self.newton_unroll) if self.fast
                 else ("generic",))
-        return (self.backend.device_name, state.n_atoms, tuple(sorted(self._defines.items())), fast)
+        return (self.backend.device_name, state.n_atoms, tuple(sorted(self._defines.items())), fast, self.share)
 
     def _compute_cuda(self, state, neighbors, with_energy: bool) -> None:
+        if self.shared:
+            if self.block is None:
+                self.block = (128, 1)              # one row of threads: each target's sum in source order
+            t0, _, view = self._target_share(state)
+            if view.n_atoms:
+                self._launch(view, self.block, with_energy, state.positions, t0)
+            return
         if self.block is None:
             self.block = _TUNED.get(self._tune_key(state))
             if self.block is None:
@@ -336,13 +383,16 @@ class AllPairsForces:
         warps, r, n_super, smem, elements = self._newton_shape(block, n, with_energy)
         key = ("newton", elements)
         if key not in self._scratch:
-            self._scratch[key] = xp.empty(elements, dtype=self._accum)
+            # a share writes some slots only: the others stay zero (a sum over the ranks adds them)
+            self._scratch[key] = (xp.zeros if self.shared else xp.empty)(elements, dtype=self._accum)
         partial = self._scratch[key]
         cubic, box_args = self._fast_box_args(np.asarray(state.box_lengths, dtype=np.float64))
-        self._fast_kernels[("newton_", r, bool(with_energy), cubic)](
-            (n_super * (n_super + 1) // 2,), (32, warps),
-            (state.positions, np.int32(n), self._log2a, *box_args[:11], partial),
-            shared_mem=smem)
+        first, end = newton_block_share(n_super, *self.share)
+        if end > first:
+            self._fast_kernels[("newton_", r, bool(with_energy), cubic)](
+                (end - first,), (32, warps),
+                (state.positions, np.int32(n), self._log2a, *box_args[:11], partial, np.int64(first)),
+                shared_mem=smem)
         scale_f, scale_e = box_args[11:]
         self._newton_sum(((n + 127) // 128,), (128,),
                          (partial, np.int32(n), np.int32(n_super), np.int32(10 if with_energy else 3),
@@ -376,6 +426,25 @@ class AllPairsForces:
             if self.block is None:
                 self.tune(state)
         self._launch_fast(state, self.block, with_energy)
+
+
+def newton_block_share(n_super: int, rank: int, size: int) -> tuple:
+    """``(first, end)``: the Newton kernel's blocks (tile pairs) of rank ``rank`` of ``size``.
+
+    The kernel's ``n_super (n_super + 1) / 2`` blocks are the pairs I < J first, then the
+    ``n_super`` diagonal blocks (I = J), which do half the work (each warp pair once).  The ranks
+    take contiguous ranges of about equal work: rank r ends where the work done reaches
+    ``r + 1`` shares of the total.
+    """
+    pairs = n_super * (n_super - 1) // 2
+    total = pairs + 0.5 * n_super
+
+    def block_at(work: float) -> int:
+        if work <= pairs:
+            return int(round(work))
+        return min(pairs + n_super, pairs + int(round(2.0 * (work - pairs))))
+
+    return block_at(total * rank / size), block_at(total * (rank + 1) / size)
 
 
 class AllPairsNeighbors:

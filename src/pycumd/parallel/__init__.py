@@ -5,8 +5,10 @@ over the ranks of ``comm``:
 
 * neighbour-list forces (LJ and every short-range potential): spatial domains with ghost atoms
   (:mod:`pycumd.parallel.domains`); CPU and GPU backends;
-* all-pairs forces (ions, pasta): the P x Q force matrix of the IUMD seed
-  (:mod:`pycumd.parallel.matrix`); CPU and GPU backends.
+* all-pairs forces (ions, pasta): every atom on every rank, the pairs split over the ranks and the
+  forces summed by one all-reduce (:mod:`pycumd.parallel.replicated`, the default), or the P x Q
+  force matrix of the IUMD seed (:mod:`pycumd.parallel.matrix`) when a ``matrix_grid`` is given;
+  CPU and GPU backends.
 
 The step loop is the serial one (:class:`~pycumd.simulation.Simulation`); the decomposition's
 neighbour structure and force evaluator communicate inside their calls, its bookkeeping sums over
@@ -40,6 +42,7 @@ def decompose(system, potential, integrator, backend, precision, pair_method: st
     from ..state import State
     from .domains import DomainDecomposition, DomainForces, DomainNeighborList
     from .matrix import MatrixDecomposition, MatrixForces
+    from .replicated import ReplicatedDecomposition, ReplicatedForces
 
     comm = as_communicator(engine.comm, backend)
     # Nose-Hoover: its chain sees the kinetic energy summed over the ranks (DistributedBookkeeping);
@@ -52,10 +55,19 @@ def decompose(system, potential, integrator, backend, precision, pair_method: st
     if precision.composite:
         raise NotImplementedError("composite precision is not decomposed over MPI ranks")
     if pair_method == "all_pairs":
-        d = MatrixDecomposition(system, comm, getattr(engine, "matrix_grid", None))
-        state = State.from_system(d.local_system(), backend, precision)
         neighbors = AllPairsNeighbors(backend, r_cut)
         neighbors.check_box(system.box.L)
+        if getattr(engine, "matrix_grid", None) is None:      # the default: replicated atoms, pairs split
+            d = ReplicatedDecomposition(system, comm)
+            state = State.from_system(d.local_system(), backend, precision)
+            share = (comm.rank, comm.size)
+            all_pairs = AllPairsForces(potential, system.n_types, backend, precision, share=share,
+                                       fast=not precision.deterministic)
+            if all_pairs.fast and not any(all_pairs.newton_applies(b, system.n_atoms) for b in all_pairs.candidates):
+                all_pairs = AllPairsForces(potential, system.n_types, backend, precision, share=share, fast=False)
+            return d, state, neighbors, ReplicatedForces(all_pairs, d)
+        d = MatrixDecomposition(system, comm, engine.matrix_grid)
+        state = State.from_system(d.local_system(), backend, precision)
         forces = MatrixForces(AllPairsForces(potential, system.n_types, backend, precision, fast=False), d, backend)
         return d, state, neighbors, forces
     d = DomainDecomposition(system, comm, r_cut + skin, getattr(engine, "processors", None))
@@ -64,7 +76,7 @@ def decompose(system, potential, integrator, backend, precision, pair_method: st
     neighbors.check_box(system.box.L)
     state = State.from_system(d.local_system(), backend, precision)
     forces = DomainForces(PairForces(potential, system.n_types, backend, precision,
-                                     lanes=default_lanes(system.n_atoms)), d)
+                                     lanes=default_lanes(max(1, system.n_atoms // comm.size))), d)
     return d, state, neighbors, forces
 
 

@@ -27,6 +27,12 @@ LOCAL_RANK_VARIABLES = ("PYCUMD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_
 WORLD_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS")
 
 
+#: NCCL data type of each NumPy dtype that crosses ranks (a function of the nccl module: imported lazily)
+_NCCL_TYPES = {np.dtype(np.float64): lambda nccl: nccl.NCCL_FLOAT64, np.dtype(np.float32): lambda nccl: nccl.NCCL_FLOAT32,
+               np.dtype(np.int64): lambda nccl: nccl.NCCL_INT64, np.dtype(np.int32): lambda nccl: nccl.NCCL_INT32,
+               np.dtype(np.uint32): lambda nccl: nccl.NCCL_UINT32, np.dtype(np.uint8): lambda nccl: nccl.NCCL_UINT8}
+
+
 def launched_size() -> int:
     """Processes of the job as the launcher (mpirun, mpiexec, srun) announces them; 1 outside one."""
     for name in WORLD_SIZE_VARIABLES:
@@ -166,6 +172,44 @@ class Communicator:
             return recv
         self.comm.Sendrecv(np.ascontiguousarray(send), dest, tag, recv, source, tag)
         return recv
+
+    def exchange(self, messages) -> None:
+        """Several paired sends and receives at once: ``messages`` is a sequence of
+        ``(send, dest, recv, source)``; ``send`` goes to rank ``dest`` and ``recv`` (a preallocated,
+        C-contiguous array of the same dtype, possibly a view into a larger array) is filled with
+        what rank ``source`` sends here in the message of the same position.  Every rank lists its
+        messages in the same order (message k of one rank pairs with message k of its partner).
+        NCCL: one group on the current stream (no host synchronisation); MPI: ``Sendrecv`` per
+        message (through host copies for ``mpi-host``).  A message to oneself is a copy."""
+        if self.transport == "nccl":
+            nccl, cp = self._nccl_module, self.backend.xp
+            stream = cp.cuda.get_current_stream().ptr
+            local = []
+            nccl.groupStart()
+            try:
+                for send, dest, recv, source in messages:
+                    if dest == self.rank and source == self.rank:
+                        local.append((send, recv))
+                        continue
+                    dtype = _NCCL_TYPES[np.dtype(send.dtype)](nccl)
+                    if send.size:
+                        self.nccl.send(send.data.ptr, send.size, dtype, dest, stream)
+                    if recv.size:
+                        self.nccl.recv(recv.data.ptr, recv.size, dtype, source, stream)
+            finally:
+                nccl.groupEnd()
+            for send, recv in local:
+                recv[...] = send
+            return
+        for k, (send, dest, recv, source) in enumerate(messages):
+            if dest == self.rank and source == self.rank:
+                recv[...] = send
+            elif self.transport == "mpi-host":
+                host_recv = np.empty(recv.shape, dtype=recv.dtype)
+                self.comm.Sendrecv(np.ascontiguousarray(send.get()), dest, 90 + k, host_recv, source, 90 + k)
+                recv.set(host_recv)
+            else:
+                self.comm.Sendrecv(np.ascontiguousarray(send), dest, 90 + k, recv, source, 90 + k)
 
     def abort(self, message: str, code: int = 1) -> None:
         """Print ``message`` (with this rank) to standard error and stop every rank of the job."""

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..neighbors.counting_sort import cell_index, counting_sort
 from ..neighbors.verlet import OverlapError, _build_cpu, capacity_for
+from ..bookkeeping import SimulationError
 from ..system import System
 from .decomposition import Decomposition
 from .grid import choose_domain_grid
@@ -108,6 +109,26 @@ class DomainDecomposition(Decomposition):
         return f"{self.kind} {g[0]}x{g[1]}x{g[2]} over {self.comm.size} MPI ranks ({self.comm.transport})"
 
 
+class HaloStage:
+    """The ghost messages of one decomposed direction, fixed at a build and replayed every step.
+
+    Attributes
+    ----------
+    sends : list of (indices, dest, source, offset, rows)
+        Per face (low, then high): the extended rows sent to rank ``dest`` (``indices``, a backend
+        int array), and the ``rows`` received from rank ``source``, which land in the extended
+        array at rows ``offset .. offset + rows``.
+    buffers : list of arrays
+        The send buffers (rows of the extended array's shape), kept from build to build while
+        their size allows: nothing is allocated between rebuilds.
+    """
+
+    def __init__(self, dim: int):
+        self.dim = dim
+        self.sends: list = []
+        self.buffers: list = []
+
+
 class DomainNeighborList:
     """Verlet list of one domain: owned atoms as targets, owned + ghost atoms as sources.
 
@@ -116,10 +137,24 @@ class DomainNeighborList:
     CPU and GPU backends, with the serial list's kernels (wrap, displacement check, cell index,
     counting sort, list kernel with ``n_targets``).
 
-    On the GPU every per-atom array stays on the device: the ghosts are chosen there, and only the
-    atoms leaving the domain (a few per build) are staged through the host for MPI; ghost rows
-    travel device to device (NCCL, or through the host when the ranks share a GPU, see
-    :class:`~pycumd.parallel.comm.Communicator`).
+    Only the *decomposed* directions (``grid[d] > 1``) have ghosts; along the others a domain spans
+    the box and the minimum image of the list and force kernels covers the periodic images, as in
+    a serial run.  Every per-atom array stays on the backend: the ghosts and the migrating atoms are
+    chosen there, and only their counts (a few integers per build) go through the host.  A
+    build (all ranks together) is
+
+    1. wrap into the box;
+    2. migrate, direction by direction, to the face neighbours only (an atom crosses at most one
+       face per direction between builds): the leaving rows packed into one byte buffer per face;
+    3. the owned atoms put in cell order (a stable counting sort by the domain's cells), so that
+       the list and force kernels read neighbours close in memory;
+    4. choose the ghosts direction by direction (owned and earlier ghosts within ``r_ghost`` of a
+       face), exchange them, and record the send lists (:class:`HaloStage`);
+    5. the cell list and the Verlet list over the extended rows.
+
+    Every step :meth:`refresh_ghosts` copies the owned positions into the extended array and sends
+    the ghosts' positions along the recorded lists: one gather into a kept buffer per face and one
+    grouped exchange per decomposed direction, received in place (no unpack, no allocation).
 
     Parameters
     ----------
@@ -132,7 +167,7 @@ class DomainNeighborList:
     serial : NeighborList, optional
         The serial list whose kernels, kernel options and position error (the displacement limit)
         this one uses; made with the arguments above when not given.  It is switched to
-        ``reorder=False``: a domain's rows keep their order between builds (owned, then ghosts).
+        ``reorder=False``: the domain orders its own rows.
     """
 
     def __init__(self, backend, r_cut: float, skin: float, decomposition: DomainDecomposition, *,
@@ -153,6 +188,8 @@ class DomainNeighborList:
         self.steps_since_build = 0
         self.capacity = None
         self.nbr = self.nbr_count = None
+        #: the directions cut into several domains (ghosts exchanged along these only)
+        self.decomposed = [dim for dim in range(3) if decomposition.grid[dim] > 1]
         #: extended positions, owned rows then ghosts, each ghost with its owner's coordinates (not
         #: shifted by a box length: the force kernels take the minimum image, exactly as in a serial
         #: run): CPU (n_local + n_ghost, 3) float64, GPU (n_local + n_ghost, 4) rows ``x, y, z, type``
@@ -161,7 +198,7 @@ class DomainNeighborList:
         self.extended_types = None      # CPU: (n_local + n_ghost,) int32 (GPU: column 3 of extended)
         self.extended_ids = None        # (n_local + n_ghost,) int64 global ids
         self.shifted = None             # at the build: the extended rows as images next to the domain
-        self.stages: list = []          # per exchange: (send indices, dest, source, recv rows, tag)
+        self.stages: list = []          # HaloStage per decomposed direction
         self.migrated = 0               # atoms that left this rank at the last build
         self.migrated_total = 0         # ... at all builds
 
@@ -171,6 +208,18 @@ class DomainNeighborList:
 
     def check_box(self, L) -> None:
         self.serial.check_box(np.asarray(L, dtype=np.float64))
+
+    def frame(self, L) -> tuple:
+        """``(origin, extent)`` of the region the domain's cell list covers (length units, (3,)):
+        along a decomposed direction the domain and a ghost layer on each side, along the others
+        the periodic box."""
+        d = self.d
+        origin = np.zeros(3)
+        extent = np.asarray(L, dtype=np.float64).copy()
+        for dim in self.decomposed:
+            origin[dim] = d.lo[dim] - d.r_ghost
+            extent[dim] = d.hi[dim] - d.lo[dim] + 2.0 * d.r_ghost
+        return origin, extent
 
     def needs_rebuild(self, state) -> bool:
         """LAMMPS ``Neighbor::decide`` on every rank; with ``check``, a rebuild when some atom on
@@ -185,27 +234,24 @@ class DomainNeighborList:
 
     # -- build -------------------------------------------------------------------------------
     def build_in_id_order(self, state) -> None:
-        """:meth:`build` with the owned atoms put in id order after the migration: the order in which
-        a run restored from a checkpoint holds them (checkpoint steps, so that it continues with the
-        same bits)."""
+        """:meth:`build` with the owned atoms put in id order after the migration (then in cell
+        order, stably): the order in which a run restored from a checkpoint holds them
+        (checkpoint steps, so that it continues with the same bits)."""
         self.build(state, by_id=True)
 
     def build(self, state, by_id: bool = False) -> None:
-        """Wrap, migrate, exchange ghosts, build the list (growing its storage as needed)."""
+        """Wrap, migrate, order, exchange ghosts, build the list (growing its storage as needed)."""
         L = np.asarray(state.box_lengths, dtype=np.float64)
         self.check_box(L)
         if state.n_atoms:
             self.serial._impl.wrap(state)
         self.migrate(state)
-        if by_id:
-            order = self.xp.argsort(state.ids)
-            for name in MIGRATING:
-                setattr(state, name, getattr(state, name)[order])
-            state.positions_at_build = state.positions.astype(state.positions_at_build.dtype)
-        self.exchange_ghosts(state)
-        origin = self.d.lo - self.d.r_ghost
-        extent = (self.d.hi - self.d.lo) + 2.0 * self.d.r_ghost
+        origin, extent = self.frame(L)
         n_cells = self.serial.cells_per_dimension(extent)
+        if by_id:
+            self._permute(state, self.xp.argsort(state.ids))
+        self._cell_order(state, origin, extent, n_cells)
+        self.exchange_ghosts(state)
         n = state.n_atoms
         if self.capacity is None:
             volume = float(np.prod(self.d.hi - self.d.lo))
@@ -243,38 +289,81 @@ class DomainNeighborList:
         self.n_builds += 1
         self.steps_since_build = 0
 
-    def migrate(self, state) -> None:
-        """Send every owned atom whose position left the domain to its new owner (all-to-all of
-        host copies of the leaving atoms' rows); replace the State's per-atom arrays by the kept
-        atoms followed by the arrivals (in rank order)."""
-        comm, xp, b = self.d.comm, self.xp, self.backend
-        owner = self.d.owner_of(state.positions, xp)
-        leaving = owner != comm.rank
-        n_leaving = int(leaving.sum())
-        outgoing = [None] * comm.size
-        if n_leaving:
-            leaving_owner = b.to_host(owner[leaving])
-            rows = {name: b.to_host(getattr(state, name)[leaving]) for name in MIGRATING}
-            for r in np.unique(leaving_owner):
-                sel = leaving_owner == r
-                outgoing[int(r)] = {name: rows[name][sel] for name in MIGRATING}
-        self.migrated = n_leaving
-        self.migrated_total += self.migrated
-        arrived = [p for p in comm.alltoall(outgoing) if p is not None]
-        if not n_leaving and not arrived:
-            return
-        keep = ~leaving
+    def _permute(self, state, order) -> None:
+        """Put the owned atoms' per-atom arrays in ``order`` (a permutation, backend int array)."""
         for name in MIGRATING:
-            parts = [getattr(state, name)[keep]] + [xp.asarray(p[name]) for p in arrived]
-            setattr(state, name, xp.concatenate(parts))
-        n = len(state.ids)
-        state.positions_at_build = state.positions.astype(state.positions_at_build.dtype)
-        state.forces = xp.zeros((n, 3), dtype=state.forces.dtype)
-        state.energy = xp.zeros(n, dtype=state.energy.dtype)
-        state.virial = xp.zeros((n, 6), dtype=state.virial.dtype)
+            setattr(state, name, getattr(state, name)[order])
+
+    def _cell_order(self, state, origin, extent, n_cells) -> None:
+        """Put the owned atoms in the order of the domain's cells, stably (atoms of one cell keep
+        their order)."""
+        n = state.n_atoms
+        if n < 2:
+            return
+        xp = self.xp
+        rows = xp.array(state.positions[:, :3], dtype=np.float64)
+        rows -= xp.asarray(origin)
+        keys = cell_index(rows, extent, n_cells)
+        order = counting_sort(keys, int(np.prod(n_cells)), self.backend).order
+        self._permute(state, order)
+
+    def _exchange_counts(self, counts: list, peers: list) -> list:
+        """``counts[k]`` (host ints) to ``peers[k][0]``; returns what ``peers[k][1]`` sends here in
+        its k-th message (MPI on the host: a few integers)."""
+        comm = self.d.comm
+        out = []
+        for k, (count, (dest, source)) in enumerate(zip(counts, peers)):
+            if dest == comm.rank and source == comm.rank:
+                out.append(count)
+            else:
+                out.append(comm.comm.sendrecv(int(count), dest=dest, source=source, sendtag=10 + k, recvtag=10 + k))
+        return out
+
+    def migrate(self, state) -> None:
+        """Send every owned atom whose position left the domain to the face neighbour it crossed
+        into, direction by direction (LAMMPS' order: x, then y, then z, so that an atom crossing an
+        edge or a corner arrives in two or three hops); the State's per-atom arrays become the kept
+        atoms followed by the arrivals."""
+        d, comm, xp = self.d, self.d.comm, self.xp
+        self.migrated = 0
+        changed = False
+        for dim in self.decomposed:
+            p, own = int(d.grid[dim]), int(d.coords[dim])
+            x = state.positions[:, dim].astype(np.float64)
+            cell = xp.clip(xp.floor(x * (p / d.L[dim])).astype(np.int64), 0, p - 1)
+            low, high = (own - 1) % p, (own + 1) % p
+            to_low = cell == low
+            to_high = (cell == high) & ~to_low          # with two domains both faces lead to the other
+            stray = (cell != own) & ~to_low & ~to_high
+            if bool(stray.any()):
+                raise SimulationError(f"an atom of rank {comm.rank} moved more than one domain along "
+                                      f"{'xyz'[dim]} between two neighbour-list builds: the time step "
+                                      f"is too long or the system blew up")
+            leaving = [xp.nonzero(to_low)[0], xp.nonzero(to_high)[0]]
+            counts = [len(leaving[0]), len(leaving[1])]
+            peers = [(d.neighbour(dim, -1), d.neighbour(dim, +1)), (d.neighbour(dim, +1), d.neighbour(dim, -1))]
+            arriving = self._exchange_counts(counts, peers)
+            self.migrated += sum(counts)
+            if not any(counts) and not any(arriving):
+                continue
+            changed = True
+            packed = [_pack_rows(state, rows, xp) for rows in leaving]
+            width = packed[0].shape[1]
+            received = [xp.empty((rows, width), np.uint8) for rows in arriving]
+            comm.exchange([(packed[k], peers[k][0], received[k], peers[k][1]) for k in range(2)])
+            keep = xp.nonzero(~(to_low | to_high))[0]
+            _unpack_into(state, keep, received, xp)
+        self.migrated_total += self.migrated
+        if changed:
+            n = len(state.ids)
+            state.positions_at_build = state.positions.astype(state.positions_at_build.dtype)
+            state.forces = xp.zeros((n, 3), dtype=state.forces.dtype)
+            state.energy = xp.zeros(n, dtype=state.energy.dtype)
+            state.virial = xp.zeros((n, 6), dtype=state.virial.dtype)
 
     def exchange_ghosts(self, state) -> None:
-        """Choose the ghosts (three stages, see the module docstring) and fill the extended arrays.
+        """Choose the ghosts along each decomposed direction (see the class docstring), fill the
+        extended arrays and record the send lists the steps replay (:meth:`refresh_ghosts`).
 
         A ghost is chosen by its image's position (shifted by -/+L across the periodic boundary),
         which also goes into :attr:`shifted` for the list build; the forces read its owner's own
@@ -290,48 +379,112 @@ class DomainNeighborList:
             types = np.array(state.types)
         images = raw.copy()
         ids = xp.array(state.ids, dtype=np.int64)
+        old = {stage.dim: stage for stage in self.stages}
         self.stages = []
-        for dim in range(3):
+        for dim in self.decomposed:
+            stage = HaloStage(dim)
             present = len(images)
-            sends = []
+            x = images[:present, dim].astype(np.float64)     # the same comparisons in every precision
+            chosen = [xp.nonzero(x < d.lo[dim] + d.r_ghost)[0], xp.nonzero(x >= d.hi[dim] - d.r_ghost)[0]]
+            peers = [(d.neighbour(dim, -1), d.neighbour(dim, +1)), (d.neighbour(dim, +1), d.neighbour(dim, -1))]
+            shifts = []
             for step in (-1, +1):
-                x = images[:present, dim].astype(np.float64)     # the same comparisons in every precision
-                chosen = xp.nonzero(x < d.lo[dim] + d.r_ghost if step < 0 else x >= d.hi[dim] - d.r_ghost)[0]
                 shift = np.zeros(width)
                 if step < 0 and d.coords[dim] == 0:
                     shift[dim] = d.L[dim]
                 elif step > 0 and d.coords[dim] == d.grid[dim] - 1:
                     shift[dim] = -d.L[dim]
-                sends.append((chosen.astype(np.int64), xp.asarray(shift, dtype=real), d.neighbour(dim, step),
-                              d.neighbour(dim, -step)))
-            for k, (chosen, shift, dest, source) in enumerate(sends):
-                count = len(chosen)
-                rows = comm.comm.sendrecv(count, dest=dest, source=source, sendtag=10 + k, recvtag=10 + k) \
-                    if dest != comm.rank or source != comm.rank else count
-                tag = 20 + 2 * dim + k
-                got_images = comm.sendrecv(images[chosen] + shift, dest, source, rows, tag=tag)
-                got_raw = comm.sendrecv(raw[chosen], dest, source, rows, tag=tag)
-                got_ids = comm.sendrecv(ids[chosen], dest, source, rows, tag=tag)
-                if not self.backend.is_gpu:
-                    got_types = comm.sendrecv(types[chosen].astype(np.float64), dest, source, rows, tag=tag)
-                    types = np.concatenate([types, got_types.astype(np.int32)])
-                images = xp.concatenate([images, got_images])
-                raw = xp.concatenate([raw, got_raw])
-                ids = xp.concatenate([ids, got_ids])
-                self.stages.append((chosen, dest, source, rows, tag))
+                shifts.append(xp.asarray(shift, dtype=real))
+            rows = self._exchange_counts([len(c) for c in chosen], peers)
+            got = []
+            for payload in ((lambda c, k: images[c] + shifts[k]), (lambda c, k: raw[c]),
+                            (lambda c, k: ids[c])):
+                sends = [payload(chosen[k], k) for k in range(2)]
+                recvs = [xp.empty((rows[k],) + tuple(sends[k].shape[1:]), dtype=sends[k].dtype) for k in range(2)]
+                comm.exchange([(sends[k], peers[k][0], recvs[k], peers[k][1]) for k in range(2)])
+                got.append(recvs)
+            if not self.backend.is_gpu:
+                recvs = [np.empty(rows[k], np.int32) for k in range(2)]
+                comm.exchange([(np.ascontiguousarray(types[chosen[k]]), peers[k][0], recvs[k], peers[k][1])
+                               for k in range(2)])
+                types = np.concatenate([types, *recvs])
+            offset = present
+            previous = old.get(dim)
+            for k in range(2):
+                stage.sends.append((chosen[k], peers[k][0], peers[k][1], offset, rows[k]))
+                buffer = previous.buffers[k] if previous is not None and len(previous.buffers) > k else None
+                shape = (len(chosen[k]), width)
+                if buffer is None or buffer.dtype != raw.dtype or buffer.shape[0] < shape[0]:
+                    buffer = xp.empty((int(shape[0] * 1.2) + 16, width), dtype=raw.dtype)
+                stage.buffers.append(buffer)
+                offset += rows[k]
+            images = xp.concatenate([images, *got[0]])
+            raw = xp.concatenate([raw, *got[1]])
+            ids = xp.concatenate([ids, *got[2]])
+            self.stages.append(stage)
         self.extended, self.shifted, self.extended_ids = raw, images, ids
         self.extended_types = None if self.backend.is_gpu else types
 
     def refresh_ghosts(self, state) -> None:
         """Copy the owned positions into the extended array and send the ghosts' new positions along
-        the build's send lists (every step, before the forces)."""
-        ext, comm = self.extended, self.d.comm
+        the build's send lists (every step, before the forces): per decomposed direction one gather
+        into the kept send buffers and one grouped exchange that writes the received rows in place."""
+        ext, comm, xp = self.extended, self.d.comm, self.xp
         n = state.n_atoms
-        ext[:n, :3] = state.positions[:, :3]
-        offset = n
-        for chosen, dest, source, rows, tag in self.stages:
-            ext[offset:offset + rows, :3] = comm.sendrecv(ext[chosen, :3], dest, source, rows, tag=tag)
-            offset += rows
+        if self.backend.is_gpu:
+            ext[:n] = state.positions
+        else:
+            ext[:n] = state.positions[:, :3]
+        for stage in self.stages:
+            messages = []
+            for (indices, dest, source, offset, rows), buffer in zip(stage.sends, stage.buffers):
+                send = buffer[:len(indices)]
+                if len(indices):
+                    xp.take(ext, indices, axis=0, out=send)
+                messages.append((send, dest, ext[offset:offset + rows], source))
+            comm.exchange(messages)
+
+    def halo_bytes(self) -> dict:
+        """Bytes per step of the ghost refresh on this rank: ``{"sent": rows sent to other ranks
+        times the row size, "local": the owned rows copied into the extended array}``."""
+        if self.extended is None:
+            return {"sent": 0, "local": 0}
+        row = self.extended.shape[1] * self.extended.dtype.itemsize
+        sent = sum(len(indices) for stage in self.stages for indices, *_ in stage.sends)
+        return {"sent": int(sent * row), "local": int(len(self.nbr_count) * row)}
+
+
+def _row_bytes(array) -> int:
+    """Bytes of one atom's row of a per-atom array."""
+    return int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize
+
+
+def _pack_rows(state, rows, xp):
+    """The per-atom rows ``rows`` of the migrating arrays, packed side by side as bytes:
+    (len(rows), bytes per atom) uint8."""
+    k = len(rows)
+    parts = []
+    for name in MIGRATING:
+        array = getattr(state, name)
+        values = xp.ascontiguousarray(array[rows]).reshape(k, _row_bytes(array) // array.dtype.itemsize)
+        parts.append(values.view(np.uint8))
+    return xp.ascontiguousarray(xp.concatenate(parts, axis=1))
+
+
+def _unpack_into(state, keep, received, xp) -> None:
+    """Replace the migrating arrays by their rows ``keep`` followed by the packed ``received`` rows
+    (each a (rows, bytes per atom) uint8 array of :func:`_pack_rows`)."""
+    start = 0
+    for name in MIGRATING:
+        old = getattr(state, name)
+        width = _row_bytes(old)
+        parts = [old[keep]]
+        for block in received:
+            if len(block):
+                values = xp.ascontiguousarray(block[:, start:start + width]).view(old.dtype)
+                parts.append(values.reshape((len(block),) + tuple(old.shape[1:])))
+        setattr(state, name, xp.concatenate(parts))
+        start += width
 
 
 class DomainForces:
@@ -352,10 +505,9 @@ class DomainForces:
 
 
 def ghost_bytes_per_step(neighbors: DomainNeighborList) -> int:
-    """Bytes this rank sends per step refreshing its ghosts (3 coordinates per ghost row sent, in
-    the extended array's type: float64 on the CPU, the state's type on the GPU)."""
-    itemsize = 8 if neighbors.extended is None else neighbors.extended.dtype.itemsize
-    return int(sum(len(stage[0]) for stage in neighbors.stages) * 3 * itemsize)
+    """Bytes this rank sends to other ranks per step refreshing its ghosts (whole rows of the
+    extended array: 3 float64 coordinates on the CPU, ``x, y, z, type`` in the state's type on the GPU)."""
+    return neighbors.halo_bytes()["sent"]
 
 
 __all__ = ["DomainDecomposition", "DomainNeighborList", "DomainForces", "ghost_bytes_per_step"]
