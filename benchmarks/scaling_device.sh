@@ -8,6 +8,7 @@
 #           (default 159: 16M atoms per GPU)
 #   ions    all-pairs ions at ION_SIZES (default "27648 110592") on 1 and 2 GPUs, replicated and 2x1 matrix
 #   openmm  OpenMM on 1 and 2 GPUs (DeviceIndex 0,1) at LJ_CELLS (wheels in .whl/peers: carry .whl)
+#   profile rank 0's Python profile of the 2-rank LJ run at PROFILE_CELLS (default 63) into $OUT/profile_lj.txt
 #   sizes   LJ strong scaling at SIZE_CELLS (default "20 32 40 50 80 100") for the plot and the crossover
 #
 # JSON records and logs go under $OUT (or ./scaling_out); rank 0 prints one line per run.
@@ -30,7 +31,7 @@ scaling() { # ranks, args...
 parts=${*:-lj ions}
 for part in $parts; do
   case $part in
-  tests) $MPI -n 1 python3 -m pytest -q -p no:cacheprovider -m cuda tests/test_parallel.py 2>&1 | tee "$OUT/tests_mpi.log" | tail -n 15 ;;
+  tests) python3 -m pytest -q -p no:cacheprovider -m cuda tests/test_parallel.py 2>&1 | tee "$OUT/tests_mpi.log" | tail -n 15 ;;
   lj) for c in ${LJ_CELLS:-63 159}; do
         scaling 1 lj --cells "$c" --steps ${LJ_STEPS:-300}
         scaling 2 lj --cells "$c" --steps ${LJ_STEPS:-300}
@@ -42,11 +43,14 @@ for part in $parts; do
           scaling 2 ions --n "$n" --steps $steps --warmup 20
           scaling 2 ions --n "$n" --grid 2x1 --steps $steps --warmup 20
         done ;;
-  openmm) export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+  openmm) python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/peers .whl/peers/*.whl \
+            && export PYTHONPATH=$PYTHONPATH:/tmp/peers
+          export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
           for c in ${LJ_CELLS:-63 159}; do
             python3 benchmarks/peers/openmm_lj.py --cells "$c" --precision single --steps ${OPENMM_STEPS:-300} --json "$OUT/openmm.jsonl" 2>&1 | tail -n 2
             python3 benchmarks/peers/openmm_lj.py --cells "$c" --precision single --steps ${OPENMM_STEPS:-300} --device-index 0,1 --json "$OUT/openmm.jsonl" 2>&1 | tail -n 2
           done ;;
+  profile) scaling 2 lj --cells ${PROFILE_CELLS:-63} --steps 200 --profile "$OUT/profile_lj.txt" ;;
   sizes) for c in ${SIZE_CELLS:-20 32 40 50 80 100}; do
            scaling 1 lj --cells "$c" --steps 300
            scaling 2 lj --cells "$c" --steps 300

@@ -229,15 +229,15 @@ def test_gpu_force_matrix_matches_one_rank(ranks, grid):
 @pytest.mark.parametrize("ranks", [2, 3])
 @pytest.mark.parametrize("precision", ["double", "single"])
 def test_gpu_replicated_all_pairs_match_one_rank(ranks, precision):
-    """The default all-pairs decomposition on the GPU: double precision splits the targets (the
-    1-rank bits), single precision the Newton kernel's tile pairs (each pair once over the ranks;
-    the partial sums added in another order: single precision's rounding)."""
+    """The default all-pairs decomposition on the GPU: double precision splits the targets (one
+    thread per target summing every source in order, where the 1-rank launch shape the tuner picks
+    may split the sources over thread rows: not the same bits, within double's rounding), single
+    precision the Newton kernel's tile pairs (each pair once over the ranks; the partial sums added
+    in another order: single precision's rounding)."""
     r = _result(ranks, "ions", "--device", "cuda", "--precision", precision)
     split = "targets split" if precision == "double" else "tile pairs split"
     assert r["decomposition"].startswith("all pairs, replicated atoms") and split in r["decomposition"], r
     _assert_matches_one_rank(r, precision)
-    if precision == "double":
-        assert r["bit_identical"], r
 
 
 CHECKPOINT_SCRIPT = """units lj

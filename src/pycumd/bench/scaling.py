@@ -48,6 +48,8 @@ def add_arguments(p) -> None:
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--probe", action="store_true", help="measure rank 0 <-> 1 bandwidth of the transport")
     p.add_argument("--json", default=None, help="append one JSON record per run to this file (rank 0)")
+    p.add_argument("--profile", default=None,
+                   help="write rank 0's Python profile of the timed steps (cProfile, by own time) to this file")
 
 
 def _lj_system(cells: int, replicas: int):
@@ -141,11 +143,28 @@ def measure(args, world) -> dict:
     sim.run(args.warmup)
     sim.backend.synchronize()
     world.Barrier()
+    profiler = None
+    if args.profile and world.rank == 0:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     t0 = time.perf_counter()
     sim.run(args.steps)
     sim.backend.synchronize()
     world.Barrier()
     seconds = time.perf_counter() - t0
+    if profiler is not None:
+        profiler.disable()
+        import io
+        import pstats
+
+        text = io.StringIO()
+        stats = pstats.Stats(profiler, stream=text)
+        stats.sort_stats("tottime").print_stats(45)
+        stats.sort_stats("cumulative").print_stats(45)
+        with open(args.profile, "w") as f:
+            f.write(text.getvalue())
     n = system.n_atoms
     record = {"case": args.case, "ranks": world.size, "N": n, "precision": args.precision,
               "device": sim.backend.device_name, "steps": args.steps, "seconds": seconds,

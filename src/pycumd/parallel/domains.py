@@ -199,6 +199,7 @@ class DomainNeighborList:
         self.extended_ids = None        # (n_local + n_ghost,) int64 global ids
         self.shifted = None             # at the build: the extended rows as images next to the domain
         self.stages: list = []          # HaloStage per decomposed direction
+        self._owned_rows = None         # the extended array's owned rows, which the State's positions are
         self.migrated = 0               # atoms that left this rank at the last build
         self.migrated_total = 0         # ... at all builds
 
@@ -245,12 +246,15 @@ class DomainNeighborList:
         self.check_box(L)
         if state.n_atoms:
             self.serial._impl.wrap(state)
-        self.migrate(state)
+        alive = self.migrate(state)
         origin, extent = self.frame(L)
         n_cells = self.serial.cells_per_dimension(extent)
-        if by_id:
+        if by_id:                                        # the departed rows out, then id order
+            if alive is not None:
+                self._permute(state, self.xp.nonzero(alive)[0])
+                alive = None
             self._permute(state, self.xp.argsort(state.ids))
-        self._cell_order(state, origin, extent, n_cells)
+        self._cell_order(state, origin, extent, n_cells, alive)
         self.exchange_ghosts(state)
         n = state.n_atoms
         if self.capacity is None:
@@ -290,21 +294,37 @@ class DomainNeighborList:
         self.steps_since_build = 0
 
     def _permute(self, state, order) -> None:
-        """Put the owned atoms' per-atom arrays in ``order`` (a permutation, backend int array)."""
+        """Put the owned atoms' per-atom arrays in ``order`` (backend int array: a permutation, or
+        a selection of rows); the per-step arrays (forces, energy, virial, positions at build)
+        follow the new length (their values are computed again after the build)."""
+        xp = self.xp
         for name in MIGRATING:
             setattr(state, name, getattr(state, name)[order])
+        n = len(order)
+        if len(state.forces) != n:
+            state.positions_at_build = xp.empty(state.positions.shape, dtype=state.positions_at_build.dtype)
+            state.forces = xp.zeros((n, 3), dtype=state.forces.dtype)
+            state.energy = xp.zeros(n, dtype=state.energy.dtype)
+            state.virial = xp.zeros((n, 6), dtype=state.virial.dtype)
 
-    def _cell_order(self, state, origin, extent, n_cells) -> None:
+    def _cell_order(self, state, origin, extent, n_cells, alive=None) -> None:
         """Put the owned atoms in the order of the domain's cells, stably (atoms of one cell keep
-        their order)."""
+        their order); with ``alive`` (a boolean per row, :meth:`migrate`'s) the rows of departed
+        atoms are dropped in the same gather (they sort into a last bin, cut off)."""
         n = state.n_atoms
-        if n < 2:
+        if n < 2 and alive is None:
             return
         xp = self.xp
         rows = xp.array(state.positions[:, :3], dtype=np.float64)
         rows -= xp.asarray(origin)
         keys = cell_index(rows, extent, n_cells)
-        order = counting_sort(keys, int(np.prod(n_cells)), self.backend).order
+        n_bins = int(np.prod(n_cells))
+        if alive is not None:
+            keys = xp.where(alive, keys, np.int32(n_bins)).astype(np.int32)
+            n_bins += 1
+        order = counting_sort(keys, n_bins, self.backend).order
+        if alive is not None:
+            order = order[:int(self.backend.to_host(alive.sum()))]
         self._permute(state, order)
 
     def _exchange_counts(self, counts: list, peers: list) -> list:
@@ -319,47 +339,49 @@ class DomainNeighborList:
                 out.append(comm.comm.sendrecv(int(count), dest=dest, source=source, sendtag=10 + k, recvtag=10 + k))
         return out
 
-    def migrate(self, state) -> None:
+    def migrate(self, state):
         """Send every owned atom whose position left the domain to the face neighbour it crossed
         into, direction by direction (LAMMPS' order: x, then y, then z, so that an atom crossing an
-        edge or a corner arrives in two or three hops); the State's per-atom arrays become the kept
-        atoms followed by the arrivals."""
+        edge or a corner arrives in two or three hops).  The arrivals are appended to the State's
+        per-atom arrays; the departed rows stay until :meth:`_cell_order` drops them.  Returns the
+        boolean array of the rows that stay (None when no atom moved)."""
         d, comm, xp = self.d, self.d.comm, self.xp
         self.migrated = 0
-        changed = False
+        alive = None
         for dim in self.decomposed:
             p, own = int(d.grid[dim]), int(d.coords[dim])
             x = state.positions[:, dim].astype(np.float64)
             cell = xp.clip(xp.floor(x * (p / d.L[dim])).astype(np.int64), 0, p - 1)
             low, high = (own - 1) % p, (own + 1) % p
-            to_low = cell == low
-            to_high = (cell == high) & ~to_low          # with two domains both faces lead to the other
-            stray = (cell != own) & ~to_low & ~to_high
-            if bool(stray.any()):
+            away = cell != own
+            if alive is not None:                       # gone along an earlier direction
+                away &= alive
+            to_low = away & (cell == low)
+            to_high = away & (cell == high) & ~to_low    # with two domains both faces lead to the other
+            # one synchronisation: how many leave low, leave high, and strayed further
+            tally = xp.stack([to_low.sum(), to_high.sum(), away.sum()])
+            n_low, n_high, n_away = (int(v) for v in self.backend.to_host(tally))
+            if n_away != n_low + n_high:
                 raise SimulationError(f"an atom of rank {comm.rank} moved more than one domain along "
                                       f"{'xyz'[dim]} between two neighbour-list builds: the time step "
                                       f"is too long or the system blew up")
-            leaving = [xp.nonzero(to_low)[0], xp.nonzero(to_high)[0]]
-            counts = [len(leaving[0]), len(leaving[1])]
+            empty = xp.empty(0, np.int64)
+            leaving = [xp.nonzero(to_low)[0] if n_low else empty, xp.nonzero(to_high)[0] if n_high else empty]
+            counts = [n_low, n_high]
             peers = [(d.neighbour(dim, -1), d.neighbour(dim, +1)), (d.neighbour(dim, +1), d.neighbour(dim, -1))]
             arriving = self._exchange_counts(counts, peers)
-            self.migrated += sum(counts)
+            self.migrated += n_low + n_high
             if not any(counts) and not any(arriving):
                 continue
-            changed = True
             packed = [_pack_rows(state, rows, xp) for rows in leaving]
             width = packed[0].shape[1]
             received = [xp.empty((rows, width), np.uint8) for rows in arriving]
             comm.exchange([(packed[k], peers[k][0], received[k], peers[k][1]) for k in range(2)])
-            keep = xp.nonzero(~(to_low | to_high))[0]
-            _unpack_into(state, keep, received, xp)
+            stays = ~away if alive is None else alive & ~away
+            alive = xp.concatenate([stays, xp.ones(sum(arriving), dtype=bool)])
+            _append_rows(state, received, xp)
         self.migrated_total += self.migrated
-        if changed:
-            n = len(state.ids)
-            state.positions_at_build = state.positions.astype(state.positions_at_build.dtype)
-            state.forces = xp.zeros((n, 3), dtype=state.forces.dtype)
-            state.energy = xp.zeros(n, dtype=state.energy.dtype)
-            state.virial = xp.zeros((n, 6), dtype=state.virial.dtype)
+        return alive
 
     def exchange_ghosts(self, state) -> None:
         """Choose the ghosts along each decomposed direction (see the class docstring), fill the
@@ -370,60 +392,73 @@ class DomainNeighborList:
         coordinates (:attr:`extended`), so that every pair term is computed from the same numbers as
         in a serial run."""
         d, comm, xp = self.d, self.d.comm, self.xp
-        if self.backend.is_gpu:                     # rows x, y, z, type in the state's type
-            raw = state.positions.copy()
-            width, real = 4, state.positions.dtype
-        else:
-            raw = np.array(state.positions[:, :3], dtype=np.float64)
-            width, real = 3, np.float64
-            types = np.array(state.types)
-        images = raw.copy()
-        ids = xp.array(state.ids, dtype=np.int64)
+        # owned rows as they are: GPU (n, 4) ``x, y, z, type`` of the state's type; CPU (n, 3) float64
+        owned = state.positions if self.backend.is_gpu else np.ascontiguousarray(state.positions[:, :3],
+                                                                                    dtype=np.float64)
+        width, real = owned.shape[1], owned.dtype
+        n = state.n_atoms
+        ghost_images, ghost_raw, ghost_ids, ghost_types = [], [], [], []     # received parts, in row order
         old = {stage.dim: stage for stage in self.stages}
         self.stages = []
         for dim in self.decomposed:
             stage = HaloStage(dim)
-            present = len(images)
-            x = images[:present, dim].astype(np.float64)     # the same comparisons in every precision
-            chosen = [xp.nonzero(x < d.lo[dim] + d.r_ghost)[0], xp.nonzero(x >= d.hi[dim] - d.r_ghost)[0]]
-            peers = [(d.neighbour(dim, -1), d.neighbour(dim, +1)), (d.neighbour(dim, +1), d.neighbour(dim, -1))]
-            shifts = []
+            images_g = xp.concatenate(ghost_images) if ghost_images else owned[:0]
+            raw_g = xp.concatenate(ghost_raw) if ghost_raw else owned[:0]
+            ids_g = xp.concatenate(ghost_ids) if ghost_ids else state.ids[:0]
+            chosen = []                             # per face: rows of the extended array (owned, then ghosts)
+            payload = []
             for step in (-1, +1):
                 shift = np.zeros(width)
                 if step < 0 and d.coords[dim] == 0:
                     shift[dim] = d.L[dim]
                 elif step > 0 and d.coords[dim] == d.grid[dim] - 1:
                     shift[dim] = -d.L[dim]
-                shifts.append(xp.asarray(shift, dtype=real))
+                parts = []
+                for rows in (owned, images_g):      # the same comparisons in every precision
+                    x = rows[:, dim].astype(np.float64)
+                    parts.append(xp.nonzero(x < d.lo[dim] + d.r_ghost if step < 0 else x >= d.hi[dim] - d.r_ghost)[0])
+                own_rows, ghost_rows = parts
+                chosen.append(xp.concatenate([own_rows, ghost_rows + n]))
+                image_rows = xp.concatenate([owned[own_rows], images_g[ghost_rows]])
+                if shift.any():
+                    image_rows += xp.asarray(shift, dtype=real)
+                columns = [image_rows, xp.concatenate([owned[own_rows], raw_g[ghost_rows]]),
+                           xp.concatenate([state.ids[own_rows], ids_g[ghost_rows]])]
+                if not self.backend.is_gpu:
+                    types_g = np.concatenate(ghost_types) if ghost_types else state.types[:0]
+                    columns.append(np.concatenate([state.types[own_rows], types_g[ghost_rows]]))
+                payload.append(columns)
+            peers = [(d.neighbour(dim, -1), d.neighbour(dim, +1)), (d.neighbour(dim, +1), d.neighbour(dim, -1))]
             rows = self._exchange_counts([len(c) for c in chosen], peers)
-            got = []
-            for payload in ((lambda c, k: images[c] + shifts[k]), (lambda c, k: raw[c]),
-                            (lambda c, k: ids[c])):
-                sends = [payload(chosen[k], k) for k in range(2)]
-                recvs = [xp.empty((rows[k],) + tuple(sends[k].shape[1:]), dtype=sends[k].dtype) for k in range(2)]
-                comm.exchange([(sends[k], peers[k][0], recvs[k], peers[k][1]) for k in range(2)])
-                got.append(recvs)
-            if not self.backend.is_gpu:
-                recvs = [np.empty(rows[k], np.int32) for k in range(2)]
-                comm.exchange([(np.ascontiguousarray(types[chosen[k]]), peers[k][0], recvs[k], peers[k][1])
-                               for k in range(2)])
-                types = np.concatenate([types, *recvs])
-            offset = present
+            # one message per face: the image row, the owner's row, the id (CPU: and the type), as bytes
+            sends = [_pack_columns(payload[k], xp) for k in range(2)]
+            recvs = [xp.empty((rows[k], sends[k].shape[1]), np.uint8) for k in range(2)]
+            comm.exchange([(sends[k], peers[k][0], recvs[k], peers[k][1]) for k in range(2)])
+            offset = n + sum(len(part) for part in ghost_ids)
             previous = old.get(dim)
             for k in range(2):
+                columns = _unpack_columns(recvs[k], payload[k], xp)
+                ghost_images.append(columns[0])
+                ghost_raw.append(columns[1])
+                ghost_ids.append(columns[2])
+                if not self.backend.is_gpu:
+                    ghost_types.append(columns[3])
                 stage.sends.append((chosen[k], peers[k][0], peers[k][1], offset, rows[k]))
                 buffer = previous.buffers[k] if previous is not None and len(previous.buffers) > k else None
-                shape = (len(chosen[k]), width)
-                if buffer is None or buffer.dtype != raw.dtype or buffer.shape[0] < shape[0]:
-                    buffer = xp.empty((int(shape[0] * 1.2) + 16, width), dtype=raw.dtype)
+                if buffer is None or buffer.dtype != real or buffer.shape[0] < len(chosen[k]):
+                    buffer = xp.empty((int(len(chosen[k]) * 1.2) + 16, width), dtype=real)
                 stage.buffers.append(buffer)
                 offset += rows[k]
-            images = xp.concatenate([images, *got[0]])
-            raw = xp.concatenate([raw, *got[1]])
-            ids = xp.concatenate([ids, *got[2]])
             self.stages.append(stage)
-        self.extended, self.shifted, self.extended_ids = raw, images, ids
-        self.extended_types = None if self.backend.is_gpu else types
+        self.extended = xp.concatenate([owned, *ghost_raw])
+        self.shifted = xp.concatenate([owned, *ghost_images])
+        self.extended_ids = xp.concatenate([state.ids.astype(np.int64), *ghost_ids])
+        self.extended_types = None if self.backend.is_gpu else np.concatenate([state.types, *ghost_types])
+        # the owned positions become the extended array's first rows: the steps move them in place,
+        # and the refresh copies nothing of them
+        if self.extended.dtype == state.positions.dtype and self.extended.shape[1:] == state.positions.shape[1:]:
+            state.positions = self.extended[:n]
+        self._owned_rows = state.positions
 
     def refresh_ghosts(self, state) -> None:
         """Copy the owned positions into the extended array and send the ghosts' new positions along
@@ -431,10 +466,8 @@ class DomainNeighborList:
         into the kept send buffers and one grouped exchange that writes the received rows in place."""
         ext, comm, xp = self.extended, self.d.comm, self.xp
         n = state.n_atoms
-        if self.backend.is_gpu:
-            ext[:n] = state.positions
-        else:
-            ext[:n] = state.positions[:, :3]
+        if state.positions is not self._owned_rows:      # not the extended array's own rows
+            ext[:n] = state.positions[:, :ext.shape[1]]
         for stage in self.stages:
             messages = []
             for (indices, dest, source, offset, rows), buffer in zip(stage.sends, stage.buffers):
@@ -451,12 +484,32 @@ class DomainNeighborList:
             return {"sent": 0, "local": 0}
         row = self.extended.shape[1] * self.extended.dtype.itemsize
         sent = sum(len(indices) for stage in self.stages for indices, *_ in stage.sends)
-        return {"sent": int(sent * row), "local": int(len(self.nbr_count) * row)}
+        local = 0 if self._owned_rows is not None and self._owned_rows.base is self.extended else len(self.nbr_count)
+        return {"sent": int(sent * row), "local": int(local * row)}
 
 
 def _row_bytes(array) -> int:
     """Bytes of one atom's row of a per-atom array."""
     return int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize
+
+
+def _pack_columns(arrays, xp):
+    """Arrays of equal length, side by side as bytes: (rows, bytes per row) uint8."""
+    k = len(arrays[0])
+    parts = [xp.ascontiguousarray(a).reshape(k, _row_bytes(a) // a.dtype.itemsize).view(np.uint8) for a in arrays]
+    return xp.ascontiguousarray(xp.concatenate(parts, axis=1))
+
+
+def _unpack_columns(block, like, xp) -> list:
+    """The arrays :func:`_pack_columns` packed into ``block``, each of the dtype and row shape of
+    the corresponding array of ``like``."""
+    out, start = [], 0
+    for a in like:
+        width = _row_bytes(a)
+        values = xp.ascontiguousarray(block[:, start:start + width]).view(a.dtype)
+        out.append(values.reshape((len(block),) + tuple(a.shape[1:])))
+        start += width
+    return out
 
 
 def _pack_rows(state, rows, xp):
@@ -471,19 +524,20 @@ def _pack_rows(state, rows, xp):
     return xp.ascontiguousarray(xp.concatenate(parts, axis=1))
 
 
-def _unpack_into(state, keep, received, xp) -> None:
-    """Replace the migrating arrays by their rows ``keep`` followed by the packed ``received`` rows
-    (each a (rows, bytes per atom) uint8 array of :func:`_pack_rows`)."""
+def _append_rows(state, received, xp) -> None:
+    """Append the packed ``received`` rows (each a (rows, bytes per atom) uint8 array of
+    :func:`_pack_rows`) to the migrating arrays; the per-step arrays (forces, energy, virial,
+    positions at build) follow the new length (their values are computed again after the build)."""
     start = 0
     for name in MIGRATING:
         old = getattr(state, name)
         width = _row_bytes(old)
-        parts = [old[keep]]
+        parts = [old]
         for block in received:
             if len(block):
                 values = xp.ascontiguousarray(block[:, start:start + width]).view(old.dtype)
                 parts.append(values.reshape((len(block),) + tuple(old.shape[1:])))
-        setattr(state, name, xp.concatenate(parts))
+        setattr(state, name, xp.concatenate(parts) if len(parts) > 1 else old)
         start += width
 
 
