@@ -172,6 +172,15 @@ def test_force_matrix_matches_one_rank(ranks, grid):
     _assert_matches_one_rank(r)
 
 
+@needs_mpi
+def test_force_matrix_takes_every_periodic_image_of_a_small_box():
+    """A box shorter than twice the cutoff (32 atoms, L = 3.36, r_cut = 2.5) over a 2 x 1 force
+    matrix: each block sums its pairs over every image in range, as one rank does."""
+    r = _result(2, "small")
+    assert r["decomposition"].startswith("all-pairs force matrix")
+    _assert_matches_one_rank(r)
+
+
 @pytest.mark.cuda
 @needs_gpu
 @needs_mpi

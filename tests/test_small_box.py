@@ -49,13 +49,13 @@ def fcc_cell(a, cells=(1, 1, 1), n_types=1, rattle=0.05, seed=7, units="lj", mas
 
 def write_data(path, system):
     """``system`` as a LAMMPS data file (atom style atomic, with velocities)."""
-    L = system.box.L
+    L = system.box.L.tolist()
     lines = ["LAMMPS data file of a small periodic cell", "", f"{system.n_atoms} atoms", f"{system.n_types} atom types", ""]
     lines += [f"0 {L[d]!r} {lo}lo {lo}hi" for d, lo in enumerate("xyz")] + ["", "Masses", ""]
-    lines += [f"{t + 1} {m!r}" for t, m in enumerate(system.masses)] + ["", "Atoms # atomic", ""]
-    lines += [f"{i + 1} {t + 1} {x!r} {y!r} {z!r}" for i, (t, (x, y, z)) in enumerate(zip(system.types, system.positions))]
+    lines += [f"{t + 1} {m!r}" for t, m in enumerate(system.masses.tolist())] + ["", "Atoms # atomic", ""]
+    lines += [f"{i + 1} {t + 1} {x!r} {y!r} {z!r}" for i, (t, (x, y, z)) in enumerate(zip(system.types.tolist(), system.positions.tolist()))]
     lines += ["", "Velocities", ""]
-    lines += [f"{i + 1} {x!r} {y!r} {z!r}" for i, (x, y, z) in enumerate(system.velocities)]
+    lines += [f"{i + 1} {x!r} {y!r} {z!r}" for i, (x, y, z) in enumerate(system.velocities.tolist())]
     path.write_text("\n".join(lines) + "\n")
 
 
