@@ -151,6 +151,8 @@ def _make_cpu_image_kernel(pair_function):
 #: most lattice shifts an all-pairs image sum takes; a box needing more (a box collapsing under a
 #: barostat, or a cutoff of many box lengths) is refused
 MAX_IMAGE_SHIFTS = 20_000
+#: how far (in box lengths) beyond L/2 a rounded minimum-image separation is assumed to reach
+IMAGE_MARGIN = 1e-6
 
 
 def image_shifts(r_cut: float, L) -> np.ndarray:
@@ -158,18 +160,21 @@ def image_shifts(r_cut: float, L) -> np.ndarray:
 
     A minimum-image separation ``d`` has ``|d_a| <= L_a / 2``, so ``|d + n L|`` is at least
     ``sqrt(sum_a max(0, |n_a| - 1/2)^2 L_a^2)``; every ``n`` with that bound below ``r_cut`` is
-    listed, in lexicographic order (x, then y, then z).  ``r_cut <= L_a / 2`` in every direction,
-    or an infinite ``r_cut`` (all pairs, nearest image): ``[[0, 0, 0]]`` alone.
+    listed, in lexicographic order (x, then y, then z).  The bound takes ``|d_a|`` up to
+    ``(1/2 + IMAGE_MARGIN) L_a``, which covers the rounding of the minimum image in float32.
+    ``r_cut <= L_a / 2`` in every direction (the minimum-image convention), or an infinite
+    ``r_cut`` (all pairs, nearest image): ``[[0, 0, 0]]`` alone.
     """
     L = np.asarray(L, dtype=np.float64)
-    if not math.isfinite(r_cut):
+    if not math.isfinite(r_cut) or (r_cut <= 0.5 * L).all():
         return np.zeros((1, 3), dtype=np.int32)
-    n_max = np.floor(r_cut / L + 0.5).astype(np.int64)
+    half = 0.5 + IMAGE_MARGIN
+    n_max = np.floor(r_cut / L + half).astype(np.int64)
     if np.prod(2 * n_max + 1) > 64 * MAX_IMAGE_SHIFTS:
         raise InputError(_too_many_images(r_cut, L, int(np.prod(2 * n_max + 1))))
     axes = [np.arange(-m, m + 1) for m in n_max]
     n = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
-    gap = np.maximum(np.abs(n) - 0.5, 0.0) * L
+    gap = np.maximum(np.abs(n) - half, 0.0) * L
     return np.ascontiguousarray(n[(gap * gap).sum(axis=1) < r_cut * r_cut], dtype=np.int32)
 
 
