@@ -157,7 +157,8 @@ def test_auto_chooses_all_pairs_for_small_boxes_and_neighbor_explains():
 
 def _energy_forces_virial(system, pot, device="cpu", precision="double", pair_method="auto"):
     sim = Simulation(system.copy(), pot, device=device, precision=precision, pair_method=pair_method)
-    sim.state.forces[...] = np.nan                 # every entry must be written
+    for name in ("forces", "energy", "virial"):    # every entry must be written
+        getattr(sim.state, name)[...] = np.nan
     e = sim.potential_energy()
     b, s = sim.backend, sim.state
     order = np.argsort(b.to_host(s.ids), kind="stable")
@@ -270,7 +271,7 @@ def test_gpu_matches_cpu(precision, rtol):
     e, f, e_atom, w, _ = _energy_forces_virial(system, pot)
     eg, fg, e_atom_g, wg, sim = _energy_forces_virial(system, pot, device="cuda", precision=precision)
     assert sim.forces.image_set(system.box.L) is not None
-    assert np.isfinite(fg).all()
+    assert np.isfinite(fg).all() and np.isfinite(e_atom_g).all() and np.isfinite(wg).all()
     scale = np.abs(f).max()
     assert np.abs(fg - f).max() < rtol * scale
     assert eg == pytest.approx(e, rel=rtol)
