@@ -30,19 +30,21 @@ LJ_A = (4 / 0.8442) ** (1 / 3)           # the fcc lattice constant at the in.lj
 CU_A = 3.615                             # copper's lattice constant (Angstrom)
 
 
-def fcc_cell(a, cells=(1, 1, 1), n_types=1, rattle=0.05, seed=7, units="lj", masses=None, temperature=0.0):
+def fcc_cell(a, cells=(1, 1, 1), n_types=1, rattle=0.05, seed=7, units="lj", masses=None, mv2=0.0):
     """An fcc cell of ``cells`` unit cells, positions displaced by up to ``rattle * a`` (so that forces
-    are not zero by symmetry), types alternating, random velocities scaled to about ``temperature``."""
+    are not zero by symmetry), types alternating, random velocities with ``m v^2`` about ``mv2`` per
+    component (mass times velocity squared in the units' own mass and velocity units), no net momentum."""
     rng = np.random.default_rng(seed)
     offsets = np.array([[i, j, k] for i in range(cells[0]) for j in range(cells[1]) for k in range(cells[2])])
-    pos = ((offsets[:, None, :] + FCC_BASIS[None, :, :]).reshape(-1, 3) + rattle * rng.uniform(-1, 1, (4 * len(offsets), 3))) * a
+    lattice = (offsets[:, None, :] + FCC_BASIS[None, :, :]).reshape(-1, 3)
+    pos = (lattice + rattle * rng.uniform(-1, 1, lattice.shape)) * a
     n = len(pos)
     L = np.array(cells, dtype=np.float64) * a
     pos %= L
     types = np.arange(n) % n_types
     masses = np.linspace(1.0, 1.5, n_types) if masses is None else np.asarray(masses, dtype=np.float64)
     system = System(Box(L), pos, masses, units, types=types)
-    v = rng.standard_normal((n, 3)) * np.sqrt(max(temperature, 1e-300) / system.per_atom_mass)[:, None]
+    v = rng.standard_normal((n, 3)) * np.sqrt(mv2 / system.per_atom_mass)[:, None]
     system.velocities = v - (system.per_atom_mass[:, None] * v).sum(axis=0) / system.per_atom_mass.sum()
     return system
 
@@ -50,10 +52,12 @@ def fcc_cell(a, cells=(1, 1, 1), n_types=1, rattle=0.05, seed=7, units="lj", mas
 def write_data(path, system):
     """``system`` as a LAMMPS data file (atom style atomic, with velocities)."""
     L = system.box.L.tolist()
-    lines = ["LAMMPS data file of a small periodic cell", "", f"{system.n_atoms} atoms", f"{system.n_types} atom types", ""]
+    lines = ["LAMMPS data file of a small periodic cell", "", f"{system.n_atoms} atoms",
+             f"{system.n_types} atom types", ""]
     lines += [f"0 {L[d]!r} {lo}lo {lo}hi" for d, lo in enumerate("xyz")] + ["", "Masses", ""]
     lines += [f"{t + 1} {m!r}" for t, m in enumerate(system.masses.tolist())] + ["", "Atoms # atomic", ""]
-    lines += [f"{i + 1} {t + 1} {x!r} {y!r} {z!r}" for i, (t, (x, y, z)) in enumerate(zip(system.types.tolist(), system.positions.tolist()))]
+    atoms = zip(system.types.tolist(), system.positions.tolist())
+    lines += [f"{i + 1} {t + 1} {x!r} {y!r} {z!r}" for i, (t, (x, y, z)) in enumerate(atoms)]
     lines += ["", "Velocities", ""]
     lines += [f"{i + 1} {x!r} {y!r} {z!r}" for i, (x, y, z) in enumerate(system.velocities.tolist())]
     path.write_text("\n".join(lines) + "\n")
@@ -90,14 +94,14 @@ run 20
 
 CASES = {
     # 4 atoms, L = 1.68 sigma < r_cut: 27 image shifts
-    "lj-fcc4": (dict(a=LJ_A, temperature=1.0), LJ_SCRIPT.format(coeffs="")),
+    "lj-fcc4": (dict(a=LJ_A, mv2=1.0), LJ_SCRIPT.format(coeffs="")),
     # 8 atoms, 2 types, an orthogonal 1 x 1 x 2 cell, a shorter 1-2 cutoff
-    "lj-2types-1x1x2": (dict(a=LJ_A, cells=(1, 1, 2), n_types=2, temperature=1.0),
+    "lj-2types-1x1x2": (dict(a=LJ_A, cells=(1, 1, 2), n_types=2, mv2=1.0),
                         LJ_SCRIPT.format(coeffs="pair_coeff 2 2 0.8 1.1\npair_coeff 1 2 0.9 1.05 2.2")),
     # copper-like: 4 atoms, a = 3.615 A, lj/cut 5 A (LAMMPS metal units)
-    "cu-fcc4": (dict(a=CU_A, units="metal", masses=[63.546], temperature=2e-3), CU_SCRIPT.format(fix="fix 1 all nve")),
+    "cu-fcc4": (dict(a=CU_A, units="metal", masses=[63.546], mv2=2e-3), CU_SCRIPT.format(fix="fix 1 all nve")),
     # the same under a barostat: the box changes every step, the images follow
-    "cu-fcc4-npt": (dict(a=CU_A, units="metal", masses=[63.546], temperature=2e-3),
+    "cu-fcc4-npt": (dict(a=CU_A, units="metal", masses=[63.546], mv2=2e-3),
                     CU_SCRIPT.format(fix="fix 1 all npt temp 300 300 0.1 iso 0 0 0.5")),
 }
 
@@ -285,7 +289,7 @@ def test_gpu_matches_cpu(precision, rtol):
 def test_gpu_launch_shapes_and_steps_match_cpu(block):
     """Every launch shape gives the CPU's double-precision forces; 20 NVE steps in deterministic
     double precision give the CPU's bits (the same summation order: sources, then shifts)."""
-    system = fcc_cell(CU_A, units="metal", masses=[63.546], temperature=2e-3)
+    system = fcc_cell(CU_A, units="metal", masses=[63.546], mv2=2e-3)
     pot = LennardJones(5.0).pair_coeff(0, 0, epsilon=0.4093, sigma=2.338)
     runs = {}
     for device in ("cpu", "cuda"):
