@@ -2,7 +2,8 @@
 
 ``python3 tests/mpi_parallel_check.py CASE [--device cpu|cuda] [--precision P] [--grid PxQ] [--steps N]``
 with CASE
-``lj`` (spatial domains, neighbour list) or ``ions`` (all-pairs force matrix).  Rank 0 runs the
+``lj`` (spatial domains, neighbour list), ``ions`` (all-pairs force matrix) or ``small`` (the force
+matrix on a box shorter than twice the cutoff: every periodic image in range).  Rank 0 runs the
 same input on one process first (comm=None); then every rank runs it decomposed.  Rank 0 prints one
 JSON line ``RESULT {...}`` with the measured differences; the test asserts on them.
 """
@@ -50,6 +51,18 @@ def ion_input():
     return system, potential, dt, {"pair_method": "all_pairs"}
 
 
+def small_box_input():
+    base = lattice_system("fcc", 2, density=0.8442)                 # 32 atoms, L = 3.36 < 2 r_cut
+    rng = np.random.default_rng(5)
+    system = System(base.box, base.positions + rng.uniform(-0.05, 0.05, base.positions.shape), base.masses)
+    create_velocities(system, 1.0, seed=87287)
+    potential = LennardJones(r_cut=2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
+    return system, potential, 0.005, {}
+
+
+INPUTS = {"lj": lj_input, "ions": ion_input, "small": small_box_input}
+
+
 def owned_forces(sim, comm):
     """Forces of every atom by id (collective)."""
     d = sim.decomposition
@@ -75,7 +88,7 @@ def thermostat_of(name, temperature, dt):
 
 
 def run(case, comm, steps, device, grid, precision="double", thermostat="nve", deterministic=False):
-    system, potential, dt, options = (lj_input if case == "lj" else ion_input)()
+    system, potential, dt, options = INPUTS[case]()
     options = dict(options, device=device, precision=precision, deterministic=deterministic)
     if thermostat != "nve" and case != "lj":
         raise SystemExit("--thermostat is for the lj case (reduced units, target T = 2.4)")
@@ -94,7 +107,7 @@ def run(case, comm, steps, device, grid, precision="double", thermostat="nve", d
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("case", choices=["lj", "ions"])
+    parser.add_argument("case", choices=list(INPUTS))
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--grid", default=None)
     parser.add_argument("--steps", type=int, default=100)

@@ -55,8 +55,10 @@ def test_pair_method_choice_and_box_checks():
     assert choose_pair_method("auto", 6.0, 2.0, L) == "all_pairs"     # 8 > 0.35 * 20
     assert choose_pair_method("all_pairs", 2.5, 0.3, L) == "all_pairs"
     system = lattice_system("fcc", 3, density=0.8442)                  # L = 5.04
-    with pytest.raises(InputError, match="r_cut <= L/2"):
-        Simulation(system, lj(r_cut=2.6), device="cpu", pair_method="all_pairs")
+    with pytest.raises(InputError, match="periodic images"):
+        Simulation(lattice_system("fcc", 1, density=2000.0), lj(r_cut=2.5), device="cpu", pair_method="all_pairs")
+    images = Simulation(system, lj(r_cut=2.6), device="cpu", pair_method="all_pairs")   # r_cut > L/2: images
+    assert len(images.forces.image_set(system.box.L)[0]) == 7           # (0, 0, 0) and the six faces
     sim = Simulation(system, lj(r_cut=2.5), device="cpu", pair_method="all_pairs")   # too small for a list
     assert sim.pair_method == "all_pairs"
     sim.run(5)

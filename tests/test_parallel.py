@@ -185,6 +185,18 @@ def test_replicated_all_pairs_are_bit_identical_to_one_rank(ranks):
     assert r["local_counts"] == [r["n_atoms"][0]] * ranks          # every rank holds every atom
 
 
+@needs_mpi
+@pytest.mark.parametrize("grid", ["2x1", None])
+def test_all_pairs_over_ranks_take_every_periodic_image_of_a_small_box(grid):
+    """A box shorter than twice the cutoff (32 atoms, L = 3.36, r_cut = 2.5) over 2 ranks, as a
+    2 x 1 force matrix and as replicated atoms: each rank sums its pairs over every image in range,
+    as one rank does."""
+    r = _result(2, "small", *(["--grid", grid] if grid else []))
+    kind = "all-pairs force matrix" if grid else "all pairs, replicated atoms"
+    assert r["decomposition"].startswith(kind), r
+    _assert_matches_one_rank(r)
+
+
 @pytest.mark.cuda
 @needs_gpu
 @needs_mpi

@@ -139,9 +139,10 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
 def _check_composite_supported(pair_method: str, thermostat) -> None:
     """Composite precision covers NVE and Nose-Hoover over a neighbour list; say what it does not."""
     if pair_method == "all_pairs":
-        raise NotImplementedError("composite precision is not implemented for the all-pairs force kernel; "
-                                  "use pair_method='neighbor' (a cutoff shorter than half the box) or "
-                                  "precision 'single', 'mixed' or 'double'")
+        raise NotImplementedError("composite precision is not implemented for the all-pairs force kernel "
+                                  "(also the one of boxes shorter than 2 (r_cut + skin)); use precision "
+                                  "'single', 'mixed' or 'double', or pair_method='neighbor' on a box of at "
+                                  "least 2 (r_cut + skin)")
     if thermostat is not None and type(thermostat).__name__ == "Langevin":
         raise NotImplementedError("composite precision is not implemented for the Langevin thermostat "
                                   "(its noise kernel works in float64); use NVE or Nose-Hoover, or "

@@ -49,19 +49,12 @@ def potential_defines(potential) -> dict:
             "SHIFT_FORCE": int(potential.cutoff == "shift_force"), **getattr(potential, "cuda_defines", {})}
 
 
-def make_pair_sums(pair_function):
-    """The per-pair work shared by the neighbour-list and all-pairs CPU kernels (twin of pair_sums.cuh).
-
-    Returns ``(add, store)``: ``add(sums, dx, dy, dz, L, invL, row, with_energy)`` applies the
-    minimum image and the cutoff test, evaluates the pair and returns the updated 10-tuple
-    ``(fx, fy, fz, e, wxx, wyy, wzz, wxy, wxz, wyz)``; ``store(sums, i, forces, energy, virial,
-    with_energy)`` writes it with the factor 1/2 of a full sum.
-    """
+def make_separation_sum(pair_function):
+    """``add_separation(sums, dx, dy, dz, row, with_energy)``: the pair at a separation that is already
+    the image wanted (no minimum image applied; twin of pair_sums.cuh's ``pair_sums_add_separation``):
+    the cutoff test, the pair, and the updated 10-tuple ``(fx, fy, fz, e, wxx, wyy, wzz, wxy, wxz, wyz)``."""
     @numba.njit(inline="always")
-    def add(sums, dx, dy, dz, L, invL, row, with_energy):
-        dx -= L[0] * np.rint(dx * invL[0])
-        dy -= L[1] * np.rint(dy * invL[1])
-        dz -= L[2] * np.rint(dz * invL[2])
+    def add_separation(sums, dx, dy, dz, row, with_energy):
         r2 = dx * dx + dy * dy + dz * dz
         if not r2 < row[0]:
             return sums
@@ -79,6 +72,26 @@ def make_pair_sums(pair_function):
             w4 += dx * dz * fr
             w5 += dy * dz * fr
         return (fx, fy, fz, e, w0, w1, w2, w3, w4, w5)
+
+    return add_separation
+
+
+def make_pair_sums(pair_function):
+    """The per-pair work shared by the neighbour-list and all-pairs CPU kernels (twin of pair_sums.cuh).
+
+    Returns ``(add, store)``: ``add(sums, dx, dy, dz, L, invL, row, with_energy)`` applies the
+    minimum image and the cutoff test, evaluates the pair and returns the updated 10-tuple
+    ``(fx, fy, fz, e, wxx, wyy, wzz, wxy, wxz, wyz)``; ``store(sums, i, forces, energy, virial,
+    with_energy)`` writes it with the factor 1/2 of a full sum.
+    """
+    add_separation = make_separation_sum(pair_function)
+
+    @numba.njit(inline="always")
+    def add(sums, dx, dy, dz, L, invL, row, with_energy):
+        dx -= L[0] * np.rint(dx * invL[0])
+        dy -= L[1] * np.rint(dy * invL[1])
+        dz -= L[2] * np.rint(dz * invL[2])
+        return add_separation(sums, dx, dy, dz, row, with_energy)
 
     @numba.njit(inline="always")
     def store(sums, i, forces, energy, virial, with_energy):

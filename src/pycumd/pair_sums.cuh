@@ -78,14 +78,22 @@ __device__ __forceinline__ void pair_sums_add_separation(PairSums& s, pair_t dx,
     }
 }
 
+// The minimum image of a separation, in place: each component in [-L/2, L/2].
+__device__ __forceinline__ void minimum_image(real_t& dxr, real_t& dyr, real_t& dzr,
+                                              real_t Lx, real_t Ly, real_t Lz,
+                                              real_t invLx, real_t invLy, real_t invLz)
+{
+    dxr -= Lx * rint(dxr * invLx);
+    dyr -= Ly * rint(dyr * invLy);
+    dzr -= Lz * rint(dzr * invLz);
+}
+
 __device__ __forceinline__ void pair_sums_add(
     PairSums& s, real_t dxr, real_t dyr, real_t dzr,
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz,
     const pair_t* __restrict__ row, int with_energy)
 {
-    dxr -= Lx * rint(dxr * invLx);
-    dyr -= Ly * rint(dyr * invLy);
-    dzr -= Lz * rint(dzr * invLz);
+    minimum_image(dxr, dyr, dzr, Lx, Ly, Lz, invLx, invLy, invLz);
     pair_sums_add_separation(s, (pair_t)dxr, (pair_t)dyr, (pair_t)dzr, row, with_energy);
 }
 

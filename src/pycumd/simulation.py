@@ -44,9 +44,10 @@ class Simulation:
         ``auto``: double on the CPU, mixed on the GPU.
     pair_method : {"auto", "neighbor", "all_pairs"}
         ``all_pairs``: every pair with the minimum image, no neighbour list
-        (:mod:`pycumd.neighbors.allpairs`); needs ``r_cut <= L/2`` when the cutoff is finite.
-        ``auto``: all pairs when the potential has no cutoff or ``r_cut + skin > 0.35 L_min``,
-        else the neighbour list.
+        (:mod:`pycumd.neighbors.allpairs`); where a finite cutoff exceeds half a box edge, every
+        periodic image in range.  ``neighbor`` needs every edge ``>= 2 (r_cut + skin)``.
+        ``auto``: all pairs when the potential has no cutoff or ``r_cut + skin > 0.35 L_min``
+        (small boxes included), else the neighbour list.
     deterministic : bool
         Build the GPU kernels without fused multiply-add and keep the CPU's full neighbour list
         (not its faster half list), so that a double-precision NVE run gives the same bits on the

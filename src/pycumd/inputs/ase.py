@@ -9,7 +9,8 @@ Atom types: pycumd potentials have 0-based types; ``type_map`` maps chemical sym
 numbers) to them, by default the distinct atomic numbers in increasing order (``{"Ar": 0}`` for
 argon, ``{"Na": 0, "Cl": 1}`` for NaCl).
 
-Cells must be orthorhombic and periodic in x, y and z (pycumd has no triclinic boxes).
+Cells must be orthorhombic and periodic in x, y and z (pycumd has no triclinic boxes).  A cell
+shorter than twice the cutoff takes every periodic image in range, as ASE's own calculators do.
 
 Examples
 --------

@@ -58,7 +58,8 @@ def set_box(sim, lo: np.ndarray, hi: np.ndarray) -> None:
     """Make ``[lo, hi)`` the box of ``sim``: scale every position with it (relative to the lower
     corner, i.e. about the box's fixed point), and update ``state.box_lengths``, ``sim.box`` and
     the bookkeeping's volume.  Raises :class:`SimulationError` when the new box is too small for the
-    cutoff plus skin (a collapsing box)."""
+    cutoff plus skin of a neighbour list, or needs more periodic images than the all-pairs path takes
+    (a collapsing box); the all-pairs path recomputes its image set from the new box by itself."""
     state, xp = sim.state, sim.backend.xp
     old = np.asarray(state.box_lengths, dtype=np.float64)
     new = np.asarray(hi, dtype=np.float64) - np.asarray(lo, dtype=np.float64)

@@ -16,12 +16,22 @@
 //
 // Types and outputs as forces.cu: real_t positions ((N, 4) rows x, y, z, type), pair_t pair
 // arithmetic, accum_t sums; force (n_local, 3), energy (n_local,), virial (n_local, 6).
+//
+// allpairs_image_forces: boxes shorter than twice the cutoff.  Each pair's minimum-image separation
+// d is taken with every lattice shift of the list `shifts` ((n_shifts, 3) int, from the host:
+// pycumd.neighbors.allpairs.image_shifts, the shifts n for which |d + n L| < r_cut can hold):
+//   f_i = sum_j sum_n (F/r) (d_ij + n L),   e_i = 1/2 sum_j sum_n E,   W_i likewise,
+// skipping only (j = i, n = 0): an atom meets its own images (n and -n both, each with the 1/2).
+// For each source j the shifts are taken in list order (the CPU twin's order).  The template
+// flag keeps allpairs_forces (IMAGES = false) the plain minimum-image kernel.
 #include "pair_sums.cuh"   // types, the potential, positions, the per-pair sums
 
-extern "C" __global__ void allpairs_forces(
+template <bool IMAGES>
+__device__ __forceinline__ void allpairs_body(
     const real_t* __restrict__ pos4, int n_local, const real_t* __restrict__ src4, int n_total, int self_offset,
     const pair_t* __restrict__ table, int n_types,
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz,
+    const int* __restrict__ shifts, int n_shifts, int zero_shift,
     accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,
     int with_energy)
 {
@@ -52,7 +62,20 @@ extern "C" __global__ void allpairs_forces(
         const int count = min(tile, n_total - base);
         const int k_end = min(ty * m + m, count);
         for (int k = ty * m; k < k_end; ++k) {
-            if (base + k == i + self_offset) continue;
+            const bool self = base + k == i + self_offset;
+            if (IMAGES) {
+                real_t dx = xi - sx[k], dy = yi - sy[k], dz = zi - sz[k];
+                minimum_image(dx, dy, dz, Lx, Ly, Lz, invLx, invLy, invLz);
+                const pair_t* row = rows + st[k] * PAIR_TABLE_COLUMNS;
+                for (int s = 0; s < n_shifts; ++s) {
+                    if (self && s == zero_shift) continue;
+                    pair_sums_add_separation(sums, (pair_t)(dx + (real_t)shifts[3 * s] * Lx),
+                                             (pair_t)(dy + (real_t)shifts[3 * s + 1] * Ly),
+                                             (pair_t)(dz + (real_t)shifts[3 * s + 2] * Lz), row, with_energy);
+                }
+                continue;
+            }
+            if (self) continue;
             pair_sums_add(sums, xi - sx[k], yi - sy[k], zi - sz[k], Lx, Ly, Lz, invLx, invLy, invLz,
                           rows + st[k] * PAIR_TABLE_COLUMNS, with_energy);
         }
@@ -86,6 +109,29 @@ extern "C" __global__ void allpairs_forces(
     }
     if (ty != 0 || !active) return;
     pair_sums_store(sums, i, force, energy, virial, with_energy);
+}
+
+extern "C" __global__ void allpairs_forces(
+    const real_t* __restrict__ pos4, int n_local, const real_t* __restrict__ src4, int n_total, int self_offset,
+    const pair_t* __restrict__ table, int n_types,
+    real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz,
+    accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,
+    int with_energy)
+{
+    allpairs_body<false>(pos4, n_local, src4, n_total, self_offset, table, n_types, Lx, Ly, Lz, invLx, invLy,
+                         invLz, nullptr, 1, 0, force, energy, virial, with_energy);
+}
+
+extern "C" __global__ void allpairs_image_forces(
+    const real_t* __restrict__ pos4, int n_local, const real_t* __restrict__ src4, int n_total, int self_offset,
+    const pair_t* __restrict__ table, int n_types,
+    real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz,
+    const int* __restrict__ shifts, int n_shifts, int zero_shift,
+    accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,
+    int with_energy)
+{
+    allpairs_body<true>(pos4, n_local, src4, n_total, self_offset, table, n_types, Lx, Ly, Lz, invLx, invLy,
+                        invLz, shifts, n_shifts, zero_shift, force, energy, virial, with_energy);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -21,6 +21,20 @@ floating-point atomics; sources pass through shared memory in tiles.  Two kernel
   ``("newton", W, R)``: W warps per block, R targets per lane.  See the kernels' comments and
   docs/ions.md.
 
+Boxes shorter than twice the cutoff (``r_cut > L/2`` along some edge): every periodic image in
+range, as LAMMPS takes them through its ghost atoms.  :func:`image_shifts` lists, on the host, the
+lattice shifts ``n`` for which a minimum-image separation ``d`` can have ``|d + n L| < r_cut``; the
+force, energy and virial sums then run over every source ``j`` and every shift (sources in order,
+for each source the shifts in list order), skipping only ``j = i`` at ``n = 0``:
+
+``f_i = sum_j sum_n (F/r) (d_ij + n L)``,  ``e_i = 1/2 sum_j sum_n E(|d_ij + n L|)``
+
+so an atom meets its own images (``n`` and ``-n``, each with the factor 1/2), as in LAMMPS.  This
+is a separate kernel (``allpairs_image_forces``; the CPU's :func:`_make_cpu_image_kernel`), taken only
+when the box needs it: a box of at least twice the cutoff runs the minimum-image kernels unchanged.
+The set is recomputed from the box at every force call (a barostat's box included) and uploaded
+only when it changes.
+
 The launch shape is chosen on first use by timing a few candidates with CUDA events, and cached
 per (device, N, kernel).  CPU (Numba, below): parallel over targets, each summing ``j = 0 .. N-1``
 in order, which is also the GPU generic kernel's order when ``l = 1``.
@@ -102,24 +116,92 @@ def _make_cpu_kernel(pair_function):
     return kernel
 
 
-def check_box_all_pairs(r_cut: float, L) -> None:
-    """Raise :class:`InputError` if a finite cutoff exceeds half a box edge (minimum image)."""
+def _make_cpu_image_kernel(pair_function):
+    from ..forces import ZERO_SUMS, make_pair_sums, make_separation_sum
+
+    add_separation = make_separation_sum(pair_function)
+    store = make_pair_sums(pair_function)[1]
+
+    @numba.njit(parallel=True)
+    def kernel(positions, types, sources, source_types, self_offset, L, invL, shifts, zero_shift, table,
+               n_types, forces, energy, virial, with_energy):
+        # as _make_cpu_kernel's, each pair's minimum image d taken with every shift n: d + n L
+        for i in numba.prange(positions.shape[0]):
+            xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
+            base = types[i] * n_types
+            sums = ZERO_SUMS
+            for j in range(sources.shape[0]):
+                dx = xi - sources[j, 0]
+                dy = yi - sources[j, 1]
+                dz = zi - sources[j, 2]
+                dx -= L[0] * np.rint(dx * invL[0])
+                dy -= L[1] * np.rint(dy * invL[1])
+                dz -= L[2] * np.rint(dz * invL[2])
+                row = table[base + source_types[j]]
+                self_pair = j == i + self_offset
+                for s in range(shifts.shape[0]):
+                    if self_pair and s == zero_shift:
+                        continue
+                    sums = add_separation(sums, dx + shifts[s, 0] * L[0], dy + shifts[s, 1] * L[1],
+                                          dz + shifts[s, 2] * L[2], row, with_energy)
+            store(sums, i, forces, energy, virial, with_energy)
+    return kernel
+
+
+#: most lattice shifts an all-pairs image sum takes; a box needing more (a box collapsing under a
+#: barostat, or a cutoff of many box lengths) is refused
+MAX_IMAGE_SHIFTS = 20_000
+#: how far (in box lengths) beyond L/2 a rounded minimum-image separation is assumed to reach
+IMAGE_MARGIN = 1e-6
+
+
+def image_shifts(r_cut: float, L) -> np.ndarray:
+    """The lattice shifts ``n`` (integers, shape (K, 3)) that a pair within ``r_cut`` may need.
+
+    A minimum-image separation ``d`` has ``|d_a| <= L_a / 2``, so ``|d + n L|`` is at least
+    ``sqrt(sum_a max(0, |n_a| - 1/2)^2 L_a^2)``; every ``n`` with that bound below ``r_cut`` is
+    listed, in lexicographic order (x, then y, then z).  The bound takes ``|d_a|`` up to
+    ``(1/2 + IMAGE_MARGIN) L_a``, which covers the rounding of the minimum image in float32.
+    ``r_cut <= L_a / 2`` in every direction (the minimum-image convention), or an infinite
+    ``r_cut`` (all pairs, nearest image): ``[[0, 0, 0]]`` alone.
+    """
     L = np.asarray(L, dtype=np.float64)
-    if math.isfinite(r_cut) and (L < 2.0 * r_cut).any():
-        d = int(np.argmin(L))
-        raise InputError(
-            f"box length {'xyz'[d]} = {L[d]:.6g} is smaller than twice the cutoff 2 * {r_cut:g}: "
-            f"all-pairs forces use the minimum image, which needs r_cut <= L/2; use a larger box "
-            f"or a shorter cutoff (or r_cut=None: all pairs, nearest image)")
+    if not math.isfinite(r_cut) or (r_cut <= 0.5 * L).all():
+        return np.zeros((1, 3), dtype=np.int32)
+    half = 0.5 + IMAGE_MARGIN
+    n_max = np.floor(r_cut / L + half).astype(np.int64)
+    if np.prod(2 * n_max + 1) > 64 * MAX_IMAGE_SHIFTS:
+        raise InputError(_too_many_images(r_cut, L, int(np.prod(2 * n_max + 1))))
+    axes = [np.arange(-m, m + 1) for m in n_max]
+    n = np.stack(np.meshgrid(*axes, indexing="ij"), axis=-1).reshape(-1, 3)
+    gap = np.maximum(np.abs(n) - half, 0.0) * L
+    return np.ascontiguousarray(n[(gap * gap).sum(axis=1) < r_cut * r_cut], dtype=np.int32)
+
+
+def _too_many_images(r_cut: float, L, count: int) -> str:
+    return (f"box {' x '.join(f'{x:.6g}' for x in L)} with cutoff {r_cut:g} needs about {count} periodic "
+            f"images of each pair (at most {MAX_IMAGE_SHIFTS} are taken): use a larger box (replicate "
+            f"the system) or a shorter cutoff")
+
+
+def check_box_all_pairs(r_cut: float, L) -> None:
+    """Raise :class:`InputError` if the box needs more than MAX_IMAGE_SHIFTS periodic images."""
+    count = len(image_shifts(r_cut, L))
+    if count > MAX_IMAGE_SHIFTS:
+        raise InputError(_too_many_images(r_cut, np.asarray(L, dtype=np.float64), count))
 
 
 class AllPairsForces:
-    """Pair forces over all pairs (minimum image); same interface as :class:`~pycumd.forces.PairForces`.
+    """Pair forces over all pairs; same interface as :class:`~pycumd.forces.PairForces`.
+
+    Each pair by its minimum image, and where the box is shorter than twice the cutoff, by every
+    periodic image in range (:func:`image_shifts`; see the module docstring).
 
     Parameters
     ----------
     potential : PairPotential
-        Any pair potential; ``r_cut = inf`` (e.g. ``Yukawa(lambda, r_cut=None)``) means all pairs.
+        Any pair potential; ``r_cut = inf`` (e.g. ``Yukawa(lambda, r_cut=None)``) means all pairs,
+        each by its nearest image.
     n_types : int
     backend, precision : as chosen by the Simulation
     block : tuple of int, optional
@@ -165,6 +247,11 @@ class AllPairsForces:
         self.n_types = n_types
         self.backend = backend
         self.block = tuple(block) if block is not None else None
+        self.r_cut = float(potential.max_cutoff(n_types))
+        self._images = (None, None)       # (shifts (K, 3) on the host, None or (kernel's shifts, zero row))
+        self._image_box = None
+        self._image_kernel = None
+        self._precision = precision
         table = potential.table(n_types)
         self._defines = {**precision.cuda_defines, **potential_defines(potential)}
         self._real = precision.state_dtype
@@ -208,16 +295,55 @@ class AllPairsForces:
                                box_lengths=state.box_lengths)
         return t0, t1, view
 
+    # -- periodic images ---------------------------------------------------------------------
+    def image_set(self, L):
+        """``None`` when the minimum image suffices for box ``L``, else ``(shifts, zero)``: the lattice
+        shifts of :func:`image_shifts` as the kernel reads them ((K, 3) int32 on the backend) and the
+        row of the zero shift.  Recomputed when the box changes; uploaded when the set does."""
+        key = tuple(float(x) for x in L)
+        if key != self._image_box:
+            shifts = image_shifts(self.r_cut, L)
+            if len(shifts) > MAX_IMAGE_SHIFTS:
+                raise InputError(_too_many_images(self.r_cut, np.asarray(L, dtype=np.float64), len(shifts)))
+            if self._images[0] is None or not np.array_equal(shifts, self._images[0]):
+                if len(shifts) == 1:
+                    self._images = (shifts, None)
+                else:
+                    zero = int(np.flatnonzero((shifts == 0).all(axis=1))[0])
+                    device_shifts = self.backend.xp.asarray(shifts) if self.backend.is_gpu else shifts
+                    self._images = (shifts, (device_shifts, zero))
+            self._image_box = key
+        return self._images[1]
+
+    def _image_kernel_built(self):
+        """The image-sum kernel (``allpairs_image_forces``; CPU :func:`_make_cpu_image_kernel`), built on first use."""
+        if self._image_kernel is None:
+            from ..forces import pair_kernel
+
+            self._image_kernel = pair_kernel(self.potential, self._table, self.backend, self._precision,
+                                             "neighbors/allpairs.cu", "allpairs_image_forces",
+                                             _make_cpu_image_kernel)[0]
+        return self._image_kernel
+
     # -- CPU ------------------------------------------------------------------------------
-    def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
+    def _cpu(self, state, sources, source_types, self_offset: int, with_energy: bool) -> None:
         L = np.asarray(state.box_lengths, dtype=np.float64)
+        images = self.image_set(L)
+        if images is None:
+            self._kernel(state.positions, state.types, sources, source_types, int(self_offset), L, 1.0 / L,
+                         self._table, self.n_types, state.forces, state.energy, state.virial, with_energy)
+            return
+        shifts, zero = images
+        self._image_kernel_built()(state.positions, state.types, sources, source_types, int(self_offset), L,
+                                   1.0 / L, shifts, zero, self._table, self.n_types, state.forces, state.energy,
+                                   state.virial, with_energy)
+
+    def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
         if self.shared:
             t0, _, view = self._target_share(state)
-            self._kernel(view.positions, view.types, state.positions, state.types, t0, L, 1.0 / L, self._table,
-                         self.n_types, view.forces, view.energy, view.virial, with_energy)
+            self._cpu(view, state.positions, state.types, t0, with_energy)
             return
-        self._kernel(state.positions, state.types, state.positions, state.types, 0, L, 1.0 / L, self._table,
-                     self.n_types, state.forces, state.energy, state.virial, with_energy)
+        self._cpu(state, state.positions, state.types, 0, with_energy)
 
     def compute_block(self, state, sources, source_types, self_offset: int, with_energy: bool) -> None:
         """Forces on the state's atoms (targets) from ``sources`` only (one block of the force matrix).
@@ -227,10 +353,8 @@ class AllPairsForces:
         ``i + self_offset`` (its self pair skipped), no such source when out of range.  The generic
         kernel only (the Yukawa fast path takes one array); used by :mod:`pycumd.parallel.matrix`.
         """
-        L = np.asarray(state.box_lengths, dtype=np.float64)
         if not self.backend.is_gpu:
-            self._kernel(state.positions, state.types, sources, source_types, int(self_offset), L, 1.0 / L,
-                         self._table, self.n_types, state.forces, state.energy, state.virial, with_energy)
+            self._cpu(state, sources, source_types, self_offset, with_energy)
             return
         if self.fast:
             raise NotImplementedError("the Yukawa fast path takes one array of targets and sources; "
@@ -255,12 +379,17 @@ class AllPairsForces:
         real = self._real
         L = np.asarray(state.box_lengths, dtype=np.float64)
         sources = state.positions if sources is None else sources
-        self._kernel(((n + m - 1) // m,), (m, l),
-                     (state.positions, np.int32(n), sources, np.int32(len(sources)), np.int32(self_offset),
-                      self._table, np.int32(self.n_types),
-                      *[real(x) for x in L], *[real(x) for x in 1.0 / L],
-                      state.forces, state.energy, state.virial, np.int32(with_energy)),
-                     shared_mem=self._shared_bytes(block))
+        head = (state.positions, np.int32(n), sources, np.int32(len(sources)), np.int32(self_offset),
+                self._table, np.int32(self.n_types), *[real(x) for x in L], *[real(x) for x in 1.0 / L])
+        tail = (state.forces, state.energy, state.virial, np.int32(with_energy))
+        images = self.image_set(L)
+        if images is None:
+            self._kernel(((n + m - 1) // m,), (m, l), head + tail, shared_mem=self._shared_bytes(block))
+            return
+        shifts, zero = images
+        self._image_kernel_built()(((n + m - 1) // m,), (m, l),
+                                   head + (shifts, np.int32(len(shifts)), np.int32(zero)) + tail,
+                                   shared_mem=self._shared_bytes(block))
 
     def tune(self, state, candidates=None, repeats: int = 3) -> dict:
         """Time each launch shape with CUDA events; keep the fastest.  Returns {shape: ms per call}."""
@@ -458,7 +587,8 @@ class AllPairsNeighbors:
     ----------
     backend : Backend
     r_cut : float
-        Largest cutoff; ``inf`` for all pairs.  A finite one must not exceed half a box edge.
+        Largest cutoff; ``inf`` for all pairs.  A finite one longer than half a box edge makes the
+        forces take every periodic image in range (at most MAX_IMAGE_SHIFTS shifts).
     wrap_every : int
         Steps between wraps.
     """
@@ -513,8 +643,9 @@ def choose_pair_method(pair_method: str, r_cut: float, skin: float, L) -> str:
     """Resolve ``Simulation(pair_method=...)`` to ``"neighbor"`` or ``"all_pairs"``.
 
     ``auto``: all pairs when there is no cutoff (``r_cut = inf``) or when ``r_cut + skin`` exceeds
-    0.35 of the shortest box edge (a neighbour list would then hold a large part of the system)
-    and ``r_cut <= L_min / 2``, else the neighbour list.  ``neighbor`` with no cutoff is an error.
+    0.35 of the shortest box edge (a neighbour list would then hold a large part of the system,
+    and below half the edge it cannot be built: all pairs then take every periodic image in
+    range), else the neighbour list.  ``neighbor`` with no cutoff is an error.
     """
     if pair_method not in PAIR_METHODS:
         raise InputError(f"unknown pair_method {pair_method!r}: choose one of {', '.join(PAIR_METHODS)}")
@@ -524,7 +655,5 @@ def choose_pair_method(pair_method: str, r_cut: float, skin: float, L) -> str:
                              "(all pairs): use pair_method 'all_pairs' or 'auto'")
         return "all_pairs"
     if pair_method == "auto":
-        L_min = float(np.min(L))
-        # a box too small for either method is left to the neighbour list's own error message
-        return "all_pairs" if 0.35 * L_min < r_cut + skin and r_cut <= 0.5 * L_min else "neighbor"
+        return "all_pairs" if 0.35 * float(np.min(L)) < r_cut + skin else "neighbor"
     return pair_method

@@ -511,8 +511,9 @@ class NeighborList:
             d = int(np.argmin(L))
             raise InputError(
                 f"box length {'xyz'[d]} = {L[d]:.6g} is smaller than twice the cutoff plus skin "
-                f"2 * ({self.r_cut:g} + {self.skin:g}) = {2 * self.r_list:.6g}: use a larger box "
-                f"(replicate the system) or a shorter cutoff")
+                f"2 * ({self.r_cut:g} + {self.skin:g}) = {2 * self.r_list:.6g}, which a neighbour list "
+                f"needs: use pair_method 'auto' or 'all_pairs' (every periodic image in range), a "
+                f"larger box, or a shorter cutoff")
 
     def _initial_capacity(self, n_atoms: int, volume: float) -> int:
         density = n_atoms / volume
