@@ -22,6 +22,10 @@ from .step_graph import CudaStepGraph
 from .system import System
 
 
+#: decomposed runs: steps between two collective stop decisions (signals, wall time) after a run's first step
+STOP_CHECK_STEPS = 16
+
+
 class Simulation:
     """Molecular dynamics of one :class:`System` with one pair potential.
 
@@ -96,6 +100,7 @@ class Simulation:
         self._resume = None          # (run_start, run_end, thermostat state) of a restored checkpoint
         self.stop_request: str | None = None   # set (e.g. by a signal handler) to stop at the next block
         self.wall_deadline: float | None = None  # time.monotonic() at which to stop (--walltime)
+        self._next_stop_check = 0    # decomposed runs: the step of the next collective stop decision
 
     # -- properties ------------------------------------------------------------------------
     @property
@@ -218,6 +223,7 @@ class Simulation:
             for r in self.reporters:
                 r.begin_run(self)
             self._report(self._due(self.state.step))
+        self._next_stop_check = self.state.step + 1     # decomposed runs: the first step decides (_stop_if_asked)
         bar = Progress(steps, enabled=progress)
         graph = None
         if self.use_graphs and CudaStepGraph.applicable(self):
@@ -393,9 +399,14 @@ class Simulation:
             # over MPI ranks the decision is collective: a signal or wall-time limit seen by one rank
             # stops every rank at the same step (the checkpoint that follows is collective too).  The
             # decision rests on the gathered requests only: a signal handled during the gather sets
-            # this rank's request for the next step, and stops no rank alone.
+            # this rank's request for the next step, and stops no rank alone.  The ranks decide at the
+            # first step of each run() and then every STOP_CHECK_STEPS steps (one all-reduce each), so
+            # that a host collective is not paid at every step.
+            if self.state.step < self._next_stop_check or self.state.step >= self._run_end:
+                return
+            self._next_stop_check = self.state.step + STOP_CHECK_STEPS
             comm = self.decomposition.comm
-            if not comm.any(reason is not None):      # the common case: one boolean all-reduce per step
+            if not comm.any(reason is not None):      # the common case: one boolean all-reduce
                 return
             reason = [r for r in comm.allgather(reason) if r is not None][0]
             self.stop_request = reason

@@ -135,23 +135,31 @@ class Communicator:
     # -- arrays -----------------------------------------------------------------------------
     def allreduce_sum(self, array):
         """Element-wise sum of ``array`` over the ranks, in place; returns ``array``."""
+        return self._allreduce(array, "sum")
+
+    def allreduce_max(self, array):
+        """Element-wise maximum of ``array`` over the ranks, in place; returns ``array`` (a device
+        flag stays on the device: with NCCL no host synchronisation)."""
+        return self._allreduce(array, "max")
+
+    def _allreduce(self, array, op: str):
         if self.size == 1:
             return array
         from mpi4py import MPI
 
         if self.transport == "nccl":
             nccl, cp = self._nccl_module, self.backend.xp
-            dtype = {np.dtype(np.float64): nccl.NCCL_FLOAT64, np.dtype(np.float32): nccl.NCCL_FLOAT32,
-                     np.dtype(np.int32): nccl.NCCL_INT32}[np.dtype(array.dtype)]
-            self.nccl.allReduce(array.data.ptr, array.data.ptr, array.size, dtype, nccl.NCCL_SUM,
-                                cp.cuda.get_current_stream().ptr)
+            nccl_op = nccl.NCCL_SUM if op == "sum" else nccl.NCCL_MAX
+            self.nccl.allReduce(array.data.ptr, array.data.ptr, array.size, _NCCL_TYPES[np.dtype(array.dtype)](nccl),
+                                nccl_op, cp.cuda.get_current_stream().ptr)
             return array
+        mpi_op = MPI.SUM if op == "sum" else MPI.MAX
         if self.transport == "mpi-host":
             host = np.ascontiguousarray(array.get())
-            self.comm.Allreduce(MPI.IN_PLACE, host, op=MPI.SUM)
+            self.comm.Allreduce(MPI.IN_PLACE, host, op=mpi_op)
             array.set(host)
             return array
-        self.comm.Allreduce(MPI.IN_PLACE, array, op=MPI.SUM)
+        self.comm.Allreduce(MPI.IN_PLACE, array, op=mpi_op)
         return array
 
     def sendrecv(self, send, dest: int, source: int, recv_rows: int, tag: int = 0):

@@ -200,6 +200,7 @@ class DomainNeighborList:
         self.shifted = None             # at the build: the extended rows as images next to the domain
         self.stages: list = []          # HaloStage per decomposed direction
         self._owned_rows = None         # the extended array's owned rows, which the State's positions are
+        self._flag = None               # GPU: the displacement flag all-reduced between the devices
         self.migrated = 0               # atoms that left this rank at the last build
         self.migrated_total = 0         # ... at all builds
 
@@ -230,8 +231,16 @@ class DomainNeighborList:
             return False
         if not self.check:
             return True
+        comm = self.d.comm
+        if comm.transport == "nccl":                # the flag reduced on the devices, read once
+            if self._flag is None:
+                self._flag = self.xp.zeros(1, np.int32)
+            self._flag.fill(0)
+            if state.n_atoms:
+                self.serial._impl.displacement_exceeds(state, self.serial.displacement_limit2, flag=self._flag)
+            return bool(self.backend.to_host(comm.allreduce_max(self._flag))[0])
         moved = state.n_atoms > 0 and self.serial._impl.displacement_exceeds(state, self.serial.displacement_limit2)
-        return self.d.comm.any(moved)
+        return comm.any(moved)
 
     # -- build -------------------------------------------------------------------------------
     def build_in_id_order(self, state) -> None:
@@ -285,7 +294,7 @@ class DomainNeighborList:
         if self.serial.canonical_order:                 # deterministic mode: sums in global-id order
             self.serial._impl.sort_by_id(self.nbr, self.nbr_count, self.extended_ids, n, self.capacity)
         overlap = self.n_builds == 0 and n > 0 and min_r2 < self.overlap_distance ** 2
-        if self.d.comm.any(overlap):
+        if self.n_builds == 0 and self.d.comm.any(overlap):        # every rank has built as often
             raise OverlapError(f"two atoms are closer than {self.overlap_distance:.4g} (length units) "
                                f"(found on rank {self.d.comm.rank if overlap else 'another'}); check the "
                                f"input coordinates")
@@ -327,17 +336,20 @@ class DomainNeighborList:
             order = order[:int(self.backend.to_host(alive.sum()))]
         self._permute(state, order)
 
-    def _exchange_counts(self, counts: list, peers: list) -> list:
-        """``counts[k]`` (host ints) to ``peers[k][0]``; returns what ``peers[k][1]`` sends here in
-        its k-th message (MPI on the host: a few integers)."""
-        comm = self.d.comm
-        out = []
-        for k, (count, (dest, source)) in enumerate(zip(counts, peers)):
-            if dest == comm.rank and source == comm.rank:
-                out.append(count)
-            else:
-                out.append(comm.comm.sendrecv(int(count), dest=dest, source=source, sendtag=10 + k, recvtag=10 + k))
-        return out
+    def _tally(self, counts: list, peers: list, extra: list = ()) -> tuple:
+        """Counts per face, exchanged with the face neighbours, read with one synchronisation.
+
+        ``counts[k]`` (backend scalars) goes to rank ``peers[k][0]``, which receives it as the k-th
+        count of its ``peers[k][1]``; ``extra`` are more local scalars to read at the same time.
+        Returns ``(counts, received, extra)`` as lists of host ints.  GPU with NCCL: the counts
+        travel between the devices in one group; otherwise through MPI."""
+        xp, comm = self.xp, self.d.comm
+        local = xp.stack([xp.asarray(c, dtype=np.int64) for c in list(counts) + list(extra)])
+        received = xp.zeros(len(counts), np.int64)
+        comm.exchange([(local[k:k + 1], peers[k][0], received[k:k + 1], peers[k][1]) for k in range(len(counts))])
+        host = [int(v) for v in self.backend.to_host(xp.concatenate([local, received]))]
+        m = len(counts)
+        return host[:m], host[len(local):], host[m:len(local)]
 
     def migrate(self, state):
         """Send every owned atom whose position left the domain to the face neighbour it crossed
@@ -358,9 +370,9 @@ class DomainNeighborList:
                 away &= alive
             to_low = away & (cell == low)
             to_high = away & (cell == high) & ~to_low    # with two domains both faces lead to the other
-            # one synchronisation: how many leave low, leave high, and strayed further
-            tally = xp.stack([to_low.sum(), to_high.sum(), away.sum()])
-            n_low, n_high, n_away = (int(v) for v in self.backend.to_host(tally))
+            peers = [(d.neighbour(dim, -1), d.neighbour(dim, +1)), (d.neighbour(dim, +1), d.neighbour(dim, -1))]
+            # one synchronisation: how many leave low and high, strayed further, and arrive
+            (n_low, n_high), arriving, (n_away,) = self._tally([to_low.sum(), to_high.sum()], peers, [away.sum()])
             if n_away != n_low + n_high:
                 raise SimulationError(f"an atom of rank {comm.rank} moved more than one domain along "
                                       f"{'xyz'[dim]} between two neighbour-list builds: the time step "
@@ -368,8 +380,6 @@ class DomainNeighborList:
             empty = xp.empty(0, np.int64)
             leaving = [xp.nonzero(to_low)[0] if n_low else empty, xp.nonzero(to_high)[0] if n_high else empty]
             counts = [n_low, n_high]
-            peers = [(d.neighbour(dim, -1), d.neighbour(dim, +1)), (d.neighbour(dim, +1), d.neighbour(dim, -1))]
-            arriving = self._exchange_counts(counts, peers)
             self.migrated += n_low + n_high
             if not any(counts) and not any(arriving):
                 continue
@@ -405,19 +415,25 @@ class DomainNeighborList:
             images_g = xp.concatenate(ghost_images) if ghost_images else owned[:0]
             raw_g = xp.concatenate(ghost_raw) if ghost_raw else owned[:0]
             ids_g = xp.concatenate(ghost_ids) if ghost_ids else state.ids[:0]
+            peers = [(d.neighbour(dim, -1), d.neighbour(dim, +1)), (d.neighbour(dim, +1), d.neighbour(dim, -1))]
+            masks = []                              # per face: (owned rows, ghost rows) within the layer
+            for step in (-1, +1):
+                pair = []
+                for rows in (owned, images_g):      # the same comparisons in every precision
+                    x = rows[:, dim].astype(np.float64)
+                    pair.append(x < d.lo[dim] + d.r_ghost if step < 0 else x >= d.hi[dim] - d.r_ghost)
+                masks.append(pair)
+            # one synchronisation: how many rows each face sends and receives
+            _, rows, _ = self._tally([m[0].sum() + m[1].sum() for m in masks], peers)
             chosen = []                             # per face: rows of the extended array (owned, then ghosts)
             payload = []
-            for step in (-1, +1):
+            for k, step in enumerate((-1, +1)):
                 shift = np.zeros(width)
                 if step < 0 and d.coords[dim] == 0:
                     shift[dim] = d.L[dim]
                 elif step > 0 and d.coords[dim] == d.grid[dim] - 1:
                     shift[dim] = -d.L[dim]
-                parts = []
-                for rows in (owned, images_g):      # the same comparisons in every precision
-                    x = rows[:, dim].astype(np.float64)
-                    parts.append(xp.nonzero(x < d.lo[dim] + d.r_ghost if step < 0 else x >= d.hi[dim] - d.r_ghost)[0])
-                own_rows, ghost_rows = parts
+                own_rows, ghost_rows = (xp.nonzero(mask)[0] for mask in masks[k])
                 chosen.append(xp.concatenate([own_rows, ghost_rows + n]))
                 image_rows = xp.concatenate([owned[own_rows], images_g[ghost_rows]])
                 if shift.any():
@@ -428,8 +444,6 @@ class DomainNeighborList:
                     types_g = np.concatenate(ghost_types) if ghost_types else state.types[:0]
                     columns.append(np.concatenate([state.types[own_rows], types_g[ghost_rows]]))
                 payload.append(columns)
-            peers = [(d.neighbour(dim, -1), d.neighbour(dim, +1)), (d.neighbour(dim, +1), d.neighbour(dim, -1))]
-            rows = self._exchange_counts([len(c) for c in chosen], peers)
             # one message per face: the image row, the owner's row, the id (CPU: and the type), as bytes
             sends = [_pack_columns(payload[k], xp) for k in range(2)]
             recvs = [xp.empty((rows[k], sends[k].shape[1]), np.uint8) for k in range(2)]
