@@ -318,9 +318,10 @@ def _rank_pids(cwd) -> list:
 @needs_mpi
 @pytest.mark.skipif(not Path("/proc/self/cwd").exists(), reason="finds the ranks through /proc")
 def test_sigterm_on_one_rank_stops_every_rank_cleanly(tmp_path):
-    """SIGTERM delivered to one rank only: the ranks decide together (an all-gather of the stop
-    requests after each step), all stop at the same step, write the stop checkpoint (rank 0 writes
-    it), print one message and exit 143; the checkpoint then continues under mpiexec."""
+    """SIGTERM delivered to one rank only: the ranks decide together (an all-reduce of the stop
+    requests at each run's first step and every 16 steps after), all stop at the same step, write
+    the stop checkpoint (rank 0 writes it), print one message and exit 143; the checkpoint then
+    continues under mpiexec."""
     from pycumd.checkpoint_file import read_checkpoint
 
     (tmp_path / "in.lj").write_text(CHECKPOINT_SCRIPT.format(fix="nve").replace("run 120", "run 200000"))
