@@ -416,33 +416,39 @@ class DomainNeighborList:
             raw_g = xp.concatenate(ghost_raw) if ghost_raw else owned[:0]
             ids_g = xp.concatenate(ghost_ids) if ghost_ids else state.ids[:0]
             peers = [(d.neighbour(dim, -1), d.neighbour(dim, +1)), (d.neighbour(dim, +1), d.neighbour(dim, -1))]
-            masks = []                              # per face: (owned rows, ghost rows) within the layer
-            for step in (-1, +1):
-                pair = []
-                for rows in (owned, images_g):      # the same comparisons in every precision
-                    x = rows[:, dim].astype(np.float64)
-                    pair.append(x < d.lo[dim] + d.r_ghost if step < 0 else x >= d.hi[dim] - d.r_ghost)
-                masks.append(pair)
+            has_ghosts = len(images_g) > 0          # the first decomposed direction has none yet
+            coordinates = [owned[:, dim].astype(np.float64)]     # the same comparisons in every precision
+            if has_ghosts:
+                coordinates.append(images_g[:, dim].astype(np.float64))
+            masks = [[x < d.lo[dim] + d.r_ghost for x in coordinates],
+                     [x >= d.hi[dim] - d.r_ghost for x in coordinates]]
             # one synchronisation: how many rows each face sends and receives
-            _, rows, _ = self._tally([m[0].sum() + m[1].sum() for m in masks], peers)
+            _, rows, _ = self._tally([sum(m.sum() for m in pair) for pair in masks], peers)
             chosen = []                             # per face: rows of the extended array (owned, then ghosts)
             payload = []
             for k, step in enumerate((-1, +1)):
-                shift = np.zeros(width)
+                shift = 0.0
                 if step < 0 and d.coords[dim] == 0:
-                    shift[dim] = d.L[dim]
+                    shift = d.L[dim]
                 elif step > 0 and d.coords[dim] == d.grid[dim] - 1:
-                    shift[dim] = -d.L[dim]
-                own_rows, ghost_rows = (xp.nonzero(mask)[0] for mask in masks[k])
-                chosen.append(xp.concatenate([own_rows, ghost_rows + n]))
-                image_rows = xp.concatenate([owned[own_rows], images_g[ghost_rows]])
-                if shift.any():
-                    image_rows += xp.asarray(shift, dtype=real)
-                columns = [image_rows, xp.concatenate([owned[own_rows], raw_g[ghost_rows]]),
-                           xp.concatenate([state.ids[own_rows], ids_g[ghost_rows]])]
+                    shift = -d.L[dim]
+                selected = [xp.nonzero(mask)[0] for mask in masks[k]]
+                own_rows = selected[0]
+
+                def gather(own_part, ghost_part):
+                    if not has_ghosts:
+                        return own_part[own_rows]
+                    return xp.concatenate([own_part[own_rows], ghost_part[selected[1]]])
+
+                chosen.append(own_rows if not has_ghosts else xp.concatenate([own_rows, selected[1] + n]))
+                raw_rows = gather(owned, raw_g)
+                image_rows = gather(owned, images_g) if has_ghosts else raw_rows.copy()
+                if shift:
+                    image_rows[:, dim] += shift
+                columns = [image_rows, raw_rows, gather(state.ids, ids_g)]
                 if not self.backend.is_gpu:
                     types_g = np.concatenate(ghost_types) if ghost_types else state.types[:0]
-                    columns.append(np.concatenate([state.types[own_rows], types_g[ghost_rows]]))
+                    columns.append(gather(state.types, types_g))
                 payload.append(columns)
             # one message per face: the image row, the owner's row, the id (CPU: and the type), as bytes
             sends = [_pack_columns(payload[k], xp) for k in range(2)]
