@@ -161,7 +161,7 @@ def test_lepton_matches_lammps():
 
 
 def test_lepton_errors():
-    with pytest.raises(ValueError, match="one expression for all pairs"):
-        potential_from_lammps("lepton", ["2.5"], [(0, 0, ["exp(-r)"]), (1, 1, ["exp(-2*r)"])], n_types=2)
+    with pytest.raises(ValueError, match=r"pair \(1, 2\) has no formula"):
+        potential_from_lammps("lepton", ["2.5"], [(0, 0, ["exp(-r)"]), (1, 1, ["exp(-2*r)"])], n_types=2).table(2)
     with pytest.raises(ValueError, match="no value for eps"):
         potential_from_lammps("lepton", ["2.5"], [(0, 0, ["eps*exp(-r);eps=1"]), (1, 1, ["eps*exp(-r)"])], n_types=2)
