@@ -255,7 +255,9 @@ def _printers():
 
 
 def _one_line(code: str) -> str:
-    return re.sub(r"\s*\n\s*", " ", code)
+    """Generated CUDA as the value of a ``-D`` define: one line, commas as ``FORMULA_COMMA``
+    (formula.cuh), since nvcc splits a define's value at commas."""
+    return re.sub(r"\s*\n\s*", " ", code).replace(",", " FORMULA_COMMA ")
 
 
 def _cuda(e, index):
