@@ -175,3 +175,17 @@ def test_lepton_functions(text):
     e, force = Formula(text, r_cut=3.0).pair_coeff(0, 0).energy_and_force(r)
     assert np.allclose(e, energy(r), rtol=1e-14, atol=1e-14)
     assert np.allclose(force, -derivative(r), rtol=1e-13, atol=1e-14)
+
+
+def test_parameter_names_of_the_generated_code_are_plain_parameters():
+    """Parameters named like the generated code's variables (r2, row, x0, branch, ...) are columns of
+    the table like any other: the values are those of the formula."""
+    r = 1.3
+    one = Formula("c0*r + r2*r^2 + row*exp(-r) + x0/r + branch*r2inv + math", r_cut=3.0)
+    one.pair_coeff(0, 0, c0=1.0, r2=2.0, row=3.0, x0=4.0, branch=5.0, r2inv=6.0, math=7.0)
+    assert one.energy_and_force([r])[0][0] == pytest.approx(r + 2 * r * r + 3 * math.exp(-r) + 4 / r + 30 + 7,
+                                                            rel=1e-14)
+    per_pair = Formula({(0, 0): "branch*r", (0, 1): "r2*r^2", (1, 1): "x0/r"}, r_cut=3.0)
+    per_pair.pair_coeff(0, 0, branch=5.0).pair_coeff(0, 1, r2=2.0).pair_coeff(1, 1, x0=4.0)
+    values = [per_pair.energy_and_force([r], i, j, n_types=2)[0][0] for i, j in ((0, 0), (0, 1), (1, 1))]
+    assert values == pytest.approx([5 * r, 2 * r * r, 4 / r], rel=1e-14)

@@ -32,6 +32,7 @@ from .formula_syntax import FormulaError, FormulaSyntaxError, parse_formula, spl
 from .mixing import no_mixing
 
 PARAMETER_MIXING = ("geometric", "arithmetic")
+_BRANCH = "(branch)"     # a pair's formula in its coefficients: no parameter is named so
 __all__ = ["Formula", "FormulaError", "FormulaSyntaxError", "formula_from_lepton", "lepton_pair", "parse_energy"]
 
 
@@ -392,11 +393,11 @@ class Formula(PairPotential):
         super().pair_coeff(type_i, type_j, **params)
         if self._pair_branch is not None:
             key = (min(type_i, type_j), max(type_i, type_j))
-            self._coeffs[key]["branch"] = self._pair_branch[key]
+            self._coeffs[key][_BRANCH] = self._pair_branch[key]
         return self
 
     def _columns(self, p):
-        branch = int(p.get("branch", 0))
+        branch = int(p.get(_BRANCH, 0))
         args = [p[name] for name in self.branch_parameters[branch]]
         columns = [float(f(*args)) for f in self._column_functions[branch]]
         if self._first_column == 4:             # one formula: no branch column
