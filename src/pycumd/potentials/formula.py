@@ -1,6 +1,7 @@
 """Pair potentials from a formula: ``Formula("4*epsilon*((sigma/r)**12 - (sigma/r)**6)", r_cut=2.5)``.
 
-The energy ``V(r)`` is read by SymPy; everything else is derived from that one expression:
+The energy ``V(r)`` is parsed by :mod:`pycumd.potentials.formula_syntax` into a SymPy expression
+(the text is never evaluated); everything else is derived from that one expression:
 
 1. ``r`` is replaced by ``sqrt(r2)`` and ``F/r = -V'(r)/r = -2 dV/d(r2)`` taken symbolically, so a
    potential of even powers of ``r`` needs no square root (LJ reads ``r2^-6``, ``r2^-3``).
@@ -12,6 +13,8 @@ The energy ``V(r)`` is read by SymPy; everything else is derived from that one e
    ``FORMULA_BODY``; integer powers by multiplication, numbers in the pair precision ``T``).  A
    formula of inverse powers of ``r2`` alone is written in powers of ``r2inv = 1 / r2``: one
    division per pair, as the built-in Lennard-Jones.
+4. With a different formula per type pair, each distinct formula is a branch of the one generated
+   function, chosen by the pair's branch number in table column 4.
 
 The kernels, cutoff treatments and table machinery are those of every built-in potential.  LAMMPS
 ``pair_style lepton`` maps here (:func:`formula_from_lepton`).
