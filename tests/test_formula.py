@@ -259,9 +259,17 @@ def test_per_pair_cuda_compiles(tmp_path):
         assert proc.returncode == 0, f"{' '.join(cmd)}\n{out}"
 
 
+def with_commas():
+    """A formula per pair whose generated CUDA has commas (fmax, fmin, pow: FORMULA_COMMA)."""
+    pot = Formula({(0, 0): "A*max(0, 1.6 - r)^3 + 4*((1/r)^12-(1/r)^6)", (0, 1): "B*exp(-min(r, 2))/r^12",
+                   (1, 1): "C*erf(r)/r^12 + r^0.5"}, r_cut=2.5, cutoff="shift")
+    return pot.pair_coeff(0, 0, A=2.0).pair_coeff(0, 1, B=3.0).pair_coeff(1, 1, C=1.5)
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(not __import__("pycumd").backend.cuda_available(), reason="no CUDA GPU")
-def test_per_pair_gpu_matches_cpu(rng):
+@pytest.mark.parametrize("make", [per_pair_potential, with_commas])
+def test_per_pair_gpu_matches_cpu(make, rng):
     """The generated CUDA switch against the Numba function: energy, forces, virial in double."""
     from pycumd.box import Box
     from pycumd.system import System
@@ -272,7 +280,7 @@ def test_per_pair_gpu_matches_cpu(rng):
     results = []
     for device in ("cpu", "cuda"):
         system = System(Box(L), positions.copy(), [1.0, 2.0], "lj", types=np.arange(n) % 2)
-        sim = Simulation(system, per_pair_potential(), device=device, precision="double")
+        sim = Simulation(system, make(), device=device, precision="double")
         order = np.argsort(sim.backend.to_host(sim.state.ids))
         forces = np.asarray(sim.backend.to_host(sim.state.values("forces", sim.backend)))[order]
         results.append((sim.potential_energy(), forces, sim.virial_trace()))
