@@ -189,3 +189,27 @@ def test_parameter_names_of_the_generated_code_are_plain_parameters():
     per_pair.pair_coeff(0, 0, branch=5.0).pair_coeff(0, 1, r2=2.0).pair_coeff(1, 1, x0=4.0)
     values = [per_pair.energy_and_force([r], i, j, n_types=2)[0][0] for i, j in ((0, 0), (0, 1), (1, 1))]
     assert values == pytest.approx([5 * r, 2 * r * r, 4 / r], rel=1e-14)
+
+
+@pytest.mark.parametrize("coeff,what", [
+    ('"eps*r; eps"', "definition 'eps' is not name=value"),
+    ('"eps*r; e__=1"', "definition 'e__=1' is not name=value"),
+    ('"A*r; A=exp(r" 2.0', "cannot read it ('(' was never closed"),
+    ('"A*r" 2.0 3.0', "pair_coeff 1 1 (lepton): expected an expression and an optional cutoff"),
+])
+def test_lepton_coefficient_errors_name_the_pair_coeff_line(coeff, what, tmp_path):
+    path = tmp_path / "in.bad"
+    path.write_text(SCRIPT.replace('"EXPRESSION"', coeff))
+    with pytest.raises(LammpsScriptError) as info:
+        plan_from_lammps_script(path=path, screen=False)
+    assert str(info.value).startswith(f"{path}:9: pair_coeff: ") and what in str(info.value), str(info.value)
+
+
+def test_toml_lepton_keys_are_checked():
+    with pytest.raises(ConfigError, match=r"missing required key pair.coeff\[0\].expression \(pair.style 'lepton'\)"):
+        plan_from_config(load_config(TOML.replace("expression = EXPRESSION", "")), device="cpu")
+    with pytest.raises(ConfigError, match=r"pair.coeff\[0\].epsilon is not a key of pair.style 'lepton'"):
+        plan_from_config(load_config(TOML.replace("expression = EXPRESSION", "expression = 'r'\nepsilon = 1.0")),
+                         device="cpu")
+    with pytest.raises(ConfigError, match=r"pair.coeff\[0\].expression = 3: must be a string"):
+        plan_from_config(load_config(TOML.replace("EXPRESSION", "3")), device="cpu")
