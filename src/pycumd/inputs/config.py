@@ -43,15 +43,19 @@ Every key, with its default (``required`` where there is none)::
     a = 110.0, b = -26.0, c = 24.0, Lambda = 1.25, screening_length = 10.0, r_cut = 20.0
 
     [pair]
-    style = "lj/cut"
+    style = "lj/cut"                  # lj/cut | lepton
     r_cut = required                  # length units
     cutoff = "truncate"               # truncate | shift | shift_force
-    mixing = "geometric"              # geometric | arithmetic | sixthpower
+    mixing = "geometric"              # geometric | arithmetic | sixthpower (lj/cut)
     [[pair.coeff]]                    # one table per type pair; types are 1-based as in LAMMPS
     types = required                  # [i, j]
-    epsilon = required                # energy units
-    sigma = required                  # length units
+    epsilon = required for lj/cut     # energy units
+    sigma = required for lj/cut       # length units
+    expression = required for lepton  # "V(r)[; name=value ...]", as pair_style lepton's pair_coeff
     r_cut = (pair.r_cut)
+
+A lepton ``expression`` is read by :mod:`pycumd.potentials.formula_syntax` (never evaluated); an
+error names the file's line that holds it.
 
     [neighbor]
     skin = 0.3 (lj) or 2.0            # length units
@@ -99,7 +103,7 @@ SCHEMA = {
     "velocity": {"temperature": REQUIRED, "seed": REQUIRED, "distribution": "uniform", "loop": "geom",
                  "zero_momentum": True},
     "pair": {"style": "lj/cut", "r_cut": REQUIRED, "cutoff": "truncate", "mixing": "geometric",
-             "coeff": [{"types": REQUIRED, "epsilon": REQUIRED, "sigma": REQUIRED, "r_cut": None}]},
+             "coeff": [{"types": REQUIRED, "epsilon": None, "sigma": None, "expression": None, "r_cut": None}]},
     "neighbor": {"skin": None, "every": 1, "delay": 0, "check": True},
     "integrator": {"dt": None, "thermostat": "none", "temperature": None, "damping": None, "seed": None,
                    "chain": 3},
@@ -257,14 +261,53 @@ def _lattice_system_and_pair(config: dict):
         create_velocities(system, v["temperature"], v["seed"], distribution=v["distribution"], loop=v["loop"],
                           zero_momentum=v["zero_momentum"])
     pc = config["pair"]
-    if pc["style"] != "lj/cut":
-        raise ConfigError(f"pair.style {pc['style']!r} is not supported (lj/cut)")
+    if pc["style"] not in ("lj/cut", "lepton"):
+        raise ConfigError(f"pair.style {pc['style']!r} is not supported (lj/cut, lepton)")
+    needed, other = (("epsilon", "sigma"), "expression") if pc["style"] == "lj/cut" else (("expression",), "epsilon")
+    for n, c in enumerate(pc["coeff"]):
+        for key in needed:
+            if c[key] is None:
+                raise ConfigError(f"missing required key pair.coeff[{n}].{key} (pair.style {pc['style']!r})")
+        if c[other] is not None:
+            raise ConfigError(f"pair.coeff[{n}].{other} is not a key of pair.style {pc['style']!r}")
+    if pc["style"] == "lepton":
+        return system, _lepton(pc, config["text"]), None
     pot = LennardJones(pc["r_cut"], cutoff=pc["cutoff"], mixing=pc["mixing"])
     for c in pc["coeff"]:
         i, j = c["types"]
         extra = {} if c["r_cut"] is None else {"r_cut": c["r_cut"]}
         pot.pair_coeff(i - 1, j - 1, epsilon=c["epsilon"], sigma=c["sigma"], **extra)
     return system, pot, None
+
+
+def _lepton(pc: dict, text: str):
+    """The ``pair_style lepton`` potential of a [pair] table with ``expression`` keys; an expression
+    pycumd cannot read is a :class:`ConfigError` naming its line in ``text``."""
+    from ..potentials.formula import formula_from_lepton, lepton_pair
+
+    coeffs = []
+    for n, c in enumerate(pc["coeff"]):
+        i, j = c["types"]
+        values = [c["expression"]] + ([] if c["r_cut"] is None else [c["r_cut"]])
+        if not isinstance(c["expression"], str):
+            raise ConfigError(f"pair.coeff[{n}].expression = {c['expression']!r}: must be a string")
+        try:
+            lepton_pair(i - 1, j - 1, values)
+        except ValueError as exc:
+            raise ConfigError(f"{_line_of(text, c['expression'])}pair.coeff[{n}].expression: {exc}") from None
+        coeffs.append((min(i, j) - 1, max(i, j) - 1, values))
+    return formula_from_lepton(pc["r_cut"], coeffs, n_types=max(max(c["types"]) for c in pc["coeff"]),
+                               cutoff_mode=pc["cutoff"])
+
+
+def _line_of(text: str, value: str) -> str:
+    """``"line N: "`` of the first line of ``text`` that holds (the start of) ``value`` as written,
+    else ""."""
+    start = (value.strip().splitlines() or [""])[0][:40]
+    for number, line in enumerate(text.splitlines(), start=1):
+        if start and start in line:
+            return f"line {number}: "
+    return ""
 
 
 def _nuclear_system_and_pair(config: dict):

@@ -334,6 +334,10 @@ class LammpsPlanner:
     def _cmd_pair_coeff(self, a):
         if self.setup.pair is None:
             raise ValueError("pair_coeff before pair_style")
+        if self.setup.pair[0] == "lepton":     # read the expression now: an error names this line
+            from ..potentials.formula import lepton_pair
+            lepton_pair(_type_range(a[0], self.setup.n_types)[0], _type_range(a[1], self.setup.n_types)[0],
+                        list(a[2:]))
         for i in _type_range(a[0], self.setup.n_types):
             for j in _type_range(a[1], self.setup.n_types):
                 if i <= j:

@@ -90,11 +90,12 @@ class PairPotential:
 
         ``r_cut`` is optional and defaults to the global cutoff.  Returns ``self``.
         """
-        missing = [p for p in self.parameter_names if p not in params]
-        unknown = [p for p in params if p not in self.parameter_names + ("r_cut",)]
+        names = tuple(self._pair_parameter_names(type_i, type_j))
+        missing = [p for p in names if p not in params]
+        unknown = [p for p in params if p not in names + ("r_cut",)]
         if unknown:
             raise ValueError(f"{self.name}: unknown parameter(s) {', '.join(unknown)}; "
-                             f"expected {', '.join(self.parameter_names)} and optionally r_cut")
+                             f"expected {', '.join(names)} and optionally r_cut")
         if missing:
             raise MissingParameterError(f"{self.name}: pair ({type_i + 1}, {type_j + 1}) is missing "
                                         f"{', '.join(missing)}")
@@ -170,6 +171,11 @@ class PairPotential:
         return e, f
 
     # -- for subclasses ---------------------------------------------------------------------
+    def _pair_parameter_names(self, type_i: int, type_j: int) -> tuple:
+        """The parameter names of the pair (type_i, type_j): :attr:`parameter_names` unless a
+        potential has different ones per pair."""
+        return self.parameter_names
+
     def _validate(self, params: dict) -> None:
         pass
 

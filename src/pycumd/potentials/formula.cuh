@@ -1,6 +1,7 @@
 // A pair potential generated from a formula (pycumd.potentials.formula), raw (before the cutoff
 // treatment).  The body comes as the define FORMULA_BODY (statements on r2 and row[k] that set
-// energy and force_over_r), the table width as FORMULA_COLUMNS; without them (the compile tests)
+// energy and force_over_r; with a formula per type pair, a switch on the pair's branch in row[4]),
+// the table width as FORMULA_COLUMNS; without them (the compile tests)
 // Lennard-Jones with row: [rc2, rc, e_c, f_c, 4 eps sigma^12, 4 eps sigma^6].
 #pragma once
 #ifndef FORMULA_COLUMNS
@@ -9,6 +10,8 @@
                      force_over_r = x0 / r2 * (T(12) * row[4] * x0 - T(6) * row[5]);
 #endif
 #define PAIR_TABLE_COLUMNS FORMULA_COLUMNS
+// a comma inside FORMULA_BODY (arguments of fmin, pow, ...): nvcc splits a -D value at commas
+#define FORMULA_COMMA ,
 
 // x^N for a positive integer N by repeated squaring (unrolled at compile time)
 template <int N, typename T>
