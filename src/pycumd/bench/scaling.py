@@ -102,12 +102,22 @@ def _phases(sim, world) -> dict:
     """The step's phases timed alone on the run's final state (seconds; each the slowest rank):
     ``build_s`` (a whole neighbour build: wrap, migration, ordering, ghost selection and exchange,
     cell and Verlet lists), ``forces_s`` (the force computation, with the ghost refresh in a
-    decomposed run), ``halo_s`` (the ghost refresh alone: the owned rows copied into the extended
-    array, the send buffers gathered, the grouped exchange)."""
+    decomposed run), ``halo_s`` (the ghost refresh alone: the send buffers gathered, the grouped
+    exchange), ``decide_s`` (the rebuild decision: displacement check, all-reduce, one
+    synchronisation) and ``step_no_decision_s`` (a whole step with the decision skipped).  The
+    timed steps advance the run (a few tens of steps)."""
     state, nl, forces = sim.state, sim.neighbors, sim.forces
     out = {"forces_s": _timed(sim, world, 20, lambda: forces.compute(state, nl, False))}
     if hasattr(nl, "refresh_ghosts"):
         out["halo_s"] = _timed(sim, world, 20, lambda: nl.refresh_ghosts(state))
+        # the rebuild decision alone (displacement check, all-reduce, one synchronisation), and a
+        # whole step without it (host-driven: integrate, halo, forces, integrate)
+        steps = nl.steps_since_build
+        out["decide_s"] = _timed(sim, world, 20, lambda: nl.needs_rebuild(state))
+        every = nl.every
+        nl.every = 1 << 30
+        out["step_no_decision_s"] = _timed(sim, world, 20, lambda: sim._one_step(state.step + 1))
+        nl.every, nl.steps_since_build = every, steps
     if getattr(nl, "nbr", None) is not None:
         out["build_s"] = _timed(sim, world, 3, lambda: nl.build(state))
         forces.compute(state, nl, False)          # the forces of the rebuilt list (the run may go on)
@@ -199,6 +209,9 @@ def main(argv=None) -> int:
         extra = f", forces {record['forces_s'] * 1e6:.0f} us"
         if "build_s" in record:
             extra += f", build {record['build_s'] * 1e6:.0f} us ({record['builds']} builds)"
+        if "decide_s" in record:
+            extra += (f", decision {record['decide_s'] * 1e6:.0f} us, step without it "
+                      f"{record['step_no_decision_s'] * 1e6:.0f} us")
         if "ghost_bytes_per_step" in record:
             extra += (f", ghosts {record['ghost_rows']} rows, {record['ghost_bytes_per_step'] / 1e6:.2f} MB sent "
                       f"+ {record['local_copy_bytes_per_step'] / 1e6:.2f} MB local per step, halo "
