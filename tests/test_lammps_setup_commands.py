@@ -3,6 +3,8 @@ without an integrator, ``run N upto / start / stop / pre / post``, ``replicate``
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -10,7 +12,7 @@ from pycumd.inputs.lammps_input import plan_from_lammps_script
 from pycumd.inputs.lammps_script import LammpsScriptError
 from pycumd.run_plan import execute
 
-from lammps_oracle import lammps_available, run_lammps
+from lammps_oracle import lammps_available, parse_thermo, run_lammps
 
 needs_lammps = pytest.mark.skipif(not lammps_available(), reason="LAMMPS Python module not available")
 
@@ -40,11 +42,14 @@ def _pycumd(text, tmp_path, monkeypatch):
 
 
 def _same_rows(rows, table, rel=1e-10):
-    """pycumd thermo rows hold every LAMMPS row (a step printed twice by LAMMPS, at the end of one run and
-    the start of the next, is compared with pycumd's row of that step), each column to ``rel``."""
-    got = {r["Step"]: r for r in rows}
+    """pycumd thermo rows hold every LAMMPS row, each column to ``rel``. A step LAMMPS prints twice, at the end
+    of one run and the start of the next, pycumd prints once, as the end of the first run."""
+    got, seen = {r["Step"]: r for r in rows}, set()
     for k, step in enumerate(table["Step"]):
         assert step in got, step
+        if step in seen:
+            continue
+        seen.add(step)
         for column, values in table.items():
             if column != "Step":
                 assert got[step][column] == pytest.approx(values[k], rel=rel, abs=rel), (step, column)
@@ -127,4 +132,69 @@ def test_set_charge_of_part_of_a_type_is_refused():
     text = LATTICE.replace("units lj", "units lj\natom_style charge") + "region r block 0 1 0 1 0 1\n" \
         "set region r charge 1.0\n"
     with pytest.raises(LammpsScriptError, match="charges per atom type"):
+        plan_from_lammps_script(text=text, screen=False)
+
+
+@needs_lammps
+def test_run_0_without_an_integration_fix_is_a_single_point(tmp_path, monkeypatch):
+    text = LATTICE + """velocity all create 1.2 4928 loop geom
+set type 1 type/fraction 2 0.4 5
+""" + PAIR + """thermo_style custom step temp pe ke etotal press pxy
+""" + FORMAT + """run 0
+fix 1 all nve
+thermo 5
+run 10
+"""
+    oracle = run_lammps(text, dump_atoms=False)
+    result = _pycumd(text, tmp_path, monkeypatch)
+    assert list(oracle.runs[0]["Step"]) == [0]
+    _same_rows(result.thermo.rows, oracle.thermo)
+    assert [r["Step"] for r in result.thermo.rows] == [0, 5, 10]
+
+
+def test_a_run_without_an_integration_fix_is_refused():
+    text = LATTICE + PAIR + "run 0\nrun 10\n"
+    with pytest.raises(LammpsScriptError, match=r":15: run: run 10 without fix nve, nvt, npt or nph"):
+        plan_from_lammps_script(text=text, screen=False)
+
+
+@needs_lammps
+def test_run_upto_start_stop_pre_post_match_lammps(tmp_path, monkeypatch):
+    text = LATTICE + """velocity all create 1.0 4928 loop geom
+""" + PAIR + """fix 1 all nvt temp 1.0 2.0 0.2
+fix 2 all temp/rescale 5 1.5 2.5 0.01 0.5
+thermo_style custom step temp pe etotal press elapsed elaplong
+""" + FORMAT + """thermo 5
+run 20 start 0 stop 60 pre no post no
+run 40 upto start 0 stop 60 post no
+run 20 start 0 pre no stop 60
+reset_timestep 100
+run 10 stop 130
+run 120 upto
+"""
+    oracle = run_lammps(text)
+    # a run with pre no prints its table without the memory line that opens a table in parse_thermo
+    tables = parse_thermo(re.sub(r"(?m)^(run [^\n]*\n)(\s+Step )", r"\1Per MPI rank memory allocation\n\2",
+                                 oracle.log))
+    assert [int(t["Step"][-1]) for t in tables] == [20, 40, 60, 110, 120]
+    result = _pycumd(text, tmp_path, monkeypatch)
+    assert [r["Step"] for r in result.thermo.rows] == [0, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 60,
+                                                      100, 105, 110, 115, 120]
+    for previous, table in zip([None] + tables, tables):
+        if previous is not None and table["Step"][0] == previous["Step"][-1]:    # printed once by pycumd
+            table = {column: values[1:] for column, values in table.items()}
+        _same_rows(result.thermo.rows, table)
+
+
+@pytest.mark.parametrize("line, match", [
+    ("run 5 upto", "run 5 upto: the step is already 10"),
+    ("run 5 start 11", "run start 11 is after the run's first step 10"),
+    ("run 5 stop 14", "run stop 14 is before the run's last step 15"),
+    ("run 5 every 2 NULL", "run every .* is not supported"),
+    ("run 5 pre maybe", "run pre needs yes or no"),
+    ("run 5 upfront", "run keyword upfront is not supported"),
+])
+def test_run_keyword_errors(line, match):
+    text = LATTICE + PAIR + "fix 1 all nve\nrun 10\n" + line + "\n"
+    with pytest.raises(LammpsScriptError, match=match):
         plan_from_lammps_script(text=text, screen=False)

@@ -22,7 +22,8 @@ Supported commands and keywords::
     timestep DT                    fix ID all nve | nvt temp T0 T1 TDAMP [tchain N] |
                                               langevin T0 T1 DAMP SEED
     unfix ID                       thermo N            thermo_style one
-    run N                          print TEXT          echo/log/newton/processors (ignored)
+    run N [upto] [start S] [stop S] [pre yes|no] [post yes|no]   (run 0: no integration fix needed)
+    print TEXT                     echo/log/newton/processors (ignored)
     restart N FILE | restart 0     write_restart FILE  read_restart FILE   (pycumd checkpoints)
     write_data FILE [nocoeff]      (after a run: atoms, masses, images, velocities)
     min_style cg|fire              min_modify dmax D   minimize ETOL FTOL MAXITER MAXEVAL
@@ -70,6 +71,9 @@ from ..outputs.settings import OutputSettings, TrajectoryOutput
 from ..outputs.lammps_data import write_lammps_data
 from ..checkpoint_file import read_checkpoint, system_from_checkpoint
 from ..run_plan import RunPlan, RunResult, Stage, execute, write_checkpoint_action
+
+#: the fixes that move atoms (one of them is needed for a run of more than 0 steps)
+INTEGRATION_FIXES = ("nve", "nvt", "npt", "nph")
 
 IGNORED = {"echo", "log", "newton", "processors", "atom_modify", "comm_modify"}
 
@@ -131,6 +135,7 @@ class LammpsPlanner:
         self._dirty = True     # settings changed since the last run: the next stage builds anew
         self.first_step = 0    # the step number of the first run's start (read_restart)
         self._wrap_at_run = False   # set x|y|z since the last run: wrap into the box at the next run
+        self._step_origin = (0, None)   # (stage index, step) of the last reset_timestep after a run
         self._command = None   # the command being executed
 
     def plan(self, engine: EngineOptions | None = None) -> RunPlan:
@@ -802,6 +807,7 @@ class LammpsPlanner:
             self.first_step = step
             return
         # after the last run's actions; the next stage starts from the simulation's step
+        self._step_origin = (len(self.stages), step)
         self.stages[-1].after_run.append(lambda sim, plan, index: _reset_step(sim, step))
 
     def _cmd_print(self, a):
@@ -859,12 +865,12 @@ class LammpsPlanner:
         if self._wrap_at_run:
             self._edit_system(_wrap_into_box)
             self._wrap_at_run = False
-        steps = int(a[0])
-        if len(a) > 1:
-            raise ValueError(f"run keyword(s) {' '.join(a[1:])} not supported")
-        if steps < 0:
-            raise ValueError(f"run length must be >= 0, got {steps}")
+        steps, ramp, pre = self._run_length(a)
         s = self.setup
+        if steps > 0 and not any(f[0] in INTEGRATION_FIXES for f in s.fixes.values()):
+            raise NotImplementedError(f"run {steps} without fix nve, nvt, npt or nph: LAMMPS then computes forces "
+                                      f"on atoms that do not move; pycumd needs an integration fix (run 0, a "
+                                      f"single-point evaluation, needs none)")
         first = not self.stages
         system = self._current_system() if first else self._system
         if first or self._dirty or system is not None or self._edits:     # new components
@@ -879,6 +885,7 @@ class LammpsPlanner:
             previous = self.stages[-1]
             stage = Stage(steps, previous.potential, previous.integrator, previous.neighbor, s.thermo_every,
                           rebuild=False)
+        stage.ramp, stage.pre = ramp, pre
         style, names = s.thermo_style, self._names()
         if style is not None or s.thermo_norm is not None:
             try:                                # variables and fixes as they are now; v_name checked
@@ -901,6 +908,61 @@ class LammpsPlanner:
                 output.stage_context[len(self.stages)] = {"norm": s.thermo_norm, "variables": names.variables}
         self.stages.append(stage)
         self._system, self._edits, self._dirty = None, [], False
+
+    def _run_length(self, a) -> tuple[int, tuple | None, bool]:
+        """``run N [upto] [start S] [stop S] [pre yes|no] [post yes|no]`` (LAMMPS ``Run::command``): the
+        number of steps; the (start, stop) steps that ramps and the run fraction span when
+        ``start``/``stop`` are given (None: the run's own first and last step); ``pre``."""
+        if not a:
+            raise ValueError("run needs a number of steps")
+        n, upto, start, stop, pre, k = int(a[0]), False, None, None, True, 1
+        while k < len(a):
+            key = a[k]
+            if key == "upto":
+                upto, k = True, k + 1
+            elif key in ("start", "stop"):
+                if k + 1 >= len(a):
+                    raise ValueError(f"run {key} needs a step number")
+                if key == "start":
+                    start = int(a[k + 1])
+                else:
+                    stop = int(a[k + 1])
+                k += 2
+            elif key in ("pre", "post"):
+                # pre no: a run that continues the previous one does not set its fixes up again (their
+                # state goes on as the last step left it); the neighbour list and forces are computed
+                # again, which changes nothing. post: LAMMPS' timing summary, which pycumd does not print
+                value = _yes_no(a[k + 1] if k + 1 < len(a) else "", f"run {key}")
+                pre = value if key == "pre" else pre
+                k += 2
+            elif key == "every":
+                raise NotImplementedError("run every (commands between chunks of a run) is not supported")
+            else:
+                raise ValueError(f"run keyword {key} is not supported (upto, start, stop, pre, post)")
+        if n < 0:
+            raise ValueError(f"run length must be >= 0, got {n}")
+        if not upto and start is None and stop is None:
+            return n, None, pre
+        now = self._step_now(a)
+        steps = n - now if upto else n
+        if steps < 0:
+            raise ValueError(f"run {n} upto: the step is already {now}")
+        if start is not None and start > now:
+            raise ValueError(f"run start {start} is after the run's first step {now}")
+        if stop is not None and stop < now + steps:
+            raise ValueError(f"run stop {stop} is before the run's last step {now + steps}")
+        if start is None and stop is None:
+            return steps, None, pre
+        return steps, (now if start is None else start, now + steps if stop is None else stop), pre
+
+    def _step_now(self, a) -> int:
+        """The step number at which the next run starts (first step, run lengths, reset_timestep)."""
+        index, step = self._step_origin
+        later = self.stages[index:]
+        if any(stage.minimize is not None for stage in later):
+            raise NotImplementedError(f"run {' '.join(a)} after minimize: the steps a minimisation takes are "
+                                      f"known only when it runs (use reset_timestep after it)")
+        return (self.first_step if step is None else step) + sum(stage.steps for stage in later)
 
     def _potential(self):
         """The pair potential of ``pair_style`` + ``pair_coeff`` (+ per-type charges for Coulomb styles)."""
@@ -1014,12 +1076,14 @@ class LammpsPlanner:
     def _integrator(self) -> VelocityVerlet:
         """The integrator (and thermostat) of the fixes defined now."""
         s = self.setup
-        integrators = [f for f in s.fixes.values() if f[0] in ("nve", "nvt", "npt", "nph")]
+        integrators = [f for f in s.fixes.values() if f[0] in INTEGRATION_FIXES]
         langevin = [f for f in s.fixes.values() if f[0] == "langevin"]
-        if len(integrators) != 1:
+        if len(integrators) > 1:
             raise ValueError("exactly one of fix nve, nvt, npt or nph is needed to run")
         thermostat = barostat = None
-        if integrators[0][0] == "nvt":
+        if not integrators:                     # run 0: nothing is integrated
+            pass
+        elif integrators[0][0] == "nvt":
             _, t0, t1, damp, chain = integrators[0]
             thermostat = NoseHoover((t0, t1), damp, chain)
         elif integrators[0][0] in ("npt", "nph"):

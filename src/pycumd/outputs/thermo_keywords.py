@@ -10,7 +10,8 @@ once). The definitions follow LAMMPS' ``Thermo::compute_*`` (22 Jul 2025):
 * ``press``: ``(dof k_B T + W) / (3V) nktv2p``; ``pxx``...: ``(sum m v_a v_b mvv2e + W_ab) / V nktv2p``;
 * ``etotal = pe + ke``; ``enthalpy = etotal + press vol / nktv2p`` (``vol / N`` when normalised);
 * ``density = sum m mv2d / V``; ``fmax``: the largest force component; ``fnorm``: ``sqrt(sum f^2)``;
-* ``cpu``: wall seconds since the run's set-up; ``elapsed``/``elaplong``: steps since the run's start.
+* ``cpu``: wall seconds since the run's set-up; ``elapsed``: steps since the run's start; ``elaplong``: since
+  its ``run ... start S`` step, else the same.
 
 Computes (``compute ID all temp|pe|ke|pressure``) are the same quantities under another name:
 ``c_ID`` (``c_ID[1..6]`` for the pressure tensor and the kinetic-energy tensor of a temp compute),
@@ -220,7 +221,7 @@ def _fmax(t: ThermoState) -> float:
 _VALUES = {
     "step": lambda t: int(t.sim.step),
     "elapsed": lambda t: int(t.sim.step) - t.run_start,
-    "elaplong": lambda t: int(t.sim.step) - t.run_start,
+    "elaplong": lambda t: int(t.sim.step) - (t.sim.ramp[0] if getattr(t.sim, "ramp", None) else t.run_start),
     "dt": lambda t: float(t.sim.integrator.dt),
     "time": lambda t: float(t.sim.time),
     "cpu": _cpu,
