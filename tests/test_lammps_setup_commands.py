@@ -198,3 +198,42 @@ def test_run_keyword_errors(line, match):
     text = LATTICE + PAIR + "fix 1 all nve\nrun 10\n" + line + "\n"
     with pytest.raises(LammpsScriptError, match=match):
         plan_from_lammps_script(text=text, screen=False)
+
+
+@needs_lammps
+def test_replicate_matches_lammps(tmp_path, monkeypatch):
+    text = LATTICE.replace("block 0 4 0 4 0 4", "block 0 2 0 2 0 2") + """velocity all create 1.2 4928 loop geom
+set atom 2 image 1 -1 2
+set atom 5 image -3 0 1
+set type 1 type/fraction 2 0.3 12345
+group picked id 1 7 20
+replicate 2 2 2
+set group picked vz 0.75
+""" + PAIR + """fix 1 all nve
+thermo_style custom step temp pe ke etotal press
+""" + FORMAT + """thermo 10
+run 0
+run 20
+"""
+    first = text.replace("run 20\n", "")
+    oracle = run_lammps(first, dump_atoms=True)
+    system = _pycumd(first, tmp_path, monkeypatch).sim.system()
+    atoms = oracle.atoms
+    assert system.n_atoms == 256 and np.array_equal(system.ids, atoms["id"])
+    assert np.allclose(system.box.L, oracle.box["boxhi"] - oracle.box["boxlo"], rtol=0, atol=0)
+    assert np.array_equal(system.types, atoms["type"] - 1)
+    assert np.array_equal(system.images, atoms["image"])
+    assert np.array_equal(system.positions, atoms["x"])
+    assert np.array_equal(system.velocities, atoms["v"])
+    assert (system.velocities[:, 2] == 0.75).sum() == 24          # the group's 3 atoms in each of the 8 copies
+    _same_rows(_pycumd(text, tmp_path, monkeypatch).thermo.rows, run_lammps(text).thermo)
+
+
+@pytest.mark.parametrize("line, match", [
+    ("replicate 2 0 1", "every count must be > 0"),
+    ("replicate 2 2", "replicate takes NX NY NZ"),
+    ("replicate 1 1 1 fast", "replicate takes NX NY NZ"),
+])
+def test_replicate_errors(line, match):
+    with pytest.raises(LammpsScriptError, match=match):
+        plan_from_lammps_script(text=LATTICE + line + "\n", screen=False)

@@ -35,6 +35,7 @@ Supported commands and keywords::
     dump ID GROUP atom|custom|xyz N FILE [columns]   dump_modify   undump ID
     reset_timestep N    displace_atoms all move DX DY DZ    delete_atoms overlap CUT G1 G2
     group ID type|id|region|delete    velocity all scale T | zero linear
+    replicate NX NY NZ [bbox|bondlist]
     set atom|type|group|region ID type T | type/fraction T F SEED | x|y|z|vx|vy|vz V | image I J K | charge Q
     fix ID all temp/rescale | momentum | recenter     print TEXT (in run order)
 
@@ -790,6 +791,24 @@ class LammpsPlanner:
                 s.charges.pop(t - 1, None)
         self._dirty = True
 
+    def _cmd_replicate(self, a):
+        """LAMMPS ``replicate NX NY NZ [bbox|bondlist]`` (``Replicate::command``): copy (ix, iy, iz) of
+        atom ``id`` gets id ``id + (iz NY NX + iy NX + ix) max_id``, its unwrapped position shifted
+        by (ix, iy, iz) old box lengths and wrapped into the new box with image flags; types and
+        velocities are copied, the box grows ``NX x NY x NZ`` times. ``bbox`` and ``bondlist`` only
+        change how LAMMPS finds the copies (and its bonds, which pycumd's atom styles have not)."""
+        if len(a) < 3 or len(a) > 4 or (len(a) == 4 and a[3] not in ("bbox", "bondlist")):
+            raise ValueError("replicate takes NX NY NZ and optionally bbox or bondlist")
+        counts = [int(w) for w in a[:3]]
+        if min(counts) <= 0:
+            raise ValueError(f"replication grid {'x'.join(a[:3])}: every count must be > 0")
+        if self.setup.box is None:
+            raise ValueError("replicate before a box is defined")
+        box = self.setup.box
+        self.setup.box = Box(np.asarray(box.L) * counts, box.origin)
+        groups = [g for g in self.setup.groups.values() if g.types is None]
+        self._edit_system(lambda system: _replicate(system, counts, groups))
+
     def _fix_recenter(self, a) -> Recenter:
         kw = dict(zip(a[3::2], a[4::2]))
         if set(kw) - {"units"}:
@@ -1222,6 +1241,48 @@ def _displace(system: System, shift) -> None:
     L = np.asarray(system.box.L)
     system.images = np.floor(unwrapped / L).astype(np.int32)
     system.positions = unwrapped - system.images * L
+
+
+def _replicate(system: System, counts, id_groups) -> None:
+    """LAMMPS ``replicate`` in place (see ``LammpsPlanner._cmd_replicate``); ``id_groups``: groups of
+    ids, which gain the copies of their atoms. Wrapping is LAMMPS' ``Domain::remap`` (whole box
+    lengths added or subtracted one at a time), so the positions are LAMMPS' bits."""
+    old_L, lo = np.asarray(system.box.L), np.asarray(system.box.origin)
+    new_box = Box(old_L * counts, lo)
+    hi = lo + old_L * np.asarray(counts)
+    period = hi - lo
+    unwrapped = (system.positions + lo) + system.images * old_L     # Domain::unmap
+    max_id = int(system.ids.max()) if system.n_atoms else 0
+    parts, offsets = [], []
+    for iz in range(counts[2]):
+        for iy in range(counts[1]):
+            for ix in range(counts[0]):
+                x = unwrapped + np.array([ix, iy, iz]) * old_L
+                images = np.zeros(x.shape, np.int32)
+                for d in range(3):
+                    while (low := x[:, d] < lo[d]).any():
+                        x[low, d] += period[d]
+                        images[low, d] -= 1
+                    while (high := x[:, d] >= hi[d]).any():
+                        x[high, d] -= period[d]
+                        images[high, d] += 1
+                    x[:, d] = np.maximum(x[:, d], lo[d])
+                offset = (iz * counts[1] * counts[0] + iy * counts[0] + ix) * max_id
+                parts.append((x - lo, images, system.ids + offset))
+                offsets.append(offset)
+    for group in id_groups:
+        if group.ids is not None:
+            group.set_ids(np.concatenate([np.asarray(group.ids) + off for off in offsets]))
+    copies = len(parts)
+    system.box = new_box
+    system.positions = np.concatenate([p[0] for p in parts])
+    system.images = np.concatenate([p[1] for p in parts])
+    system.ids = np.concatenate([p[2] for p in parts])
+    system.types = np.tile(system.types, copies)
+    system.velocities = np.tile(system.velocities, (copies, 1))
+    order = np.argsort(system.ids, kind="stable")
+    for name in ("positions", "images", "ids", "types", "velocities"):
+        setattr(system, name, getattr(system, name)[order])
 
 
 def _delete_overlaps(system: System, cutoff: float, group1, group2) -> None:
