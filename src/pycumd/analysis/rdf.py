@@ -19,7 +19,7 @@ from ..backend import array_backend, select
 from ..neighbors.counting_sort import cell_index, counting_sort
 from ..precision import c_type_name
 
-__all__ = ["RDF", "rdf"]
+__all__ = ["RDF", "lammps_rdf", "rdf"]
 
 BLOCK = 128
 #: most bins of the GPU kernel's block histogram (4 bytes each in shared memory)
@@ -94,7 +94,7 @@ def pair_distance_histogram(positions, box_lengths, r_max: float, bins: int):
     keys = cell_index(positions, L, cells)
     sort = counting_sort(keys, int(np.prod(cells)), backend)
     n = positions.shape[0]
-    inv_dr = bins / r_max
+    inv_dr = 1.0 / (r_max / bins)        # LAMMPS' delrinv = 1/delr: the same bin for every distance
     if not backend.is_gpu:
         pos = np.ascontiguousarray(positions[:, :3], dtype=np.float64)
         chunks = max(1, min(n, 4 * numba.get_num_threads()))
@@ -113,6 +113,30 @@ def pair_distance_histogram(positions, box_lengths, r_max: float, bins: int):
             *[np.int32(c) for c in cells], *[real(x) for x in L], real(r_max * r_max), real(inv_dr),
             np.int32(bins), hist), shared_mem=4 * bins)
     return hist.get().astype(np.int64)
+
+
+def lammps_rdf(positions, box_lengths, cutoff: float, bins: int) -> np.ndarray:
+    """LAMMPS ``compute rdf`` of one frame, all atoms with all atoms: its global array, shape (bins, 3),
+    columns bin centre ``(k + 1/2) dr``, g(r), coordination number (the running sum of
+    ``g vfrac (N - 1)``), with ``dr = cutoff / bins`` (LAMMPS' ``ComputeRDF::compute_array``):
+    ``g_k = n_k / (vfrac_k (N - 1) N)``, ``vfrac_k = 4 pi / (3 V) ((k+1)^3 - k^3) dr^3``, ``n_k`` the
+    ordered pairs (i != j) in bin k (:func:`pair_distance_histogram`, the same bins as LAMMPS)."""
+    n = positions.shape[0]
+    L = np.asarray(box_lengths, dtype=np.float64)
+    counts = pair_distance_histogram(positions, L, cutoff, bins)
+    dr = cutoff / bins
+    constant = 4.0 * np.pi / (3.0 * L[0] * L[1] * L[2])
+    normfac = (n - 1.0) if n > 0 else 0.0          # jcount - duplicates / icount, one type pair
+    table = np.zeros((bins, 3))
+    ncoord = 0.0
+    for k in range(bins):
+        lower, upper = k * dr, (k + 1) * dr
+        vfrac = constant * (upper * upper * upper - lower * lower * lower)
+        g = counts[k] / (vfrac * normfac * n) if vfrac * normfac != 0.0 else 0.0
+        if n:
+            ncoord += g * vfrac * normfac
+        table[k] = ((k + 0.5) * dr, g, ncoord)
+    return table
 
 
 class RDF:

@@ -29,8 +29,8 @@ Supported commands and keywords::
     min_style cg|fire              min_modify dmax D   minimize ETOL FTOL MAXITER MAXEVAL
 
     thermo_style one|custom KEYWORDS|c_ID|c_ID[k]|v_name|f_ID|f_ID[k]   thermo_modify norm yes|no
-    compute ID all temp|pe|ke|pressure|temp/region REGION
-    fix ID all ave/time NEVERY NREPEAT NFREQ c_ID|v_name|KEYWORD ... [file F]
+    compute ID all temp|pe|ke|pressure|temp/region REGION|msd [com yes|no]|rdf NBIN [* *] [cutoff RC]
+    fix ID all ave/time NEVERY NREPEAT NFREQ c_ID|c_ID[*]|v_name|KEYWORD ... [file F] [mode scalar|vector]
     print "T = $(temp) ${v}"   (thermo keywords, computes, fixes: the state after the last run)
     dump ID GROUP atom|custom|xyz N FILE [columns]   dump_modify   undump ID
     reset_timestep N    displace_atoms all move DX DY DZ    delete_atoms overlap CUT G1 G2
@@ -57,8 +57,8 @@ from ..integrators import Langevin, NoseHoover, VelocityVerlet
 from ..integrators.fixes import FixChain, Momentum, Recenter, TempRescale
 from ..outputs.ave_time import AveTimeOutput
 from ..outputs.dump import DumpOutput
-from ..outputs.thermo_keywords import (COMPUTE_STYLES, Compute, Names, ThermoState, ThermoStyle, formula_value,
-                                       one_style, parse_column)
+from ..outputs.thermo_keywords import (COMPUTE_STYLES, Compute, MSDReference, Names, ThermoState, ThermoStyle,
+                                       formula_value, one_style, parse_column)
 from ..integrators.barostats import lammps_fix_nh
 from ..minimize import MIN_STYLES, MinimizeSettings
 from ..potentials.lammps_styles import check_pair_style, potential_from_lammps
@@ -441,7 +441,8 @@ class LammpsPlanner:
         if a == ["one"]:
             s.thermo_style = None
         elif a and a[0] == "custom":
-            s.thermo_style = ThermoStyle(a[1:], self._names())   # v_name are checked at 'run'
+            words = self._expand_wildcards(a[1:], "thermo_style custom")
+            s.thermo_style = ThermoStyle(words, self._names())   # v_name are checked at 'run'
             s.thermo_style_line = self._command.line if self._command is not None else None
             s.thermo_style_where = _where(self._command)
         else:
@@ -480,6 +481,12 @@ class LammpsPlanner:
                 raise ValueError(f"region ID {a[3]!r} for compute temp/region does not exist")
             self.setup.computes[a[0]] = Compute(a[0], "temp/region", _region_spec(region))
             return
+        if a[2] == "msd":
+            self._compute_msd(a[0], a[3:])
+            return
+        if a[2] == "rdf":
+            self.setup.computes[a[0]] = Compute(a[0], "rdf", options=_rdf_options(a[3:]))
+            return
         if a[2] == "pressure":
             if len(a) < 4 or len(a) > 4:
                 raise ValueError("compute pressure takes a temperature compute ID and no keywords")
@@ -489,6 +496,39 @@ class LammpsPlanner:
         elif len(a) > 3:
             raise ValueError(f"compute {a[2]} arguments {' '.join(a[3:])} are not supported")
         self.setup.computes[a[0]] = Compute(a[0], a[2])
+
+    def _compute_msd(self, cid: str, a) -> None:
+        """``compute ID all msd [com yes|no] [average no]``: the reference positions are the atoms' as they
+        are here in the script (LAMMPS takes them when the compute is created)."""
+        kw = dict(zip(a[0::2], a[1::2]))
+        if len(a) % 2 or set(kw) - {"com", "average"}:
+            raise ValueError(f"compute msd keyword(s) {' '.join(a)} not supported (com yes/no, average no)")
+        if _yes_no(kw.get("average", "no"), "compute msd average"):
+            raise NotImplementedError("compute msd average yes (a running-average reference) is not supported")
+        reference = MSDReference(_yes_no(kw.get("com", "no"), "compute msd com"))
+        self.setup.computes[cid] = Compute(cid, "msd", options=(reference.com,), reference=reference)
+        if self.stages and self._system is None and not self._edits:
+            # the atoms as the last run left them (an action after it: the run goes on unchanged)
+            self.stages[-1].after_run.append(lambda sim, plan, index: reference.capture(sim.system()))
+        else:
+            self._edit_system(reference.capture)
+
+    def _expand_wildcards(self, words: list, command: str) -> list:
+        """LAMMPS ``c_ID[*]`` (``utils::expand_args``): one item per element of the compute's global
+        vector, or per column of its global array."""
+        expanded = []
+        for word in words:
+            if word.startswith("c_") and word.endswith("[*]"):
+                compute = self.setup.computes.get(word[2:-3])
+                if compute is None:
+                    raise ValueError(f"{command}: compute ID {word[2:-3]!r} in {word} is not defined")
+                n = compute.array_columns or compute.vector_size
+                if not n:
+                    raise ValueError(f"{command}: {word}: compute {compute.style} has no vector or array")
+                expanded.extend(f"{word[:-3]}[{k}]" for k in range(1, n + 1))
+            else:
+                expanded.append(word)
+        return expanded
 
     def _cmd_uncompute(self, a):
         if self.setup.computes.pop(a[0], None) is None:
@@ -502,25 +542,28 @@ class LammpsPlanner:
             values.append(a[k])
             k += 1
         kw = dict(zip(a[k::2], a[k + 1::2]))
-        if kw.get("ave", "one") != "one" or kw.get("mode", "scalar") != "scalar":
-            raise ValueError("fix ave/time: only ave one and mode scalar are supported")
+        if kw.get("ave", "one") != "one" or kw.get("mode", "scalar") not in ("scalar", "vector"):
+            raise ValueError("fix ave/time: only ave one and mode scalar or vector are supported")
         unknown = set(kw) - {"file", "ave", "mode"}
         if unknown:
             raise ValueError(f"fix ave/time keyword(s) {', '.join(sorted(unknown))} not supported")
+        mode = kw.get("mode", "scalar")
+        values = self._expand_wildcards(values, "fix ave/time")
         names = self._names()
-        for v in values:
+        for v in values if mode == "scalar" else []:
             item = parse_column(v, names)
             if item[0] == "variable":
                 names.check_variable(item[1])
         computes = {cid: c.spec() for cid, c in self.setup.computes.items()}
-        self.outputs.lammps_outputs.append(AveTimeOutput(fid, nevery, nrepeat, nfreq, values, computes,
-                                                         kw.get("file"), first_stage=len(self.stages),
-                                                         where=_where(self._command)))
+        output = AveTimeOutput(fid, nevery, nrepeat, nfreq, values, computes, kw.get("file"),
+                               first_stage=len(self.stages), where=_where(self._command), mode=mode)
+        output.use_computes(self.setup.computes)
+        self.outputs.lammps_outputs.append(output)
 
     def _names(self) -> Names:
         """What c_ID, f_ID and v_name refer to now: computes, fix ave/time, the current command's variables."""
         fixes = {o.id: len(o.values) for o in self.outputs.lammps_outputs
-                 if o.kind == "ave/time" and o.end_stage is None}
+                 if o.kind == "ave/time" and o.end_stage is None and o.mode == "scalar"}
         variables = self._command.variables if self._command is not None else None
         return Names(dict(self.setup.computes), variables or {}, fixes)
 
@@ -1202,6 +1245,27 @@ def _id_bounds(spec: str) -> tuple[int, int]:
     if lo_hi[0] < 1 or lo_hi[0] > lo_hi[1]:
         raise ValueError(f"set atom: bad id range {spec!r} (N, *, N*, *N or M*N, ids from 1)")
     return lo_hi
+
+
+def _rdf_options(a) -> tuple:
+    """``compute ID all rdf Nbin [* *] [cutoff Rc]`` -> (Nbin, Rc or None: the largest pair cutoff)."""
+    if not a:
+        raise ValueError("compute rdf needs Nbin")
+    bins = int(a[0])
+    if bins < 1:
+        raise ValueError(f"compute rdf: Nbin must be >= 1, got {bins}")
+    rest, cutoff = list(a[1:]), None
+    if len(rest) >= 2 and rest[-2] == "cutoff":
+        cutoff = float(rest[-1])
+        if not cutoff > 0:
+            raise ValueError(f"compute rdf: cutoff must be > 0, got {rest[-1]}")
+        rest = rest[:-2]
+    if rest == ["*", "*"]:                      # every type with every type: the default
+        rest = []
+    if rest:
+        raise NotImplementedError(f"compute rdf with type pairs ({' '.join(rest)}) is not supported: pycumd's "
+                                  f"rdf is all atoms with all atoms")
+    return bins, cutoff
 
 
 def _yes_no(value: str, what: str) -> bool:
