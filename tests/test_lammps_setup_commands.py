@@ -337,3 +337,35 @@ def test_an_rdf_cutoff_beyond_half_the_box_stops_the_run(tmp_path, monkeypatch):
     text = MELT + "compute r all rdf 10 cutoff 3.5\nfix a all ave/time 1 1 1 c_r[*] mode vector\nrun 0\n"
     with pytest.raises(ValueError, match="more than half the box"):
         _pycumd(text, tmp_path, monkeypatch)
+
+
+@pytest.mark.cuda
+@pytest.mark.parametrize("precision", ["double", "mixed", "single", "composite"])
+def test_rdf_and_msd_on_the_gpu_match_the_cpu(precision, tmp_path, monkeypatch):
+    from conftest import HAVE_CUDA
+
+    if not HAVE_CUDA:
+        pytest.skip("no CUDA GPU")
+    text = MELT + """compute myRDF all rdf 25
+compute msd all msd com yes
+fix 2 all ave/time 10 1 10 c_myRDF[*] file FILE mode vector
+thermo_style custom step temp c_msd[4] c_msd[2]
+thermo 10
+run 30
+"""
+    monkeypatch.chdir(tmp_path)
+    rows, files = {}, {}
+    for device in ("cpu", "cuda"):
+        plan = plan_from_lammps_script(text=text.replace("FILE", f"rdf_{device}.txt"), screen=False)
+        plan.engine.device, plan.engine.precision = device, "double" if device == "cpu" else precision
+        rows[device] = execute(plan).thermo.rows
+        lines = (tmp_path / f"rdf_{device}.txt").read_text().splitlines()
+        files[device] = np.array([[float(w) for w in line.split()[1:]] for line in lines
+                                  if not line.startswith("#") and len(line.split()) == 4])
+    tol = 1e-10 if precision in ("double", "composite") else 1e-4
+    for cpu, gpu in zip(rows["cpu"], rows["cuda"]):
+        assert gpu["c_msd[4]"] == pytest.approx(cpu["c_msd[4]"], rel=tol, abs=tol)
+    if precision in ("double", "composite"):     # the same pair counts per bin: the same %g values
+        assert np.array_equal(files["cpu"], files["cuda"])
+    else:
+        assert np.allclose(files["cpu"], files["cuda"], rtol=0.05, atol=0.05)
