@@ -8,8 +8,9 @@ import re
 import numpy as np
 import pytest
 
-from pycumd.inputs.lammps_input import plan_from_lammps_script
+from pycumd.inputs.lammps_input import LammpsPlanner, plan_from_lammps_script, read_commands
 from pycumd.inputs.lammps_script import LammpsScriptError
+from pycumd.outputs.thermo_keywords import ThermoState
 from pycumd.run_plan import execute
 
 from lammps_oracle import lammps_available, parse_thermo, run_lammps
@@ -317,7 +318,8 @@ thermo_style custom step c_msd[4] c_late[4] c_late[2]
 
 
 @pytest.mark.parametrize("line, match", [
-    ("compute r all rdf 10 1 1", "rdf with type pairs .* is not supported"),
+    ("compute r all rdf 10 1", "type pairs come in twos"),
+    ("compute r all rdf 10 1 2", "type 2 is out of range 1..1"),
     ("compute r all rdf 0", "Nbin must be >= 1"),
     ("compute m all msd average yes", "average yes .* is not supported"),
     ("compute m all msd com maybe", "compute msd com needs yes or no"),
@@ -369,3 +371,38 @@ run 30
         assert np.array_equal(files["cpu"], files["cuda"])
     else:
         assert np.allclose(files["cpu"], files["cuda"], rtol=0.05, atol=0.05)
+
+
+@needs_lammps
+def test_compute_rdf_per_type_pair_matches_lammps(tmp_path, monkeypatch):
+    from lammps import LMP_STYLE_GLOBAL, LMP_TYPE_ARRAY
+
+    from lammps_oracle import new_lammps
+
+    text = LATTICE + """velocity all create 3.0 87287 loop geom
+set type 1 type/fraction 2 0.3 12345
+set type 1 type/fraction 3 0.2 999
+""" + PAIR + """fix 1 all nve
+compute pairs all rdf 30 1 1 1 2 2 1 1*2 2*3 * 3
+fix 2 all ave/time 10 1 10 c_pairs[*] file FILE mode vector
+thermo 10
+run 20
+"""
+    (tmp_path / "ref").mkdir()
+    lmp = new_lammps()
+    try:
+        lmp.commands_string(text.replace("FILE", str(tmp_path / "ref" / "pairs.txt")))
+        ref = np.array(lmp.numpy.extract_compute("pairs", LMP_STYLE_GLOBAL, LMP_TYPE_ARRAY))
+    finally:
+        lmp.close()
+    monkeypatch.chdir(tmp_path)
+    planner = LammpsPlanner(screen=False)
+    planner.execute(read_commands(text.replace("FILE", "pairs.txt"), "<input>"))
+    result = execute(planner.plan())
+    assert (tmp_path / "pairs.txt").read_text() == (tmp_path / "ref" / "pairs.txt").read_text()
+    # the last frame at full precision: every type pair's g(r) (so its pair counts) and coordination
+    got = ThermoState(result.sim).rdf(planner.setup.computes["pairs"])
+    assert got.shape == ref.shape == (30, 11)
+    assert np.array_equal(got[:, 0], ref[:, 0])
+    assert np.allclose(got[:, 1:], ref[:, 1:], rtol=1e-12, atol=0)
+    assert (got[:, 1::2] > 0).sum() > 60

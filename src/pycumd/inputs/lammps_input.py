@@ -29,7 +29,7 @@ Supported commands and keywords::
     min_style cg|fire              min_modify dmax D   minimize ETOL FTOL MAXITER MAXEVAL
 
     thermo_style one|custom KEYWORDS|c_ID|c_ID[k]|v_name|f_ID|f_ID[k]   thermo_modify norm yes|no
-    compute ID all temp|pe|ke|pressure|temp/region REGION|msd [com yes|no]|rdf NBIN [* *] [cutoff RC]
+    compute ID all temp|pe|ke|pressure|temp/region REGION|msd [com yes|no]|rdf NBIN [I J ...] [cutoff RC]
     fix ID all ave/time NEVERY NREPEAT NFREQ c_ID|c_ID[*]|v_name|KEYWORD ... [file F] [mode scalar|vector]
     print "T = $(temp) ${v}"   (thermo keywords, computes, fixes: the state after the last run)
     dump ID GROUP atom|custom|xyz N FILE [columns]   dump_modify   undump ID
@@ -485,7 +485,7 @@ class LammpsPlanner:
             self._compute_msd(a[0], a[3:])
             return
         if a[2] == "rdf":
-            self.setup.computes[a[0]] = Compute(a[0], "rdf", options=_rdf_options(a[3:]))
+            self.setup.computes[a[0]] = Compute(a[0], "rdf", options=_rdf_options(a[3:], self.setup.n_types))
             return
         if a[2] == "pressure":
             if len(a) < 4 or len(a) > 4:
@@ -1247,8 +1247,9 @@ def _id_bounds(spec: str) -> tuple[int, int]:
     return lo_hi
 
 
-def _rdf_options(a) -> tuple:
-    """``compute ID all rdf Nbin [* *] [cutoff Rc]`` -> (Nbin, Rc or None: the largest pair cutoff)."""
+def _rdf_options(a, n_types: int) -> tuple:
+    """``compute ID all rdf Nbin [I J ...] [cutoff Rc]`` -> (Nbin, Rc or None: the largest pair cutoff,
+    the type pairs as ((ilo, ihi), (jlo, jhi)) 0-based inclusive ranges, or None: all with all)."""
     if not a:
         raise ValueError("compute rdf needs Nbin")
     bins = int(a[0])
@@ -1260,12 +1261,16 @@ def _rdf_options(a) -> tuple:
         if not cutoff > 0:
             raise ValueError(f"compute rdf: cutoff must be > 0, got {rest[-1]}")
         rest = rest[:-2]
-    if rest == ["*", "*"]:                      # every type with every type: the default
-        rest = []
+    if len(rest) % 2:
+        raise ValueError(f"compute rdf: type pairs come in twos (I J ...), got {' '.join(rest)}")
+    pairs = None
     if rest:
-        raise NotImplementedError(f"compute rdf with type pairs ({' '.join(rest)}) is not supported: pycumd's "
-                                  f"rdf is all atoms with all atoms")
-    return bins, cutoff
+        pairs = []
+        for i, j in zip(rest[0::2], rest[1::2]):
+            ri, rj = _type_range(i, n_types), _type_range(j, n_types)
+            pairs.append(((ri.start, ri.stop - 1), (rj.start, rj.stop - 1)))
+        pairs = tuple(pairs)
+    return bins, cutoff, pairs
 
 
 def _yes_no(value: str, what: str) -> bool:

@@ -186,18 +186,20 @@ class ThermoState:
         return self._once(("msd", compute.id), value)
 
     def rdf(self, compute: "Compute") -> np.ndarray:
-        """LAMMPS compute rdf now, all atoms with all atoms: (bins, 3) bin centre, g(r), coordination
-        (:func:`pycumd.analysis.lammps_rdf`); the cutoff is the compute's or the largest pair cutoff."""
+        """LAMMPS compute rdf now: (bins, 1 + 2 pairs) bin centre, then g(r) and coordination per type
+        pair (:func:`pycumd.analysis.lammps_rdf`); the cutoff is the compute's or the largest pair cutoff."""
         def value():
             from ..analysis import lammps_rdf
 
             if getattr(self.sim, "decomposition", None) is not None:
                 raise NotImplementedError("compute rdf over MPI ranks is not supported")
-            bins, cutoff = compute.options
+            bins, cutoff, pairs = compute.options
             if cutoff is None:
                 cutoff = float(self.sim.potential.max_cutoff(self.sim.n_types))
             s, b = self.sim.state, self.sim.backend
-            return lammps_rdf(s.values("positions", b), self.sim.box.L, cutoff, int(bins))
+            positions = s.values("positions", b)            # composite precision: on the host
+            types = b.to_host(s.types) if isinstance(positions, np.ndarray) else s.types
+            return lammps_rdf(positions, self.sim.box.L, cutoff, int(bins), types, pairs)
         return self._once(("rdf", compute.id), value)
 
     def compute_vector(self, compute: "Compute") -> np.ndarray:
@@ -348,7 +350,7 @@ class Compute:
     """A LAMMPS ``compute ID all STYLE`` (``style`` one of COMPUTE_STYLES).
 
     ``region``: for temp/region, the region as :func:`region_contains` takes it (box units);
-    ``options``: msd ``(com,)``, rdf ``(bins, cutoff or None)``; ``reference``: msd's
+    ``options``: msd ``(com,)``, rdf ``(bins, cutoff or None, type pairs or None)``; ``reference``: msd's
     :class:`MSDReference` (not part of the settings: it is taken while the plan runs)."""
 
     id: str
@@ -375,8 +377,11 @@ class Compute:
 
     @property
     def array_columns(self) -> int:
-        """Columns of the global array (rdf: bin centre, g, coordination), 0: none."""
-        return 3 if self.style == "rdf" else 0
+        """Columns of the global array (rdf: bin centre, then g and coordination per type pair), 0: none."""
+        if self.style != "rdf":
+            return 0
+        pairs = self.options[2]
+        return 1 + 2 * (len(pairs) if pairs is not None else 1)
 
     def spec(self):
         """Plain values (stored in checkpoints with fix ave/time); :meth:`from_spec` reads them back."""
