@@ -298,8 +298,10 @@ run 30
 def test_compute_msd_in_thermo_and_fix_ave_time_matches_lammps(tmp_path, monkeypatch):
     text = MELT + """compute msd all msd
 compute drift all msd com yes
+group some id <> 1 100
+compute part some msd com yes
 fix 3 all ave/time 2 5 10 c_msd[*] c_drift[4] file FILE
-thermo_style custom step temp c_msd[4] c_msd[1] c_drift[4] c_drift[3] f_3[4]
+thermo_style custom step temp c_msd[4] c_msd[1] c_drift[4] c_drift[3] f_3[4] c_part[4] c_part[1]
 """ + FORMAT + """thermo 10
 run 40
 compute late all msd com yes

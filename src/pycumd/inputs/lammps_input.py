@@ -29,7 +29,8 @@ Supported commands and keywords::
     min_style cg|fire              min_modify dmax D   minimize ETOL FTOL MAXITER MAXEVAL
 
     thermo_style one|custom KEYWORDS|c_ID|c_ID[k]|v_name|f_ID|f_ID[k]   thermo_modify norm yes|no
-    compute ID all temp|pe|ke|pressure|temp/region REGION|msd [com yes|no]|rdf NBIN [I J ...] [cutoff RC]
+    compute ID all temp|pe|ke|pressure|temp/region REGION|rdf NBIN [I J ...] [cutoff RC]
+    compute ID GROUP msd [com yes|no]
     fix ID all ave/time NEVERY NREPEAT NFREQ c_ID|c_ID[*]|v_name|KEYWORD ... [file F] [mode scalar|vector]
     print "T = $(temp) ${v}"   (thermo keywords, computes, fixes: the state after the last run)
     dump ID GROUP atom|custom|xyz N FILE [columns]   dump_modify   undump ID
@@ -470,6 +471,9 @@ class LammpsPlanner:
     def _cmd_compute(self, a):
         if len(a) < 3:
             raise ValueError("compute needs ID group style")
+        if a[2] == "msd":                       # any group: the atoms it holds where the compute is defined
+            self._compute_msd(a[0], a[1], a[3:])
+            return
         self._group_all(a[1], f"compute {a[2]}")
         if a[2] not in COMPUTE_STYLES:          # an unsupported style is named first
             raise ValueError(f"compute style {a[2]} is not supported ({', '.join(COMPUTE_STYLES)})")
@@ -480,9 +484,6 @@ class LammpsPlanner:
             if region is None:
                 raise ValueError(f"region ID {a[3]!r} for compute temp/region does not exist")
             self.setup.computes[a[0]] = Compute(a[0], "temp/region", _region_spec(region))
-            return
-        if a[2] == "msd":
-            self._compute_msd(a[0], a[3:])
             return
         if a[2] == "rdf":
             self.setup.computes[a[0]] = Compute(a[0], "rdf", options=_rdf_options(a[3:], self.setup.n_types))
@@ -497,9 +498,10 @@ class LammpsPlanner:
             raise ValueError(f"compute {a[2]} arguments {' '.join(a[3:])} are not supported")
         self.setup.computes[a[0]] = Compute(a[0], a[2])
 
-    def _compute_msd(self, cid: str, a) -> None:
-        """``compute ID all msd [com yes|no] [average no]``: the reference positions are the atoms' as they
-        are here in the script (LAMMPS takes them when the compute is created)."""
+    def _compute_msd(self, cid: str, gid: str, a) -> None:
+        """``compute ID GROUP msd [com yes|no] [average no]``: the reference positions are those of the
+        group's atoms as they are here in the script (LAMMPS takes them when the compute is created)."""
+        select = self._set_selection("group", gid)
         kw = dict(zip(a[0::2], a[1::2]))
         if len(a) % 2 or set(kw) - {"com", "average"}:
             raise ValueError(f"compute msd keyword(s) {' '.join(a)} not supported (com yes/no, average no)")
@@ -509,9 +511,9 @@ class LammpsPlanner:
         self.setup.computes[cid] = Compute(cid, "msd", options=(reference.com,), reference=reference)
         if self.stages and self._system is None and not self._edits:
             # the atoms as the last run left them (an action after it: the run goes on unchanged)
-            self.stages[-1].after_run.append(lambda sim, plan, index: reference.capture(sim.system()))
+            self.stages[-1].after_run.append(lambda sim, plan, index: _capture(reference, sim.system(), select))
         else:
-            self._edit_system(reference.capture)
+            self._edit_system(lambda system: _capture(reference, system, select))
 
     def _expand_wildcards(self, words: list, command: str) -> list:
         """LAMMPS ``c_ID[*]`` (``utils::expand_args``): one item per element of the compute's global
@@ -1222,6 +1224,11 @@ class _SetImage:
         for d, flag in enumerate(self.flags):
             if flag is not None:
                 system.images[mask, d] = flag
+
+
+def _capture(reference: MSDReference, system: System, select) -> None:
+    """A compute msd's reference: the atoms ``select(system)`` picks, as they are now."""
+    reference.capture(system, select(system))
 
 
 def _wrap_into_box(system: System) -> None:

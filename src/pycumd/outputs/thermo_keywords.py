@@ -174,8 +174,10 @@ class ThermoState:
             s, b = self.sim.state, self.sim.backend
             ids = np.asarray(b.to_host(s.ids))
             order = np.argsort(ids, kind="stable")
-            if not np.array_equal(ids[order], reference.ids):
-                raise ValueError(f"compute msd {compute.id}: the atoms are not those it was defined with")
+            at = np.searchsorted(ids[order], reference.ids)     # the group's atoms, in id order
+            if len(ids) == 0 or at.max(initial=0) >= len(ids) or not np.array_equal(ids[order][at], reference.ids):
+                raise ValueError(f"compute msd {compute.id}: atoms it was defined with are gone")
+            order = order[at]
             x = s.host_positions(b) + np.asarray(b.to_host(s.images), dtype=np.float64) * np.asarray(self.sim.box.L)
             x = x[order]
             centre = None
@@ -327,22 +329,26 @@ def region_contains(region, x: np.ndarray) -> np.ndarray:
 
 class MSDReference:
     """The positions a ``compute msd`` measures displacements from (LAMMPS keeps them in a per-atom
-    fix STORE): unwrapped (``x + image L``, relative to the box origin), in id order, taken where the
-    compute is defined; with ``com``, minus their centre of mass (LAMMPS' ``Group::xcm``)."""
+    fix STORE): those of the compute's group, unwrapped (``x + image L``, relative to the box origin),
+    in id order, taken where the compute is defined; with ``com``, minus the group's centre of mass
+    (LAMMPS' ``Group::xcm``)."""
 
     def __init__(self, com: bool):
         self.com = bool(com)
         self.ids: np.ndarray | None = None
         self.positions: np.ndarray | None = None
 
-    def capture(self, system) -> None:
-        """Take the reference from a :class:`~pycumd.system.System`."""
-        order = np.argsort(system.ids, kind="stable")
-        x = (system.positions + system.images * np.asarray(system.box.L))[order]
-        if self.com:
-            m = np.asarray(system.per_atom_mass, dtype=np.float64)[order]
+    def capture(self, system, members: np.ndarray | None = None) -> None:
+        """Take the reference from a :class:`~pycumd.system.System`; ``members``: mask of the group's
+        atoms (None: all)."""
+        keep = np.ones(system.n_atoms, bool) if members is None else np.asarray(members, bool)
+        ids = np.asarray(system.ids)[keep]
+        order = np.argsort(ids, kind="stable")
+        x = (system.positions + system.images * np.asarray(system.box.L))[keep][order]
+        if self.com and len(x):
+            m = np.asarray(system.per_atom_mass, dtype=np.float64)[keep][order]
             x = x - (m[:, None] * x).sum(axis=0) / m.sum()
-        self.ids, self.positions = np.asarray(system.ids)[order], x
+        self.ids, self.positions = ids[order], x
 
 
 @dataclass(frozen=True)
