@@ -129,6 +129,27 @@ def test_set_errors_name_the_problem(line, match):
     assert ":10: set: " in str(info.value)
 
 
+def test_a_type_change_with_unequal_charges_asks_for_the_new_types_charge():
+    text = """units lj
+atom_style charge
+lattice fcc 0.8442
+region box block 0 4 0 4 0 4
+create_box 2 box
+create_atoms 1 box
+mass * 1.0
+set type 1 charge 0.4
+set type 2 charge -0.4
+set type 1 type/fraction 2 0.5 99
+pair_style coul/debye 1.5 2.5
+pair_coeff * *
+fix 1 all nve
+run 0
+"""
+    with pytest.raises(LammpsScriptError, match=r"none for type\(s\) \[2\]"):
+        plan_from_lammps_script(text=text, screen=False)
+    plan_from_lammps_script(text=text.replace("run 0", "set type 2 charge -0.4\nrun 0"), screen=False)
+
+
 def test_set_charge_of_part_of_a_type_is_refused():
     text = LATTICE.replace("units lj", "units lj\natom_style charge") + "region r block 0 1 0 1 0 1\n" \
         "set region r charge 1.0\n"
