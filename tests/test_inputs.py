@@ -70,7 +70,7 @@ def test_lammps_variables_and_nvt_langevin_commands():
 @pytest.mark.parametrize("bad,message", [
     ("pair_style lj/cut 2.5", "pair_style lj/charmm/coul/long"),
     ("fix 1 all nve", "fix 1 all rigid single"),
-    ("thermo 10", "compute 1 all rdf 50"),
+    ("thermo 10", "compute 1 all rdf 50 1"),
 ])
 def test_unsupported_command_names_it_and_its_line(bad, message):
     text = SMALL.replace(bad, message)

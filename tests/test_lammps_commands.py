@@ -173,7 +173,7 @@ run 10
     ("dump 1 all custom 10 x.txt id mass", "column"),
     ("thermo_style custom step f_x", "fix ID 'x' in f_x is not a fix ave/time"),
     ("thermo_style multi", "thermo_style multi is not supported"),
-    ("compute 1 all msd", "compute style msd is not supported"),
+    ("compute 1 all vacf", "compute style vacf is not supported"),
     ("group g type 1\nfix 2 g momentum 1", "on group g: pycumd applies it to group all only"),
     ("velocity all zero angular", "angular is not supported"),
     ("fix 2 all ave/time 1 1 1 c_nope", "compute ID 'nope'"),

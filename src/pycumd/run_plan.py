@@ -65,6 +65,8 @@ class Stage:
     after_run: list = field(default_factory=list)
     minimize: object = None
     thermo_style: object = None     # LAMMPS thermo_style custom (outputs.thermo_keywords.ThermoStyle); None: one
+    ramp: tuple | None = None       # LAMMPS run start/stop: the steps ramps span (Simulation.ramp); None: its own
+    pre: bool = True                # LAMMPS run pre: False continues the fixes' state (Simulation.rebind_fixes)
 
 
 @dataclass
@@ -194,6 +196,8 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
                     sim = plan.build_simulation(index, sim, reporters.all)
                     if on_simulation is not None:
                         on_simulation(sim)
+                else:                                   # the same simulation goes on
+                    sim.rebind_fixes = stage.pre
             if reporters.checkpoint is not None:
                 reporters.checkpoint.context = plan.checkpoint_context(index)
             if signals is not None:
@@ -210,6 +214,7 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
                     if screen:
                         print(minimized.describe(), flush=True)
                 else:
+                    sim.ramp = stage.ramp
                     sim.run(steps, progress=outputs.progress)
             except RunStopped:
                 writer = reporters.checkpoint or CheckpointWriter(_STOP_CHECKPOINT)

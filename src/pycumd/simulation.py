@@ -97,6 +97,11 @@ class Simulation:
         self._step_graph = None
         self.reporters: list = list(reporters)
         self._run_start = self._run_end = 0
+        #: (start, stop) steps that ramps span (LAMMPS ``run N start S stop S``); None: the run's own
+        self.ramp: tuple | None = None
+        #: bind the thermostat and fixes again at the next run's set-up (LAMMPS ``run ... pre yes``);
+        #: False continues their state as the last step left it (``pre no``: no fix set-up)
+        self.rebind_fixes = True
         self._resume = None          # (run_start, run_end, thermostat state) of a restored checkpoint
         self.stop_request: str | None = None   # set (e.g. by a signal handler) to stop at the next block
         self.wall_deadline: float | None = None  # time.monotonic() at which to stop (--walltime)
@@ -117,9 +122,11 @@ class Simulation:
         return self.integrator.thermostat
 
     def run_fraction(self) -> float:
-        """Fraction of the current run done (for temperature ramps), as LAMMPS computes it."""
-        span = self._run_end - self._run_start
-        return (self.state.step - self._run_start) / span if span else 0.0
+        """Fraction of the current run done (for temperature ramps), as LAMMPS computes it:
+        ``(step - start) / (stop - start)`` over the run, or over :attr:`ramp` when it is set."""
+        start, stop = self.ramp if self.ramp is not None else (self._run_start, self._run_end)
+        span = stop - start
+        return (self.state.step - start) / span if span else 0.0
 
     def system(self) -> System:
         """A host copy of the current state as a :class:`System`, particles in id order."""
@@ -162,13 +169,14 @@ class Simulation:
     # -- running ---------------------------------------------------------------------------
     def setup(self) -> None:
         """As LAMMPS at the start of each run: build the neighbour list, compute forces (with
-        per-atom energy and virial), check the state is finite, bind the thermostat."""
+        per-atom energy and virial), check the state is finite, bind the thermostat (unless
+        :attr:`rebind_fixes` is False)."""
         getattr(self.neighbors, "schedule_reorder", lambda: None)()     # a run starts in cell order
         self.neighbors.build(self.state)
         self.forces.compute(self.state, self.neighbors, True)
         self.book.mark_energy_current()
         self.book.check_finite()
-        if self.thermostat is not None:
+        if self.thermostat is not None and self.rebind_fixes:
             self.thermostat.bind(self)
 
     def run(self, steps: int, progress: bool | None = None) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..backend import array_backend, select
 
-__all__ = ["MSD", "VACF", "msd", "vacf"]
+__all__ = ["MSD", "VACF", "msd", "msd_from_reference", "vacf"]
 
 
 class _WindowedCorrelation:
@@ -75,6 +75,26 @@ class _WindowedCorrelation:
             raise ValueError(f"{self.value_name} not computed yet: call compute() on at least one frame")
         k = len(self.lags)
         return self._sums[:k] / self._counts[:k]
+
+
+def msd_from_reference(unwrapped: np.ndarray, reference: np.ndarray, centre=None) -> np.ndarray:
+    """Mean squared displacement from one fixed reference, LAMMPS ``compute msd`` (``ComputeMSD::
+    compute_vector``): ``[<dx^2>, <dy^2>, <dz^2>, <dx^2 + dy^2 + dz^2>]`` (length^2) with
+    ``d = (x_unwrapped - centre) - reference`` per atom (``centre``: the centre of mass now, for
+    ``com yes``, whose reference then has its own centre subtracted; None: 0).
+
+    unwrapped, reference : (N, 3) in the same atom order (host arrays)
+    """
+    d = np.asarray(unwrapped, dtype=np.float64)
+    if centre is not None:
+        d = d - np.asarray(centre, dtype=np.float64)
+    d = d - np.asarray(reference, dtype=np.float64)
+    n = d.shape[0]
+    if n == 0:
+        return np.zeros(4)
+    sq = d * d
+    per_axis = sq.sum(axis=0) / n
+    return np.array([per_axis[0], per_axis[1], per_axis[2], float((sq[:, 0] + sq[:, 1] + sq[:, 2]).sum()) / n])
 
 
 class MSD(_WindowedCorrelation):

@@ -19,7 +19,7 @@ from ..backend import array_backend, select
 from ..neighbors.counting_sort import cell_index, counting_sort
 from ..precision import c_type_name
 
-__all__ = ["RDF", "rdf"]
+__all__ = ["RDF", "lammps_rdf", "rdf"]
 
 BLOCK = 128
 #: most bins of the GPU kernel's block histogram (4 bytes each in shared memory)
@@ -94,7 +94,7 @@ def pair_distance_histogram(positions, box_lengths, r_max: float, bins: int):
     keys = cell_index(positions, L, cells)
     sort = counting_sort(keys, int(np.prod(cells)), backend)
     n = positions.shape[0]
-    inv_dr = bins / r_max
+    inv_dr = 1.0 / (r_max / bins)        # LAMMPS' delrinv = 1/delr: the same bin for every distance
     if not backend.is_gpu:
         pos = np.ascontiguousarray(positions[:, :3], dtype=np.float64)
         chunks = max(1, min(n, 4 * numba.get_num_threads()))
@@ -113,6 +113,69 @@ def pair_distance_histogram(positions, box_lengths, r_max: float, bins: int):
             *[np.int32(c) for c in cells], *[real(x) for x in L], real(r_max * r_max), real(inv_dr),
             np.int32(bins), hist), shared_mem=4 * bins)
     return hist.get().astype(np.int64)
+
+
+def lammps_rdf(positions, box_lengths, cutoff: float, bins: int, types=None, pairs=None) -> np.ndarray:
+    """LAMMPS ``compute rdf`` of one frame (``ComputeRDF::compute_array``): its global array, shape
+    (bins, 1 + 2 P), columns bin centre ``(k + 1/2) dr`` with ``dr = cutoff / bins``, then per type
+    pair g(r) and the coordination number (the running sum of ``g vfrac normfac``).
+
+    For the atoms of types I (``icount``) around those of types J (``jcount``, ``duplicates`` of them
+    in both): ``g_k = n_k / (vfrac_k normfac icount)``, ``normfac = jcount - duplicates / icount``,
+    ``vfrac_k = 4 pi / (3 V) ((k+1)^3 - k^3) dr^3``, ``n_k`` the ordered pairs (i in I, j in J,
+    i != j) in bin k (:func:`pair_distance_histogram`: the same bins as LAMMPS).
+
+    positions : (N, 3 or 4) on either backend; types : (N,) 0-based, on the same backend (with
+    ``pairs``); pairs : sequence of ``((ilo, ihi), (jlo, jhi))`` 0-based inclusive type ranges
+    (None: all atoms with all atoms).
+    """
+    L = np.asarray(box_lengths, dtype=np.float64)
+    n = positions.shape[0]
+
+    def histogram(mask):
+        if mask is None:
+            return pair_distance_histogram(positions, L, cutoff, bins) if n >= 2 else np.zeros(bins, np.int64)
+        if int(mask.sum()) < 2:
+            return np.zeros(bins, np.int64)
+        return pair_distance_histogram(positions[mask], L, cutoff, bins)
+
+    if pairs is None:
+        columns = [(histogram(None), n, n, n)]
+    else:
+        columns = []
+        for (ilo, ihi), (jlo, jhi) in pairs:
+            a = (types >= ilo) & (types <= ihi)
+            b = (types >= jlo) & (types <= jhi)
+            columns.append((_ordered_pair_counts(histogram, a, b), int(a.sum()), int(b.sum()), int((a & b).sum())))
+    dr = cutoff / bins
+    constant = 4.0 * np.pi / (3.0 * L[0] * L[1] * L[2])
+    table = np.zeros((bins, 1 + 2 * len(columns)))
+    table[:, 0] = (np.arange(bins) + 0.5) * dr
+    for m, (counts, icount, jcount, duplicates) in enumerate(columns):
+        normfac = jcount - duplicates / icount if icount > 0 else 0.0
+        ncoord = 0.0
+        for k in range(bins):
+            lower, upper = k * dr, (k + 1) * dr
+            vfrac = constant * (upper * upper * upper - lower * lower * lower)
+            g = counts[k] / (vfrac * normfac * icount) if vfrac * normfac != 0.0 else 0.0
+            if icount:
+                ncoord += g * vfrac * normfac
+            table[k, 1 + 2 * m], table[k, 2 + 2 * m] = g, ncoord
+    return table
+
+
+def _ordered_pair_counts(histogram, a, b) -> np.ndarray:
+    """Ordered pairs (i in A, j in B, i != j) per bin from histograms of pairs within one set:
+    with X = A - B, Y = B - A, C = A & B, the pairs are X->Y, X->C, C->Y and within C, and between two
+    disjoint sets P, Q there are ``(h(P | Q) - h(P) - h(Q)) / 2``."""
+    c, x, y = a & b, a & ~b, b & ~a
+
+    def between(p, q):
+        if not bool(p.any()) or not bool(q.any()):
+            return 0
+        return (histogram(p | q) - histogram(p) - histogram(q)) // 2
+
+    return between(x, y) + between(x, c) + between(c, y) + histogram(c)
 
 
 class RDF:

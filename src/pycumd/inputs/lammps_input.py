@@ -22,18 +22,22 @@ Supported commands and keywords::
     timestep DT                    fix ID all nve | nvt temp T0 T1 TDAMP [tchain N] |
                                               langevin T0 T1 DAMP SEED
     unfix ID                       thermo N            thermo_style one
-    run N                          print TEXT          echo/log/newton/processors (ignored)
+    run N [upto] [start S] [stop S] [pre yes|no] [post yes|no]   (run 0: no integration fix needed)
+    print TEXT                     echo/log/newton/processors (ignored)
     restart N FILE | restart 0     write_restart FILE  read_restart FILE   (pycumd checkpoints)
     write_data FILE [nocoeff]      (after a run: atoms, masses, images, velocities)
     min_style cg|fire              min_modify dmax D   minimize ETOL FTOL MAXITER MAXEVAL
 
     thermo_style one|custom KEYWORDS|c_ID|c_ID[k]|v_name|f_ID|f_ID[k]   thermo_modify norm yes|no
-    compute ID all temp|pe|ke|pressure|temp/region REGION
-    fix ID all ave/time NEVERY NREPEAT NFREQ c_ID|v_name|KEYWORD ... [file F]
+    compute ID all temp|pe|ke|pressure|temp/region REGION|rdf NBIN [I J ...] [cutoff RC]
+    compute ID GROUP msd [com yes|no]
+    fix ID all ave/time NEVERY NREPEAT NFREQ c_ID|c_ID[*]|v_name|KEYWORD ... [file F] [mode scalar|vector]
     print "T = $(temp) ${v}"   (thermo keywords, computes, fixes: the state after the last run)
     dump ID GROUP atom|custom|xyz N FILE [columns]   dump_modify   undump ID
     reset_timestep N    displace_atoms all move DX DY DZ    delete_atoms overlap CUT G1 G2
     group ID type|id|region|delete    velocity all scale T | zero linear
+    replicate NX NY NZ [bbox|bondlist]
+    set atom|type|group|region ID type T | type/fraction T F SEED | x|y|z|vx|vy|vz V | image I J K | charge Q
     fix ID all temp/rescale | momentum | recenter     print TEXT (in run order)
 
 (docs/lammps-compatibility.md has the table.) Anything else stops with an error naming the command
@@ -54,8 +58,8 @@ from ..integrators import Langevin, NoseHoover, VelocityVerlet
 from ..integrators.fixes import FixChain, Momentum, Recenter, TempRescale
 from ..outputs.ave_time import AveTimeOutput
 from ..outputs.dump import DumpOutput
-from ..outputs.thermo_keywords import (COMPUTE_STYLES, Compute, Names, ThermoState, ThermoStyle, formula_value,
-                                       one_style, parse_column)
+from ..outputs.thermo_keywords import (COMPUTE_STYLES, Compute, MSDReference, Names, ThermoState, ThermoStyle,
+                                       formula_value, one_style, parse_column)
 from ..integrators.barostats import lammps_fix_nh
 from ..minimize import MIN_STYLES, MinimizeSettings
 from ..potentials.lammps_styles import check_pair_style, potential_from_lammps
@@ -69,6 +73,9 @@ from ..outputs.settings import OutputSettings, TrajectoryOutput
 from ..outputs.lammps_data import write_lammps_data
 from ..checkpoint_file import read_checkpoint, system_from_checkpoint
 from ..run_plan import RunPlan, RunResult, Stage, execute, write_checkpoint_action
+
+#: the fixes that move atoms (one of them is needed for a run of more than 0 steps)
+INTEGRATION_FIXES = ("nve", "nvt", "npt", "nph")
 
 IGNORED = {"echo", "log", "newton", "processors", "atom_modify", "comm_modify"}
 
@@ -129,6 +136,8 @@ class LammpsPlanner:
         self._edits: list = [] # edits of the continuing system since the last run (velocity after a run)
         self._dirty = True     # settings changed since the last run: the next stage builds anew
         self.first_step = 0    # the step number of the first run's start (read_restart)
+        self._wrap_at_run = False   # set x|y|z since the last run: wrap into the box at the next run
+        self._step_origin = (0, None)   # (stage index, step) of the last reset_timestep after a run
         self._command = None   # the command being executed
 
     def plan(self, engine: EngineOptions | None = None) -> RunPlan:
@@ -437,7 +446,8 @@ class LammpsPlanner:
         if a == ["one"]:
             s.thermo_style = None
         elif a and a[0] == "custom":
-            s.thermo_style = ThermoStyle(a[1:], self._names())   # v_name are checked at 'run'
+            words = self._expand_wildcards(a[1:], "thermo_style custom")
+            s.thermo_style = ThermoStyle(words, self._names())   # v_name are checked at 'run'
             s.thermo_style_line = self._command.line if self._command is not None else None
             s.thermo_style_where = _where(self._command)
         else:
@@ -465,6 +475,9 @@ class LammpsPlanner:
     def _cmd_compute(self, a):
         if len(a) < 3:
             raise ValueError("compute needs ID group style")
+        if a[2] == "msd":                       # any group: the atoms it holds where the compute is defined
+            self._compute_msd(a[0], a[1], a[3:])
+            return
         self._group_all(a[1], f"compute {a[2]}")
         if a[2] not in COMPUTE_STYLES:          # an unsupported style is named first
             raise ValueError(f"compute style {a[2]} is not supported ({', '.join(COMPUTE_STYLES)})")
@@ -476,6 +489,9 @@ class LammpsPlanner:
                 raise ValueError(f"region ID {a[3]!r} for compute temp/region does not exist")
             self.setup.computes[a[0]] = Compute(a[0], "temp/region", _region_spec(region))
             return
+        if a[2] == "rdf":
+            self.setup.computes[a[0]] = Compute(a[0], "rdf", options=_rdf_options(a[3:], self.setup.n_types))
+            return
         if a[2] == "pressure":
             if len(a) < 4 or len(a) > 4:
                 raise ValueError("compute pressure takes a temperature compute ID and no keywords")
@@ -485,6 +501,40 @@ class LammpsPlanner:
         elif len(a) > 3:
             raise ValueError(f"compute {a[2]} arguments {' '.join(a[3:])} are not supported")
         self.setup.computes[a[0]] = Compute(a[0], a[2])
+
+    def _compute_msd(self, cid: str, gid: str, a) -> None:
+        """``compute ID GROUP msd [com yes|no] [average no]``: the reference positions are those of the
+        group's atoms as they are here in the script (LAMMPS takes them when the compute is created)."""
+        select = self._set_selection("group", gid)
+        kw = dict(zip(a[0::2], a[1::2]))
+        if len(a) % 2 or set(kw) - {"com", "average"}:
+            raise ValueError(f"compute msd keyword(s) {' '.join(a)} not supported (com yes/no, average no)")
+        if _yes_no(kw.get("average", "no"), "compute msd average"):
+            raise NotImplementedError("compute msd average yes (a running-average reference) is not supported")
+        reference = MSDReference(_yes_no(kw.get("com", "no"), "compute msd com"))
+        self.setup.computes[cid] = Compute(cid, "msd", options=(reference.com,), reference=reference)
+        if self.stages and self._system is None and not self._edits:
+            # the atoms as the last run left them (an action after it: the run goes on unchanged)
+            self.stages[-1].after_run.append(lambda sim, plan, index: _capture(reference, sim.system(), select))
+        else:
+            self._edit_system(lambda system: _capture(reference, system, select))
+
+    def _expand_wildcards(self, words: list, command: str) -> list:
+        """LAMMPS ``c_ID[*]`` (``utils::expand_args``): one item per element of the compute's global
+        vector, or per column of its global array."""
+        expanded = []
+        for word in words:
+            if word.startswith("c_") and word.endswith("[*]"):
+                compute = self.setup.computes.get(word[2:-3])
+                if compute is None:
+                    raise ValueError(f"{command}: compute ID {word[2:-3]!r} in {word} is not defined")
+                n = compute.array_columns or compute.vector_size
+                if not n:
+                    raise ValueError(f"{command}: {word}: compute {compute.style} has no vector or array")
+                expanded.extend(f"{word[:-3]}[{k}]" for k in range(1, n + 1))
+            else:
+                expanded.append(word)
+        return expanded
 
     def _cmd_uncompute(self, a):
         if self.setup.computes.pop(a[0], None) is None:
@@ -498,25 +548,28 @@ class LammpsPlanner:
             values.append(a[k])
             k += 1
         kw = dict(zip(a[k::2], a[k + 1::2]))
-        if kw.get("ave", "one") != "one" or kw.get("mode", "scalar") != "scalar":
-            raise ValueError("fix ave/time: only ave one and mode scalar are supported")
+        if kw.get("ave", "one") != "one" or kw.get("mode", "scalar") not in ("scalar", "vector"):
+            raise ValueError("fix ave/time: only ave one and mode scalar or vector are supported")
         unknown = set(kw) - {"file", "ave", "mode"}
         if unknown:
             raise ValueError(f"fix ave/time keyword(s) {', '.join(sorted(unknown))} not supported")
+        mode = kw.get("mode", "scalar")
+        values = self._expand_wildcards(values, "fix ave/time")
         names = self._names()
-        for v in values:
+        for v in values if mode == "scalar" else []:
             item = parse_column(v, names)
             if item[0] == "variable":
                 names.check_variable(item[1])
         computes = {cid: c.spec() for cid, c in self.setup.computes.items()}
-        self.outputs.lammps_outputs.append(AveTimeOutput(fid, nevery, nrepeat, nfreq, values, computes,
-                                                         kw.get("file"), first_stage=len(self.stages),
-                                                         where=_where(self._command)))
+        output = AveTimeOutput(fid, nevery, nrepeat, nfreq, values, computes, kw.get("file"),
+                               first_stage=len(self.stages), where=_where(self._command), mode=mode)
+        output.use_computes(self.setup.computes)
+        self.outputs.lammps_outputs.append(output)
 
     def _names(self) -> Names:
         """What c_ID, f_ID and v_name refer to now: computes, fix ave/time, the current command's variables."""
         fixes = {o.id: len(o.values) for o in self.outputs.lammps_outputs
-                 if o.kind == "ave/time" and o.end_stage is None}
+                 if o.kind == "ave/time" and o.end_stage is None and o.mode == "scalar"}
         variables = self._command.variables if self._command is not None else None
         return Names(dict(self.setup.computes), variables or {}, fixes)
 
@@ -662,6 +715,149 @@ class LammpsPlanner:
             raise ValueError(f"delete_atoms keyword(s) {' '.join(a[4:])} not supported")
         self._edit_system(lambda system: _delete_overlaps(system, cutoff, g1, g2))
 
+    def _cmd_set(self, a):
+        """LAMMPS ``set STYLE ID keyword value ...`` (``Set::command``): the atoms are selected once
+        (``atom`` ids or ``type`` ranges ``N``, ``*``, ``N*``, ``*N``, ``M*N``; ``group ID``; ``region ID``
+        at their current positions), then each keyword is applied to them in order."""
+        if len(a) < 4:
+            raise ValueError("needs STYLE ID keyword value ...")
+        if self.setup.box is None and self._system is None and not self.stages:
+            raise ValueError("before a box is defined")
+        style, spec = a[0], a[1]
+        select = self._set_selection(style, spec)
+        edits, k = [], 2
+        while k < len(a):
+            key = a[k]
+            if key == "type":
+                new_type = int(a[k + 1])
+                self._set_check_type(new_type)
+                edits.append(_SetType(new_type))
+                k += 2
+            elif key == "type/fraction":
+                new_type, fraction, seed = int(a[k + 1]), float(a[k + 2]), int(a[k + 3])
+                self._set_check_type(new_type)
+                if not 0.0 <= fraction <= 1.0:
+                    raise ValueError(f"type/fraction: fraction {a[k + 2]} is not in [0, 1]")
+                if seed <= 0:
+                    raise ValueError(f"type/fraction: seed {a[k + 3]} must be a positive integer")
+                edits.append(_SetType(new_type, fraction, seed))
+                k += 4
+            elif key in ("x", "y", "z", "vx", "vy", "vz"):
+                edits.append(_SetComponent(key, float(a[k + 1])))
+                self._wrap_at_run |= key in ("x", "y", "z")
+                k += 2
+            elif key == "image":
+                flags = [None if w == "NULL" else int(w) for w in a[k + 1:k + 4]]
+                if len(flags) != 3:
+                    raise ValueError("image needs three flags (an integer or NULL each)")
+                edits.append(_SetImage(flags))
+                k += 4
+            elif key == "charge":
+                self._set_charge(style, spec, float(a[k + 1]))
+                k += 2
+            elif key == "mass":
+                raise ValueError(f"mass: atom_style {self.setup.atom_style} has no per-atom masses (as in "
+                                 f"LAMMPS, set mass needs an atom style with them); masses are per type: use "
+                                 f"the mass command")
+            else:
+                raise ValueError(f"keyword {key} is not supported (type, type/fraction, x, y, z, vx, vy, vz, "
+                                 f"image, charge)")
+        if any(isinstance(e, _SetType) for e in edits):
+            self._set_types_moved([e.new_type for e in edits if isinstance(e, _SetType)])
+            self._freeze_type_groups()
+        if edits:
+            self._edit_system(lambda system: _apply_set(system, select(system), edits))
+
+    def _set_selection(self, style: str, spec: str):
+        """``system -> mask`` of the atoms a ``set`` command selects (as ``Set::selection``)."""
+        if style == "atom":
+            lo, hi = _id_bounds(spec)
+            return lambda system: (system.ids >= lo) & (system.ids <= hi)
+        if style == "type":
+            types = np.array(list(_type_range(spec, self.setup.n_types)))
+            return lambda system: np.isin(system.types, types)
+        if style == "group":
+            if spec == "all":
+                return lambda system: np.ones(system.n_atoms, bool)
+            group = self.setup.groups.get(spec)
+            if group is None:
+                raise ValueError(f"group: unknown group {spec!r}")
+
+            def in_group(system):
+                mask = np.ones(system.n_atoms, bool)
+                if group.types is not None:
+                    mask &= np.isin(system.types, group.types)
+                if group.ids is not None:
+                    mask &= np.isin(system.ids, group.ids)
+                return mask
+            return in_group
+        if style == "region":
+            region = self.setup.regions.get(spec)
+            if region is None:
+                raise ValueError(f"region: unknown region {spec!r}")
+            return lambda system: _inside(region, system)
+        if style == "mol":
+            raise ValueError("mol: the atom styles pycumd supports (atomic, charge) have no molecule IDs")
+        raise ValueError(f"style {style} is not supported (atom, type, group, region)")
+
+    def _set_check_type(self, new_type: int) -> None:
+        if not 1 <= new_type <= self.setup.n_types:
+            raise ValueError(f"type: atom type {new_type} is out of range 1..{self.setup.n_types}")
+
+    def _set_charge(self, style: str, spec: str, charge: float) -> None:
+        """``set ... charge Q``: pycumd keeps charges per atom type, so the selection must be whole types."""
+        s = self.setup
+        if s.atom_style != "charge":
+            raise ValueError(f"charge: atom_style {s.atom_style} has no charges (use atom_style charge)")
+        if style == "type":
+            types = list(_type_range(spec, s.n_types))
+        elif style == "group" and (spec == "all" or s.groups.get(spec) is not None
+                                   and s.groups[spec].types is not None):
+            types = list(range(s.n_types)) if spec == "all" else list(s.groups[spec].types)
+        else:
+            raise NotImplementedError(f"{style} {spec} charge: pycumd keeps charges per atom type; select "
+                                      f"whole types ('set type T charge Q', or a group of types)")
+        for t in types:
+            s.charges[t] = charge
+        self._dirty = True
+
+    def _freeze_type_groups(self) -> None:
+        """LAMMPS groups are static: a ``group ID type`` holds the atoms of those types when it was
+        defined. Before atoms change type, each such group becomes the list of its atoms' ids."""
+        for group in self.setup.groups.values():
+            if group.types is not None:
+                types, group.types = np.asarray(group.types), None
+                self._edit_system(lambda system, group=group, types=types:
+                                  group.set_ids(system.ids[np.isin(system.types, types)]))
+
+    def _set_types_moved(self, new_types) -> None:
+        """Atoms that change type keep their charge in LAMMPS; with charges per type that holds only
+        if every type has the same charge: otherwise the new types' charges must be set again
+        (``set type T charge Q``) before a Coulomb style can run."""
+        s = self.setup
+        if s.atom_style == "charge" and len(set(s.charges.values())) > 1:
+            for t in new_types:
+                s.charges.pop(t - 1, None)
+        self._dirty = True
+
+    def _cmd_replicate(self, a):
+        """LAMMPS ``replicate NX NY NZ [bbox|bondlist]`` (``Replicate::command``): copy (ix, iy, iz) of
+        atom ``id`` gets id ``id + (iz NY NX + iy NX + ix) max_id``, its unwrapped position shifted
+        by (ix, iy, iz) old box lengths and wrapped into the new box with image flags; types and
+        velocities are copied, the box grows ``NX x NY x NZ`` times. ``bbox`` and ``bondlist`` only
+        change how LAMMPS finds the copies (and its bonds, which pycumd's atom styles have not)."""
+        if len(a) < 3 or len(a) > 4 or (len(a) == 4 and a[3] not in ("bbox", "bondlist")):
+            raise ValueError("replicate takes NX NY NZ and optionally bbox or bondlist")
+        counts = [int(w) for w in a[:3]]
+        if min(counts) <= 0:
+            raise ValueError(f"replication grid {'x'.join(a[:3])}: every count must be > 0")
+        if self.setup.box is None:
+            raise ValueError("replicate before a box is defined")
+        box = self.setup.box
+        self.setup.box = Box(np.asarray(box.L) * counts, box.origin)
+        groups = [g for g in self.setup.groups.values() if g.types is None]
+        self._edit_system(lambda system: _replicate(system, counts, groups))
+
     def _fix_recenter(self, a) -> Recenter:
         kw = dict(zip(a[3::2], a[4::2]))
         if set(kw) - {"units"}:
@@ -679,6 +875,7 @@ class LammpsPlanner:
             self.first_step = step
             return
         # after the last run's actions; the next stage starts from the simulation's step
+        self._step_origin = (len(self.stages), step)
         self.stages[-1].after_run.append(lambda sim, plan, index: _reset_step(sim, step))
 
     def _cmd_print(self, a):
@@ -733,12 +930,15 @@ class LammpsPlanner:
         self.stages[-1].minimize = settings
 
     def _cmd_run(self, a):
-        steps = int(a[0])
-        if len(a) > 1:
-            raise ValueError(f"run keyword(s) {' '.join(a[1:])} not supported")
-        if steps < 0:
-            raise ValueError(f"run length must be >= 0, got {steps}")
+        if self._wrap_at_run:
+            self._edit_system(_wrap_into_box)
+            self._wrap_at_run = False
+        steps, ramp, pre = self._run_length(a)
         s = self.setup
+        if steps > 0 and not any(f[0] in INTEGRATION_FIXES for f in s.fixes.values()):
+            raise NotImplementedError(f"run {steps} without fix nve, nvt, npt or nph: LAMMPS then computes forces "
+                                      f"on atoms that do not move; pycumd needs an integration fix (run 0, a "
+                                      f"single-point evaluation, needs none)")
         first = not self.stages
         system = self._current_system() if first else self._system
         if first or self._dirty or system is not None or self._edits:     # new components
@@ -753,6 +953,7 @@ class LammpsPlanner:
             previous = self.stages[-1]
             stage = Stage(steps, previous.potential, previous.integrator, previous.neighbor, s.thermo_every,
                           rebuild=False)
+        stage.ramp, stage.pre = ramp, pre
         style, names = s.thermo_style, self._names()
         if style is not None or s.thermo_norm is not None:
             try:                                # variables and fixes as they are now; v_name checked
@@ -775,6 +976,61 @@ class LammpsPlanner:
                 output.stage_context[len(self.stages)] = {"norm": s.thermo_norm, "variables": names.variables}
         self.stages.append(stage)
         self._system, self._edits, self._dirty = None, [], False
+
+    def _run_length(self, a) -> tuple[int, tuple | None, bool]:
+        """``run N [upto] [start S] [stop S] [pre yes|no] [post yes|no]`` (LAMMPS ``Run::command``): the
+        number of steps; the (start, stop) steps that ramps and the run fraction span when
+        ``start``/``stop`` are given (None: the run's own first and last step); ``pre``."""
+        if not a:
+            raise ValueError("run needs a number of steps")
+        n, upto, start, stop, pre, k = int(a[0]), False, None, None, True, 1
+        while k < len(a):
+            key = a[k]
+            if key == "upto":
+                upto, k = True, k + 1
+            elif key in ("start", "stop"):
+                if k + 1 >= len(a):
+                    raise ValueError(f"run {key} needs a step number")
+                if key == "start":
+                    start = int(a[k + 1])
+                else:
+                    stop = int(a[k + 1])
+                k += 2
+            elif key in ("pre", "post"):
+                # pre no: a run that continues the previous one does not set its fixes up again (their
+                # state goes on as the last step left it); the neighbour list and forces are computed
+                # again, which changes nothing. post: LAMMPS' timing summary, which pycumd does not print
+                value = _yes_no(a[k + 1] if k + 1 < len(a) else "", f"run {key}")
+                pre = value if key == "pre" else pre
+                k += 2
+            elif key == "every":
+                raise NotImplementedError("run every (commands between chunks of a run) is not supported")
+            else:
+                raise ValueError(f"run keyword {key} is not supported (upto, start, stop, pre, post)")
+        if n < 0:
+            raise ValueError(f"run length must be >= 0, got {n}")
+        if not upto and start is None and stop is None:
+            return n, None, pre
+        now = self._step_now(a)
+        steps = n - now if upto else n
+        if steps < 0:
+            raise ValueError(f"run {n} upto: the step is already {now}")
+        if start is not None and start > now:
+            raise ValueError(f"run start {start} is after the run's first step {now}")
+        if stop is not None and stop < now + steps:
+            raise ValueError(f"run stop {stop} is before the run's last step {now + steps}")
+        if start is None and stop is None:
+            return steps, None, pre
+        return steps, (now if start is None else start, now + steps if stop is None else stop), pre
+
+    def _step_now(self, a) -> int:
+        """The step number at which the next run starts (first step, run lengths, reset_timestep)."""
+        index, step = self._step_origin
+        later = self.stages[index:]
+        if any(stage.minimize is not None for stage in later):
+            raise NotImplementedError(f"run {' '.join(a)} after minimize: the steps a minimisation takes are "
+                                      f"known only when it runs (use reset_timestep after it)")
+        return (self.first_step if step is None else step) + sum(stage.steps for stage in later)
 
     def _potential(self):
         """The pair potential of ``pair_style`` + ``pair_coeff`` (+ per-type charges for Coulomb styles)."""
@@ -888,12 +1144,14 @@ class LammpsPlanner:
     def _integrator(self) -> VelocityVerlet:
         """The integrator (and thermostat) of the fixes defined now."""
         s = self.setup
-        integrators = [f for f in s.fixes.values() if f[0] in ("nve", "nvt", "npt", "nph")]
+        integrators = [f for f in s.fixes.values() if f[0] in INTEGRATION_FIXES]
         langevin = [f for f in s.fixes.values() if f[0] == "langevin"]
-        if len(integrators) != 1:
+        if len(integrators) > 1:
             raise ValueError("exactly one of fix nve, nvt, npt or nph is needed to run")
         thermostat = barostat = None
-        if integrators[0][0] == "nvt":
+        if not integrators:                     # run 0: nothing is integrated
+            pass
+        elif integrators[0][0] == "nvt":
             _, t0, t1, damp, chain = integrators[0]
             thermostat = NoseHoover((t0, t1), damp, chain)
         elif integrators[0][0] in ("npt", "nph"):
@@ -918,6 +1176,112 @@ class _Group:
 
     def set_ids(self, ids) -> None:
         self.ids = np.asarray(ids)
+
+
+@dataclass
+class _SetType:
+    """``set ... type T`` or, with ``fraction`` and ``seed``, ``type/fraction T FRACTION SEED``: an atom
+    changes type if ``RanPark.reset(seed, x)`` then ``uniform() < fraction`` (LAMMPS' per-atom draw from
+    the atom's coordinates, independent of atom order and processors)."""
+
+    new_type: int
+    fraction: float | None = None
+    seed: int | None = None
+
+    def apply(self, system: System, mask: np.ndarray) -> None:
+        if self.fraction is not None:
+            from ..lammps_random import RanPark
+
+            rng, x = RanPark(1), system.positions + np.asarray(system.box.origin)
+            chosen = np.zeros_like(mask)
+            for i in np.flatnonzero(mask):
+                rng.reset(self.seed, x[i])
+                chosen[i] = rng.uniform() < self.fraction
+            mask = chosen
+        system.types[mask] = self.new_type - 1
+
+
+@dataclass
+class _SetComponent:
+    """``set ... x|y|z|vx|vy|vz VALUE`` (a position in box units; it stays where it is set, outside the
+    box if so, for later commands, and is wrapped into the box with image flags at the next run's
+    set-up, as LAMMPS does: :func:`_wrap_into_box`)."""
+
+    key: str
+    value: float
+
+    def apply(self, system: System, mask: np.ndarray) -> None:
+        d = "xyz".index(self.key[-1])
+        if self.key.startswith("v"):
+            system.velocities[mask, d] = self.value
+            return
+        system.positions[mask, d] = self.value - float(system.box.origin[d])
+
+
+@dataclass
+class _SetImage:
+    """``set ... image NX NY NZ`` (``NULL``: that flag unchanged); positions do not move."""
+
+    flags: list
+
+    def apply(self, system: System, mask: np.ndarray) -> None:
+        for d, flag in enumerate(self.flags):
+            if flag is not None:
+                system.images[mask, d] = flag
+
+
+def _capture(reference: MSDReference, system: System, select) -> None:
+    """A compute msd's reference: the atoms ``select(system)`` picks, as they are now."""
+    reference.capture(system, select(system))
+
+
+def _wrap_into_box(system: System) -> None:
+    """Positions into the box, image flags counting the crossings (LAMMPS ``Domain::pbc`` at a run's set-up)."""
+    system.positions = system.box.wrap(system.positions, system.images)
+
+
+def _apply_set(system: System, mask: np.ndarray, edits: list) -> None:
+    """The keywords of one ``set`` command, in order, on the atoms it selected."""
+    for edit in edits:
+        edit.apply(system, mask)
+
+
+def _id_bounds(spec: str) -> tuple[int, int]:
+    """LAMMPS id ranges ``N``, ``*``, ``N*``, ``*N``, ``M*N`` (``utils::bounds``) -> (lo, hi), inclusive."""
+    if "*" in spec:
+        lo, hi = spec.split("*")
+        lo_hi = (int(lo) if lo else 1, int(hi) if hi else 2 ** 63 - 1)
+    else:
+        lo_hi = (int(spec), int(spec))
+    if lo_hi[0] < 1 or lo_hi[0] > lo_hi[1]:
+        raise ValueError(f"set atom: bad id range {spec!r} (N, *, N*, *N or M*N, ids from 1)")
+    return lo_hi
+
+
+def _rdf_options(a, n_types: int) -> tuple:
+    """``compute ID all rdf Nbin [I J ...] [cutoff Rc]`` -> (Nbin, Rc or None: the largest pair cutoff,
+    the type pairs as ((ilo, ihi), (jlo, jhi)) 0-based inclusive ranges, or None: all with all)."""
+    if not a:
+        raise ValueError("compute rdf needs Nbin")
+    bins = int(a[0])
+    if bins < 1:
+        raise ValueError(f"compute rdf: Nbin must be >= 1, got {bins}")
+    rest, cutoff = list(a[1:]), None
+    if len(rest) >= 2 and rest[-2] == "cutoff":
+        cutoff = float(rest[-1])
+        if not cutoff > 0:
+            raise ValueError(f"compute rdf: cutoff must be > 0, got {rest[-1]}")
+        rest = rest[:-2]
+    if len(rest) % 2:
+        raise ValueError(f"compute rdf: type pairs come in twos (I J ...), got {' '.join(rest)}")
+    pairs = None
+    if rest:
+        pairs = []
+        for i, j in zip(rest[0::2], rest[1::2]):
+            ri, rj = _type_range(i, n_types), _type_range(j, n_types)
+            pairs.append(((ri.start, ri.stop - 1), (rj.start, rj.stop - 1)))
+        pairs = tuple(pairs)
+    return bins, cutoff, pairs
 
 
 def _yes_no(value: str, what: str) -> bool:
@@ -957,6 +1321,48 @@ def _displace(system: System, shift) -> None:
     L = np.asarray(system.box.L)
     system.images = np.floor(unwrapped / L).astype(np.int32)
     system.positions = unwrapped - system.images * L
+
+
+def _replicate(system: System, counts, id_groups) -> None:
+    """LAMMPS ``replicate`` in place (see ``LammpsPlanner._cmd_replicate``); ``id_groups``: groups of
+    ids, which gain the copies of their atoms. Wrapping is LAMMPS' ``Domain::remap`` (whole box
+    lengths added or subtracted one at a time), so the positions are LAMMPS' bits."""
+    old_L, lo = np.asarray(system.box.L), np.asarray(system.box.origin)
+    new_box = Box(old_L * counts, lo)
+    hi = lo + old_L * np.asarray(counts)
+    period = hi - lo
+    unwrapped = (system.positions + lo) + system.images * old_L     # Domain::unmap
+    max_id = int(system.ids.max()) if system.n_atoms else 0
+    parts, offsets = [], []
+    for iz in range(counts[2]):
+        for iy in range(counts[1]):
+            for ix in range(counts[0]):
+                x = unwrapped + np.array([ix, iy, iz]) * old_L
+                images = np.zeros(x.shape, np.int32)
+                for d in range(3):
+                    while (low := x[:, d] < lo[d]).any():
+                        x[low, d] += period[d]
+                        images[low, d] -= 1
+                    while (high := x[:, d] >= hi[d]).any():
+                        x[high, d] -= period[d]
+                        images[high, d] += 1
+                    x[:, d] = np.maximum(x[:, d], lo[d])
+                offset = (iz * counts[1] * counts[0] + iy * counts[0] + ix) * max_id
+                parts.append((x - lo, images, system.ids + offset))
+                offsets.append(offset)
+    for group in id_groups:
+        if group.ids is not None:
+            group.set_ids(np.concatenate([np.asarray(group.ids) + off for off in offsets]))
+    copies = len(parts)
+    system.box = new_box
+    system.positions = np.concatenate([p[0] for p in parts])
+    system.images = np.concatenate([p[1] for p in parts])
+    system.ids = np.concatenate([p[2] for p in parts])
+    system.types = np.tile(system.types, copies)
+    system.velocities = np.tile(system.velocities, (copies, 1))
+    order = np.argsort(system.ids, kind="stable")
+    for name in ("positions", "images", "ids", "types", "velocities"):
+        setattr(system, name, getattr(system, name)[order])
 
 
 def _delete_overlaps(system: System, cutoff: float, group1, group2) -> None:

@@ -10,7 +10,8 @@ once). The definitions follow LAMMPS' ``Thermo::compute_*`` (22 Jul 2025):
 * ``press``: ``(dof k_B T + W) / (3V) nktv2p``; ``pxx``...: ``(sum m v_a v_b mvv2e + W_ab) / V nktv2p``;
 * ``etotal = pe + ke``; ``enthalpy = etotal + press vol / nktv2p`` (``vol / N`` when normalised);
 * ``density = sum m mv2d / V``; ``fmax``: the largest force component; ``fnorm``: ``sqrt(sum f^2)``;
-* ``cpu``: wall seconds since the run's set-up; ``elapsed``/``elaplong``: steps since the run's start.
+* ``cpu``: wall seconds since the run's set-up; ``elapsed``: steps since the run's start; ``elaplong``: since
+  its ``run ... start S`` step, else the same.
 
 Computes (``compute ID all temp|pe|ke|pressure``) are the same quantities under another name:
 ``c_ID`` (``c_ID[1..6]`` for the pressure tensor and the kinetic-energy tensor of a temp compute),
@@ -56,8 +57,9 @@ KEYWORDS = {
 #: LAMMPS thermo_style one
 ONE = ("step", "temp", "epair", "emol", "etotal", "press")
 
-#: compute styles pycumd has, and the thermo keyword each one is (temp/region: its own, below)
-COMPUTE_STYLES = {"temp": "temp", "pe": "pe", "ke": "ke", "pressure": "press", "temp/region": None}
+#: compute styles pycumd has, and the thermo keyword each one is (temp/region, msd, rdf: their own, below)
+COMPUTE_STYLES = {"temp": "temp", "pe": "pe", "ke": "ke", "pressure": "press", "temp/region": None,
+                  "msd": None, "rdf": None}
 
 #: mass * mv2d / volume -> density (g/cm^3 from g/mol and Angstrom^3 in real and metal)
 _MV2D = {"lj": 1.0, "real": 1.0 / 0.602214129, "metal": 1.0 / 0.602214129}
@@ -157,6 +159,64 @@ class ThermoState:
             return int(inside.sum()), tensor
         return self._once(("region", region), compute)
 
+    def msd(self, compute: "Compute") -> np.ndarray:
+        """LAMMPS compute msd now: ``[<dx^2>, <dy^2>, <dz^2>, <|d|^2>]`` from the compute's reference
+        (:class:`MSDReference`), unwrapped positions from the image flags."""
+        def value():
+            from ..analysis import msd_from_reference
+
+            reference = compute.reference
+            if reference is None or reference.positions is None:
+                raise ValueError(f"compute msd {compute.id}: its reference positions were not taken (a run "
+                                 f"continued from a checkpoint does not carry them)")
+            if getattr(self.sim, "decomposition", None) is not None:
+                raise NotImplementedError("compute msd over MPI ranks is not supported")
+            s, b = self.sim.state, self.sim.backend
+            ids = np.asarray(b.to_host(s.ids))
+            order = np.argsort(ids, kind="stable")
+            at = np.searchsorted(ids[order], reference.ids)     # the group's atoms, in id order
+            if len(ids) == 0 or at.max(initial=0) >= len(ids) or not np.array_equal(ids[order][at], reference.ids):
+                raise ValueError(f"compute msd {compute.id}: atoms it was defined with are gone")
+            order = order[at]
+            x = s.host_positions(b) + np.asarray(b.to_host(s.images), dtype=np.float64) * np.asarray(self.sim.box.L)
+            x = x[order]
+            centre = None
+            if reference.com:
+                m = np.asarray(s.values("per_atom_mass", b), dtype=np.float64)[order]
+                centre = (m[:, None] * x).sum(axis=0) / m.sum()
+            return msd_from_reference(x, reference.positions, centre)
+        return self._once(("msd", compute.id), value)
+
+    def rdf(self, compute: "Compute") -> np.ndarray:
+        """LAMMPS compute rdf now: (bins, 1 + 2 pairs) bin centre, then g(r) and coordination per type
+        pair (:func:`pycumd.analysis.lammps_rdf`); the cutoff is the compute's or the largest pair cutoff."""
+        def value():
+            from ..analysis import lammps_rdf
+
+            if getattr(self.sim, "decomposition", None) is not None:
+                raise NotImplementedError("compute rdf over MPI ranks is not supported")
+            bins, cutoff, pairs = compute.options
+            if cutoff is None:
+                cutoff = float(self.sim.potential.max_cutoff(self.sim.n_types))
+            s, b = self.sim.state, self.sim.backend
+            positions = s.values("positions", b)            # composite precision: on the host
+            types = b.to_host(s.types) if isinstance(positions, np.ndarray) else s.types
+            return lammps_rdf(positions, self.sim.box.L, cutoff, int(bins), types, pairs)
+        return self._once(("rdf", compute.id), value)
+
+    def compute_vector(self, compute: "Compute") -> np.ndarray:
+        """The global vector of a compute (fix ave/time mode vector): msd (4), temp and temp/region
+        (kinetic tensor, 6), pressure (6)."""
+        if compute.style == "msd":
+            return self.msd(compute)
+        if compute.style == "temp":
+            return self.ke_tensor()
+        if compute.style == "temp/region":
+            return self.in_region(compute.region)[1]
+        if compute.style == "pressure":
+            return np.array([self.press_tensor(*ac) for ac in _TENSOR.values()])
+        raise ValueError(f"compute {compute.style} {compute.id} has no global vector")
+
     def temp_region(self, region) -> float:
         """``sum m v^2 mvv2e / (dof k_B)`` over the atoms inside, ``dof = 3 count - 3`` (0 if dof <= 0)."""
         count, tensor = self.in_region(region)
@@ -220,7 +280,7 @@ def _fmax(t: ThermoState) -> float:
 _VALUES = {
     "step": lambda t: int(t.sim.step),
     "elapsed": lambda t: int(t.sim.step) - t.run_start,
-    "elaplong": lambda t: int(t.sim.step) - t.run_start,
+    "elaplong": lambda t: int(t.sim.step) - (t.sim.ramp[0] if getattr(t.sim, "ramp", None) else t.run_start),
     "dt": lambda t: float(t.sim.integrator.dt),
     "time": lambda t: float(t.sim.time),
     "cpu": _cpu,
@@ -267,15 +327,43 @@ def region_contains(region, x: np.ndarray) -> np.ndarray:
     return ((x >= lo_hi[:, 0]) & (x <= lo_hi[:, 1])).all(axis=1)
 
 
+class MSDReference:
+    """The positions a ``compute msd`` measures displacements from (LAMMPS keeps them in a per-atom
+    fix STORE): those of the compute's group, unwrapped (``x + image L``, relative to the box origin),
+    in id order, taken where the compute is defined; with ``com``, minus the group's centre of mass
+    (LAMMPS' ``Group::xcm``)."""
+
+    def __init__(self, com: bool):
+        self.com = bool(com)
+        self.ids: np.ndarray | None = None
+        self.positions: np.ndarray | None = None
+
+    def capture(self, system, members: np.ndarray | None = None) -> None:
+        """Take the reference from a :class:`~pycumd.system.System`; ``members``: mask of the group's
+        atoms (None: all)."""
+        keep = np.ones(system.n_atoms, bool) if members is None else np.asarray(members, bool)
+        ids = np.asarray(system.ids)[keep]
+        order = np.argsort(ids, kind="stable")
+        x = (system.positions + system.images * np.asarray(system.box.L))[keep][order]
+        if self.com and len(x):
+            m = np.asarray(system.per_atom_mass, dtype=np.float64)[keep][order]
+            x = x - (m[:, None] * x).sum(axis=0) / m.sum()
+        self.ids, self.positions = ids[order], x
+
+
 @dataclass(frozen=True)
 class Compute:
-    """A LAMMPS ``compute ID all STYLE`` of a thermo quantity (``style`` one of COMPUTE_STYLES).
+    """A LAMMPS ``compute ID all STYLE`` (``style`` one of COMPUTE_STYLES).
 
-    ``region``: for temp/region, the region as :func:`region_contains` takes it (box units)."""
+    ``region``: for temp/region, the region as :func:`region_contains` takes it (box units);
+    ``options``: msd ``(com,)``, rdf ``(bins, cutoff or None, type pairs or None)``; ``reference``: msd's
+    :class:`MSDReference` (not part of the settings: it is taken while the plan runs)."""
 
     id: str
     style: str
     region: tuple | None = None
+    options: tuple = ()
+    reference: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         if self.style not in COMPUTE_STYLES:
@@ -290,17 +378,29 @@ class Compute:
 
     @property
     def vector_size(self) -> int:
-        """Length of the global vector ``c_ID[1..n]`` (pressure tensor; temp: kinetic tensor), 0: none."""
-        return 6 if self.style in ("pressure", "temp", "temp/region") else 0
+        """Length of the global vector ``c_ID[1..n]`` (pressure tensor; temp: kinetic tensor; msd: 4), 0: none."""
+        return {"pressure": 6, "temp": 6, "temp/region": 6, "msd": 4}.get(self.style, 0)
+
+    @property
+    def array_columns(self) -> int:
+        """Columns of the global array (rdf: bin centre, then g and coordination per type pair), 0: none."""
+        if self.style != "rdf":
+            return 0
+        pairs = self.options[2]
+        return 1 + 2 * (len(pairs) if pairs is not None else 1)
 
     def spec(self):
         """Plain values (stored in checkpoints with fix ave/time); :meth:`from_spec` reads them back."""
+        if self.options:
+            return {"style": self.style, "options": list(self.options)}
         return self.style if self.region is None else [self.style, self.region[0], list(self.region[1])]
 
     @classmethod
     def from_spec(cls, cid: str, spec) -> "Compute":
         if isinstance(spec, str):
             return cls(cid, spec)
+        if isinstance(spec, dict):
+            return cls(cid, spec["style"], options=tuple(spec["options"]))
         return cls(cid, spec[0], (spec[1], tuple(float(v) for v in spec[2])))
 
 
@@ -403,9 +503,14 @@ def parse_column(word: str, names: "Names | dict") -> tuple:
         if name not in names.computes:
             raise ValueError(f"compute ID {name!r} in {word} is not defined")
         compute = names.computes[name]
+        if compute.array_columns:
+            raise ValueError(f"{word}: compute {compute.style} {name} is a global array: use its columns in "
+                             f"fix ave/time ... mode vector (c_{name}[*] or c_{name}[1..{compute.array_columns}])")
+        if compute.style == "msd" and index is None:
+            raise ValueError(f"{word}: compute msd {name} is a global vector: use c_{name}[1..4]")
         if index is not None and not 1 <= index <= compute.vector_size:
             raise ValueError(f"{word}: compute {compute.style} has no vector element {index} "
-                             f"(pressure, temp and temp/region have c_ID[1..6])")
+                             f"(pressure, temp and temp/region have c_ID[1..6], msd c_ID[1..4])")
         return ("compute", compute, index)
     raise ValueError(f"thermo keyword {word!r} is not supported")
 
@@ -426,6 +531,8 @@ def column_value(item: tuple, state: ThermoState, norm: bool):
     if kind == "fix":
         value, extensive = _fix_value(state, what, index)
         return value / state.n_atoms if norm and extensive and state.n_atoms else value
+    if what.style == "msd":
+        return float(state.msd(what)[index - 1])
     if what.style == "temp/region":
         if index is None:
             return state.temp_region(what.region)
@@ -522,5 +629,5 @@ def one_style(norm: bool | None = None) -> ThermoStyle:
     return ThermoStyle(list(ONE), {}, norm)
 
 
-__all__ = ["Compute", "COMPUTE_STYLES", "KEYWORDS", "Names", "ONE", "ThermoState", "column_name",
+__all__ = ["Compute", "COMPUTE_STYLES", "KEYWORDS", "MSDReference", "Names", "ONE", "ThermoState", "column_name",
            "column_value", "formula_value", "region_contains", "ThermoStyle", "one_style", "parse_column"]

@@ -176,6 +176,6 @@ def _qqrd2e(units: str) -> float:
 def _type_charges(style: str, charges: dict, n_types: int) -> list:
     missing = [t + 1 for t in range(n_types) if t not in charges]
     if missing:
-        raise ValueError(f"{style} needs per-atom charges (read_data with atom_style charge); "
-                         f"none for type(s) {missing}")
+        raise ValueError(f"{style} needs per-atom charges (read_data with atom_style charge, or set type T "
+                         f"charge Q); none for type(s) {missing}")
     return [charges[t] for t in range(n_types)]
