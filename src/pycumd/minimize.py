@@ -22,6 +22,11 @@ than ``dmax`` (``min_modify dmax``, default 0.1 length units) in one step.
 When a move triggers a neighbour-list build the particle arrays are reordered by cell; the
 minimiser's own per-atom vectors follow by the ids, and the line search's start is put on the same
 periodic image as the wrapped atoms (LAMMPS' ``fix_minimize reset_coords``).
+
+Over MPI ranks (a decomposed :class:`~pycumd.simulation.Simulation`) each rank moves the atoms it
+owns; dot products and the energy are sums over the decomposition's owner ranks, largest
+components maxima over all ranks, so every rank takes the same decisions.  A build that migrates
+atoms between spatial domains hands the minimiser's vectors to the atoms' new ranks (by id).
 """
 
 from __future__ import annotations
@@ -134,13 +139,11 @@ class Minimizer:
         if simulation.state.lo is not None:
             raise NotImplementedError("minimisation is not implemented in composite precision: use "
                                       "precision 'double' or 'mixed'")
-        if getattr(simulation, "comm", None) is not None:
-            raise NotImplementedError("minimisation is not implemented across MPI ranks")
         self.sim = simulation
         self.settings = settings
         self.xp = simulation.backend.xp
-        state = simulation.state
-        self.n = state.n_atoms
+        self.decomposition = simulation.decomposition
+        self.n = simulation.n_atoms          # over all ranks
         self.normalize = simulation.units.normalize_thermo
         self.neval = 0
         self._vectors: dict = {}       # per-atom vectors of the minimiser, reordered with the atoms
@@ -155,7 +158,37 @@ class Minimizer:
         return self.sim.state.forces
 
     def _dot(self, a, b) -> float:
-        return float((a * b).sum())
+        """``a . b`` over all atoms (summed over the owner ranks of a decomposed run)."""
+        local = float((a * b).sum())
+        return local if self.decomposition is None else self.decomposition.owners.sum(local)
+
+    def _abs_max(self, a) -> float:
+        """``max |a|`` over all atoms (0 for none; the largest over the ranks of a decomposed run)."""
+        local = float(self.xp.abs(a).max()) if a.size else 0.0
+        return local if self.decomposition is None else float(self.decomposition.comm.max(local))
+
+    def _follow_build(self, ids_before) -> None:
+        """Put the minimiser's vectors in the rows of their atoms after a build that reordered the
+        atoms (by cell) or, over spatial domains, moved them to other ranks (by id)."""
+        xp, ids, d = self.xp, self.sim.state.ids, self.decomposition
+        same = len(ids) == len(ids_before) and bool((ids == ids_before).all())
+        if d is None:
+            if not same:
+                order = xp.argsort(ids_before)
+                moved = order[xp.searchsorted(ids_before[order], ids)]   # new row k was row moved[k]
+                for name, v in self._vectors.items():
+                    self._vectors[name] = v[moved]
+            return
+        if not d.comm.any(not same) or not self._vectors:
+            return
+        b = self.sim.backend
+        mine = (b.to_host(ids_before), {name: b.to_host(v) for name, v in self._vectors.items()}) if d.owns else None
+        parts = [p for p in d.comm.allgather(mine) if p is not None]
+        all_ids = np.concatenate([p[0] for p in parts])
+        order = np.argsort(all_ids, kind="stable")
+        rows = order[np.searchsorted(all_ids[order], b.to_host(ids))]
+        for name in self._vectors:
+            self._vectors[name] = xp.asarray(np.concatenate([p[1][name] for p in parts])[rows])
 
     def energy_force(self, reset: bool) -> float:
         """Neighbour decision, forces and energy (LAMMPS ``Min::energy_force``); the energy as LAMMPS
@@ -166,11 +199,7 @@ class Minimizer:
         if nl.needs_rebuild(state):
             ids_before = state.ids.copy()
             nl.build(state)
-            if not bool((state.ids == ids_before).all()):
-                order = xp.argsort(ids_before)
-                moved = order[xp.searchsorted(ids_before[order], state.ids)]   # new row k was row moved[k]
-                for name, v in self._vectors.items():
-                    self._vectors[name] = v[moved]
+            self._follow_build(ids_before)
             if reset and "x0" in self._vectors:
                 L = xp.asarray(np.asarray(state.box_lengths))
                 d = self._vectors["x0"] - self.x
@@ -185,7 +214,7 @@ class Minimizer:
         return self._dot(self.f, self.f)
 
     def fnorm_inf(self) -> float:
-        return float(self.xp.abs(self.f).max()) if self.n else 0.0
+        return self._abs_max(self.f)
 
     # -- the run ----------------------------------------------------------------------------------
     def run(self, report=None) -> MinimizeResult:
@@ -230,7 +259,8 @@ class Minimizer:
         end = step if final else self.last_step
         due = [r for r in self.sim.reporters if r.next_report(step, self.step0, end) == step]
         if due:
-            snapshot = Snapshot(self.sim)
+            d = self.decomposition
+            snapshot = Snapshot(self.sim if d is None else d.report_view(self.sim))
             for r in due:
                 r.report(snapshot)
 
@@ -279,12 +309,12 @@ class Minimizer:
 
     def _linemin_quadratic(self) -> str | None:
         """LAMMPS ``MinLineSearch::linemin_quadratic``; None on success, else the stop reason."""
-        h, xp = self._vectors["h"], self.xp
+        h = self._vectors["h"]
         norm = self.n if self.normalize else 1
         fdothall = self._dot(self.f, h) / norm
         if fdothall <= 0.0:
             return "downhill"
-        hmax = float(xp.abs(h).max())
+        hmax = self._abs_max(h)
         if hmax == 0.0:
             return "zeroforce"
         alphamax = min(ALPHA_MAX, self.settings.dmax / hmax)
@@ -317,7 +347,7 @@ class Minimizer:
 
     # -- FIRE 2.0 (min_fire.cpp) ----------------------------------------------------------------------
     def _iterate_fire(self, report) -> str:
-        s, sim, state, xp = self.settings, self.sim, self.sim.state, self.xp
+        s, sim, state = self.settings, self.sim, self.sim.state
         dt0 = sim.integrator.dt
         dt, dtmax, dtmin = dt0, 10.0 * dt0, 0.02 * dt0
         alpha0, alphashrink, dtgrow, dtshrink, delaystep, max_negative = 0.25, 0.99, 1.1, 0.5, 20, 2000
@@ -354,8 +384,9 @@ class Minimizer:
                 flagv0 = True
             if flagv0:                                               # velocities to bound the step
                 self.ecurrent = self.energy_force(False)
+                v, mass = state.velocities, state.per_atom_mass[:, None]     # a build may migrate atoms
                 v[...] = dt * ftm2v * self.f / mass
-            vmax = float(xp.abs(v).max()) if self.n else 0.0
+            vmax = self._abs_max(v)
             dtv = dt if dt * vmax <= s.dmax else s.dmax / vmax
             if flagv0:
                 v[...] = 0.0
@@ -365,6 +396,7 @@ class Minimizer:
             state.positions[:, :3] += dtv * v
             self.eprevious = self.ecurrent
             self.ecurrent = self.energy_force(False)
+            v, mass = state.velocities, state.per_atom_mass[:, None]
             flagv0 = False
             self.alpha_final = 0.0
             if self.neval >= s.maxeval:
