@@ -124,3 +124,13 @@ def test_every_module_imports_alone_in_a_fresh_interpreter():
     # a module that needs CuPy at import fails only for lack of it on a machine without a GPU
     failures = [(m, e) for m, e in failures if not (e and "No module named 'cupy" in e[0])]
     assert not failures, failures
+
+
+def test_pair_select_is_the_registry():
+    """potentials/pair_select.cuh is the text the potential registry generates (rewrite it with
+    ``python -m pycumd.potentials.registry`` after adding a potential)."""
+    from pycumd.potentials.registry import PAIR_SELECT, header_ids, lammps_pair_styles, pair_select_source
+
+    assert PAIR_SELECT.read_text() == pair_select_source()
+    assert header_ids()["potentials/lennard_jones.cuh"] == 0
+    assert {"lj/cut", "yukawa", "coul/debye", "table", "lepton"} <= set(lammps_pair_styles())

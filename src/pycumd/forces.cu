@@ -67,13 +67,13 @@ __device__ __forceinline__ int load_list_entry(const int* p) {
 // __launch_bounds__ minimum blocks of 128 threads per SM: 8 (64 registers) for Lennard-Jones in
 // mixed precision (1M atoms on the H100: 358 us against 370 us with 80 registers);
 // none otherwise (double pairs and the other potentials would spill at 64 registers)
-#define FORCE_MIN_BLOCKS ((POTENTIAL_HEADER_ID == 0 && sizeof(real_t) == 8 && sizeof(pair_t) == 4) ? 8 : 1)
+#define FORCE_MIN_BLOCKS ((POTENTIAL_HEADER_ID == POTENTIAL_ID_LENNARD_JONES && sizeof(real_t) == 8 && sizeof(pair_t) == 4) ? 8 : 1)
 #endif
 #ifndef FIXED_MIN_BLOCKS
 // The same for mixed precision's fixed-point kernels with Lennard-Jones: forces only 12 (40
 // registers; 1M atoms on the H100: 238.8 us against 247.4 us with 8, no spills), with energies 8
-#define FIXED_MIN_BLOCKS (POTENTIAL_HEADER_ID == 0 ? 12 : 1)
-#define FIXED_MIN_BLOCKS_ENERGY (POTENTIAL_HEADER_ID == 0 ? 8 : 1)
+#define FIXED_MIN_BLOCKS (POTENTIAL_HEADER_ID == POTENTIAL_ID_LENNARD_JONES ? 12 : 1)
+#define FIXED_MIN_BLOCKS_ENERGY (POTENTIAL_HEADER_ID == POTENTIAL_ID_LENNARD_JONES ? 8 : 1)
 #endif
 #ifndef FIXED_MIN_BLOCKS_ENERGY
 #define FIXED_MIN_BLOCKS_ENERGY FIXED_MIN_BLOCKS

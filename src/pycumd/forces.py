@@ -27,16 +27,13 @@ import numba
 import numpy as np
 
 from .composite import ff_parts
+from .potentials.registry import header_ids
 from .system import InputError
 
 BLOCK = 128
 _CPU_KERNELS: dict = {}
-#: compile-time id of each potential's CUDA header (``potentials/pair_select.cuh``)
-POTENTIAL_HEADER_IDS = {"potentials/lennard_jones.cuh": 0, "potentials/yukawa.cuh": 1,
-                        "potentials/pasta.cuh": 2, "potentials/morse.cuh": 3, "potentials/buckingham.cuh": 4,
-                        "potentials/born.cuh": 5, "potentials/soft.cuh": 6, "potentials/lj96.cuh": 7,
-                        "potentials/gauss.cuh": 8, "potentials/lj_coulomb.cuh": 9, "potentials/formula.cuh": 10,
-                        "potentials/table.cuh": 11}
+#: compile-time id of each potential's CUDA header (``potentials/pair_select.cuh``), from the registry
+POTENTIAL_HEADER_IDS = header_ids()
 
 
 def potential_defines(potential) -> dict:
