@@ -27,6 +27,7 @@ import numba
 import numpy as np
 
 from .composite import ff_parts
+from .contracts import ForceEvaluatorBase
 from .potentials.registry import header_ids
 from .system import InputError
 
@@ -305,7 +306,7 @@ def pair_kernel(potential, table, backend, precision, source: str, name: str, ma
     return _CPU_KERNELS[key], table
 
 
-class PairForces:
+class PairForces(ForceEvaluatorBase):
     """Evaluates one pair potential over a :class:`~pycumd.neighbors.verlet.NeighborList`.
 
     Parameters
@@ -317,6 +318,8 @@ class PairForces:
         Threads per target atom (1, 2, 4 or 8; the CPU sums in the same order); default
         :func:`default_lanes` of the system size at the first call.
     """
+
+    capturable = True
 
     def __init__(self, potential, n_types: int, backend, precision, lanes: int | None = None):
         if lanes is not None and lanes not in LANE_CHOICES:
@@ -368,7 +371,7 @@ class PairForces:
 
     def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
         L = np.asarray(state.box_lengths)
-        if getattr(neighbors, "half", False):
+        if neighbors.half:
             self._compute_cpu_half(state, neighbors, with_energy, L)
             return
         self._kernel(state.positions, state.types, L, 1.0 / L, neighbors.nbr, neighbors.nbr_count,

@@ -142,7 +142,10 @@ class Minimizer:
         self.sim = simulation
         self.settings = settings
         self.xp = simulation.backend.xp
-        self.decomposition = simulation.decomposition
+        self.decomposition = d = simulation.decomposition
+        #: the ranks whose atoms are disjoint and together all atoms (sums), and all ranks (maxima)
+        self.owners = simulation.comm if d is None else d.owners
+        self.comm = simulation.comm
         self.n = simulation.n_atoms          # over all ranks
         self.normalize = simulation.units.normalize_thermo
         self.neval = 0
@@ -159,13 +162,11 @@ class Minimizer:
 
     def _dot(self, a, b) -> float:
         """``a . b`` over all atoms (summed over the owner ranks of a decomposed run)."""
-        local = float((a * b).sum())
-        return local if self.decomposition is None else self.decomposition.owners.sum(local)
+        return self.owners.sum(float((a * b).sum()))
 
     def _abs_max(self, a) -> float:
         """``max |a|`` over all atoms (0 for none; the largest over the ranks of a decomposed run)."""
-        local = float(self.xp.abs(a).max()) if a.size else 0.0
-        return local if self.decomposition is None else float(self.decomposition.comm.max(local))
+        return float(self.comm.max(float(self.xp.abs(a).max()) if a.size else 0.0))
 
     def _follow_build(self, ids_before) -> None:
         """Put the minimiser's vectors in the rows of their atoms after a build that reordered the
@@ -222,8 +223,9 @@ class Minimizer:
         the first step, after each iteration and at the last step."""
         sim, s = self.sim, self.settings
         nl = sim.neighbors
-        saved = (getattr(nl, "every", 1), getattr(nl, "delay", 0), getattr(nl, "check", True))
-        if hasattr(nl, "check"):              # LAMMPS: every 1 delay 0 check yes during minimisation
+        policy = nl.has_rebuild_policy
+        saved = (nl.every, nl.delay, nl.check) if policy else None
+        if policy:                            # LAMMPS: every 1 delay 0 check yes during minimisation
             nl.every, nl.delay, nl.check = 1, 0, True
         report = report or self._report_due
         try:
@@ -248,7 +250,7 @@ class Minimizer:
             sim.book.check_finite()
             return result
         finally:
-            if hasattr(nl, "check"):
+            if policy:
                 nl.every, nl.delay, nl.check = saved
 
     def _report_due(self, step: int, final: bool) -> None:

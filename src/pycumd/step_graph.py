@@ -117,9 +117,9 @@ class CudaStepGraph:
     def applicable(sim) -> bool:
         """Plain NVE over a neighbour list rebuilt by the displacement check, on the GPU."""
         nl = sim.neighbors
-        return (sim.backend.is_gpu and sim.thermostat is None and hasattr(nl, "check")
+        return (sim.backend.is_gpu and sim.thermostat is None and nl.capturable and nl.has_rebuild_policy
                 and nl.check and nl.every == 1 and nl.delay == 0 and nl.nbr is not None
-                and type(sim.forces).__name__ == "PairForces")
+                and sim.forces.capturable)
 
     def _graph(self, k: int):
         nl = self.sim.neighbors
@@ -142,7 +142,7 @@ class CudaStepGraph:
                 # control[1] = 0: a block frozen at its first step completed none
                 self.cp.cuda.runtime.memsetAsync(state.control.data.ptr + 4, 0, 4, self.stream.ptr)
                 integrator = sim.integrator
-                fused = getattr(integrator, "final_then_initial_integrate", None)
+                fused = integrator.final_then_initial_integrate
                 for step_in_block in range(1, k + 1):
                     if step_in_block == 1 or fused is None:
                         integrator.initial_integrate(state)
@@ -226,9 +226,9 @@ class CudaStepGraph:
         """``(half steps, image)``: the integrator's fused half steps that also do the displacement
         check (``final_then_initial_integrate_check``), with mixed precision's fixed-point image
         array for them to write (else None); ``(None, None)`` where there are none (composite)."""
-        fused_check = getattr(self.sim.integrator, "final_then_initial_integrate_check", None)
+        fused_check = self.sim.integrator.final_then_initial_integrate_check
         forces = self.sim.forces
-        image = forces.image_of(self.sim.state) if fused_check and getattr(forces, "reads_fixed_image", False) else None
+        image = forces.image_of(self.sim.state) if fused_check and forces.reads_fixed_image else None
         return fused_check, image
 
     def _forces_after_fused_check(self, image) -> None:
@@ -271,7 +271,7 @@ class CudaStepGraph:
         limit2 = nl.displacement_limit2
         integrator = sim.integrator
         one = ((1,), (1,))
-        fused = getattr(integrator, "final_then_initial_integrate", None)
+        fused = integrator.final_then_initial_integrate
 
         def head():
             kernels["loop_start"](*one, (control, np.uint64(again), np.int32(unroll)))

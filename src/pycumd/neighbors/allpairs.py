@@ -37,6 +37,7 @@ import math
 import numba
 import numpy as np
 
+from ..contracts import ForceEvaluatorBase, NeighborStructureBase
 from ..precision import c_type_name
 from ..system import InputError
 
@@ -113,7 +114,7 @@ def check_box_all_pairs(r_cut: float, L) -> None:
             f"or a shorter cutoff (or r_cut=None: all pairs, nearest image)")
 
 
-class AllPairsForces:
+class AllPairsForces(ForceEvaluatorBase):
     """Pair forces over all pairs (minimum image); same interface as :class:`~pycumd.forces.PairForces`.
 
     Parameters
@@ -378,7 +379,7 @@ class AllPairsForces:
         self._launch_fast(state, self.block, with_energy)
 
 
-class AllPairsNeighbors:
+class AllPairsNeighbors(NeighborStructureBase):
     """Stand-in for the neighbour list under all-pairs forces: no list, only periodic wrapping.
 
     ``needs_rebuild`` says yes every ``wrap_every`` steps; ``build`` then wraps positions into the

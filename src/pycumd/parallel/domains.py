@@ -37,6 +37,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..contracts import ForceEvaluatorBase, NeighborStructureBase
 from ..neighbors.counting_sort import cell_index, counting_sort
 from ..neighbors.verlet import OverlapError, _build_cpu, capacity_for
 from ..system import System
@@ -108,7 +109,7 @@ class DomainDecomposition(Decomposition):
         return f"{self.kind} {g[0]}x{g[1]}x{g[2]} over {self.comm.size} MPI ranks ({self.comm.transport})"
 
 
-class DomainNeighborList:
+class DomainNeighborList(NeighborStructureBase):
     """Verlet list of one domain: owned atoms as targets, owned + ghost atoms as sources.
 
     The interface of :class:`~pycumd.neighbors.verlet.NeighborList` that the step loop uses
@@ -134,6 +135,8 @@ class DomainNeighborList:
         this one uses; made with the arguments above when not given.  It is switched to
         ``reorder=False``: a domain's rows keep their order between builds (owned, then ghosts).
     """
+
+    has_rebuild_policy = True
 
     def __init__(self, backend, r_cut: float, skin: float, decomposition: DomainDecomposition, *,
                  every: int = 1, delay: int = 0, check: bool = True, serial=None):
@@ -334,7 +337,7 @@ class DomainNeighborList:
             offset += rows
 
 
-class DomainForces:
+class DomainForces(ForceEvaluatorBase):
     """Pair forces of one domain: ghosts refreshed, then the serial kernel
     (:class:`~pycumd.forces.PairForces`) with the extended positions as sources."""
 
