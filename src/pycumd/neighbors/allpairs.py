@@ -428,9 +428,9 @@ class AllPairsNeighbors(NeighborStructureBase):
             self._wrap(((n + 127) // 128,), (128,),
                        (state.positions, state.images, np.int32(n), *[real(x) for x in L]))
         else:
-            from .verlet import _wrap_cpu
+            from .cpu_builder import wrap_positions_cpu
 
-            _wrap_cpu(state.positions, state.images, L)
+            wrap_positions_cpu(state.positions, state.images, L)
         self.n_builds += 1
         self.steps_since_build = 0
 

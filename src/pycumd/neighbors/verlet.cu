@@ -1,6 +1,6 @@
 // Full Verlet neighbour list from a cell list (counting-sorted particles).
 //
-// The rule (the CPU twin `_build_cpu` in verlet.py is the reference).  Cells have edge
+// The rule (the CPU twin `build_list_cpu` in cpu_builder.py is the reference).  Cells have edge
 // w >= r_list / 2.  For target atom i in cell c, visit the cells c + (dx, dy, dz), dz slowest, dx
 // fastest, with d in [lo, hi] per dimension: lo = -min(2, (n-1)/2), hi = min(2, n/2), so that no
 // cell is visited twice in small boxes.  A cell whose nearest face is farther than r_list from the
@@ -704,7 +704,7 @@ extern "C" __global__ void displacement_exceeds(
 
 // A build's last pass of the counting sort (counting_sort.cu's sort_bins: binning.cuh's rank_bins,
 // the stable order `order` of the scattered `slots`), which also writes the rows the list kernel
-// reads when it does not read the positions themselves (verlet.py's _BuildPlan.list_rows: mixed
+// reads when it does not read the positions themselves (cuda_builder.py's BuildPlan.list_rows: mixed
 // precision's float32 rows, or a build that defers the reorder; none: out null): the positions in
 // cell order, row s atom order[s]'s, carrying in the bits of w that atom's index -- or s when this
 // build reorders the atoms (reorder[0] != 0), which puts atom order[s] in row s (ROWS_INDEX_IN_W).

@@ -39,7 +39,8 @@ import numpy as np
 
 from ..contracts import ForceEvaluatorBase, NeighborStructureBase
 from ..neighbors.counting_sort import cell_index, counting_sort
-from ..neighbors.verlet import OverlapError, _build_cpu, capacity_for
+from ..neighbors.cpu_builder import build_list_cpu
+from ..neighbors.verlet import OverlapError, capacity_for
 from ..system import System
 from .decomposition import Decomposition
 from .grid import choose_domain_grid
@@ -183,7 +184,7 @@ class DomainNeighborList(NeighborStructureBase):
             return False
         if not self.check:
             return True
-        moved = state.n_atoms > 0 and self.serial._impl.displacement_exceeds(state, self.serial.displacement_limit2)
+        moved = state.n_atoms > 0 and self.serial.builder.displacement_exceeds(state, self.serial.displacement_limit2)
         return self.d.comm.any(moved)
 
     # -- build -------------------------------------------------------------------------------
@@ -198,7 +199,7 @@ class DomainNeighborList(NeighborStructureBase):
         L = np.asarray(state.box_lengths, dtype=np.float64)
         self.check_box(L)
         if state.n_atoms:
-            self.serial._impl.wrap(state)
+            self.serial.builder.wrap(state)
         self.migrate(state)
         if by_id:
             order = self.xp.argsort(state.ids)
@@ -212,7 +213,7 @@ class DomainNeighborList(NeighborStructureBase):
         n = state.n_atoms
         if self.capacity is None:
             volume = float(np.prod(self.d.hi - self.d.lo))
-            self.capacity = self.serial._initial_capacity(max(n, 1), volume)
+            self.capacity = self.serial.initial_capacity(max(n, 1), volume)
         shifted, self.shifted = self.shifted, None      # the images (exchange_ghosts), from the domain's origin
         shifted[:, :3] -= self.xp.asarray(origin, dtype=shifted.dtype)
         if not self.backend.is_gpu:
@@ -224,19 +225,19 @@ class DomainNeighborList(NeighborStructureBase):
                     self.nbr = self.nbr_count = None
                     self.nbr = self.xp.empty(n * self.capacity, np.int32)
                     self.nbr_count = self.xp.empty(n, np.int32)
-                max_count, min_r2 = self.serial._impl.build_targets(
+                max_count, min_r2 = self.serial.builder.build_targets(
                     shifted, n, extent, n_cells, self.r_list, self.capacity, self.nbr, self.nbr_count)
             else:
                 if self.nbr is None or self.nbr.shape != (n, self.capacity):
                     self.nbr = np.empty((n, self.capacity), np.int32)
                     self.nbr_count = np.empty(n, np.int32)
-                max_count, min_r2 = _build_cpu(shifted, keys, sort.bin_start, sort.order, n_cells, extent,
+                max_count, min_r2 = build_list_cpu(shifted, keys, sort.bin_start, sort.order, n_cells, extent,
                                                1.0 / extent, self.r_list ** 2, self.nbr, self.nbr_count)
             if max_count <= self.capacity:
                 break
             self.capacity = capacity_for(int(max_count), len(self.extended))
         if self.serial.canonical_order:                 # deterministic mode: sums in global-id order
-            self.serial._impl.sort_by_id(self.nbr, self.nbr_count, self.extended_ids, n, self.capacity)
+            self.serial.builder.sort_by_id(self.nbr, self.nbr_count, self.extended_ids, n, self.capacity)
         overlap = self.n_builds == 0 and n > 0 and min_r2 < self.overlap_distance ** 2
         if self.d.comm.any(overlap):
             raise OverlapError(f"two atoms are closer than {self.overlap_distance:.4g} (length units) "
