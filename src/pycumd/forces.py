@@ -93,16 +93,14 @@ def make_pair_sums(pair_function):
 
 ZERO_SUMS = (0.0,) * 10
 LANE_CHOICES = (1, 2, 4, 8)
-#: lanes per atom of the neighbour-list force kernel, by system size: (largest N, lanes), first match.
-#: Measured (H100, in.lj single, docs/notes-lj-performance.md): force kernel 32,000 atoms 44.0 /
-#: 25.1 / 15.8 / 16.6 us with 1 / 2 / 4 / 8 lanes; 256,000: 131 / 107 / 109 / 112 us; 1,000,188:
-#: 348 / 354 / 369 / 401 us.
+#: lanes per atom of the neighbour-list force kernel, by system size: (largest N, lanes), first match;
+#: the fastest measured at each size (docs/notes-lj-performance.md#figures-behind-the-constants-in-the-sources, "lanes")
 LANES_BY_SIZE = ((65_536, 4), (524_288, 2))
 #: Mixed precision's force launches of at most this many lanes per atom take the kernel that converts
 #: each separation to float by two exact halves and one fmaf (full-rate instructions, the same bits as
-#: I2F: forces.cu's pair_forces_fixed_split), the others the one by I2F (pair_forces_fixed).  Measured on
-#: the H100 (mixed, in.lj, 3000-step runs): the halves +0.6% at 1,000,188 atoms (1 lane), -2.3% at 32,000
-#: (4 lanes, latency-bound), -2.8% at 256,000 (2 lanes).
+#: I2F: forces.cu's pair_forces_fixed_split), the others the one by I2F (pair_forces_fixed): the halves
+#: pay where the kernel is bound by its issue rate (one lane), not where it waits on latency
+#: (docs/notes-lj-performance.md#figures-behind-the-constants-in-the-sources, "split conversion")
 SPLIT_CONVERSION_MAX_LANES = 1
 
 

@@ -62,10 +62,9 @@ LIST_WARPS = 4          # warps per block of build_neighbor_list (LIST_WARPS in 
 #: the list kernel's row_mode (verlet.cu's ROWS_*): rows through the sorted order (no reorder),
 #: rows in slot order (reordered atoms), rows in slot order carrying their atom's index (deferred reorder)
 ROWS_VIA_ORDER, ROWS_IN_SLOT_ORDER, ROWS_INDEX_IN_W = 0, 1, 2
-#: GPU builds between two reorders of the particle arrays by cell (NeighborList's reorder_every).
-#: H100, LJ liquid, bench-style runs (docs/notes-lj-performance.md): a build that defers costs 98 us
-#: less at 1M atoms single (185 us mixed); over whole runs K = 2 gained 1.0% (single) and 2.8%
-#: (mixed) at 1M against K = 1, K = 4 lost 0.9% in single (the atoms drift from cell order).
+#: GPU builds between two reorders of the particle arrays by cell (NeighborList's reorder_every): a
+#: build that defers is cheaper, but the atoms drift from cell order; 2 was the fastest over whole
+#: runs (docs/notes-lj-performance.md, "The reorder every second build").
 DEFAULT_REORDER_EVERY = 2
 #: builds whose largest neighbour counts decide whether the storage shrinks
 CAPACITY_WINDOW = 20
@@ -77,8 +76,7 @@ LIST_KERNELS = ("auto", "warp", "planes")
 PLANE_WARPS = 3         # warps per block of build_neighbor_list_planes (PLANE_WARPS in verlet.cu)
 #: launches of at most this many rows take build_neighbor_list_planes16 (ring entries of 16 bits)
 PLANE_RING16_ROWS = 1 << 16
-#: H100, LJ liquid (r_list 2.8), whole build replayed, warp -> planes kernel: 32,000 atoms 64.1 ->
-#: 56.4 us, 62,500 83.8 -> 77.8, 131,072 140 -> 140, 256,000 240 -> 247 (docs/notes-lj-performance.md)
+#: the planes kernel is faster for small systems and not for large ones (docs/notes-lj-performance.md#figures-behind-the-constants-in-the-sources, "planes")
 PLANE_SPLIT_ATOMS = 100_000
 
 
