@@ -81,6 +81,7 @@ class Simulation:
                  engine: EngineOptions | None = None, reporters=(), **options):
         neighbor, engine = resolve_options(neighbor, engine, **options)
         use_graphs = engine.use_graphs
+        #: the options this simulation was built with (NeighborOptions, EngineOptions)
         self.neighbor_options, self.engine_options = neighbor, engine
         self.units = system.units
         self.potential = potential
