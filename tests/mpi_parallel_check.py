@@ -2,8 +2,10 @@
 
 ``python3 tests/mpi_parallel_check.py CASE [--device cpu|cuda] [--precision P] [--grid PxQ] [--steps N]``
 with CASE
-``lj`` (spatial domains, neighbour list), ``ions`` (all-pairs force matrix) or ``small`` (the force
-matrix on a box shorter than twice the cutoff: every periodic image in range).  Rank 0 runs the
+``lj`` (spatial domains, neighbour list), ``ions`` (all pairs: replicated atoms, or the force matrix
+with ``--grid``), ``small`` (all pairs on a box shorter than twice the cutoff: every periodic image in
+range) or ``min-cg`` / ``min-fire`` (energy minimisation of a perturbed fcc crystal, ``--pair-method``
+choosing domains or all pairs).  Rank 0 runs the
 same input on one process first (comm=None); then every rank runs it decomposed.  Rank 0 prints one
 JSON line ``RESULT {...}`` with the measured differences; the test asserts on them.
 """
@@ -105,9 +107,47 @@ def run(case, comm, steps, device, grid, precision="double", thermostat="nve", d
     return system, sim, forces0, collect, final
 
 
+def minimize(style, comm, pair_method):
+    """Minimise a perturbed fcc crystal (500 atoms, displacements up to 0.1 sigma); returns the
+    result and the final system in id order."""
+    from pycumd.minimize import MinimizeSettings, Minimizer
+
+    base = lattice_system("fcc", 5, density=0.8442)
+    rng = np.random.default_rng(5)
+    system = System(base.box, base.positions + rng.uniform(-0.1, 0.1, base.positions.shape), base.masses)
+    potential = LennardJones(r_cut=2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
+    options = {"comm": comm} if comm is not None else {}
+    sim = Simulation(system, potential, VelocityVerlet(0.005), device="cpu", pair_method=pair_method, **options)
+    result = Minimizer(sim, MinimizeSettings(0.0, 1e-8, 2000, 20000, style=style)).run()
+    return result, sim.system(), sim
+
+
+def main_minimize(args):
+    """Rank 0: the 1-rank minimisation; then every rank the decomposed one; rank 0 prints both."""
+    world = MPI.COMM_WORLD
+    style = args.case.split("-")[1]
+    reference = minimize(style, None, args.pair_method) if world.rank == 0 else None
+    world.Barrier()
+    result, final, sim = minimize(style, world, args.pair_method)
+    migrated = world.allreduce(getattr(sim.neighbors, "migrated_total", 0), op=MPI.SUM)
+    if world.rank != 0:
+        return
+    ref_result, ref_final, _ = reference
+    L = final.box.L
+    d = final.unwrapped_positions() - ref_final.unwrapped_positions()
+    print("RESULT " + json.dumps({
+        "decomposition": sim.decomposition.describe(), "stop": [result.stop, ref_result.stop],
+        "energy": [result.energy_final, ref_result.energy_final],
+        "fnorm2": [result.fnorm2_final, ref_result.fnorm2_final],
+        "iterations": [result.iterations, ref_result.iterations], "migrated": int(migrated),
+        "position_rel": float(np.abs(d).max() / L.min()), "n_atoms": [int(final.n_atoms), int(ref_final.n_atoms)],
+        "ids_equal": bool((final.ids == ref_final.ids).all())}), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("case", choices=list(INPUTS))
+    parser.add_argument("case", choices=list(INPUTS) + ["min-cg", "min-fire"])
+    parser.add_argument("--pair-method", default="neighbor")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--grid", default=None)
     parser.add_argument("--steps", type=int, default=100)
@@ -115,6 +155,8 @@ def main():
     parser.add_argument("--thermostat", choices=["nve", "nvt", "langevin"], default="nve")
     parser.add_argument("--deterministic", action="store_true")
     args = parser.parse_args()
+    if args.case.startswith("min-"):
+        return main_minimize(args)
     world = MPI.COMM_WORLD
     reference = None
     if world.rank == 0:

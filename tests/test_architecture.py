@@ -9,6 +9,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "pycumd"
 
 #: parts of the package that sit above the engine (they build and run simulations; potential_maps is
@@ -124,3 +126,100 @@ def test_every_module_imports_alone_in_a_fresh_interpreter():
     # a module that needs CuPy at import fails only for lack of it on a machine without a GPU
     failures = [(m, e) for m, e in failures if not (e and "No module named 'cupy" in e[0])]
     assert not failures, failures
+
+
+def test_pair_select_is_the_registry():
+    """potentials/pair_select.cuh is the text the potential registry generates (rewrite it with
+    ``python -m pycumd.potentials.registry`` after adding a potential)."""
+    from pycumd.potentials.registry import PAIR_SELECT, header_ids, lammps_pair_styles, pair_select_source
+
+    assert PAIR_SELECT.read_text() == pair_select_source()
+    assert header_ids()["potentials/lennard_jones.cuh"] == 0
+    assert {"lj/cut", "yukawa", "coul/debye", "table", "lepton"} <= set(lammps_pair_styles())
+
+
+def _defined_names(part: str) -> set:
+    """Every name a part of the package defines: functions, classes, assigned names and attributes."""
+    names = set()
+    root = PACKAGE / part if (PACKAGE / part).is_dir() else PACKAGE / f"{part}.py"
+    for path in ([root] if root.is_file() else sorted(root.rglob("*.py"))):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                names.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
+                names.add(node.attr)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                names.add(node.id)
+    return names
+
+
+#: private members of the standard library's types that the engine may use (namedtuple's)
+STANDARD_PRIVATE = {"_replace", "_asdict", "_fields"}
+
+
+def test_engine_uses_no_private_member_of_another_package():
+    """An engine module imports no ``_name`` of another part of the package and reads no
+    ``obj._name`` that its own part does not define: the parts meet through their public members
+    (pycumd.contracts), never through another part's internals such as a list's builder."""
+    defined: dict = {}
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE.parent).with_suffix("")
+        module = ".".join(rel.parts[:-1] if rel.name == "__init__" else rel.parts)
+        package = module if path.name == "__init__.py" else module.rsplit(".", 1)[0]
+        part = _part(module)
+        if part is None or part in FRONT_ENDS:
+            continue
+        own = defined.setdefault(part, _defined_names(part))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                base = package.split(".")[: len(package.split(".")) - node.level + 1] if node.level else []
+                target = ".".join(base + ([node.module] if node.module else [])) if node.level else (node.module or "")
+                if target.startswith("pycumd") and _part(target) != part:
+                    found += [f"{path.name}:{node.lineno} imports {target}.{a.name}" for a in node.names
+                              if a.name.startswith("_") and not a.name.startswith("__")]
+            elif isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                if isinstance(node.value, ast.Name) and node.value.id in ("self", "cls"):
+                    continue
+                if node.attr not in own and node.attr not in STANDARD_PRIVATE:
+                    found.append(f"{path.name}:{node.lineno} reads .{node.attr}")
+    assert not found, "\n".join(found)
+
+
+def test_no_class_name_tests():
+    """Capabilities are flags of the contracts, never ``type(x).__name__ == ...`` comparisons."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn))
+                                                      for op in node.ops):
+                for side in [node.left, *node.comparators]:
+                    if isinstance(side, ast.Attribute) and side.attr == "__name__" and isinstance(side.value, ast.Call) \
+                            and isinstance(side.value.func, ast.Name) and side.value.func.id == "type":
+                        found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert not found, "class-name tests: " + ", ".join(found)
+
+
+def test_engine_parts_derive_from_their_contracts():
+    """Every neighbour structure, force evaluator, integrator and step hook derives from the base
+    class of its protocol, so that it has every member the engine uses."""
+    from pycumd import contracts
+    from pycumd.forces import PairForces
+    from pycumd.integrators import CRescale, Langevin, MTKBarostat, NoseHoover, VelocityVerlet
+    from pycumd.integrators.fixes import FixChain, Momentum, Recenter, TempRescale
+    from pycumd.neighbors.allpairs import AllPairsForces, AllPairsNeighbors
+    from pycumd.neighbors.verlet import NeighborList
+    from pycumd.parallel.domains import DomainForces, DomainNeighborList
+    from pycumd.parallel.matrix import MatrixForces
+
+    for cls in (NeighborList, AllPairsNeighbors, DomainNeighborList):
+        assert issubclass(cls, contracts.NeighborStructureBase), cls
+    for cls in (PairForces, AllPairsForces, DomainForces, MatrixForces):
+        assert issubclass(cls, contracts.ForceEvaluatorBase), cls
+    for cls in (NoseHoover, Langevin, MTKBarostat, CRescale, FixChain, Momentum, Recenter, TempRescale):
+        assert issubclass(cls, contracts.StepHooksBase), cls
+    assert issubclass(VelocityVerlet, contracts.IntegratorBase)
+    assert not Langevin.runs_in_composite and Langevin.runs_over_ranks and NoseHoover.runs_over_ranks
+    assert PairForces.capturable and not DomainForces.capturable and NeighborList.capturable
+    with pytest.raises(NotImplementedError, match="AllPairsNeighbors"):
+        AllPairsNeighbors.__new__(AllPairsNeighbors).checkpoint_state()

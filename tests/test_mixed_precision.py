@@ -97,7 +97,7 @@ def test_mixed_list_from_float32_copy_never_loses_a_pair(rng):
     state = State.from_system(system, be, prec)
     nl = NeighborList(be, 2.5, 0.3, overlap_distance=0.0, position_error=err, list_dtype=prec.list_dtype)
     nl.build(state)
-    assert nl._impl.plan.list_rows is not None
+    assert nl.builder.plan.list_rows is not None
     pos = state.host_positions(be)
     listed = {(i, int(j)) for i in range(state.n_atoms) for j in nl.neighbors_of(i)}
     inner = brute_force_pairs(pos, L, nl.r_list - 2 * err)
@@ -128,7 +128,7 @@ def test_mixed_displacement_check_measures_from_the_float32_rows(rng):
         state.positions[11, 1] += limit * fraction
         assert nl.needs_rebuild(state) == expected
         flag = be.xp.zeros(1, np.int32)
-        nl._impl.displacement_exceeds(state, nl.displacement_limit2, flag=flag)
+        nl.builder.displacement_exceeds(state, nl.displacement_limit2, flag=flag)
         assert bool(int(flag.get()[0])) == expected
 
 

@@ -130,7 +130,7 @@ def test_capacity_shrinks_then_grows_and_never_drops_a_pair(backend, rng):
     nl = NeighborList(backend, 2.5, 0.3)
     for _ in range(CAPACITY_WINDOW + 1):
         nl.build(state)
-    assert nl.capacity == capacity_for(78, n) < nl._initial_capacity(n, float(np.prod(L)))
+    assert nl.capacity == capacity_for(78, n) < nl.initial_capacity(n, float(np.prod(L)))
     assert nl.resizes == 1 and nl.overflows == 0
     assert _pairs_by_id(nl, state, backend, n) == brute_force_pairs(lattice.positions, L, 2.8)
 
@@ -236,7 +236,7 @@ def test_repeated_builds_replay_correctly(backend, rng, reorder):
         assert pairs == brute_force_pairs(host_pos, L, 2.8), f"build {build + 2}"
         assert nl.recent_max_counts[-1] == int(backend.to_host(nl.nbr_count).max())
     if backend.is_gpu:
-        assert nl._impl.plan.graph is not None and nl._impl.plan.builds == 4
+        assert nl.builder.plan.graph is not None and nl.builder.plan.builds == 4
 
 
 def test_deferred_reorder_keeps_every_pair_and_reorders_on_schedule(backend, rng):
@@ -270,7 +270,7 @@ def test_deferred_reorder_keeps_every_pair_and_reorders_on_schedule(backend, rng
         pairs = {(int(ids[i]), int(ids[j])) for i in range(n) for j in nl.neighbors_of(i)}
         assert pairs == brute_force_pairs(host_pos, L, 2.8), f"build {build}"
         assert nl.recent_max_counts[-1] == int(backend.to_host(nl.nbr_count).max())
-    assert nl._impl.plan.graph is not None
+    assert nl.builder.plan.graph is not None
 
 
 @pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
@@ -289,7 +289,7 @@ def test_captured_build_equals_launches_uncaptured(backend, rng):
     system = random_liquid(rng, n=2000, density=0.85, min_distance=0.8)
     states = [_state(system, backend) for _ in range(2)]
     lists = [NeighborList(backend, 2.5, 0.3) for _ in range(2)]
-    lists[1]._impl.phase_events = []              # uncaptured launches, timed between events
+    lists[1].builder.phase_events = []              # uncaptured launches, timed between events
     moves = np.random.default_rng(7)
     for build in range(4):
         step = moves.uniform(-0.3, 0.3, (2000, 3))
@@ -309,7 +309,7 @@ def test_captured_build_equals_launches_uncaptured(backend, rng):
         for i in range(0, n, 97):
             np.testing.assert_array_equal(a.neighbors_of(i), b.neighbors_of(i))
         assert counts.max() <= a.capacity
-    assert lists[0]._impl.plan.graph is not None and lists[1]._impl.plan.graph is None
+    assert lists[0].builder.plan.graph is not None and lists[1].builder.plan.graph is None
 
 
 def test_overflow_on_a_replayed_build_grows_and_keeps_every_pair(backend, rng):
@@ -369,7 +369,7 @@ def test_gpu_list_of_targets_before_source_rows(rng, monkeypatch, extent, list_k
     capacity = 160
     nbr = cp.full(capacity * n_targets, -1, np.int32)
     nbr_count = cp.full(n_targets, -1, np.int32)
-    largest, _ = nl._impl.build_targets(cp.asarray(rows), n_targets, box, n_cells, r_list, capacity, nbr, nbr_count)
+    largest, _ = nl.builder.build_targets(cp.asarray(rows), n_targets, box, n_cells, r_list, capacity, nbr, nbr_count)
     counts = nbr_count.get()
     lists = nbr.get().reshape(capacity, n_targets)
     listed = {(i, int(j)) for i in range(n_targets) for j in lists[:counts[i], i]}
@@ -410,13 +410,13 @@ def test_gpu_plane_kernel_gives_the_warp_kernels_lists(rng, monkeypatch, r_cut, 
         state = State.from_system(system, gpu, get_precision("single", "cuda"))
         nl = NeighborList(gpu, r_cut, 0.3, reorder=reorder, reorder_every=reorder_every)
         nl.list_kernel = kernel[:6]
-        assert nl._impl.uses_plane_kernel(np.float32, True, system.n_atoms) == (kernel != "warp")
+        assert nl.builder.uses_plane_kernel(np.float32, True, system.n_atoms) == (kernel != "warp")
         for build in range(3):
             if build:
                 state.positions[:, :3] += gpu.asarray(moves[build - 1])
             nl.build(state)
         results[kernel] = (_gpu_lists(nl, gpu), gpu.to_host(state.ids), list(nl.recent_max_counts))
-        assert nl._impl.plan.graph is not None
+        assert nl.builder.plan.graph is not None
     (counts_w, lists_w), ids_w, most_w = results["warp"]
     for kernel in ("planes", "planes32"):
         (counts_p, lists_p), ids_p, most_p = results[kernel]

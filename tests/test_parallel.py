@@ -197,6 +197,23 @@ def test_all_pairs_over_ranks_take_every_periodic_image_of_a_small_box(grid):
     _assert_matches_one_rank(r)
 
 
+@needs_mpi
+@pytest.mark.parametrize("pair_method", ["neighbor", "all_pairs"])
+@pytest.mark.parametrize("style", ["cg", "fire"])
+def test_minimisation_over_ranks_ends_at_one_rank_minimum(style, pair_method):
+    """CG and FIRE over 2 ranks (spatial domains, whose builds migrate atoms between the ranks, or
+    the force matrix) take the 1-rank iterations and end at its minimum: the same stopping
+    criterion and iteration count, the energy and the positions of the perfect crystal."""
+    r = _result(2, f"min-{style}", "--pair-method", pair_method)
+    assert r["decomposition"].startswith("spatial domains" if pair_method == "neighbor" else "all pairs"), r
+    assert r["stop"] == ["ftol", "ftol"] and r["iterations"][0] == r["iterations"][1], r
+    assert r["n_atoms"] == [500, 500] and r["ids_equal"], r
+    assert abs(r["energy"][0] - r["energy"][1]) < 1e-12 * abs(r["energy"][1]), r
+    assert r["fnorm2"][0] < 1e-8 and r["position_rel"] < 1e-12, r
+    if pair_method == "neighbor":
+        assert r["migrated"] > 0, r                 # the minimiser's vectors followed atoms to other ranks
+
+
 @pytest.mark.cuda
 @needs_gpu
 @needs_mpi

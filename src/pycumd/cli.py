@@ -77,7 +77,7 @@ def _run(args) -> int:
         plan.outputs.checkpoint_every = args.checkpoint_every
     plan.outputs.check()
     deadline = _walltime_deadline(args.walltime)
-    from .parallel import abort_on_error, launched_size, world
+    from .parallel import abort_on_error, launched_size, rank_of, world
     if launched_size() > 1:           # mpirun/srun -n P: one run decomposed over the P ranks (pycumd.parallel)
         plan.engine.comm = world()
     try:
@@ -85,14 +85,14 @@ def _run(args) -> int:
             result = execute(plan, resume=resume, stop_on_signals=True,
                              on_simulation=lambda sim: setattr(sim, "wall_deadline", deadline))
     except RunStopped as stop:
-        if plan.engine.comm is None or plan.engine.comm.Get_rank() == 0:
+        if rank_of(plan.engine.comm) == 0:
             print(f"pycumd: {stop}; every output is flushed. Resume with: pycumd run --restart {stop.checkpoint}",
                   file=sys.stderr, flush=True)
         return 3 if stop.reason.startswith("walltime") else 128 + (15 if stop.reason.startswith("SIGTERM") else 2)
     n = result.sim.state.n_atoms if result.sim else 0
     if result.sim is not None and result.sim.decomposition is not None:
         n = result.sim.decomposition.n_atoms
-        if plan.engine.comm.Get_rank() != 0:
+        if rank_of(plan.engine.comm) != 0:
             return 0
     print(f"Total wall time {result.wall_seconds:.2f} s for {result.steps} steps of {n} atoms "
           f"(including set-up and compilation)", flush=True)

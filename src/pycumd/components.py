@@ -7,14 +7,16 @@ state; :class:`~pycumd.simulation.Simulation` only runs them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
 from . import backend as _backend
+from .contracts import Communicator, ForceEvaluator, Integrator, NeighborStructure
 from .forces import PairForces
 from .neighbors.allpairs import AllPairsForces, AllPairsNeighbors, choose_pair_method
 from .neighbors.verlet import NeighborList
+from .parallel.comm import communicator
 from .precision import get_precision
 from .state import State
 from .system import InputError, System
@@ -54,8 +56,9 @@ class EngineOptions:
     pair_method : {"auto", "neighbor", "all_pairs"}
     use_graphs : bool or {"loop", "blocks"}
         On the GPU, plain NVE steps between reports in CUDA graphs (see ``Simulation``).
-    comm : mpi4py communicator or None
-        Run decomposed over its ranks (:mod:`pycumd.parallel`); None: one process.
+    comm : mpi4py communicator, Communicator or None
+        Run decomposed over its ranks when it has more than one (:mod:`pycumd.parallel`); None:
+        one process.
     processors : tuple of 3 ints or None
         Spatial-domain grid, 0 = free (LAMMPS ``processors``); matrix_grid : (P, Q) or None.
     """
@@ -70,29 +73,54 @@ class EngineOptions:
     matrix_grid: tuple | None = None
 
 
+#: Simulation's keyword arguments for interactive use -> the NeighborOptions field they set
+NEIGHBOR_KEYWORDS = {"skin": "skin", "neighbor_every": "every", "neighbor_delay": "delay", "neighbor_check": "check"}
+
+
+def resolve_options(neighbor: NeighborOptions | None = None, engine: EngineOptions | None = None,
+                    **keywords) -> tuple[NeighborOptions, EngineOptions]:
+    """The one converter from :class:`~pycumd.simulation.Simulation`'s keyword arguments to the
+    option dataclasses: ``skin``, ``neighbor_every``, ``neighbor_delay``, ``neighbor_check`` set
+    fields of ``neighbor``, every :class:`EngineOptions` field name sets that field of ``engine``
+    (copies; the arguments are not changed).  A TypeError names an unknown keyword.
+    """
+    engine_names = {f.name for f in fields(EngineOptions)}
+    unknown = sorted(k for k in keywords if k not in NEIGHBOR_KEYWORDS and k not in engine_names)
+    if unknown:
+        raise TypeError(f"Simulation got unexpected keyword argument(s) {', '.join(unknown)} (options: "
+                        f"{', '.join([*NEIGHBOR_KEYWORDS, *sorted(engine_names)])})")
+    neighbor = replace(neighbor or NeighborOptions(),
+                       **{NEIGHBOR_KEYWORDS[k]: v for k, v in keywords.items() if k in NEIGHBOR_KEYWORDS})
+    engine = replace(engine or EngineOptions(), **{k: v for k, v in keywords.items() if k in engine_names})
+    return neighbor, engine
+
+
 @dataclass
 class Components:
     """What a simulation runs: the backend, the precision policy, the state and the three
-    components of a step (integrator, neighbour structure, force evaluator)."""
+    components of a step (integrator, neighbour structure, force evaluator), each through its
+    contract (:mod:`pycumd.contracts`)."""
 
     backend: object
     precision: object
     state: State
-    integrator: object
-    neighbors: object
-    forces: object
+    integrator: Integrator
+    neighbors: NeighborStructure
+    forces: ForceEvaluator
     pair_method: str
+    #: the ranks of the run (pycumd.parallel.comm: SerialCommunicator on one process)
+    comm: Communicator
     decomposition: object = None      # pycumd.parallel decomposition of a run over MPI ranks, or None
 
 
-def _half_list(backend, precision, engine) -> bool:
+def _half_list(backend, precision, decomposed: bool) -> bool:
     """Whether the neighbour list is a half list (each pair once, Newton's third law in the forces).
 
     On the CPU in one process, unless ``deterministic``: that keeps the full list and the GPU's
     summation order, so that double-precision runs give the GPU's bits (``tests/test_determinism.py``).
-    Spatial domains (``engine.comm``) use full lists over their ghost atoms (no reverse communication).
+    Spatial domains (``decomposed``) use full lists over their ghost atoms (no reverse communication).
     """
-    return not backend.is_gpu and not precision.deterministic and engine.comm is None
+    return not backend.is_gpu and not precision.deterministic and not decomposed
 
 
 def build_components(system: System, potential, integrator, neighbor: NeighborOptions,
@@ -105,9 +133,11 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     if system.n_atoms == 0:
         raise InputError("the system has no atoms: nothing to simulate (is create_atoms or read_data missing?)")
     backend = _backend.select(engine.device)
-    if engine.comm is not None and backend.is_gpu:   # one GPU per rank, by local rank
+    comm = communicator(engine.comm)
+    decomposed = comm.size > 1                    # several MPI ranks: pycumd.parallel
+    if decomposed and backend.is_gpu:             # one GPU per rank, by local rank
         from .parallel import select_device
-        select_device(engine.comm)
+        select_device(comm)
     precision = get_precision(engine.precision, backend.name, engine.deterministic)
     integrator.bind(backend, precision, system.units)
     skin = neighbor.resolved_skin(system.units.name)
@@ -122,18 +152,19 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
         neighbors = NeighborList(backend, r_cut, skin, every=neighbor.every, delay=neighbor.delay,
                                  check=neighbor.check, cuda_options=precision.cuda_options,
                                  position_error=_storage_rounding(precision, system.box.L),
-                                 list_dtype=precision.list_dtype, half=_half_list(backend, precision, engine),
+                                 list_dtype=precision.list_dtype, half=_half_list(backend, precision, decomposed),
                                  canonical_order=precision.deterministic)
         forces_class = PairForces
-    if engine.comm is not None:                   # several MPI ranks: pycumd.parallel
+    if decomposed:
         from .parallel import decompose
         parts = decompose(system, potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor, engine,
                           serial_list=neighbors)
-        return Components(backend, precision, parts[1], integrator, parts[2], parts[3], pair_method, parts[0])
+        return Components(backend, precision, parts.state, integrator, parts.neighbors, parts.forces, pair_method,
+                          parts.decomposition.comm, parts.decomposition)
     neighbors.check_box(system.box.L)
     state = State.from_system(system, backend, precision)
     forces = forces_class(potential, system.n_types, backend, precision)
-    return Components(backend, precision, state, integrator, neighbors, forces, pair_method)
+    return Components(backend, precision, state, integrator, neighbors, forces, pair_method, comm)
 
 
 def _check_composite_supported(pair_method: str, thermostat) -> None:
@@ -143,10 +174,9 @@ def _check_composite_supported(pair_method: str, thermostat) -> None:
                                   "(also the one of boxes shorter than 2 (r_cut + skin)); use precision "
                                   "'single', 'mixed' or 'double', or pair_method='neighbor' on a box of at "
                                   "least 2 (r_cut + skin)")
-    if thermostat is not None and type(thermostat).__name__ == "Langevin":
-        raise NotImplementedError("composite precision is not implemented for the Langevin thermostat "
-                                  "(its noise kernel works in float64); use NVE or Nose-Hoover, or "
-                                  "precision 'mixed' or 'double'")
+    if thermostat is not None and not thermostat.runs_in_composite:
+        raise NotImplementedError(f"composite precision is not implemented for {thermostat.describe()}; "
+                                  "use NVE or Nose-Hoover, or precision 'mixed' or 'double'")
 
 
 def _storage_rounding(precision, box_lengths) -> float:

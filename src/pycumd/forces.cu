@@ -39,11 +39,9 @@ __device__ __forceinline__ void pair_sums_lane_reduce(PairSums& s, int lanes, in
 #ifndef FORCE_LIST_LOAD
 // How list entries are loaded: 0 __ldg; 1 __ldcs (streaming); 2 not kept in L1; 3 not kept in L1
 // and first out of L2.  The list is read once per step and is the most of the kernel's traffic;
-// rows of neighbours are read many times.  H100, kernel alone at 1M atoms: single 225 us (0) ->
-// 210 us (3; 256k 80 -> 71 us), mixed 356 us (0) -> 352 us (2) but 374 us (3): so 3 for single,
-// 2 for double positions and composite (32-byte neighbour rows), and for mixed precision's
-// fixed-point kernel (16-byte rows, but 2 was faster in three calls: 1M 231 vs 238 us, 242 vs 247,
-// 275 vs 277).
+// rows of neighbours are read many times: 3 (evict first) for float32 rows, 2 for double positions,
+// composite and mixed precision's fixed-point kernel, the fastest measured for each
+// (docs/notes-lj-performance.md#figures-behind-the-constants-in-the-sources, "list loads").
 #define FORCE_LIST_LOAD ((sizeof(real_t) == 4 && !COMPOSITE) ? 3 : 2)
 #endif
 // One list entry (FORCE_LIST_LOAD).
@@ -65,15 +63,15 @@ __device__ __forceinline__ int load_list_entry(const int* p) {
 
 #ifndef FORCE_MIN_BLOCKS
 // __launch_bounds__ minimum blocks of 128 threads per SM: 8 (64 registers) for Lennard-Jones in
-// mixed precision (1M atoms on the H100: 358 us against 370 us with 80 registers);
+// mixed precision (faster than 80 registers: docs/notes-lj-performance.md#figures-behind-the-constants-in-the-sources, "register caps");
 // none otherwise (double pairs and the other potentials would spill at 64 registers)
-#define FORCE_MIN_BLOCKS ((POTENTIAL_HEADER_ID == 0 && sizeof(real_t) == 8 && sizeof(pair_t) == 4) ? 8 : 1)
+#define FORCE_MIN_BLOCKS ((POTENTIAL_HEADER_ID == POTENTIAL_ID_LENNARD_JONES && sizeof(real_t) == 8 && sizeof(pair_t) == 4) ? 8 : 1)
 #endif
 #ifndef FIXED_MIN_BLOCKS
 // The same for mixed precision's fixed-point kernels with Lennard-Jones: forces only 12 (40
-// registers; 1M atoms on the H100: 238.8 us against 247.4 us with 8, no spills), with energies 8
-#define FIXED_MIN_BLOCKS (POTENTIAL_HEADER_ID == 0 ? 12 : 1)
-#define FIXED_MIN_BLOCKS_ENERGY (POTENTIAL_HEADER_ID == 0 ? 8 : 1)
+// registers, no spills; faster than 8: the notes' "register caps"), with energies 8
+#define FIXED_MIN_BLOCKS (POTENTIAL_HEADER_ID == POTENTIAL_ID_LENNARD_JONES ? 12 : 1)
+#define FIXED_MIN_BLOCKS_ENERGY (POTENTIAL_HEADER_ID == POTENTIAL_ID_LENNARD_JONES ? 8 : 1)
 #endif
 #ifndef FIXED_MIN_BLOCKS_ENERGY
 #define FIXED_MIN_BLOCKS_ENERGY FIXED_MIN_BLOCKS
@@ -215,15 +213,14 @@ FORCE_KERNEL_PAIR(pair_forces, PAIR_FORCES_ARGS, PAIR_FORCES_PASS, FORCE_MIN_BLO
 #if FIXED_POINT_FORCES || COMPOSITE
 // One coordinate of r_i - r_j from box fractions (minimum image by wrap-around), in float32:
 // (float)d * s for the 32-bit difference d.  SPLIT: the int-to-float conversion (I2F, a
-// quarter-rate instruction on the H100, three per pair) done by full-rate ones instead: the high
+// quarter-rate instruction, three per pair) done by full-rate ones instead: the high
 // and low 16 bits of d made floats exactly by magic-number additions (d >> 16 in [-2^15, 2^15),
 // d & 0xFFFF in [0, 2^16)), then hi * 65536 + lo in one fmaf, whose one rounding gives
 // round-to-nearest of d: the same value as (float)d, bit for bit.  It pays where the kernel is
-// bound by its issue rate (one lane per atom, 1M atoms on the H100: mixed force kernel 215.8 ->
-// 213.5 us, whole runs +0.6%) and costs where it waits on latency (4 lanes, 32,000 atoms: whole
-// runs -2.3%, its chain of five dependent operations for one I2F); composite's kernel, whose
-// float-float sums keep the other units busy, got slower with it at 1M (235 -> 263 us) and keeps
-// I2F (docs/notes-lj-performance.md).  Mixed precision has a kernel of each (pair_forces_fixed and
+// bound by its issue rate (one lane per atom) and costs where it waits on latency (several lanes:
+// its chain of five dependent operations for one I2F); composite's kernel, whose float-float sums
+// keep the other units busy, is slower with it and keeps I2F
+// (docs/notes-lj-performance.md#figures-behind-the-constants-in-the-sources, "split conversion").  Mixed precision has a kernel of each (pair_forces_fixed and
 // pair_forces_fixed_split), chosen per launch by its lanes (pycumd.forces.SPLIT_CONVERSION_MAX_LANES):
 // one kernel with both paths, branching on the lanes, spilled at its 40-register cap.
 template <bool SPLIT>

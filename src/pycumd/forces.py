@@ -27,16 +27,14 @@ import numba
 import numpy as np
 
 from .composite import ff_parts
+from .contracts import ForceEvaluatorBase
+from .potentials.registry import header_ids
 from .system import InputError
 
 BLOCK = 128
 _CPU_KERNELS: dict = {}
-#: compile-time id of each potential's CUDA header (``potentials/pair_select.cuh``)
-POTENTIAL_HEADER_IDS = {"potentials/lennard_jones.cuh": 0, "potentials/yukawa.cuh": 1,
-                        "potentials/pasta.cuh": 2, "potentials/morse.cuh": 3, "potentials/buckingham.cuh": 4,
-                        "potentials/born.cuh": 5, "potentials/soft.cuh": 6, "potentials/lj96.cuh": 7,
-                        "potentials/gauss.cuh": 8, "potentials/lj_coulomb.cuh": 9, "potentials/formula.cuh": 10,
-                        "potentials/table.cuh": 11}
+#: compile-time id of each potential's CUDA header (``potentials/pair_select.cuh``), from the registry
+POTENTIAL_HEADER_IDS = header_ids()
 
 
 def potential_defines(potential) -> dict:
@@ -108,16 +106,14 @@ def make_pair_sums(pair_function):
 
 ZERO_SUMS = (0.0,) * 10
 LANE_CHOICES = (1, 2, 4, 8)
-#: lanes per atom of the neighbour-list force kernel, by system size: (largest N, lanes), first match.
-#: Measured (H100, in.lj single, docs/notes-lj-performance.md): force kernel 32,000 atoms 44.0 /
-#: 25.1 / 15.8 / 16.6 us with 1 / 2 / 4 / 8 lanes; 256,000: 131 / 107 / 109 / 112 us; 1,000,188:
-#: 348 / 354 / 369 / 401 us.
+#: lanes per atom of the neighbour-list force kernel, by system size: (largest N, lanes), first match;
+#: the fastest measured at each size (docs/notes-lj-performance.md#figures-behind-the-constants-in-the-sources, "lanes")
 LANES_BY_SIZE = ((65_536, 4), (524_288, 2))
 #: Mixed precision's force launches of at most this many lanes per atom take the kernel that converts
 #: each separation to float by two exact halves and one fmaf (full-rate instructions, the same bits as
-#: I2F: forces.cu's pair_forces_fixed_split), the others the one by I2F (pair_forces_fixed).  Measured on
-#: the H100 (mixed, in.lj, 3000-step runs): the halves +0.6% at 1,000,188 atoms (1 lane), -2.3% at 32,000
-#: (4 lanes, latency-bound), -2.8% at 256,000 (2 lanes).
+#: I2F: forces.cu's pair_forces_fixed_split), the others the one by I2F (pair_forces_fixed): the halves
+#: pay where the kernel is bound by its issue rate (one lane), not where it waits on latency
+#: (docs/notes-lj-performance.md#figures-behind-the-constants-in-the-sources, "split conversion")
 SPLIT_CONVERSION_MAX_LANES = 1
 
 
@@ -321,7 +317,7 @@ def pair_kernel(potential, table, backend, precision, source: str, name: str, ma
     return _CPU_KERNELS[key], table
 
 
-class PairForces:
+class PairForces(ForceEvaluatorBase):
     """Evaluates one pair potential over a :class:`~pycumd.neighbors.verlet.NeighborList`.
 
     Parameters
@@ -333,6 +329,8 @@ class PairForces:
         Threads per target atom (1, 2, 4 or 8; the CPU sums in the same order); default
         :func:`default_lanes` of the system size at the first call.
     """
+
+    capturable = True
 
     def __init__(self, potential, n_types: int, backend, precision, lanes: int | None = None):
         if lanes is not None and lanes not in LANE_CHOICES:
@@ -384,7 +382,7 @@ class PairForces:
 
     def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
         L = np.asarray(state.box_lengths)
-        if getattr(neighbors, "half", False):
+        if neighbors.half:
             self._compute_cpu_half(state, neighbors, with_energy, L)
             return
         self._kernel(state.positions, state.types, L, 1.0 / L, neighbors.nbr, neighbors.nbr_count,

@@ -22,6 +22,11 @@ than ``dmax`` (``min_modify dmax``, default 0.1 length units) in one step.
 When a move triggers a neighbour-list build the particle arrays are reordered by cell; the
 minimiser's own per-atom vectors follow by the ids, and the line search's start is put on the same
 periodic image as the wrapped atoms (LAMMPS' ``fix_minimize reset_coords``).
+
+Over MPI ranks (a decomposed :class:`~pycumd.simulation.Simulation`) each rank moves the atoms it
+owns; dot products and the energy are sums over the decomposition's owner ranks, largest
+components maxima over all ranks, so every rank takes the same decisions.  A build that migrates
+atoms between spatial domains hands the minimiser's vectors to the atoms' new ranks (by id).
 """
 
 from __future__ import annotations
@@ -134,13 +139,14 @@ class Minimizer:
         if simulation.state.lo is not None:
             raise NotImplementedError("minimisation is not implemented in composite precision: use "
                                       "precision 'double' or 'mixed'")
-        if getattr(simulation, "comm", None) is not None:
-            raise NotImplementedError("minimisation is not implemented across MPI ranks")
         self.sim = simulation
         self.settings = settings
         self.xp = simulation.backend.xp
-        state = simulation.state
-        self.n = state.n_atoms
+        self.decomposition = d = simulation.decomposition
+        #: the ranks whose atoms are disjoint and together all atoms (sums), and all ranks (maxima)
+        self.owners = simulation.comm if d is None else d.owners
+        self.comm = simulation.comm
+        self.n = simulation.n_atoms          # over all ranks
         self.normalize = simulation.units.normalize_thermo
         self.neval = 0
         self._vectors: dict = {}       # per-atom vectors of the minimiser, reordered with the atoms
@@ -155,7 +161,35 @@ class Minimizer:
         return self.sim.state.forces
 
     def _dot(self, a, b) -> float:
-        return float((a * b).sum())
+        """``a . b`` over all atoms (summed over the owner ranks of a decomposed run)."""
+        return self.owners.sum(float((a * b).sum()))
+
+    def _abs_max(self, a) -> float:
+        """``max |a|`` over all atoms (0 for none; the largest over the ranks of a decomposed run)."""
+        return float(self.comm.max(float(self.xp.abs(a).max()) if a.size else 0.0))
+
+    def _follow_build(self, ids_before) -> None:
+        """Put the minimiser's vectors in the rows of their atoms after a build that reordered the
+        atoms (by cell) or, over spatial domains, moved them to other ranks (by id)."""
+        xp, ids, d = self.xp, self.sim.state.ids, self.decomposition
+        same = len(ids) == len(ids_before) and bool((ids == ids_before).all())
+        if d is None:
+            if not same:
+                order = xp.argsort(ids_before)
+                moved = order[xp.searchsorted(ids_before[order], ids)]   # new row k was row moved[k]
+                for name, v in self._vectors.items():
+                    self._vectors[name] = v[moved]
+            return
+        if not d.comm.any(not same) or not self._vectors:
+            return
+        b = self.sim.backend
+        mine = (b.to_host(ids_before), {name: b.to_host(v) for name, v in self._vectors.items()}) if d.owns else None
+        parts = [p for p in d.comm.allgather(mine) if p is not None]
+        all_ids = np.concatenate([p[0] for p in parts])
+        order = np.argsort(all_ids, kind="stable")
+        rows = order[np.searchsorted(all_ids[order], b.to_host(ids))]
+        for name in self._vectors:
+            self._vectors[name] = xp.asarray(np.concatenate([p[1][name] for p in parts])[rows])
 
     def energy_force(self, reset: bool) -> float:
         """Neighbour decision, forces and energy (LAMMPS ``Min::energy_force``); the energy as LAMMPS
@@ -166,11 +200,7 @@ class Minimizer:
         if nl.needs_rebuild(state):
             ids_before = state.ids.copy()
             nl.build(state)
-            if not bool((state.ids == ids_before).all()):
-                order = xp.argsort(ids_before)
-                moved = order[xp.searchsorted(ids_before[order], state.ids)]   # new row k was row moved[k]
-                for name, v in self._vectors.items():
-                    self._vectors[name] = v[moved]
+            self._follow_build(ids_before)
             if reset and "x0" in self._vectors:
                 L = xp.asarray(np.asarray(state.box_lengths))
                 d = self._vectors["x0"] - self.x
@@ -185,7 +215,7 @@ class Minimizer:
         return self._dot(self.f, self.f)
 
     def fnorm_inf(self) -> float:
-        return float(self.xp.abs(self.f).max()) if self.n else 0.0
+        return self._abs_max(self.f)
 
     # -- the run ----------------------------------------------------------------------------------
     def run(self, report=None) -> MinimizeResult:
@@ -193,8 +223,9 @@ class Minimizer:
         the first step, after each iteration and at the last step."""
         sim, s = self.sim, self.settings
         nl = sim.neighbors
-        saved = (getattr(nl, "every", 1), getattr(nl, "delay", 0), getattr(nl, "check", True))
-        if hasattr(nl, "check"):              # LAMMPS: every 1 delay 0 check yes during minimisation
+        policy = nl.has_rebuild_policy
+        saved = (nl.every, nl.delay, nl.check) if policy else None
+        if policy:                            # LAMMPS: every 1 delay 0 check yes during minimisation
             nl.every, nl.delay, nl.check = 1, 0, True
         report = report or self._report_due
         try:
@@ -219,7 +250,7 @@ class Minimizer:
             sim.book.check_finite()
             return result
         finally:
-            if hasattr(nl, "check"):
+            if policy:
                 nl.every, nl.delay, nl.check = saved
 
     def _report_due(self, step: int, final: bool) -> None:
@@ -230,7 +261,8 @@ class Minimizer:
         end = step if final else self.last_step
         due = [r for r in self.sim.reporters if r.next_report(step, self.step0, end) == step]
         if due:
-            snapshot = Snapshot(self.sim)
+            d = self.decomposition
+            snapshot = Snapshot(self.sim if d is None else d.report_view(self.sim))
             for r in due:
                 r.report(snapshot)
 
@@ -279,12 +311,12 @@ class Minimizer:
 
     def _linemin_quadratic(self) -> str | None:
         """LAMMPS ``MinLineSearch::linemin_quadratic``; None on success, else the stop reason."""
-        h, xp = self._vectors["h"], self.xp
+        h = self._vectors["h"]
         norm = self.n if self.normalize else 1
         fdothall = self._dot(self.f, h) / norm
         if fdothall <= 0.0:
             return "downhill"
-        hmax = float(xp.abs(h).max())
+        hmax = self._abs_max(h)
         if hmax == 0.0:
             return "zeroforce"
         alphamax = min(ALPHA_MAX, self.settings.dmax / hmax)
@@ -317,7 +349,7 @@ class Minimizer:
 
     # -- FIRE 2.0 (min_fire.cpp) ----------------------------------------------------------------------
     def _iterate_fire(self, report) -> str:
-        s, sim, state, xp = self.settings, self.sim, self.sim.state, self.xp
+        s, sim, state = self.settings, self.sim, self.sim.state
         dt0 = sim.integrator.dt
         dt, dtmax, dtmin = dt0, 10.0 * dt0, 0.02 * dt0
         alpha0, alphashrink, dtgrow, dtshrink, delaystep, max_negative = 0.25, 0.99, 1.1, 0.5, 20, 2000
@@ -354,8 +386,9 @@ class Minimizer:
                 flagv0 = True
             if flagv0:                                               # velocities to bound the step
                 self.ecurrent = self.energy_force(False)
+                v, mass = state.velocities, state.per_atom_mass[:, None]     # a build may migrate atoms
                 v[...] = dt * ftm2v * self.f / mass
-            vmax = float(xp.abs(v).max()) if self.n else 0.0
+            vmax = self._abs_max(v)
             dtv = dt if dt * vmax <= s.dmax else s.dmax / vmax
             if flagv0:
                 v[...] = 0.0
@@ -365,6 +398,7 @@ class Minimizer:
             state.positions[:, :3] += dtv * v
             self.eprevious = self.ecurrent
             self.ecurrent = self.energy_force(False)
+            v, mass = state.velocities, state.per_atom_mass[:, None]
             flagv0 = False
             self.alpha_final = 0.0
             if self.neval >= s.maxeval:

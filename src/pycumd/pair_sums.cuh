@@ -28,7 +28,7 @@
 #ifndef FIXED_POINT_SUMS_FP64
 #define FIXED_POINT_SUMS_FP64 0   // ... or float64 sums (precision.py: where float64 adds are fast)
 #endif
-#include "potentials/pair_select.cuh"   // POTENTIAL_HEADER_ID: 0 lennard_jones, 1 yukawa, 2 pasta
+#include "potentials/pair_select.cuh"   // POTENTIAL_HEADER_ID (pycumd.potentials.registry)
 #include "positions.cuh"
 
 struct PairSums {

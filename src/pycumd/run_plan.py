@@ -100,12 +100,8 @@ class RunPlan:
             edit(system)
         if stage.potential is None:
             raise ValueError("a stage needs a pair potential")
-        e, n = self.engine, stage.neighbor
-        sim = Simulation(system, stage.potential, stage.integrator or VelocityVerlet(), skin=n.skin,
-                         neighbor_every=n.every, neighbor_delay=n.delay, neighbor_check=n.check,
-                         device=e.device, precision=e.precision, deterministic=e.deterministic,
-                         pair_method=e.pair_method, use_graphs=e.use_graphs, reporters=reporters,
-                         comm=e.comm, processors=e.processors, matrix_grid=e.matrix_grid)
+        sim = Simulation(system, stage.potential, stage.integrator or VelocityVerlet(), neighbor=stage.neighbor,
+                         engine=self.engine, reporters=reporters)
         sim.state.step = previous.state.step if previous is not None else self.first_step
         return sim
 
@@ -115,14 +111,9 @@ class RunPlan:
         if not 0 <= stage_index < len(self.stages):
             raise ValueError(f"checkpoint {checkpoint.path} is of stage {stage_index + 1}, the plan has "
                              f"{len(self.stages)}")
-        stage, e = self.stages[stage_index], self.engine
-        n = stage.neighbor
+        stage = self.stages[stage_index]
         return Simulation.from_checkpoint(checkpoint, stage.potential, stage.integrator or VelocityVerlet(),
-                                          skin=n.skin, neighbor_every=n.every, neighbor_delay=n.delay,
-                                          neighbor_check=n.check, device=e.device, precision=e.precision,
-                                          deterministic=e.deterministic, pair_method=e.pair_method,
-                                          use_graphs=e.use_graphs, reporters=reporters, comm=e.comm,
-                                          processors=e.processors, matrix_grid=e.matrix_grid)
+                                          neighbor=stage.neighbor, engine=self.engine, reporters=reporters)
 
     def checkpoint_context(self, stage_index: int) -> dict:
         """What a checkpoint written in stage ``stage_index`` records of the plan."""

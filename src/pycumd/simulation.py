@@ -9,11 +9,12 @@ is the one place the order of a step is written.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 import numpy as np
 
 from .bookkeeping import Bookkeeping, RunStopped, SimulationError
-from .components import EngineOptions, NeighborOptions, build_components
+from .components import EngineOptions, NeighborOptions, build_components, resolve_options
 from .integrators import VelocityVerlet
 from .outputs.progress import Progress
 from .outputs.reporter import Snapshot
@@ -37,6 +38,14 @@ class Simulation:
         E.g. ``LennardJones(2.5).pair_coeff(0, 0, epsilon=1, sigma=1)``.
     integrator : VelocityVerlet, optional
         Default: NVE with the unit system's time step.
+    neighbor : NeighborOptions, optional
+        The neighbour-list policy (default: LAMMPS' defaults).
+    engine : EngineOptions, optional
+        Where and how the kernels run (default: the best device, its default precision).
+    reporters : sequence of Reporter
+    **options :
+        For interactive use, the fields of ``neighbor`` and ``engine`` as keywords (converted by
+        :func:`~pycumd.components.resolve_options`; they override the dataclasses' fields):
     skin : float
         Neighbour-list skin (length units); default 0.3 sigma in lj units, 2.0 A otherwise
         (LAMMPS' defaults).
@@ -73,12 +82,12 @@ class Simulation:
     >>> sim.run(100)
     """
 
-    def __init__(self, system: System, potential, integrator=None, *, skin: float | None = None,
-                 neighbor_every: int = 1, neighbor_delay: int = 0, neighbor_check: bool = True,
-                 device="auto", precision="auto", pair_method: str = "auto", use_graphs: bool = True,
-                 deterministic: bool = False, reporters=(), comm=None, processors=None, matrix_grid=None):
-        neighbor = NeighborOptions(skin, neighbor_every, neighbor_delay, neighbor_check)
-        engine = EngineOptions(device, precision, deterministic, pair_method, use_graphs, comm, processors, matrix_grid)
+    def __init__(self, system: System, potential, integrator=None, *, neighbor: NeighborOptions | None = None,
+                 engine: EngineOptions | None = None, reporters=(), **options):
+        neighbor, engine = resolve_options(neighbor, engine, **options)
+        use_graphs = engine.use_graphs
+        #: the options this simulation was built with (NeighborOptions, EngineOptions)
+        self.neighbor_options, self.engine_options = neighbor, engine
         self.units = system.units
         self.potential = potential
         self.n_types = system.n_types
@@ -88,7 +97,9 @@ class Simulation:
         self.backend, self.precision, self.state = parts.backend, parts.precision, parts.state
         self.integrator, self.neighbors, self.forces = parts.integrator, parts.neighbors, parts.forces
         self.pair_method = parts.pair_method
-        #: pycumd.parallel decomposition over MPI ranks (comm given), else None
+        #: the ranks of the run (pycumd.parallel.comm.SerialCommunicator on one process)
+        self.comm = parts.comm
+        #: pycumd.parallel decomposition over MPI ranks (a comm of several ranks given), else None
         self.decomposition = d = parts.decomposition
         self.book = (d.bookkeeping if d else Bookkeeping)(parts, system.units, system.box.volume)
         if use_graphs not in (True, False, "loop", "blocks"):
@@ -171,7 +182,7 @@ class Simulation:
         """As LAMMPS at the start of each run: build the neighbour list, compute forces (with
         per-atom energy and virial), check the state is finite, bind the thermostat (unless
         :attr:`rebind_fixes` is False)."""
-        getattr(self.neighbors, "schedule_reorder", lambda: None)()     # a run starts in cell order
+        self.neighbors.schedule_reorder()     # a run starts in cell order
         self.neighbors.build(self.state)
         self.forces.compute(self.state, self.neighbors, True)
         self.book.mark_energy_current()
@@ -258,7 +269,7 @@ class Simulation:
         integ, th, nl, forces, state = self.integrator, self.thermostat, self.neighbors, self.forces, self.state
         due = self._due(step)
         # a barostat reads the virial every step
-        with_energy = any(r.needs.energy for r in due) or getattr(th, "needs_virial", False)
+        with_energy = any(r.needs.energy for r in due) or (th is not None and th.needs_virial)
         state.step = step              # as LAMMPS, the step number advances first
         if th is not None:
             th.begin_step(self)
@@ -309,16 +320,18 @@ class Simulation:
         checkpoint makes to a run: a run that writes checkpoints rebuilds at those steps too.
         """
         # spatial domains: the owned atoms also put in id order, the order a restored run starts from
-        getattr(self.neighbors, "schedule_reorder", lambda: None)()
-        getattr(self.neighbors, "build_in_id_order", self.neighbors.build)(self.state)
+        self.neighbors.schedule_reorder()
+        self.neighbors.build_in_id_order(self.state)
         self.forces.compute(self.state, self.neighbors, False)
 
     @classmethod
-    def from_checkpoint(cls, checkpoint, potential, integrator=None, **options) -> "Simulation":
+    def from_checkpoint(cls, checkpoint, potential, integrator=None, *, neighbor: NeighborOptions | None = None,
+                        engine: EngineOptions | None = None, reporters=(), **options) -> "Simulation":
         """A simulation continuing a checkpoint (a path or a read :class:`~pycumd.checkpoint_file.Checkpoint`).
 
-        ``potential``, ``integrator`` and ``options`` (skin, neighbour policy, ...) must be those of
-        the run that wrote it; device and precision default to the checkpoint's. The next
+        ``potential``, ``integrator``, ``neighbor``, ``engine`` and ``options`` (as for the
+        constructor) must be those of the run that wrote it; device and precision ``"auto"`` become
+        the checkpoint's. The next
         ``run(steps)`` must be the rest of the checkpoint's run: ``checkpoint.meta["run_end"] -
         checkpoint.step`` steps; it continues with the same bits.
         """
@@ -327,13 +340,11 @@ class Simulation:
         if not hasattr(checkpoint, "meta"):
             checkpoint = read_checkpoint(checkpoint)
         meta = checkpoint.meta
-        options.setdefault("device", meta["device"])
-        options.setdefault("precision", meta["precision"])
-        if options["device"] == "auto":
-            options["device"] = meta["device"]
-        if options["precision"] == "auto":
-            options["precision"] = meta["precision"]
-        sim = cls(system_from_checkpoint(checkpoint), potential, integrator, **options)
+        neighbor, engine = resolve_options(neighbor, engine, **options)
+        engine = replace(engine, device=meta["device"] if engine.device == "auto" else engine.device,
+                         precision=meta["precision"] if engine.precision == "auto" else engine.precision)
+        sim = cls(system_from_checkpoint(checkpoint), potential, integrator, neighbor=neighbor, engine=engine,
+                  reporters=reporters)
         sim.restore_checkpoint(meta, checkpoint.arrays)
         return sim
 
@@ -360,16 +371,16 @@ class Simulation:
         return {"step": self.state.step, "time": self.time, "run_start": self._run_start, "run_end": self._run_end,
                 "box_lengths": [float(x) for x in self.box.lengths], "box_origin": [float(x) for x in self.box.origin],
                 "units": self.units.name, "masses": [float(m) for m in self._masses], "n_atoms": self.n_atoms, "device": self.backend.name,
-                "ranks": 1 if self.decomposition is None else self.decomposition.comm.size,
+                "ranks": self.comm.size,
                 "precision": self.precision.name, "dt": self.integrator.dt,
                 "thermostat": th.checkpoint_state() if th is not None else None,
-                "neighbors": {"capacity": getattr(nl, "capacity", None),
-                              "recent_max_counts": [int(c) for c in getattr(nl, "recent_max_counts", [])]}}
+                "neighbors": {"capacity": nl.capacity,
+                              "recent_max_counts": [int(c) for c in nl.recent_max_counts]}}
 
     def restore_checkpoint(self, scalars: dict, arrays: dict) -> None:
         """Put a checkpoint's state into this simulation (built with the same components, device and
         precision); the next :meth:`run` continues the checkpoint's run with the same bits."""
-        ranks = 1 if self.decomposition is None else self.decomposition.comm.size
+        ranks = self.comm.size
         for key, mine in (("device", self.backend.name), ("precision", self.precision.name),
                           ("n_atoms", self.n_atoms), ("ranks", ranks)):
             if scalars.get(key, 1) != mine:
@@ -403,21 +414,21 @@ class Simulation:
         if self.stop_request is None and self.wall_deadline is not None and time.monotonic() > self.wall_deadline:
             self.stop_request = "walltime"
         reason = self.stop_request
-        if self.decomposition is not None:
-            # over MPI ranks the decision is collective: a signal or wall-time limit seen by one rank
-            # stops every rank at the same step (the checkpoint that follows is collective too).  The
-            # decision rests on the gathered requests only: a signal handled during the gather sets
-            # this rank's request for the next step, and stops no rank alone.  The ranks decide at the
-            # first step of each run() and then every STOP_CHECK_STEPS steps (one all-reduce each), so
-            # that a host collective is not paid at every step.
+        # over MPI ranks the decision is collective: a signal or wall-time limit seen by one rank
+        # stops every rank at the same step (the checkpoint that follows is collective too).  The
+        # decision rests on the gathered requests only: a signal handled during the gather sets
+        # this rank's request for the next step, and stops no rank alone.  The ranks decide at the
+        # first step of each run() and then every STOP_CHECK_STEPS steps (one all-reduce each), so
+        # that a host collective is not paid at every step.
+        comm = self.comm
+        if comm.size > 1:
             if self.state.step < self._next_stop_check or self.state.step >= self._run_end:
                 return
             self._next_stop_check = self.state.step + STOP_CHECK_STEPS
-            comm = self.decomposition.comm
-            if not comm.any(reason is not None):      # the common case: one boolean all-reduce
-                return
-            reason = [r for r in comm.allgather(reason) if r is not None][0]
-            self.stop_request = reason
+        if not comm.any(reason is not None):      # the common case: one boolean all-reduce
+            return
+        reason = [r for r in comm.allgather(reason) if r is not None][0]
+        self.stop_request = reason
         if reason is not None and self.state.step < self._run_end:
             raise RunStopped(self.state.step, reason)
 
@@ -428,7 +439,7 @@ class Simulation:
 
     def describe(self) -> str:
         s = self.state
-        return (f"{s.n_atoms} atoms, {self.n_types} type(s), box {' x '.join(f'{x:g}' for x in self.box.lengths)} "
+        return (f"{self.n_atoms} atoms, {self.n_types} type(s), box {' x '.join(f'{x:g}' for x in self.box.lengths)} "
                 f"({self.units.name} units)\n"
                 f"pair {self.potential.describe()}, skin {self.neighbors.skin}\n"
                 f"{self.integrator.describe()}\n"

@@ -117,9 +117,9 @@ class CudaStepGraph:
     def applicable(sim) -> bool:
         """Plain NVE over a neighbour list rebuilt by the displacement check, on the GPU."""
         nl = sim.neighbors
-        return (sim.backend.is_gpu and sim.thermostat is None and hasattr(nl, "check")
+        return (sim.backend.is_gpu and sim.thermostat is None and nl.capturable and nl.has_rebuild_policy
                 and nl.check and nl.every == 1 and nl.delay == 0 and nl.nbr is not None
-                and type(sim.forces).__name__ == "PairForces")
+                and sim.forces.capturable)
 
     def _graph(self, k: int):
         nl = self.sim.neighbors
@@ -142,7 +142,7 @@ class CudaStepGraph:
                 # control[1] = 0: a block frozen at its first step completed none
                 self.cp.cuda.runtime.memsetAsync(state.control.data.ptr + 4, 0, 4, self.stream.ptr)
                 integrator = sim.integrator
-                fused = getattr(integrator, "final_then_initial_integrate", None)
+                fused = integrator.final_then_initial_integrate
                 for step_in_block in range(1, k + 1):
                     if step_in_block == 1 or fused is None:
                         integrator.initial_integrate(state)
@@ -156,7 +156,7 @@ class CudaStepGraph:
                         continue
                     else:            # the final half step of the previous step and this one's first
                         fused(state, step_in_block - 1)
-                    nl._impl.displacement_exceeds(state, limit2, flag=state.control)
+                    nl.builder.displacement_exceeds(state, limit2, flag=state.control)
                     sim.forces.compute(state, nl, False)
                     if step_in_block == k or fused is None:
                         integrator.final_integrate(state, step_in_block)
@@ -169,7 +169,7 @@ class CudaStepGraph:
         anew for a new build plan)."""
         sim, state, nl = self.sim, self.sim.state, self.sim.neighbors
         n_cells = nl.prepare_build(state)
-        impl = nl._impl
+        impl = nl.builder
         plan = impl.prepare(state, n_cells, nl.r_list, nl.capacity, nl)
         if self._rebuild is None or self._rebuild[0]() is not plan:
             impl.compile_build_kernels(state)     # compiled before, not during, the capture
@@ -226,9 +226,9 @@ class CudaStepGraph:
         """``(half steps, image)``: the integrator's fused half steps that also do the displacement
         check (``final_then_initial_integrate_check``), with mixed precision's fixed-point image
         array for them to write (else None); ``(None, None)`` where there are none (composite)."""
-        fused_check = getattr(self.sim.integrator, "final_then_initial_integrate_check", None)
+        fused_check = self.sim.integrator.final_then_initial_integrate_check
         forces = self.sim.forces
-        image = forces.image_of(self.sim.state) if fused_check and getattr(forces, "reads_fixed_image", False) else None
+        image = forces.image_of(self.sim.state) if fused_check and forces.reads_fixed_image else None
         return fused_check, image
 
     def _forces_after_fused_check(self, image) -> None:
@@ -266,30 +266,30 @@ class CudaStepGraph:
         if exe is not None:
             return exe
         kernels = self._kernels()
-        nl._impl.compile_build_kernels(state)        # compiled before, not during, a capture
+        nl.builder.compile_build_kernels(state)        # compiled before, not during, a capture
         control = state.control
         limit2 = nl.displacement_limit2
         integrator = sim.integrator
         one = ((1,), (1,))
-        fused = getattr(integrator, "final_then_initial_integrate", None)
+        fused = integrator.final_then_initial_integrate
 
         def head():
             kernels["loop_start"](*one, (control, np.uint64(again), np.int32(unroll)))
             integrator.initial_integrate(state)
             if fused_check is not None:     # the first step's check (and image); later ones: fused_check's
-                nl._impl.displacement_exceeds(state, limit2, flag=control[MOVED:])
+                nl.builder.displacement_exceeds(state, limit2, flag=control[MOVED:])
                 if image is not None:
                     sim.forces.write_image(state)
 
         def check(handle):
             def enqueue():
                 if fused_check is None:
-                    nl._impl.displacement_exceeds(state, limit2, flag=control[MOVED:])
+                    nl.builder.displacement_exceeds(state, limit2, flag=control[MOVED:])
                 kernels["decide_rebuild"](*one, (control, np.uint64(handle)))
             return enqueue
 
         def rebuild():
-            nl._impl.enqueue(state, plan, nl, control=control, accumulate=True)
+            nl.builder.enqueue(state, plan, nl, control=control, accumulate=True)
             if image is not None:           # the reordered positions' image
                 sim.forces.write_image(state)
 
@@ -363,11 +363,11 @@ class CudaStepGraph:
         n = state.n_atoms
         L = np.asarray(state.box_lengths)
         nl.check_box(L)
-        nl._shrink_if_oversized(n)
+        nl.shrink_if_oversized(n)
         if nl.nbr.size != n * nl.capacity:
             self.loop_fallbacks += 1
             return self._advance_in_blocks(n_steps)
-        plan = nl._impl.prepare(state, nl.cells_per_dimension(L), nl.r_list, nl.capacity, nl)
+        plan = nl.builder.prepare(state, nl.cells_per_dimension(L), nl.r_list, nl.capacity, nl)
         executable = self._loop_graph(n_steps, plan)
         state.control[LOOP_STEPS:LOOP_STEPS + 1].set(np.asarray([n_steps], np.int32), stream=self.stream)
         executable.launch(self.stream)

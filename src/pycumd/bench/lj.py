@@ -229,7 +229,7 @@ def build_phases(sim, reps: int = 5) -> dict:
     not the host's launch time), plus ``host``: the wall time of such a build call with
     synchronisation (no hold), and ``graph``: the wall time of an ordinary build call
     (its launches replayed from a captured CUDA graph)."""
-    impl, state, nl = sim.neighbors._impl, sim.state, sim.neighbors
+    impl, state, nl = sim.neighbors.builder, sim.state, sim.neighbors
     cp = sim.backend.xp
     hold = cp.RawKernel('extern "C" __global__ void hold(long long cycles) '
                         '{ long long t0 = clock64(); while (clock64() - t0 < cycles) {} }', "hold")

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..bookkeeping import SimulationError
 from ..box import Box
+from ..contracts import StepHooksBase
 from ..observables import degrees_of_freedom
 from ..system import InputError
 from .langevin import Langevin
@@ -106,7 +107,7 @@ def _ke_tensor(sim) -> np.ndarray:
     return sim.units.mvv2e * np.asarray(b.to_host((m[:, None] * v * v).sum(axis=0)), dtype=np.float64)
 
 
-class MTKBarostat:
+class MTKBarostat(StepHooksBase):
     """Martyna-Tobias-Klein barostat with a Nose-Hoover chain on the cell (LAMMPS ``fix npt/nph``).
 
     Parameters
@@ -362,7 +363,7 @@ class MTKBarostat:
         return text + (f", {self.thermostat.describe()}" if self.thermostat is not None else " (NPH)")
 
 
-class CRescale:
+class CRescale(StepHooksBase):
     """Stochastic cell rescaling barostat (Bernetti and Bussi 2020), isotropic.
 
     Each step, with ``eps = ln V``::

@@ -26,6 +26,7 @@ import math
 
 import numpy as np
 
+from ..contracts import StepHooksBase
 
 def _check_plain_precision(sim, name: str) -> None:
     if sim.state.lo is not None:
@@ -43,7 +44,7 @@ def _temperature(sim) -> float:
     return 2.0 * sim.kinetic_energy() / (dof * sim.units.boltz)
 
 
-class EndOfStepFix:
+class EndOfStepFix(StepHooksBase):
     """Base of the fixes that act at the end of a step: the thermostat hooks they do not use are
     no-ops, and they keep no state a checkpoint needs."""
 
@@ -187,7 +188,7 @@ class Recenter(EndOfStepFix):
         return "recenter " + " ".join("NULL" if t is None else str(t) for t in self.target)
 
 
-class FixChain:
+class FixChain(StepHooksBase):
     """Several thermostat-like objects run as one, in order (see module docstring)."""
 
     def __init__(self, members):
@@ -196,10 +197,23 @@ class FixChain:
             raise ValueError("FixChain needs at least one member")
 
     def bind(self, sim) -> None:
-        if sim.state.lo is not None and any(type(m).__name__ == "Langevin" for m in self.members):
-            raise NotImplementedError("composite precision is not implemented for the Langevin thermostat")
+        if sim.state.lo is not None and not self.runs_in_composite:
+            names = ", ".join(m.describe() for m in self.members if not m.runs_in_composite)
+            raise NotImplementedError(f"composite precision is not implemented for {names}")
         for m in self.members:
             m.bind(sim)
+
+    @property
+    def needs_virial(self) -> bool:
+        return any(m.needs_virial for m in self.members)
+
+    @property
+    def runs_over_ranks(self) -> bool:
+        return all(m.runs_over_ranks for m in self.members)
+
+    @property
+    def runs_in_composite(self) -> bool:
+        return all(m.runs_in_composite for m in self.members)
 
     def begin_step(self, sim) -> None:
         for m in self.members:

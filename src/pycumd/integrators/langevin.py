@@ -13,6 +13,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from ..contracts import StepHooksBase
 BLOCK = 128
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -43,7 +44,7 @@ def _langevin_forces_cpu(velocities, forces, mass, ids, gamma1, gamma2, seed, st
             forces[i, d] += g1 * velocities[i, d] + g2 * (u - 0.5)
 
 
-class Langevin:
+class Langevin(StepHooksBase):
     """Langevin thermostat (see module docstring).
 
     Parameters
@@ -55,6 +56,11 @@ class Langevin:
     seed : int
         Positive seed of the noise.
     """
+
+    #: its noise is keyed by atom id and step, so each rank draws its own atoms' numbers
+    runs_over_ranks = True
+    #: its noise kernel works in float64
+    runs_in_composite = False
 
     def __init__(self, temperature, damping: float, seed: int):
         self.t_start, self.t_stop = _temperature_pair(temperature)

@@ -15,11 +15,12 @@ import math
 
 import numpy as np
 
+from ..contracts import StepHooksBase
 from ..observables import degrees_of_freedom
 from .langevin import _temperature_pair
 
 
-class NoseHoover:
+class NoseHoover(StepHooksBase):
     """Nose-Hoover chain thermostat (see module docstring).
 
     Parameters
@@ -32,6 +33,9 @@ class NoseHoover:
     chain : int
         Chain length (LAMMPS ``tchain``, default 3).
     """
+
+    #: its chain sees the kinetic energy summed over the ranks (DistributedBookkeeping)
+    runs_over_ranks = True
 
     def __init__(self, temperature, damping: float, chain: int = 3):
         self.t_start, self.t_stop = _temperature_pair(temperature)

@@ -6,6 +6,7 @@ import numba
 import numpy as np
 
 from ..composite import ff_parts
+from ..contracts import IntegratorBase
 from ..precision import c_type_name
 
 BLOCK = 128
@@ -29,7 +30,7 @@ def _final_integrate_cpu(velocities, forces, mass, dtf):
             velocities[i, d] += dtfm * forces[i, d]
 
 
-class VelocityVerlet:
+class VelocityVerlet(IntegratorBase):
     """NVE velocity Verlet integrator, optionally with a thermostat.
 
     Parameters

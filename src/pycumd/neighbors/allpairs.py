@@ -51,6 +51,7 @@ import math
 import numba
 import numpy as np
 
+from ..contracts import ForceEvaluatorBase, NeighborStructureBase
 from ..precision import c_type_name
 from ..system import InputError
 
@@ -191,7 +192,7 @@ def check_box_all_pairs(r_cut: float, L) -> None:
         raise InputError(_too_many_images(r_cut, np.asarray(L, dtype=np.float64), count))
 
 
-class AllPairsForces:
+class AllPairsForces(ForceEvaluatorBase):
     """Pair forces over all pairs; same interface as :class:`~pycumd.forces.PairForces`.
 
     Each pair by its minimum image, and where the box is shorter than twice the cutoff, by every
@@ -576,7 +577,7 @@ def newton_block_share(n_super: int, rank: int, size: int) -> tuple:
     return block_at(total * rank / size), block_at(total * (rank + 1) / size)
 
 
-class AllPairsNeighbors:
+class AllPairsNeighbors(NeighborStructureBase):
     """Stand-in for the neighbour list under all-pairs forces: no list, only periodic wrapping.
 
     ``needs_rebuild`` says yes every ``wrap_every`` steps; ``build`` then wraps positions into the
@@ -626,9 +627,9 @@ class AllPairsNeighbors:
             self._wrap(((n + 127) // 128,), (128,),
                        (state.positions, state.images, np.int32(n), *[real(x) for x in L]))
         else:
-            from .verlet import _wrap_cpu
+            from .cpu_builder import wrap_positions_cpu
 
-            _wrap_cpu(state.positions, state.images, L)
+            wrap_positions_cpu(state.positions, state.images, L)
         self.n_builds += 1
         self.steps_since_build = 0
 

@@ -39,7 +39,7 @@ __all__ = ["CountingSortResult", "counting_sort", "cell_index", "reorder"]
 
 THREADS = 256
 #: blocks of a gated gather (enqueue_gather_rows with `enabled`): a grid-stride loop, so that a
-#: launch with nothing to do (a build that defers the reorder) costs ~2 us instead of a full grid
+#: launch with nothing to do (a build that defers the reorder) costs a few blocks, not a full grid
 GATHER_BLOCKS_GATED = 2048
 
 

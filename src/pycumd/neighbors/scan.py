@@ -46,14 +46,13 @@ ADD_THREADS = 256
 # Decoupled look-back: tile = threads x rounds x 16 bytes; min_blocks is the occupancy
 # asked of the compiler (__launch_bounds__); uniform_poll, poll_sleep_ns, pre_sleep_ns and
 # sleep_min_tiles: how the look-back waits (scan.cu, LB_UNIFORM_POLL ...).  Chosen by the sweeps of
-# docs/notes-scan.md (entry 10: small tiles, 8 blocks a SM, and sleeps as CUB's delay constructors:
-# 2^27 uint32 in place at 0.87 of copy against CUB's 0.82 in the same run, H100).
+# docs/notes-scan.md (entry 10: small tiles, 8 blocks a SM, and sleeps as CUB's delay constructors).
 LOOKBACK_CONFIG = {"threads": 128, "rounds": 8, "min_blocks": 8, "uniform_poll": 1, "poll_sleep_ns": 648,
                    "pre_sleep_ns": 2500, "sleep_min_tiles": 1024}
 
 # Measured choice of ``method="auto"``: list of (largest n, method), first match wins.
 # The decoupled look-back kernel is one launch at every size and was the fastest
-# at every measured size on the H100 (docs/scan.md).
+# at every measured size (docs/scan.md).
 AUTO_TABLE = ((None, "decoupled_lookback"),)
 
 

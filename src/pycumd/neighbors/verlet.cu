@@ -1,6 +1,6 @@
 // Full Verlet neighbour list from a cell list (counting-sorted particles).
 //
-// The rule (the CPU twin `_build_cpu` in verlet.py is the reference).  Cells have edge
+// The rule (the CPU twin `build_list_cpu` in cpu_builder.py is the reference).  Cells have edge
 // w >= r_list / 2.  For target atom i in cell c, visit the cells c + (dx, dy, dz), dz slowest, dx
 // fastest, with d in [lo, hi] per dimension: lo = -min(2, (n-1)/2), hi = min(2, n/2), so that no
 // cell is visited twice in small boxes.  A cell whose nearest face is farther than r_list from the
@@ -74,7 +74,7 @@
 #endif
 #ifndef LIST_MIN_BLOCKS
 // __launch_bounds__ minimum blocks per SM of the list kernel (register cap): single precision 6
-// (80 registers, 24 warps per SM, no spills; 1M atoms on the H100: 904 us against 955 us uncapped)
+// (80 registers, 24 warps per SM, no spills; faster than uncapped: docs/notes-lj-performance.md#figures-behind-the-constants-in-the-sources, "register caps")
 #define LIST_MIN_BLOCKS (sizeof(real_t) == 4 ? 6 : 1)
 #endif
 #ifndef LIST_STAGE
@@ -83,7 +83,8 @@
 #ifndef LIST_RING
 // rows of the per-warp output ring (a power of two, >= 2).  64: a lane rarely runs
 // a ring ahead of the slowest lane of its warp, so most stencil rows take the loop without the
-// direct-store path (1M atoms, single, H100: 905 us with 32 rows, 846 us with 64; lists identical)
+// direct-store path (the lists are the same for any size; 64 is faster than 32:
+// docs/notes-lj-performance.md, "The output ring of 64 rows")
 #define LIST_RING 64
 #endif
 #include "positions.cuh"
@@ -569,8 +570,8 @@ extern "C" __global__ void __launch_bounds__(32 * LIST_WARPS, LIST_MIN_BLOCKS) b
 
 #ifndef PLANE_WARPS
 // warps per task of build_neighbor_list_planes: 3 (planes -2 and -1; 0; 1 and 2: about a third of
-// the entries each) or 5 (a plane each; H100, build at 32k 56.3 us against 56.4 with 3, slower at
-// 62,500 atoms and above: docs/data/list_kernel_planes_sweep_h100_2026-11-24.log)
+// the entries each) or 5 (a plane each: no faster, and slower for larger systems;
+// docs/data/list_kernel_planes_sweep_h100_2026-11-24.log)
 #define PLANE_WARPS 3
 #endif
 #ifndef PLANE_RING
@@ -609,7 +610,7 @@ __device__ __forceinline__ int plane_hi(int w) { return PLANE_WARPS == 5 ? w - 2
 //
 // The rings hold the entries as ints (RingEntry int, RING_SHIFT 7), or as 16-bit numbers when every
 // row index is below 2^16 (unsigned short, 6; build_neighbor_list_planes16): half the shared memory,
-// so that more blocks fit on an SM (H100, 32,000 atoms: 8 -> 10; the launch then fits in one wave).
+// so that more blocks fit on an SM (and a small system's launch in one wave).
 template <typename RingEntry, int RING_SHIFT>
 __device__ __forceinline__ void list_rows_by_planes(LIST_KERNEL_ARGS)
 {
@@ -704,7 +705,7 @@ extern "C" __global__ void displacement_exceeds(
 
 // A build's last pass of the counting sort (counting_sort.cu's sort_bins: binning.cuh's rank_bins,
 // the stable order `order` of the scattered `slots`), which also writes the rows the list kernel
-// reads when it does not read the positions themselves (verlet.py's _BuildPlan.list_rows: mixed
+// reads when it does not read the positions themselves (cuda_builder.py's BuildPlan.list_rows: mixed
 // precision's float32 rows, or a build that defers the reorder; none: out null): the positions in
 // cell order, row s atom order[s]'s, carrying in the bits of w that atom's index -- or s when this
 // build reorders the atoms (reorder[0] != 0), which puts atom order[s] in row s (ROWS_INDEX_IN_W).

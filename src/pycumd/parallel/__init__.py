@@ -17,21 +17,29 @@ the ranks (:mod:`pycumd.parallel.decomposition`).  See docs/scaling.md.
 
 from __future__ import annotations
 
-from .comm import Communicator, abort_on_error, as_communicator, launched_size, select_device, world
+from dataclasses import dataclass
+
+from .comm import (Communicator, SerialCommunicator, abort_on_error, as_communicator, communicator, launched_size,
+                   rank_of, select_device, world)
 from .grid import block_range, choose_domain_grid, choose_matrix_grid, parse_processors
 
 
-def _decomposed_thermostats():
-    from ..integrators import Langevin, NoseHoover
+@dataclass
+class DecomposedParts:
+    """What :func:`decompose` gives a rank: the decomposition and this rank's state, neighbour
+    structure and force evaluator."""
 
-    return (NoseHoover, Langevin)
+    decomposition: object
+    state: object
+    neighbors: object
+    forces: object
 
 
 def decompose(system, potential, integrator, backend, precision, pair_method: str, r_cut: float, skin: float,
               neighbor, engine, serial_list=None):
-    """The decomposed parts of a run: ``(decomposition, state, neighbors, forces)``.
+    """The decomposed parts of a run (:class:`DecomposedParts`).
 
-    Called by :func:`pycumd.components.build_components` when ``EngineOptions.comm`` is set.
+    Called by :func:`pycumd.components.build_components` when ``EngineOptions.comm`` has several ranks.
     ``engine.processors`` (LAMMPS ``processors``) fixes the domain grid, ``engine.matrix_grid`` the
     P x Q grid.  ``serial_list`` (the run's :class:`~pycumd.neighbors.verlet.NeighborList`, with
     the precision's kernel options and position error) lends its kernels to the domains' list.  Raises NotImplementedError for what is not decomposed yet (barostats, per-step fixes,
@@ -45,11 +53,8 @@ def decompose(system, potential, integrator, backend, precision, pair_method: st
     from .replicated import ReplicatedDecomposition, ReplicatedForces
 
     comm = as_communicator(engine.comm, backend)
-    # Nose-Hoover: its chain sees the kinetic energy summed over the ranks (DistributedBookkeeping);
-    # Langevin: its noise is keyed by atom id and step, so each rank draws its atoms' own numbers
-    DECOMPOSED_THERMOSTATS = _decomposed_thermostats()
     thermostat = integrator.thermostat
-    if thermostat is not None and not isinstance(thermostat, DECOMPOSED_THERMOSTATS):
+    if thermostat is not None and not thermostat.runs_over_ranks:
         raise NotImplementedError(f"{type(thermostat).__name__} is not decomposed over MPI ranks: a run over several "
                                   f"ranks takes fix nve, nvt (Nose-Hoover) or langevin")
     if precision.composite:
@@ -65,11 +70,11 @@ def decompose(system, potential, integrator, backend, precision, pair_method: st
                                        fast=not precision.deterministic)
             if all_pairs.fast and not any(all_pairs.newton_applies(b, system.n_atoms) for b in all_pairs.candidates):
                 all_pairs = AllPairsForces(potential, system.n_types, backend, precision, share=share, fast=False)
-            return d, state, neighbors, ReplicatedForces(all_pairs, d)
+            return DecomposedParts(d, state, neighbors, ReplicatedForces(all_pairs, d))
         d = MatrixDecomposition(system, comm, engine.matrix_grid)
         state = State.from_system(d.local_system(), backend, precision)
         forces = MatrixForces(AllPairsForces(potential, system.n_types, backend, precision, fast=False), d, backend)
-        return d, state, neighbors, forces
+        return DecomposedParts(d, state, neighbors, forces)
     d = DomainDecomposition(system, comm, r_cut + skin, getattr(engine, "processors", None))
     neighbors = DomainNeighborList(backend, r_cut, skin, d, every=neighbor.every, delay=neighbor.delay,
                                    check=neighbor.check, serial=serial_list)
@@ -77,8 +82,8 @@ def decompose(system, potential, integrator, backend, precision, pair_method: st
     state = State.from_system(d.local_system(), backend, precision)
     forces = DomainForces(PairForces(potential, system.n_types, backend, precision,
                                      lanes=default_lanes(max(1, system.n_atoms // comm.size))), d)
-    return d, state, neighbors, forces
+    return DecomposedParts(d, state, neighbors, forces)
 
 
-__all__ = ["Communicator", "abort_on_error", "as_communicator", "block_range", "choose_domain_grid", "choose_matrix_grid",
+__all__ = ["Communicator", "DecomposedParts", "SerialCommunicator", "communicator", "rank_of", "abort_on_error", "as_communicator", "block_range", "choose_domain_grid", "choose_matrix_grid",
            "decompose", "launched_size", "parse_processors", "select_device", "world"]

@@ -314,3 +314,67 @@ class abort_on_error:
         sys.stdout.flush()
         self.comm.Abort(self.code)
         return False
+
+
+class SerialCommunicator:
+    """The communicator of a run on one process: rank 0 of 1, every collective the identity.
+
+    It has the members of :class:`Communicator` that the engine uses, so that code holding a
+    communicator needs no ``comm is None`` branch; it imports no MPI.
+    """
+
+    rank = 0
+    size = 1
+    transport = "serial"
+    comm = None
+    backend = None
+
+    def sum(self, value):
+        return value
+
+    def any(self, flag: bool) -> bool:
+        return bool(flag)
+
+    def max(self, value):
+        return value
+
+    def allgather(self, obj) -> list:
+        return [obj]
+
+    def bcast(self, obj, root: int = 0):
+        return obj
+
+    def alltoall(self, objects: list) -> list:
+        return [objects[0]]
+
+    def split(self, color: int, key: int) -> "SerialCommunicator":
+        return self
+
+    def barrier(self) -> None:
+        pass
+
+    def allreduce_sum(self, array):
+        return array
+
+    def sendrecv(self, send, dest: int, source: int, recv_rows: int, tag: int = 0):
+        return send.copy()
+
+    def abort(self, message: str, code: int = 1) -> None:
+        """Print ``message`` to standard error and exit with ``code``."""
+        print(f"pycumd: {message}", file=sys.stderr, flush=True)
+        raise SystemExit(code)
+
+
+def communicator(comm=None, backend=None):
+    """The one communicator type the engine holds: :class:`SerialCommunicator` for ``comm`` None,
+    else :func:`as_communicator` of it (an mpi4py communicator or a :class:`Communicator`)."""
+    if comm is None or isinstance(comm, SerialCommunicator):
+        return SerialCommunicator()
+    return as_communicator(comm, backend)
+
+
+def rank_of(comm) -> int:
+    """This process's rank in ``comm`` (None, an mpi4py communicator or a communicator of this module)."""
+    if comm is None:
+        return 0
+    return comm.rank if isinstance(comm, (Communicator, SerialCommunicator)) else comm.Get_rank()

@@ -37,8 +37,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
+from ..contracts import ForceEvaluatorBase, NeighborStructureBase
 from ..neighbors.counting_sort import cell_index, counting_sort
-from ..neighbors.verlet import OverlapError, _build_cpu, capacity_for
+from ..neighbors.cpu_builder import build_list_cpu
+from ..neighbors.verlet import OverlapError, capacity_for
 from ..bookkeeping import SimulationError
 from ..system import System
 from .decomposition import Decomposition
@@ -129,7 +131,7 @@ class HaloStage:
         self.buffers: list = []
 
 
-class DomainNeighborList:
+class DomainNeighborList(NeighborStructureBase):
     """Verlet list of one domain: owned atoms as targets, owned + ghost atoms as sources.
 
     The interface of :class:`~pycumd.neighbors.verlet.NeighborList` that the step loop uses
@@ -169,6 +171,8 @@ class DomainNeighborList:
         this one uses; made with the arguments above when not given.  It is switched to
         ``reorder=False``: the domain orders its own rows.
     """
+
+    has_rebuild_policy = True
 
     def __init__(self, backend, r_cut: float, skin: float, decomposition: DomainDecomposition, *,
                  every: int = 1, delay: int = 0, check: bool = True, serial=None):
@@ -237,9 +241,9 @@ class DomainNeighborList:
                 self._flag = self.xp.zeros(1, np.int32)
             self._flag.fill(0)
             if state.n_atoms:
-                self.serial._impl.displacement_exceeds(state, self.serial.displacement_limit2, flag=self._flag)
+                self.serial.builder.displacement_exceeds(state, self.serial.displacement_limit2, flag=self._flag)
             return bool(self.backend.to_host(comm.allreduce_max(self._flag))[0])
-        moved = state.n_atoms > 0 and self.serial._impl.displacement_exceeds(state, self.serial.displacement_limit2)
+        moved = state.n_atoms > 0 and self.serial.builder.displacement_exceeds(state, self.serial.displacement_limit2)
         return comm.any(moved)
 
     # -- build -------------------------------------------------------------------------------
@@ -254,7 +258,7 @@ class DomainNeighborList:
         L = np.asarray(state.box_lengths, dtype=np.float64)
         self.check_box(L)
         if state.n_atoms:
-            self.serial._impl.wrap(state)
+            self.serial.builder.wrap(state)
         alive = self.migrate(state)
         origin, extent = self.frame(L)
         n_cells = self.serial.cells_per_dimension(extent)
@@ -268,7 +272,7 @@ class DomainNeighborList:
         n = state.n_atoms
         if self.capacity is None:
             volume = float(np.prod(self.d.hi - self.d.lo))
-            self.capacity = self.serial._initial_capacity(max(n, 1), volume)
+            self.capacity = self.serial.initial_capacity(max(n, 1), volume)
         shifted, self.shifted = self.shifted, None      # the images (exchange_ghosts), from the domain's origin
         shifted[:, :3] -= self.xp.asarray(origin, dtype=shifted.dtype)
         if not self.backend.is_gpu:
@@ -280,19 +284,19 @@ class DomainNeighborList:
                     self.nbr = self.nbr_count = None
                     self.nbr = self.xp.empty(n * self.capacity, np.int32)
                     self.nbr_count = self.xp.empty(n, np.int32)
-                max_count, min_r2 = self.serial._impl.build_targets(
+                max_count, min_r2 = self.serial.builder.build_targets(
                     shifted, n, extent, n_cells, self.r_list, self.capacity, self.nbr, self.nbr_count)
             else:
                 if self.nbr is None or self.nbr.shape != (n, self.capacity):
                     self.nbr = np.empty((n, self.capacity), np.int32)
                     self.nbr_count = np.empty(n, np.int32)
-                max_count, min_r2 = _build_cpu(shifted, keys, sort.bin_start, sort.order, n_cells, extent,
+                max_count, min_r2 = build_list_cpu(shifted, keys, sort.bin_start, sort.order, n_cells, extent,
                                                1.0 / extent, self.r_list ** 2, self.nbr, self.nbr_count)
             if max_count <= self.capacity:
                 break
             self.capacity = capacity_for(int(max_count), len(self.extended))
         if self.serial.canonical_order:                 # deterministic mode: sums in global-id order
-            self.serial._impl.sort_by_id(self.nbr, self.nbr_count, self.extended_ids, n, self.capacity)
+            self.serial.builder.sort_by_id(self.nbr, self.nbr_count, self.extended_ids, n, self.capacity)
         overlap = self.n_builds == 0 and n > 0 and min_r2 < self.overlap_distance ** 2
         if self.n_builds == 0 and self.d.comm.any(overlap):        # every rank has built as often
             raise OverlapError(f"two atoms are closer than {self.overlap_distance:.4g} (length units) "
@@ -561,7 +565,7 @@ def _append_rows(state, received, xp) -> None:
         start += width
 
 
-class DomainForces:
+class DomainForces(ForceEvaluatorBase):
     """Pair forces of one domain: ghosts refreshed, then the serial kernel
     (:class:`~pycumd.forces.PairForces`) with the extended positions as sources."""
 

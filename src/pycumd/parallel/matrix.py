@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..contracts import ForceEvaluatorBase
 from ..system import System
 from .decomposition import Decomposition
 from .grid import block_range, choose_matrix_grid
@@ -66,7 +67,7 @@ class MatrixDecomposition(Decomposition):
         return f"{self.kind} {self.P} x {self.Q} over {self.comm.size} MPI ranks ({self.comm.transport})"
 
 
-class MatrixForces:
+class MatrixForces(ForceEvaluatorBase):
     """Force evaluator of one block of the force matrix; the interface of
     :class:`~pycumd.neighbors.allpairs.AllPairsForces` (``compute(state, neighbors, with_energy)``).
 

@@ -15,6 +15,7 @@ from ..outputs.checkpoint import CheckpointWriter
 from ..outputs.reporter import Needs, Reporter
 from ..outputs.settings import OutputSettings, Reporters
 from ..outputs.thermo import ThermoReporter
+from .comm import rank_of
 
 
 class FrameParticipant(Reporter):
@@ -48,9 +49,6 @@ class FollowerOutputs:
 
 
 def rank_outputs(settings: OutputSettings, comm):
-    """``settings`` on rank 0 of ``comm`` (an mpi4py communicator or None), else :class:`FollowerOutputs`."""
-    if comm is None:
-        return settings
-    if getattr(comm, "comm", comm).Get_rank() == 0:
-        return settings
-    return FollowerOutputs(settings)
+    """``settings`` on rank 0 of ``comm`` (an mpi4py communicator, a communicator or None), else
+    :class:`FollowerOutputs`."""
+    return settings if rank_of(comm) == 0 else FollowerOutputs(settings)

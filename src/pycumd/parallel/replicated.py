@@ -22,6 +22,7 @@ the measurements behind the choice.
 
 from __future__ import annotations
 
+from ..contracts import ForceEvaluatorBase
 from ..system import System
 from .decomposition import Decomposition
 
@@ -53,7 +54,7 @@ class ReplicatedDecomposition(Decomposition):
         return f"{self.kind} over {self.comm.size} MPI ranks{split} ({self.comm.transport})"
 
 
-class ReplicatedForces:
+class ReplicatedForces(ForceEvaluatorBase):
     """This rank's share of the all-pairs forces, completed by a sum all-reduce over the ranks.
 
     Parameters

@@ -8,11 +8,10 @@
 // near the atom (Sterbenz), one rounding relative to the component itself.  One rsqrtf per
 // evaluation, a float partial sum per SUBTILE atoms, partial sums added with TwoSum (compensated).
 //
-// Issue 17: the x components used to be formed once per atom at the thread's first point and
-// offset by u * BX * hx in float (dx0 + u * step): dx0 carries an absolute rounding error of up to
-// half an ulp of the distance to the first point (up to ~60 A), which near an atom at another of
-// the thread's points is a large relative error of a large term.  That made the GPU single map
-// 1.6e-6 from float64 on adk at 0.5 A where the CPU path (per-point hi + lo) gives 7.6e-7.
+// Each point's x components are formed from that point's own coordinate (per-point hi + lo, as the
+// CPU path), never as an offset from the thread's first point: such an offset carries an absolute
+// rounding error of half an ulp of the distance to the first point, a large relative error near an
+// atom at another of the thread's points.
 #ifndef UNROLL
 #define UNROLL 8
 #endif

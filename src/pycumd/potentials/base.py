@@ -23,6 +23,8 @@ import math
 import numba
 import numpy as np
 
+from .lammps_args import check_count, numbers
+
 CUTOFF_MODES = ("truncate", "shift", "shift_force")
 CUTOFF_COLUMNS = 4  #: rc^2, rc, e_c, f_c
 MIXING_RULES = ("geometric", "arithmetic", "sixthpower")
@@ -56,7 +58,10 @@ class PairPotential:
     """Base class: per-pair named parameters, mixing and the packed table.
 
     Subclasses set :attr:`parameter_names`, :attr:`cuda_header`, :attr:`raw_pair_function`
-    and implement :meth:`_columns` (named parameters -> table columns) and :meth:`_mix`.
+    and implement :meth:`_columns` (named parameters -> table columns) and :meth:`_mix`.  A class
+    that sets :attr:`cuda_header` is a registered potential (:mod:`pycumd.potentials.registry`):
+    the force kernels' header ids and the LAMMPS styles it declares in :attr:`lammps_styles` are
+    derived from it.
 
     Parameters
     ----------
@@ -69,8 +74,11 @@ class PairPotential:
 
     name = "pair"
     parameter_names: tuple = ()
+    #: the CUDA header beside the module that defines ``pair_raw`` (path from the package directory)
     cuda_header: str = ""
     raw_pair_function = None
+    #: LAMMPS ``pair_style`` names this class runs -> (fewest, most) global arguments
+    lammps_styles: dict = {}
 
     def __init__(self, r_cut: float, cutoff: str = "truncate", mixing: str = "geometric"):
         if not (r_cut > 0 and math.isfinite(r_cut)):
@@ -169,6 +177,38 @@ class PairPotential:
                 ei, fri = fn(ri * ri, row)
                 e[idx], f[idx] = ei, fri * ri
         return e, f
+
+    # -- LAMMPS pair_style / pair_coeff ------------------------------------------------------
+    @classmethod
+    def check_lammps_args(cls, style: str, global_args: list) -> None:
+        """A ValueError unless ``pair_style STYLE ARGS`` is valid (the count is checked before):
+        by default every argument is a number."""
+        numbers(global_args, f"pair_style {style}")
+
+    @classmethod
+    def from_lammps(cls, style: str, global_args: list, pair_coeffs: list, context) -> "PairPotential":
+        """The potential of ``pair_style STYLE ARGS`` and its ``pair_coeff`` lines.
+
+        By default: ``pair_style STYLE rc`` and ``pair_coeff I J`` followed by
+        :attr:`parameter_names` and an optional cutoff, all numbers.
+
+        Parameters
+        ----------
+        style : str
+            One of :attr:`lammps_styles`.
+        global_args : list of str or float
+        pair_coeffs : list of (i, j, values)
+            0-based type pairs (i <= j) with the ``pair_coeff`` values.
+        context : LammpsPairContext
+        """
+        args = numbers(global_args, f"pair_style {style}")
+        names = cls.parameter_names + ("r_cut",)
+        pot = cls(args[0], cutoff=context.cutoff_mode, mixing=context.mixing)
+        for i, j, values in pair_coeffs:
+            values = numbers(values, f"pair_coeff {i + 1} {j + 1} ({style})")
+            check_count(style, values, len(names) - 1, len(names))
+            pot.pair_coeff(i, j, **dict(zip(names, values)))
+        return pot
 
     # -- for subclasses ---------------------------------------------------------------------
     def _pair_parameter_names(self, type_i: int, type_j: int) -> tuple:

@@ -42,6 +42,7 @@ class Born(PairPotential):
     name = "born"
     parameter_names = ("A", "rho", "sigma", "C", "D")
     cuda_header = "potentials/born.cuh"
+    lammps_styles = {"born": (1, 1)}
     raw_pair_function = staticmethod(born_raw)
 
     def _validate(self, p):

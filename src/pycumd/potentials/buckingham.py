@@ -38,6 +38,7 @@ class Buckingham(PairPotential):
     name = "buck"
     parameter_names = ("A", "rho", "C")
     cuda_header = "potentials/buckingham.cuh"
+    lammps_styles = {"buck": (1, 1)}
     raw_pair_function = staticmethod(buckingham_raw)
 
     def _validate(self, p):

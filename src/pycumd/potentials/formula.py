@@ -32,6 +32,7 @@ import numpy as np
 
 from .base import PairPotential
 from .formula_syntax import FormulaError, FormulaSyntaxError, parse_formula, split_definitions
+from .lammps_args import number
 from .mixing import no_mixing
 
 PARAMETER_MIXING = ("geometric", "arithmetic")
@@ -326,11 +327,22 @@ class Formula(PairPotential):
 
     name = "formula"
     cuda_header = "potentials/formula.cuh"
+    lammps_styles = {"lepton": (1, 1)}
     _column_functions: list = [[]]
     _cuda_body = ""
     _inverse_powers_of_r2 = False
     _first_column = 4
     generated_source = ""
+
+    @classmethod
+    def check_lammps_args(cls, style, global_args):
+        number(global_args[0], "pair_style lepton cutoff")
+
+    @classmethod
+    def from_lammps(cls, style, global_args, pair_coeffs, context):
+        """``pair_style lepton rc`` with ``pair_coeff I J "EXPRESSION[;name=value...]" [rc]``."""
+        return formula_from_lepton(number(global_args[0], "pair_style lepton cutoff"), pair_coeffs,
+                                   n_types=context.n_types, cutoff_mode=context.cutoff_mode)
 
     def __init__(self, energy, r_cut: float, parameters=None, constants=None, cutoff: str = "truncate",
                  mixing: dict | None = None):

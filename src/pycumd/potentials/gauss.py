@@ -37,6 +37,7 @@ class Gauss(PairPotential):
     name = "gauss"
     parameter_names = ("A", "B")
     cuda_header = "potentials/gauss.cuh"
+    lammps_styles = {"gauss": (1, 1)}
     raw_pair_function = staticmethod(gauss_raw)
 
     def _validate(self, p):

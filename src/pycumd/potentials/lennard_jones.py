@@ -9,6 +9,7 @@ Table columns after the cutoff ones, as in LAMMPS ``pair lj/cut`` so that sums r
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numba
 
@@ -36,7 +37,15 @@ class LennardJones(PairPotential):
     name = "lj/cut"
     parameter_names = ("epsilon", "sigma")
     cuda_header = "potentials/lennard_jones.cuh"
+    lammps_styles = {"lj/cut": (1, 1), "lj/smooth/linear": (1, 1)}
     raw_pair_function = staticmethod(lennard_jones_raw)
+
+    @classmethod
+    def from_lammps(cls, style, global_args, pair_coeffs, context):
+        """``lj/cut``; ``lj/smooth/linear`` is LJ with the shifted-force treatment (E and F zero at rc)."""
+        if style == "lj/smooth/linear":
+            context = replace(context, cutoff_mode="shift_force")
+        return super().from_lammps(style, global_args, pair_coeffs, context)
 
     def _validate(self, p):
         if p["epsilon"] < 0 or not p["sigma"] > 0:

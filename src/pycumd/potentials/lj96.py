@@ -38,6 +38,7 @@ class LennardJones96(PairPotential):
     name = "lj96/cut"
     parameter_names = ("epsilon", "sigma")
     cuda_header = "potentials/lj96.cuh"
+    lammps_styles = {"lj96/cut": (1, 1)}
     raw_pair_function = staticmethod(lj96_raw)
 
     def _validate(self, p):

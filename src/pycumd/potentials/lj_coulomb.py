@@ -25,6 +25,7 @@ import numba
 import numpy as np
 
 from .base import MissingParameterError, PairPotential
+from .lammps_args import check_count, numbers, qqrd2e, type_charges
 from .mixing import mix_energy
 
 
@@ -81,7 +82,23 @@ class LJCoulomb(PairPotential):
 
     parameter_names = ("epsilon", "sigma", "r_cut_lj", "r_cut_coul")
     cuda_header = "potentials/lj_coulomb.cuh"
+    lammps_styles = {"lj/cut/coul/cut": (1, 2), "lj/cut/coul/debye": (2, 3)}
     raw_pair_function = staticmethod(lj_coulomb_raw)
+
+    @classmethod
+    def from_lammps(cls, style, global_args, pair_coeffs, context):
+        """``lj/cut/coul/cut rc_lj [rc_coul]`` and ``lj/cut/coul/debye kappa rc_lj [rc_coul]`` with
+        ``pair_coeff I J eps sigma [rc_lj [rc_coul]]`` and the per-type charges."""
+        args = numbers(global_args, f"pair_style {style}")
+        kappa, cuts = (0.0, args) if style == "lj/cut/coul/cut" else (args[0], args[1:])
+        pot = cls(cuts[0], cuts[-1], kappa=kappa, coulomb_constant=qqrd2e(context.units), mixing=context.mixing,
+                  shift_lj=context.cutoff_mode == "shift")
+        pot.charges(type_charges(style, context.charges, context.n_types))
+        for i, j, values in pair_coeffs:
+            values = numbers(values, f"pair_coeff {i + 1} {j + 1} ({style})")
+            check_count(style, values, 2, 4)
+            pot.pair_coeff(i, j, **dict(zip(("epsilon", "sigma", "r_cut_lj", "r_cut_coul"), values)))
+        return pot
 
     def __init__(self, r_cut: float, r_cut_coul: float | None = None, kappa: float = 0.0,
                  coulomb_constant: float = 1.0, cutoff: str = "truncate", mixing: str = "geometric",

@@ -36,6 +36,7 @@ class Morse(PairPotential):
     name = "morse"
     parameter_names = ("D0", "alpha", "r0")
     cuda_header = "potentials/morse.cuh"
+    lammps_styles = {"morse": (1, 1)}
     raw_pair_function = staticmethod(morse_raw)
 
     def _columns(self, p):

@@ -38,6 +38,7 @@ class Soft(PairPotential):
     name = "soft"
     parameter_names = ("A",)
     cuda_header = "potentials/soft.cuh"
+    lammps_styles = {"soft": (1, 1)}
     raw_pair_function = staticmethod(soft_raw)
 
     def _columns(self, p):

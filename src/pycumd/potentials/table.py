@@ -36,6 +36,7 @@ import numba
 import numpy as np
 
 from .base import MissingParameterError, PairPotential
+from .lammps_args import number
 
 TABLE_HEADER = 9          #: rc2, rc, e_c, f_c, inner^2, 1/delta, delta^2/6, spline flag, N
 TABLE_STYLES = ("linear", "spline")
@@ -228,7 +229,27 @@ class Table(PairPotential):
 
     name = "table"
     cuda_header = "potentials/table.cuh"
+    lammps_styles = {"table": (2, 2)}
     raw_pair_function = staticmethod(table_raw)
+
+    @classmethod
+    def check_lammps_args(cls, style, global_args):
+        """``pair_style table linear|spline N``."""
+        kind = str(global_args[0])
+        if kind == "bitmap" or kind == "lookup":
+            raise ValueError(f"pair_style table {kind} is not supported (linear or spline)")
+        if kind not in TABLE_STYLES:
+            raise ValueError(f"pair_style table: unknown table style {kind!r} (linear or spline)")
+        n = number(global_args[1], "pair_style table N")
+        if n != int(n) or n < 2:
+            raise ValueError(f"pair_style table: N must be an integer >= 2, got {global_args[1]}")
+
+    @classmethod
+    def from_lammps(cls, style, global_args, pair_coeffs, context):
+        """``pair_style table STYLE N`` with ``pair_coeff I J FILE KEYWORD [CUTOFF]`` lines."""
+        return table_from_lammps(str(global_args[0]), int(number(global_args[1], "N")), pair_coeffs,
+                                 n_types=context.n_types, cutoff_mode=context.cutoff_mode,
+                                 directory=Path(context.directory or "."))
 
     def __init__(self, style: str, n: int):
         if style not in TABLE_STYLES:

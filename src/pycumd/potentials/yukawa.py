@@ -26,6 +26,7 @@ import numpy as np
 
 from ..units import E2_MEV_FM
 from .base import MissingParameterError, PairPotential
+from .lammps_args import check_count, numbers, qqrd2e, type_charges
 
 
 @numba.njit(inline="always")
@@ -74,7 +75,32 @@ class Yukawa(PairPotential):
     name = "yukawa"
     parameter_names = ("prefactor",)
     cuda_header = "potentials/yukawa.cuh"
+    lammps_styles = {"yukawa": (2, 2), "coul/debye": (2, 2)}
     raw_pair_function = staticmethod(yukawa_raw)
+
+    @classmethod
+    def from_lammps(cls, style, global_args, pair_coeffs, context):
+        """``yukawa kappa rc`` (``pair_coeff I J A [rc]``: A exp(-kappa r) / r) and ``coul/debye kappa rc``
+        (``pair_coeff I J [rc]``: qqrd2e q_i q_j exp(-kappa r) / r with the per-type charges)."""
+        kappa, r_cut = numbers(global_args, f"pair_style {style}")
+        pot = cls(1.0 / kappa, r_cut, cutoff=context.cutoff_mode, mixing=context.mixing)
+        coeffs = [(i, j, numbers(values, f"pair_coeff {i + 1} {j + 1} ({style})")) for i, j, values in pair_coeffs]
+        if style == "coul/debye":
+            q = type_charges(style, context.charges, context.n_types)
+            k = qqrd2e(context.units)
+            for i, j, values in coeffs:
+                check_count(style, values, 0, 1)
+                extra = {"r_cut": values[0]} if values else {}
+                pot.pair_coeff(i, j, prefactor=k * q[i] * q[j], **extra)
+            for i in range(context.n_types):
+                for j in range(i, context.n_types):
+                    if (i, j) not in pot._coeffs:
+                        pot.pair_coeff(i, j, prefactor=k * q[i] * q[j])
+            return pot
+        for i, j, values in coeffs:
+            check_count(style, values, 1, 2)
+            pot.pair_coeff(i, j, **dict(zip(("prefactor", "r_cut"), values)))
+        return pot
 
     def __init__(self, screening_length: float, r_cut: float | None = None, cutoff: str = "truncate",
                  mixing: str = "geometric", e2: float = E2_MEV_FM):

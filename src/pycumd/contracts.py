@@ -1,0 +1,289 @@
+"""The written contracts between the engine's parts.
+
+A :class:`~pycumd.simulation.Simulation` runs three parts each step (an integrator with its step
+hooks, a neighbour structure and a force evaluator), built by :mod:`pycumd.components`; a
+decomposition over MPI ranks (:mod:`pycumd.parallel`) swaps the neighbour structure and the force
+evaluator for ones that communicate inside their calls.  Code that combines the parts (the step
+loop, the CUDA-graph capture, the minimiser, checkpoints, decompositions) uses the members below
+and nothing else: every implementation derives from the base class of its protocol, so each member
+exists, and what differs between implementations is a capability flag, never a class name.
+
+This module is a leaf: it imports nothing of the package.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+
+# -- the neighbour structure --------------------------------------------------------------------
+@runtime_checkable
+class NeighborStructure(Protocol):
+    """Who interacts with whom: a Verlet list (serial or one spatial domain's) or the all-pairs
+    stand-in.
+
+    Attributes
+    ----------
+    skin : float
+        Length units (0 for all pairs).
+    n_builds : int
+        Builds so far.
+    nbr, nbr_count :
+        The list (backend arrays) after a build; None where there is none (all pairs).
+    half : bool
+        Each pair once (Newton's third law in the forces) rather than once per atom.
+    has_rebuild_policy : bool
+        ``every``, ``delay`` and ``check`` (LAMMPS ``neigh_modify``) exist and may be set.
+    capturable : bool
+        Its build and displacement check run inside a CUDA graph (:mod:`pycumd.step_graph`).
+    capacity : int or None
+        Neighbour slots per atom; None where there is no list.
+    recent_max_counts : sequence of int
+        The largest neighbour counts of the last builds (the storage policy's memory).
+    """
+
+    skin: float
+    n_builds: int
+    nbr: Any
+    nbr_count: Any
+    half: bool
+    has_rebuild_policy: bool
+    capturable: bool
+    capacity: Any
+    recent_max_counts: Any
+
+    def check_box(self, L) -> None:
+        """Raise InputError if the box (edge lengths, length units) cannot hold the structure."""
+
+    def needs_rebuild(self, state) -> bool:
+        """The rebuild decision of this step (collective over the ranks of a decomposition)."""
+
+    def build(self, state) -> None:
+        """Wrap the positions into the box and build (may reorder or migrate the state's rows)."""
+
+    def build_in_id_order(self, state) -> None:
+        """:meth:`build`, leaving the rows in the order a run restored from a checkpoint starts in."""
+
+    def schedule_reorder(self) -> None:
+        """Make the next build put the particles in cell order, whatever its schedule."""
+
+    def checkpoint_state(self) -> dict:
+        """What a checkpoint writes of the structure (plain numbers and lists)."""
+
+    def restore_checkpoint_state(self, state: dict) -> None:
+        """Take back what :meth:`checkpoint_state` returned."""
+
+
+class NeighborStructureBase:
+    """Every member of :class:`NeighborStructure`, with the defaults of a structure that has no
+    list policy, no reorder and is not captured in graphs."""
+
+    skin = 0.0
+    n_builds = 0
+    nbr = None
+    nbr_count = None
+    half = False
+    has_rebuild_policy = False
+    capturable = False
+    capacity = None
+    recent_max_counts: tuple = ()
+
+    def check_box(self, L) -> None:
+        pass
+
+    def needs_rebuild(self, state) -> bool:
+        raise NotImplementedError(f"{type(self).__name__} does not implement needs_rebuild")
+
+    def build(self, state) -> None:
+        raise NotImplementedError(f"{type(self).__name__} does not implement build")
+
+    def build_in_id_order(self, state) -> None:
+        self.build(state)
+
+    def schedule_reorder(self) -> None:
+        pass
+
+    def checkpoint_state(self) -> dict:
+        raise NotImplementedError(f"{type(self).__name__} does not implement checkpoint_state")
+
+    def restore_checkpoint_state(self, state: dict) -> None:
+        raise NotImplementedError(f"{type(self).__name__} does not implement restore_checkpoint_state")
+
+
+# -- the force evaluator ------------------------------------------------------------------------
+@runtime_checkable
+class ForceEvaluator(Protocol):
+    """Pair forces (and on request per-atom energies and virials) of a state.
+
+    Attributes
+    ----------
+    potential : PairPotential
+    capturable : bool
+        Its launches may be captured in a CUDA graph (:mod:`pycumd.step_graph`).
+    reads_fixed_image : bool
+        It reads a fixed-point image of the positions (mixed precision) that the fused half steps
+        may write (:meth:`image_of`, ``compute(..., image_current=True)``).
+    """
+
+    potential: Any
+    capturable: bool
+    reads_fixed_image: bool
+
+    def compute(self, state, neighbors, with_energy: bool) -> None:
+        """Forces into ``state.forces``; with ``with_energy`` also ``state.energy`` and ``state.virial``."""
+
+    def image_of(self, state):
+        """The fixed-point image array of ``state`` (only where :attr:`reads_fixed_image`)."""
+
+
+class ForceEvaluatorBase:
+    """Every member of :class:`ForceEvaluator`; not capturable, no fixed-point image."""
+
+    potential = None
+    capturable = False
+    reads_fixed_image = False
+
+    def compute(self, state, neighbors, with_energy: bool) -> None:
+        raise NotImplementedError(f"{type(self).__name__} does not implement compute")
+
+    def image_of(self, state):
+        raise NotImplementedError(f"{type(self).__name__} reads no fixed-point image")
+
+
+# -- the step hooks (thermostats, barostats, fixes) --------------------------------------------
+@runtime_checkable
+class StepHooks(Protocol):
+    """What runs around the integrator's half steps (LAMMPS fix hooks), in the order of
+    :data:`pycumd.simulation.STEP_PHASES`.
+
+    Attributes
+    ----------
+    needs_virial : bool
+        The per-atom virial is computed every step (barostats).
+    runs_over_ranks : bool
+        Correct over MPI ranks (its reductions summed over the decomposition).
+    runs_in_composite : bool
+        Implemented in composite precision.
+    """
+
+    needs_virial: bool
+    runs_over_ranks: bool
+    runs_in_composite: bool
+
+    def bind(self, sim) -> None: ...
+
+    def begin_step(self, sim) -> None: ...
+
+    def post_force(self, sim) -> None: ...
+
+    def end_step(self, sim) -> None: ...
+
+    def checkpoint_state(self) -> dict: ...
+
+    def restore_checkpoint_state(self, state: dict) -> None: ...
+
+    def describe(self) -> str: ...
+
+
+class StepHooksBase:
+    """Every member of :class:`StepHooks`: hooks that do nothing, no state to checkpoint, serial
+    only, any precision."""
+
+    needs_virial = False
+    runs_over_ranks = False
+    runs_in_composite = True
+
+    def bind(self, sim) -> None:
+        pass
+
+    def begin_step(self, sim) -> None:
+        pass
+
+    def post_force(self, sim) -> None:
+        pass
+
+    def end_step(self, sim) -> None:
+        pass
+
+    def checkpoint_state(self) -> dict:
+        return {}
+
+    def restore_checkpoint_state(self, state: dict) -> None:
+        pass
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+# -- the integrator -----------------------------------------------------------------------------
+@runtime_checkable
+class Integrator(Protocol):
+    """The equations of motion: two half steps around the forces.
+
+    Attributes
+    ----------
+    dt : float
+        Time step (time units).
+    thermostat : StepHooks or None
+        The hooks of the step (a thermostat, a barostat, a chain of fixes).
+    final_then_initial_integrate : callable or None
+        ``(state, step_in_block)``: one step's final half step fused with the next step's initial
+        one (one kernel), for graph-captured steps; None where the phases are not fusable.
+    final_then_initial_integrate_check : callable or None
+        The same, also doing the displacement check; None where not available.
+    """
+
+    dt: float
+    thermostat: Any
+    final_then_initial_integrate: Any
+    final_then_initial_integrate_check: Any
+
+    def bind(self, backend, precision, units) -> None: ...
+
+    def initial_integrate(self, state) -> None: ...
+
+    def final_integrate(self, state) -> None: ...
+
+    def describe(self) -> str: ...
+
+
+class IntegratorBase:
+    """Every member of :class:`Integrator`; no fused phases."""
+
+    dt = 0.0
+    thermostat = None
+    final_then_initial_integrate = None
+    final_then_initial_integrate_check = None
+
+    def bind(self, backend, precision, units) -> None:
+        raise NotImplementedError(f"{type(self).__name__} does not implement bind")
+
+    def initial_integrate(self, state) -> None:
+        raise NotImplementedError(f"{type(self).__name__} does not implement initial_integrate")
+
+    def final_integrate(self, state) -> None:
+        raise NotImplementedError(f"{type(self).__name__} does not implement final_integrate")
+
+    def describe(self) -> str:
+        return type(self).__name__
+
+
+# -- the decomposition over MPI ranks -----------------------------------------------------------
+@runtime_checkable
+class Communicator(Protocol):
+    """The ranks of a run and the collectives the engine uses (one rank when serial)."""
+
+    rank: int
+    size: int
+
+    def sum(self, value: float) -> float: ...
+
+    def any(self, flag: bool) -> bool: ...
+
+    def max(self, value): ...
+
+    def allgather(self, obj) -> list: ...
+
+
+__all__ = ["NeighborStructure", "NeighborStructureBase", "ForceEvaluator", "ForceEvaluatorBase", "StepHooks",
+           "StepHooksBase", "Integrator", "IntegratorBase", "Communicator"]
