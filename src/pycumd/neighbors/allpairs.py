@@ -229,19 +229,22 @@ class AllPairsForces(ForceEvaluatorBase):
         sums that a sum over the ranks completes.  The Yukawa fast path takes a contiguous range of
         the Newton kernel's tile pairs, balanced by their work (every unordered pair once over all
         ranks; the other launch shapes are not used); the generic kernel (and the CPU) the targets
-        of :func:`~pycumd.parallel.grid.block_range` ``(n, size, rank)`` against every source,
-        zeros elsewhere, so that the sum over the ranks gives the 1-rank values bit for bit.
-        Default ``(0, 1)``: every pair.
+        ``target_rows`` against every source, zeros elsewhere, so that the sum over the ranks gives
+        the 1-rank values bit for bit.  Default ``(0, 1)``: every pair.
+    target_rows : (first, end), optional
+        With ``share``, for the generic kernel: this rank's targets, rows ``first .. end - 1``
+        (:func:`~pycumd.parallel.grid.block_range`).
 
     ``compute(state, neighbors, with_energy)`` ignores ``neighbors``.
     """
 
     def __init__(self, potential, n_types: int, backend, precision, block=None, fast: bool = True,
                  exact_separation: bool = True, min_blocks_per_sm: int = 0, newton_unroll: int = 4,
-                 share: tuple = (0, 1)):
+                 share: tuple = (0, 1), target_rows: tuple | None = None):
         from ..forces import pair_kernel, potential_defines
 
         self.share = (int(share[0]), int(share[1]))
+        self.target_rows = None if target_rows is None else (int(target_rows[0]), int(target_rows[1]))
         if not 0 <= self.share[0] < self.share[1]:
             raise ValueError(f"share must be (rank, size) with 0 <= rank < size, got {share!r}")
         self.potential = potential
@@ -285,9 +288,9 @@ class AllPairsForces(ForceEvaluatorBase):
         them (positions, forces, energy, virial of those rows), the other rows' outputs zeroed."""
         from types import SimpleNamespace
 
-        from ..parallel.grid import block_range
-
-        t0, t1 = block_range(state.n_atoms, self.share[1], self.share[0])
+        if self.target_rows is None:
+            raise ValueError("a share of the pairs over the targets needs target_rows=(first, end)")
+        t0, t1 = self.target_rows
         for array in (state.forces, state.energy, state.virial):
             array[:t0] = 0
             array[t1:] = 0

@@ -65,11 +65,11 @@ def decompose(system, potential, integrator, backend, precision, pair_method: st
         if getattr(engine, "matrix_grid", None) is None:      # the default: replicated atoms, pairs split
             d = ReplicatedDecomposition(system, comm)
             state = State.from_system(d.local_system(), backend, precision)
-            share = (comm.rank, comm.size)
-            all_pairs = AllPairsForces(potential, system.n_types, backend, precision, share=share,
-                                       fast=not precision.deterministic)
+            share = dict(share=(comm.rank, comm.size), target_rows=block_range(system.n_atoms, comm.size, comm.rank))
+            all_pairs = AllPairsForces(potential, system.n_types, backend, precision, fast=not precision.deterministic,
+                                       **share)
             if all_pairs.fast and not any(all_pairs.newton_applies(b, system.n_atoms) for b in all_pairs.candidates):
-                all_pairs = AllPairsForces(potential, system.n_types, backend, precision, share=share, fast=False)
+                all_pairs = AllPairsForces(potential, system.n_types, backend, precision, fast=False, **share)
             return DecomposedParts(d, state, neighbors, ReplicatedForces(all_pairs, d))
         d = MatrixDecomposition(system, comm, engine.matrix_grid)
         state = State.from_system(d.local_system(), backend, precision)
