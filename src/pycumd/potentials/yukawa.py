@@ -28,7 +28,7 @@ from ..units import E2_MEV_FM
 from .base import MissingParameterError, PairPotential
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def yukawa_raw(r2, row):
     """Raw Yukawa energy and force/r at squared distance ``r2`` (row: [rc2, rc, e_c, f_c, A, kappa]).
 
