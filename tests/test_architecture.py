@@ -11,10 +11,10 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "pycumd"
 
-#: parts of the package that sit above the engine (they build and run simulations; __main__ is
-#: ``python -m pycumd``; potential_maps is an application beside the MD engine with its own commands,
-#: reading through inputs/)
-FRONT_ENDS = {"__main__", "cli", "inputs", "run_plan", "bench", "potential_maps"}
+#: parts of the package that sit above the engine (they build and run simulations; ase is the public
+#: path of inputs/ase, __main__ is ``python -m pycumd``; potential_maps is an application beside the MD
+#: engine with its own commands, reading through inputs/)
+FRONT_ENDS = {"__main__", "ase", "cli", "inputs", "run_plan", "bench", "potential_maps"}
 #: what outputs/ (below the simulation loop) must not import: the loop and everything above it
 OUTPUTS_MUST_NOT_IMPORT = FRONT_ENDS | {"simulation", "components", "bookkeeping", "step_graph", "integrators"}
 
