@@ -72,6 +72,8 @@ def _run(args) -> int:
     if args.precision != "auto":
         plan.engine.precision = args.precision
     plan.engine.deterministic = plan.engine.deterministic or args.deterministic
+    if args.threads is not None:
+        plan.engine.threads = args.threads
     if args.log is not None:
         plan.outputs.thermo_log = args.log
     if args.progress is not None:
@@ -156,6 +158,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     r.add_argument("--deterministic", action="store_true",
                    help="GPU kernels without FMA contraction and the CPU's full neighbour list: "
                         "double-precision NVE gives the same bits on CPU and GPU")
+    r.add_argument("--threads", type=int, metavar="N",
+                   help="CPU threads of each process (default: NUMBA_NUM_THREADS if set, else over MPI ranks "
+                        "the cores divided by the ranks on the node, else every core)")
     r.add_argument("--trajectory", help="write frames to this file: .xyz (extended XYZ), .gsd, .lammpstrj (LAMMPS dump)")
     r.add_argument("--trajectory-every", type=int, default=100, help="steps between frames (default 100)")
     r.add_argument("--var", nargs=2, action="append", metavar=("NAME", "VALUE"),

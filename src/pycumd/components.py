@@ -15,6 +15,7 @@ from . import backend as _backend
 from .forces import PairForces
 from .neighbors.allpairs import AllPairsForces, AllPairsNeighbors, choose_pair_method
 from .neighbors.verlet import NeighborList
+from .parallel.threads import configure_cpu_threads
 from .precision import get_precision
 from .state import State
 from .system import InputError, System
@@ -58,6 +59,10 @@ class EngineOptions:
         Run decomposed over its ranks (:mod:`pycumd.parallel`); None: one process.
     processors : tuple of 3 ints or None
         Spatial-domain grid, 0 = free (LAMMPS ``processors``); matrix_grid : (P, Q) or None.
+    threads : int or None
+        CPU: Numba threads of this process; None: ``NUMBA_NUM_THREADS`` if set, else over MPI ranks
+        the cores divided by the ranks on the node, else Numba's default
+        (:mod:`pycumd.parallel.threads`).
     """
 
     device: str = "auto"
@@ -68,6 +73,7 @@ class EngineOptions:
     comm: object = None
     processors: tuple | None = None
     matrix_grid: tuple | None = None
+    threads: int | None = None
 
 
 @dataclass
@@ -83,6 +89,7 @@ class Components:
     forces: object
     pair_method: str
     decomposition: object = None      # pycumd.parallel decomposition of a run over MPI ranks, or None
+    cpu_threads: str = ""             # CPU: the threads of this process, in the run header's words
 
 
 def _half_list(backend, precision, engine) -> bool:
@@ -108,6 +115,7 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     if engine.comm is not None and backend.is_gpu:   # one GPU per rank, by local rank
         from .parallel import select_device
         select_device(engine.comm)
+    cpu_threads = "" if backend.is_gpu else configure_cpu_threads(engine.comm, engine.threads)
     precision = get_precision(engine.precision, backend.name, engine.deterministic)
     integrator.bind(backend, precision, system.units)
     skin = neighbor.resolved_skin(system.units.name)
@@ -129,11 +137,12 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
         from .parallel import decompose
         parts = decompose(system, potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor, engine,
                           serial_list=neighbors)
-        return Components(backend, precision, parts[1], integrator, parts[2], parts[3], pair_method, parts[0])
+        return Components(backend, precision, parts[1], integrator, parts[2], parts[3], pair_method, parts[0],
+                          cpu_threads)
     neighbors.check_box(system.box.L)
     state = State.from_system(system, backend, precision)
     forces = forces_class(potential, system.n_types, backend, precision)
-    return Components(backend, precision, state, integrator, neighbors, forces, pair_method)
+    return Components(backend, precision, state, integrator, neighbors, forces, pair_method, None, cpu_threads)
 
 
 def _check_composite_supported(pair_method: str, thermostat) -> None:

@@ -103,7 +103,7 @@ class RunPlan:
                          neighbor_every=n.every, neighbor_delay=n.delay, neighbor_check=n.check,
                          device=e.device, precision=e.precision, deterministic=e.deterministic,
                          pair_method=e.pair_method, use_graphs=e.use_graphs, reporters=reporters,
-                         comm=e.comm, processors=e.processors, matrix_grid=e.matrix_grid)
+                         comm=e.comm, processors=e.processors, matrix_grid=e.matrix_grid, threads=e.threads)
         sim.state.step = previous.state.step if previous is not None else self.first_step
         return sim
 

@@ -71,9 +71,11 @@ class Simulation:
     def __init__(self, system: System, potential, integrator=None, *, skin: float | None = None,
                  neighbor_every: int = 1, neighbor_delay: int = 0, neighbor_check: bool = True,
                  device="auto", precision="auto", pair_method: str = "auto", use_graphs: bool = True,
-                 deterministic: bool = False, reporters=(), comm=None, processors=None, matrix_grid=None):
+                 deterministic: bool = False, reporters=(), comm=None, processors=None, matrix_grid=None,
+                 threads: int | None = None):
         neighbor = NeighborOptions(skin, neighbor_every, neighbor_delay, neighbor_check)
-        engine = EngineOptions(device, precision, deterministic, pair_method, use_graphs, comm, processors, matrix_grid)
+        engine = EngineOptions(device, precision, deterministic, pair_method, use_graphs, comm, processors, matrix_grid,
+                               threads)
         self.units = system.units
         self.potential = potential
         self.n_types = system.n_types
@@ -83,6 +85,7 @@ class Simulation:
         self.backend, self.precision, self.state = parts.backend, parts.precision, parts.state
         self.integrator, self.neighbors, self.forces = parts.integrator, parts.neighbors, parts.forces
         self.pair_method = parts.pair_method
+        self.cpu_threads = parts.cpu_threads
         #: pycumd.parallel decomposition over MPI ranks (comm given), else None
         self.decomposition = d = parts.decomposition
         self.book = (d.bookkeeping if d else Bookkeeping)(parts, system.units, system.box.volume)
@@ -412,7 +415,8 @@ class Simulation:
                 f"({self.units.name} units)\n"
                 f"pair {self.potential.describe()}, skin {self.neighbors.skin}\n"
                 f"{self.integrator.describe()}\n"
-                f"device {self.backend.name} ({self.backend.device_name}), precision {self.precision.name}"
+                f"device {self.backend.name} ({self.backend.device_name}"
+                + (f", {self.cpu_threads}" if self.cpu_threads else "") + f"), precision {self.precision.name}"
                 + (f"\n{self.decomposition.describe()}" if self.decomposition is not None else ""))
 
 
