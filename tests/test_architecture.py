@@ -9,6 +9,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
+
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "pycumd"
 
 #: parts of the package that sit above the engine (they build and run simulations; ase is the public
@@ -110,6 +112,7 @@ def test_front_ends_sit_above_the_engine_and_outputs_below_it():
     assert not outputs_imports, f"outputs import the step loop or a front-end: {sorted(outputs_imports)}"
 
 
+@pytest.mark.ci_only
 def test_every_module_imports_alone_in_a_fresh_interpreter():
     """Each module imported first, alone: an import-order dependency or a cycle that only bites
     in one order shows up here."""

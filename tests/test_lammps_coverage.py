@@ -24,27 +24,27 @@ _spec.loader.exec_module(coverage)
 
 #: the scripts that ran unchanged in the sweep of 2026-11-24 (docs/lammps-compatibility.md)
 #: (the ones marked slow repeat bench/in.lj with another size, cutoff, accelerator setting or a dump:
-#: about 1 s each)
+#: about 1 s each; they run in CI)
 RUNS_UNCHANGED = [
     "bench/in.lj",
     "bench/KEPLER/in.lj.omp",                                   # package omp: accepted, not used
-    pytest.param("bench/KEPLER/in.lj.cpu", marks=pytest.mark.slow),
-    pytest.param("bench/KEPLER/in.lj.cuda", marks=pytest.mark.slow),
-    pytest.param("bench/KEPLER/in.lj.gpu", marks=pytest.mark.slow),
-    pytest.param("bench/KEPLER/in.lj.intel.cpu", marks=pytest.mark.slow),
-    pytest.param("bench/KEPLER/in.lj.kokkos.omp", marks=pytest.mark.slow),
-    pytest.param("bench/KEPLER/in.lj.kokkos.cuda", marks=pytest.mark.slow),   # neigh_modify binsize
-    pytest.param("bench/FERMI/in.lj.cuda", marks=pytest.mark.slow),
-    pytest.param("bench/FERMI/in.lj.titan", marks=pytest.mark.slow),          # pair_style lj/cut/gpu
-    pytest.param("bench/GPU/in.lj.gpu", marks=pytest.mark.slow),
-    pytest.param("bench/POTENTIALS/in.lj", marks=pytest.mark.slow),      # 32,000 atoms, no size variable
+    pytest.param("bench/KEPLER/in.lj.cpu", marks=[pytest.mark.slow, pytest.mark.ci_only]),
+    pytest.param("bench/KEPLER/in.lj.cuda", marks=[pytest.mark.slow, pytest.mark.ci_only]),
+    pytest.param("bench/KEPLER/in.lj.gpu", marks=[pytest.mark.slow, pytest.mark.ci_only]),
+    pytest.param("bench/KEPLER/in.lj.intel.cpu", marks=[pytest.mark.slow, pytest.mark.ci_only]),
+    pytest.param("bench/KEPLER/in.lj.kokkos.omp", marks=[pytest.mark.slow, pytest.mark.ci_only]),
+    pytest.param("bench/KEPLER/in.lj.kokkos.cuda", marks=[pytest.mark.slow, pytest.mark.ci_only]),   # neigh_modify binsize
+    pytest.param("bench/FERMI/in.lj.cuda", marks=[pytest.mark.slow, pytest.mark.ci_only]),
+    pytest.param("bench/FERMI/in.lj.titan", marks=[pytest.mark.slow, pytest.mark.ci_only]),          # pair_style lj/cut/gpu
+    pytest.param("bench/GPU/in.lj.gpu", marks=[pytest.mark.slow, pytest.mark.ci_only]),
+    pytest.param("bench/POTENTIALS/in.lj", marks=[pytest.mark.slow, pytest.mark.ci_only]),      # 32,000 atoms, no size variable
     "examples/UNITS/in.ar.lj",
     "examples/UNITS/in.ar.metal",
     "examples/UNITS/in.ar.real",
-    pytest.param("examples/accelerate/in.lj", marks=pytest.mark.slow),
-    pytest.param("examples/accelerate/in.lj.5.0", marks=pytest.mark.slow),
+    pytest.param("examples/accelerate/in.lj", marks=[pytest.mark.slow, pytest.mark.ci_only]),
+    pytest.param("examples/accelerate/in.lj.5.0", marks=[pytest.mark.slow, pytest.mark.ci_only]),
     "examples/melt/in.melt",
-    pytest.param("examples/rerun/in.first", marks=pytest.mark.slow),
+    pytest.param("examples/rerun/in.first", marks=[pytest.mark.slow, pytest.mark.ci_only]),
 ]
 
 
