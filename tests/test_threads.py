@@ -1,6 +1,7 @@
 """CPU threads per process: over MPI ranks the cores are shared among the ranks on the node, and an
 explicit count or NUMBA_NUM_THREADS wins (pycumd.parallel.threads)."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -76,23 +77,24 @@ def test_one_process_keeps_numbas_setting(numba_threads, no_launcher):
 def test_mpi_ranks_on_one_node_divide_its_cores():
     """Two ranks under mpiexec: the node's ranks from the launcher and from COMM_TYPE_SHARED agree."""
     pytest.importorskip("mpi4py")
-    code = ("import os, numba\n"
+    code = ("import json, os, numba\n"
             "from mpi4py import MPI\n"
             "from pycumd.parallel.threads import configure_cpu_threads, usable_cores\n"
             "launcher = configure_cpu_threads(MPI.COMM_WORLD)\n"
             "for name in ('OMPI_COMM_WORLD_LOCAL_SIZE', 'MPI_LOCALNRANKS'):\n"
             "    os.environ.pop(name, None)\n"
             "shared = configure_cpu_threads(MPI.COMM_WORLD)\n"
-            "print('RANK', launcher, '|', shared, '|', numba.get_num_threads(), usable_cores(), flush=True)\n")
+            "ranks = MPI.COMM_WORLD.gather([launcher, shared, numba.get_num_threads(), usable_cores()])\n"
+            "if MPI.COMM_WORLD.Get_rank() == 0:\n"
+            "    print('RESULT', json.dumps(ranks), flush=True)\n")
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_NUM_THREADS"}
     env["PYTHONPATH"] = os.pathsep.join([SRC, os.environ.get("PYTHONPATH", "")])
     proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, "-c", code], capture_output=True, text=True,
                           env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    lines = [line.split("RANK ", 1)[1] for line in proc.stdout.splitlines() if "RANK " in line]
-    assert len(lines) == 2
-    for line in lines:
-        launcher, shared, counts = (part.strip() for part in line.split("|"))
-        n, cores = (int(w) for w in counts.split())
+    line = next(line for line in proc.stdout.splitlines() if "RESULT " in line)
+    ranks = json.loads(line.split("RESULT ", 1)[1])
+    assert len(ranks) == 2
+    for launcher, shared, n, cores in ranks:
         assert n == max(1, cores // 2)
         assert launcher == shared == f"{n} thread{'' if n == 1 else 's'} ({cores} cores / 2 ranks on this node)"
