@@ -60,7 +60,7 @@ from pycumd import forces
 system = lattice_system("fcc", 4, density=0.8442)
 create_velocities(system, temperature=1.0, seed=5)
 lj = LennardJones(r_cut=2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
-sim = Simulation(system, lj, VelocityVerlet(dt=0.005), device="cpu", precision="double")
+sim = Simulation(system, lj, VelocityVerlet(dt=0.005), device="cpu", precision="double", pair_method="neighbor")
 sim.run(3)
 print(sum(sum(k.stats.cache_hits.values()) for k in forces._CPU_KERNELS.values()), sim.system().positions.tobytes().hex())
 """

@@ -66,11 +66,21 @@ def cache_kernel(kernel, key):
     """
     if key is None:
         return kernel
-    from numba.core.caching import FunctionCache
+    from numba.core.caching import FunctionCache, IndexDataCacheFile
 
     digest = hashlib.sha256(repr((package_digest(), kernel.py_func.__qualname__, key)).encode()).hexdigest()
 
     class KeyedCache(FunctionCache):
+        """Numba's function cache with one index file per key (``NAME-LINE-DIGEST.pyXY.nbi``): kernels of
+        other pair functions have the same signature, and processes compiling two of them at once
+        must not share an index, whose entries name data files by number."""
+
+        def __init__(self, py_func):
+            super().__init__(py_func)
+            self._cache_file = IndexDataCacheFile(cache_path=self._cache_path,
+                                                  filename_base=f"{self._impl.filename_base}-{digest[:16]}",
+                                                  source_stamp=self._impl.locator.get_source_stamp())
+
         def _index_key(self, sig, codegen):
             return (sig, codegen.magic_tuple(), digest)
 
