@@ -54,6 +54,13 @@ def test_a_potential_names_its_pair_function_by_file_and_cutoff():
     assert source_key(namespace["generated"]) is None                             # no source file: no key
 
 
+def test_a_formula_potential_is_compiled_per_process():
+    pytest.importorskip("sympy")
+    from pycumd.potentials.formula import Formula
+
+    assert Formula("4*eps*((s/r)^12-(s/r)^6)", 2.5, parameters=("eps", "s")).kernel_cache_key() is None
+
+
 _RUN = """
 from pycumd import LennardJones, Simulation, VelocityVerlet, create_velocities, lattice_system
 from pycumd import forces
