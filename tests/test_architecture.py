@@ -13,9 +13,10 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "pycumd"
 
-#: parts of the package that sit above the engine (they build and run simulations; potential_maps is
-#: an application beside the MD engine with its own commands, reading through inputs/)
-FRONT_ENDS = {"cli", "inputs", "run_plan", "bench", "potential_maps"}
+#: parts of the package that sit above the engine (they build and run simulations; ase is the public
+#: path of inputs/ase, __main__ is ``python -m pycumd``; potential_maps is an application beside the MD
+#: engine with its own commands, reading through inputs/)
+FRONT_ENDS = {"__main__", "ase", "cli", "inputs", "run_plan", "bench", "potential_maps"}
 #: what outputs/ (below the simulation loop) must not import: the loop and everything above it
 OUTPUTS_MUST_NOT_IMPORT = FRONT_ENDS | {"simulation", "components", "bookkeeping", "step_graph", "integrators"}
 
@@ -111,6 +112,7 @@ def test_front_ends_sit_above_the_engine_and_outputs_below_it():
     assert not outputs_imports, f"outputs import the step loop or a front-end: {sorted(outputs_imports)}"
 
 
+@pytest.mark.ci_only
 def test_every_module_imports_alone_in_a_fresh_interpreter():
     """Each module imported first, alone: an import-order dependency or a cycle that only bites
     in one order shows up here."""

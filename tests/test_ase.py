@@ -12,11 +12,19 @@ from ase.calculators.lj import LennardJones as AseLJ
 from ase.md.velocitydistribution import MaxwellBoltzmannDistribution as thermalize
 from ase.md.verlet import VelocityVerlet as AseVerlet
 
-from pycumd.inputs.ase import Calculator, atoms_to_system, run, system_to_atoms
+from pycumd.ase import Calculator, atoms_to_system, run, system_to_atoms
 from pycumd.potentials import LennardJones
 from pycumd.system import InputError
 
 EPS, SIGMA, RC = 0.0104, 3.4, 8.0
+
+
+def test_the_public_path_is_pycumd_ase():
+    import pycumd.ase
+    import pycumd.inputs.ase
+
+    assert set(pycumd.ase.__all__) == {"Calculator", "atoms_to_system", "check_cell", "run", "system_to_atoms"}
+    assert all(getattr(pycumd.ase, name) is getattr(pycumd.inputs.ase, name) for name in pycumd.ase.__all__)
 
 
 def argon(seed=1, cells=4):

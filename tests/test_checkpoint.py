@@ -227,6 +227,7 @@ def _check_frames_read_back(directory: Path) -> None:
                 assert frame.particles.position.shape == (frame.particles.N, 3)
 
 
+@pytest.mark.ci_only
 def test_a_run_killed_at_20_random_moments_leaves_whole_files_and_continues_exactly(tmp_path):
     """SIGKILL at 20 random moments of a run that continues each time from its last checkpoint:
     after every kill the CSV has only whole rows and every frame of the XYZ, LAMMPS dump and GSD

@@ -97,6 +97,10 @@ def _apply(text: str, mutation) -> bytes:
     return "\n".join(lines).encode("utf-8", "surrogateescape")
 
 
+#: mutated inputs per file kind: 60 in CI (PYCUMD_CI=1), 8 in the default run; PYCUMD_FUZZ_EXAMPLES overrides
+FUZZ_EXAMPLES = 60 if os.environ.get("PYCUMD_CI") == "1" else 8
+
+
 def _run_cli(path: Path) -> tuple[int, str]:
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
@@ -105,7 +109,8 @@ def _run_cli(path: Path) -> tuple[int, str]:
 
 
 @pytest.mark.parametrize("name,text", [("in.lj", SCRIPT), ("config.toml", TOML)])
-@settings(max_examples=int(os.environ.get("PYCUMD_FUZZ_EXAMPLES", 60)), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(os.environ.get("PYCUMD_FUZZ_EXAMPLES", FUZZ_EXAMPLES)), deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_mutated_inputs_run_or_fail_cleanly(tmp_path, name, text, data):
     mutations = data.draw(st.lists(_mutations(text), min_size=1, max_size=3))

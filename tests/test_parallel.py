@@ -131,7 +131,7 @@ def _assert_matches_one_rank(r, precision="double", conserves_momentum=True):
 
 
 @needs_mpi
-@pytest.mark.parametrize("ranks", [2, 3, 4])
+@pytest.mark.parametrize("ranks", [2, pytest.param(3, marks=pytest.mark.ci_only), pytest.param(4, marks=pytest.mark.ci_only)])
 def test_spatial_domains_match_one_rank(ranks):
     r = _result(ranks, "lj")
     assert r["decomposition"].startswith("spatial domains")
@@ -141,7 +141,8 @@ def test_spatial_domains_match_one_rank(ranks):
 
 
 @needs_mpi
-@pytest.mark.parametrize("ranks", [2, 3, 4, 8])          # 8: a full 2 x 2 x 2 grid
+@pytest.mark.parametrize("ranks", [2, 3, pytest.param(4, marks=pytest.mark.ci_only),
+                                   pytest.param(8, marks=pytest.mark.ci_only)])   # 8: a full 2 x 2 x 2 grid
 def test_deterministic_domains_are_bit_identical_to_one_rank(ranks):
     """Deterministic mode: each atom's neighbours in global-id order and ghosts carrying their
     owner's coordinates, so every pair term and every per-atom sum is the 1-rank one: forces at
@@ -165,7 +166,7 @@ def test_thermostats_decomposed_match_one_rank(thermostat):
 
 
 @needs_mpi
-@pytest.mark.parametrize("ranks, grid", [(2, "2x1"), (3, "1x3"), (4, "2x2")])
+@pytest.mark.parametrize("ranks, grid", [(2, "2x1"), (3, "1x3"), pytest.param(4, "2x2", marks=pytest.mark.ci_only)])
 def test_force_matrix_matches_one_rank(ranks, grid):
     r = _result(ranks, "ions", "--grid", grid)
     assert r["decomposition"].startswith("all-pairs force matrix")

@@ -12,9 +12,16 @@ from .precision import PRECISION_NAMES
 DEFAULT_INPUT = "melt.toml"
 EXAMPLES = {"melt": "melt.toml", "argon-sphere": "in.argon_sphere", "argon-sphere-toml": "argon_sphere.toml"}
 BENCHMARKS = ["lj", "scan", "precision", "ions", "drift", "checkpoint", "potential-map", "scaling"]
-#: further subcommands, each a module with ``add_arguments(parser)``, ``HELP`` (one line) and ``main(args) -> int``
-COMMAND_MODULES: dict[str, str] = {"potential-map": "pycumd.potential_maps.command",
-                                   "place-ions": "pycumd.potential_maps.place_ions", "plot": "pycumd.plot"}
+#: further subcommands: name -> (module with ``add_arguments(parser)`` and ``main(args) -> int``, one-line
+#: help); a module is imported only when its command is named, so that ``pycumd --help`` stays fast
+COMMAND_MODULES: dict[str, tuple[str, str]] = {
+    "potential-map": ("pycumd.potential_maps.command", "electrostatic potential map of a PQR/PDB/LAMMPS data/GSD "
+                                                       "input (direct, cutoff or multilevel summation)"),
+    "place-ions": ("pycumd.potential_maps.place_ions", "place ions at the lowest-energy points of the potential "
+                                                       "map, one at a time (as VMD's cionize)"),
+    "plot": ("pycumd.plot", "plot a thermo log (energies with a drift line, temperature, pressure) or an "
+                            "rdf/msd/vacf/S(q) CSV"),
+}
 
 
 def _plan(args):
@@ -65,6 +72,8 @@ def _run(args) -> int:
     if args.precision != "auto":
         plan.engine.precision = args.precision
     plan.engine.deterministic = plan.engine.deterministic or args.deterministic
+    if args.threads is not None:
+        plan.engine.threads = args.threads
     if args.log is not None:
         plan.outputs.thermo_log = args.log
     if args.progress is not None:
@@ -132,7 +141,9 @@ def _bench(args, rest) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; the options of a ``COMMAND_MODULES`` subcommand are added only for
+    ``command`` (the one named on the command line), whose module is then imported."""
     p = argparse.ArgumentParser(prog="pycumd", description="Molecular dynamics on GPUs, in Python.")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a simulation (TOML config or LAMMPS input; default: embedded LJ melt)")
@@ -147,6 +158,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--deterministic", action="store_true",
                    help="GPU kernels without FMA contraction and the CPU's full neighbour list: "
                         "double-precision NVE gives the same bits on CPU and GPU")
+    r.add_argument("--threads", type=int, metavar="N",
+                   help="CPU threads of each process (default: NUMBA_NUM_THREADS if set, else over MPI ranks "
+                        "the cores divided by the ranks on the node, else every core)")
     r.add_argument("--trajectory", help="write frames to this file: .xyz (extended XYZ), .gsd, .lammpstrj (LAMMPS dump)")
     r.add_argument("--trajectory-every", type=int, default=100, help="steps between frames (default 100)")
     r.add_argument("--var", nargs=2, action="append", metavar=("NAME", "VALUE"),
@@ -164,13 +178,23 @@ def build_parser() -> argparse.ArgumentParser:
                                      "(composite suite), ions (all-pairs screened Coulomb); "
                                      "pycumd bench NAME --help for each one's options")
     b.add_argument("what", choices=BENCHMARKS)
-    for name, module_name in COMMAND_MODULES.items():
-        module = importlib.import_module(module_name)
-        module.add_arguments(sub.add_parser(name, help=module.HELP))
+    for name, (module_name, help_line) in COMMAND_MODULES.items():
+        command_parser = sub.add_parser(name, help=help_line, description=help_line)
+        if name == command:
+            importlib.import_module(module_name).add_arguments(command_parser)
     return p
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv else None)
+    if len(argv) >= 2 and argv[0] == "bench" and argv[1] in BENCHMARKS:
+        args, rest = parser.parse_args(argv[:2]), argv[2:]     # the benchmark parses (and documents) the rest
+    else:
+        args, rest = parser.parse_known_args(argv)
+    if args.command != "bench" and rest:
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    # the engine is imported only once a command runs: --help and argument errors stay fast
     from .backend import BackendUnavailableError
     from .inputs.config import ConfigError
     from .inputs.lammps_script import LammpsScriptError
@@ -178,17 +202,9 @@ def main(argv=None) -> int:
     from .simulation import SimulationError
     from .system import InputError
 
-    argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
-    if len(argv) >= 2 and argv[0] == "bench" and argv[1] in BENCHMARKS:
-        args, rest = parser.parse_args(argv[:2]), argv[2:]     # the benchmark parses (and documents) the rest
-    else:
-        args, rest = parser.parse_known_args(argv)
-    if args.command != "bench" and rest:
-        parser.error(f"unrecognized arguments: {' '.join(rest)}")
     try:
         if args.command in COMMAND_MODULES:
-            return importlib.import_module(COMMAND_MODULES[args.command]).main(args)
+            return importlib.import_module(COMMAND_MODULES[args.command][0]).main(args)
         return _run(args) if args.command == "run" else _bench(args, rest)
     except (InputError, ConfigError, LammpsScriptError, BackendUnavailableError, FileNotFoundError,
             NotImplementedError) as exc:

@@ -17,6 +17,7 @@ from .forces import PairForces
 from .neighbors.allpairs import AllPairsForces, AllPairsNeighbors, choose_pair_method
 from .neighbors.verlet import NeighborList
 from .parallel.comm import communicator
+from .parallel.threads import configure_cpu_threads
 from .precision import get_precision
 from .state import State
 from .system import InputError, System
@@ -61,6 +62,10 @@ class EngineOptions:
         one process.
     processors : tuple of 3 ints or None
         Spatial-domain grid, 0 = free (LAMMPS ``processors``); matrix_grid : (P, Q) or None.
+    threads : int or None
+        CPU: Numba threads of this process; None: ``NUMBA_NUM_THREADS`` if set, else over MPI ranks
+        the cores divided by the ranks on the node, else Numba's default
+        (:mod:`pycumd.parallel.threads`).
     """
 
     device: str = "auto"
@@ -71,6 +76,7 @@ class EngineOptions:
     comm: object = None
     processors: tuple | None = None
     matrix_grid: tuple | None = None
+    threads: int | None = None
 
 
 #: Simulation's keyword arguments for interactive use -> the NeighborOptions field they set
@@ -111,6 +117,7 @@ class Components:
     #: the ranks of the run (pycumd.parallel.comm: SerialCommunicator on one process)
     comm: Communicator
     decomposition: object = None      # pycumd.parallel decomposition of a run over MPI ranks, or None
+    cpu_threads: str = ""             # CPU: the threads of this process, in the run header's words
 
 
 def _half_list(backend, precision, decomposed: bool) -> bool:
@@ -138,6 +145,8 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     if decomposed and backend.is_gpu:             # one GPU per rank, by local rank
         from .parallel import select_device
         select_device(comm)
+    cpu_threads = "" if backend.is_gpu else configure_cpu_threads(engine.comm if decomposed else None,
+                                                                  engine.threads)
     precision = get_precision(engine.precision, backend.name, engine.deterministic)
     integrator.bind(backend, precision, system.units)
     skin = neighbor.resolved_skin(system.units.name)
@@ -160,11 +169,11 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
         parts = decompose(system, potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor, engine,
                           serial_list=neighbors)
         return Components(backend, precision, parts.state, integrator, parts.neighbors, parts.forces, pair_method,
-                          parts.decomposition.comm, parts.decomposition)
+                          parts.decomposition.comm, parts.decomposition, cpu_threads)
     neighbors.check_box(system.box.L)
     state = State.from_system(system, backend, precision)
     forces = forces_class(potential, system.n_types, backend, precision)
-    return Components(backend, precision, state, integrator, neighbors, forces, pair_method, comm)
+    return Components(backend, precision, state, integrator, neighbors, forces, pair_method, comm, None, cpu_threads)
 
 
 def _check_composite_supported(pair_method: str, thermostat) -> None:

@@ -29,6 +29,7 @@ import numpy as np
 from .composite import ff_parts
 from .contracts import ForceEvaluatorBase
 from .potentials.registry import header_ids
+from .jit_cache import cache_kernel
 from .system import InputError
 
 BLOCK = 128
@@ -304,7 +305,8 @@ def pair_kernel(potential, table, backend, precision, source: str, name: str, ma
     GPU: kernel ``name`` of ``source`` compiled with the precision's types and options and the
     potential's header; the table in the pair precision.  CPU: the Numba kernel that
     ``make_cpu_kernel(pair_function)`` builds (cached per potential class, cutoff treatment and
-    builder); the table in float64.
+    builder, and on disk where the potential gives a key: :mod:`pycumd.jit_cache`); the table in
+    float64.
     """
     if backend.is_gpu:
         defines = {**precision.cuda_defines, **potential_defines(potential),
@@ -313,7 +315,10 @@ def pair_kernel(potential, table, backend, precision, source: str, name: str, ma
         return module.get_function(name), backend.xp.asarray(table, dtype=precision.pair_dtype)
     key = (type(potential), potential.cutoff, make_cpu_kernel)
     if key not in _CPU_KERNELS:
-        _CPU_KERNELS[key] = make_cpu_kernel(potential.pair_function())
+        disk_key = potential.kernel_cache_key()
+        if disk_key is not None:
+            disk_key = (make_cpu_kernel.__module__, make_cpu_kernel.__qualname__, *disk_key)
+        _CPU_KERNELS[key] = cache_kernel(make_cpu_kernel(potential.pair_function()), disk_key)
     return _CPU_KERNELS[key], table
 
 

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-HELP = "plot a thermo log (energies with a drift line, temperature, pressure) or an rdf/msd/vacf/S(q) CSV"
 
 KINDS = {"thermo": ("Step", "TotEng", "Temp", "Press"), "rdf": ("r", "g"), "msd": ("time", "msd"),
          "vacf": ("time", "vacf"), "sq": ("q", "S")}

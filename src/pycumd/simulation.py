@@ -99,6 +99,7 @@ class Simulation:
         self.pair_method = parts.pair_method
         #: the ranks of the run (pycumd.parallel.comm.SerialCommunicator on one process)
         self.comm = parts.comm
+        self.cpu_threads = parts.cpu_threads
         #: pycumd.parallel decomposition over MPI ranks (a comm of several ranks given), else None
         self.decomposition = d = parts.decomposition
         self.book = (d.bookkeeping if d else Bookkeeping)(parts, system.units, system.box.volume)
@@ -443,7 +444,8 @@ class Simulation:
                 f"({self.units.name} units)\n"
                 f"pair {self.potential.describe()}, skin {self.neighbors.skin}\n"
                 f"{self.integrator.describe()}\n"
-                f"device {self.backend.name} ({self.backend.device_name}), precision {self.precision.name}"
+                f"device {self.backend.name} ({self.backend.device_name}"
+                + (f", {self.cpu_threads}" if self.cpu_threads else "") + f"), precision {self.precision.name}"
                 + (f"\n{self.decomposition.describe()}" if self.decomposition is not None else ""))
 
 

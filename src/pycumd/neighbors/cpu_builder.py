@@ -69,7 +69,7 @@ def _row_cell(u, n, L):
     return u, 0.0
 
 
-@numba.njit(inline="always")
+@numba.njit(cache=True)
 def _scan_cells(positions, cell_order, identity, s0, s1, i, xi, yi, zi, sx, sy, sz, L, invL, rint_image, half,
                 r_list2, nbr, capacity, slot0, step, used, m):
     """Record the candidates ``cell_order[s0:s1]`` closer than ``r_list``; return (found, min r^2).

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import time
 
-HELP = "electrostatic potential map of a PQR/PDB/LAMMPS data/GSD input (direct, cutoff or multilevel summation)"
-
 
 def add_map_arguments(parser, default_method: str = "direct") -> None:
     """The options shared by ``potential-map`` and ``place-ions``."""

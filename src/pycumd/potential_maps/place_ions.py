@@ -17,7 +17,6 @@ import numpy as np
 
 from pycumd.system import InputError
 
-HELP = "place ions at the lowest-energy points of the potential map, one at a time (as VMD's cionize)"
 
 #: name, residue, charge, radius (Angstrom) per ion kind
 IONS = {"sodium": ("NA", "NA", 1.0, 1.87), "potassium": ("K", "K", 1.0, 2.14),

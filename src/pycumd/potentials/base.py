@@ -24,6 +24,7 @@ import numba
 import numpy as np
 
 from .lammps_args import check_count, numbers
+from ..jit_cache import source_key
 
 CUTOFF_MODES = ("truncate", "shift", "shift_force")
 CUTOFF_COLUMNS = 4  #: rc^2, rc, e_c, f_c
@@ -160,6 +161,19 @@ class PairPotential:
     def pair_function(self):
         """The ``njit`` function ``(r2, row) -> (energy, force_over_r)`` with the cutoff applied."""
         return make_pair_function(self.raw_pair_function, self.cutoff == "shift_force")
+
+    def kernel_cache_key(self):
+        """A key that names :meth:`pair_function` across processes, for Numba's disk cache of the CPU
+        kernels built around it (:mod:`pycumd.jit_cache`), or None (compiled in each process).
+
+        The raw pair function's module, name and file contents, and the cutoff treatment; None where
+        the raw function has no source file (a generated formula).  A subclass that overrides
+        :meth:`pair_function` overrides this too.
+        """
+        if type(self).pair_function is not PairPotential.pair_function:
+            return None
+        source = source_key(self.raw_pair_function)
+        return None if source is None else (*source, self.cutoff == "shift_force")
 
     def energy_and_force(self, r, type_i: int = 0, type_j: int = 0, n_types: int | None = None):
         """Evaluate the pair energy and the force magnitude ``-dE/dr`` at distances ``r`` (host, float64).

@@ -16,7 +16,7 @@ from .base import PairPotential
 from .mixing import no_mixing
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def born_raw(r2, row):
     """Raw Born energy and force/r (row: [rc2, rc, e_c, f_c, A, 1/rho, sigma, C, D, A/rho, 6 C, 8 D])."""
     r2inv = 1.0 / r2

@@ -15,7 +15,7 @@ from .base import PairPotential
 from .mixing import no_mixing
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def buckingham_raw(r2, row):
     """Raw Buckingham energy and force/r (row: [rc2, rc, e_c, f_c, A, 1/rho, C, A/rho, 6 C])."""
     r2inv = 1.0 / r2

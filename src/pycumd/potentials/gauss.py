@@ -15,7 +15,7 @@ from .base import PairPotential
 from .mixing import mix_energy
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def gauss_raw(r2, row):
     """Raw Gaussian energy and force/r (row: [rc2, rc, e_c, f_c, A, B])."""
     g = row[4] * math.exp(-row[5] * r2)

@@ -16,7 +16,7 @@ import numba
 from .base import PairPotential
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def lennard_jones_raw(r2, row):
     """Raw LJ energy and force/r at squared distance ``r2`` (row: [rc2, rc, e_c, f_c, lj1..lj4])."""
     r2inv = 1.0 / r2

@@ -16,7 +16,7 @@ from .base import PairPotential
 from .mixing import mix_energy
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def lj96_raw(r2, row):
     """Raw LJ 9-6 energy and force/r (row: [rc2, rc, e_c, f_c, lj1..lj4])."""
     r2inv = 1.0 / r2

@@ -29,7 +29,7 @@ from .lammps_args import check_count, numbers, qqrd2e, type_charges
 from .mixing import mix_energy
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def lj_coulomb_raw(r2, row):
     """Raw LJ + Coulomb energy and force/r (row: [rc2, rc, e_c, f_c, lj1..lj4, rc_lj2, offset, qq, rc_coul2, kappa])."""
     r2inv = 1.0 / r2

@@ -15,7 +15,7 @@ from .base import PairPotential
 from .mixing import no_mixing
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def morse_raw(r2, row):
     """Raw Morse energy and force/r (row: [rc2, rc, e_c, f_c, D0, alpha, r0, 2 D0 alpha])."""
     r = math.sqrt(r2)

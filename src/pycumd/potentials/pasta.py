@@ -35,7 +35,7 @@ PROTON, NEUTRON = 0, 1
 TAU = {PROTON: 1.0, NEUTRON: -1.0}
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def pasta_raw(r2, row):
     """Raw pasta energy and force/r (row: [rc2, rc, e_c, f_c, a, B, 1/Lambda, C, kappa])."""
     r = math.sqrt(r2)

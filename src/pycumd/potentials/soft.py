@@ -16,7 +16,7 @@ import numba
 from .base import PairPotential
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def soft_raw(r2, row):
     """Raw soft energy and force/r (row: [rc2, rc, e_c, f_c, A, pi/rc, A pi/rc])."""
     r = math.sqrt(r2)

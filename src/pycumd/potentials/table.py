@@ -46,7 +46,7 @@ class TableFileError(ValueError):
     """A table file that cannot be read (the message names the file, the line and the problem)."""
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def table_raw(r2, row):
     """Energy and force/r from a pair's table row (see the module docstring)."""
     n = int(row[8])

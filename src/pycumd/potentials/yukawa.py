@@ -29,7 +29,7 @@ from .base import MissingParameterError, PairPotential
 from .lammps_args import check_count, numbers, qqrd2e, type_charges
 
 
-@numba.njit(inline="always")
+@numba.njit(inline="always", cache=True)
 def yukawa_raw(r2, row):
     """Raw Yukawa energy and force/r at squared distance ``r2`` (row: [rc2, rc, e_c, f_c, A, kappa]).
 
