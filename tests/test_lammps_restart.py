@@ -131,3 +131,87 @@ def test_read_restart_of_a_table_pair_style_needs_it_again(tmp_path, monkeypatch
                         workdir=tmp_path)
     result = _pycumd(again.format(fix=FIXES["nvt"], restart="r.ckpt"), tmp_path)
     _assert_rows_match(result.thermo.rows, oracle.runs[1])
+
+
+def _write_data_file(path, pair_section: str = "", shift_every: int = 7):
+    """A two-type LJ data file (this test's own): 256 atoms on an fcc lattice, type 2 of mass 1.5
+    for every third atom, velocities of a fixed random draw; every ``shift_every``-th atom is given
+    one or two box lengths outside the box (some with image flags other than 0)."""
+    rng = np.random.default_rng(20261126)
+    a = (4 / 0.8442) ** (1 / 3)
+    cells = np.stack(np.meshgrid(*[np.arange(4)] * 3, indexing="ij"), -1).reshape(-1, 3)
+    basis = np.array([[0, 0, 0], [0.5, 0.5, 0], [0.5, 0, 0.5], [0, 0.5, 0.5]])
+    x = ((cells[:, None, :] + basis[None]) * a).reshape(-1, 3) + 0.05
+    L = 4 * a
+    lines = ["LAMMPS data file for the tests", "", f"{len(x)} atoms", "2 atom types", "",
+             f"0.0 {L:.17g} xlo xhi", f"0.0 {L:.17g} ylo yhi", f"0.0 {L:.17g} zlo zhi", "", "Masses", "", "1 1.0", "2 1.5", ""]
+    if pair_section:
+        lines += [pair_section, ""]
+    lines += ["Atoms # atomic", ""]
+    for k, r in enumerate(x):
+        t = 2 if k % 3 == 0 else 1
+        if k % shift_every == 0:
+            n = np.array([(k // 7) % 3 - 1, 2 * ((k // 5) % 2) - 1, -2 if k % 2 else 0])
+            r = r + n * L
+        image = f" {k % 2} 0 -1" if k % 4 == 0 else " 0 0 0"
+        lines.append(f"{k + 1} {t} {r[0]:.17g} {r[1]:.17g} {r[2]:.17g}{image}")
+    lines += ["", "Velocities", ""]
+    v = rng.normal(size=x.shape)
+    lines += [f"{k + 1} {w[0]:.17g} {w[1]:.17g} {w[2]:.17g}" for k, w in enumerate(v)]
+    path.write_text("\n".join(lines) + "\n")
+
+
+DATA_RUN = """units lj
+atom_style atomic
+pair_style lj/cut 2.5
+read_data d.data
+{after}
+region inner block 1.0 4.0 0.0 3.0 INF INF units box
+group inner region inner
+neighbor 0.3 bin
+fix 1 all nve
+dump d inner custom 20 d.dump id type x y z ix iy iz
+dump_modify d sort id format float %20.15g
+thermo_style custom step temp pe etotal press
+thermo_modify format float %20.15g
+thermo 10
+run 20
+"""
+
+DATA_COLUMNS = ("Temp", "PotEng", "TotEng", "Press")
+
+
+@needs_lammps
+def test_read_data_mass_override_wrap_and_pair_coeffs(tmp_path, monkeypatch):
+    """A ``mass`` after read_data overrides the file's Masses; atoms outside the box are wrapped with
+    their image flags before groups and regions see them; a Pair Coeffs section gives the
+    coefficients. The step-0 Temp, the run and the group's atoms at steps 0 and 20 are LAMMPS'."""
+    monkeypatch.chdir(tmp_path)
+    _write_data_file(tmp_path / "d.data", "Pair Coeffs # lj/cut\n\n1 1.0 1.0\n2 0.9 1.1 2.2")
+    ref = tmp_path / "lammps"
+    ref.mkdir()
+    (ref / "d.data").write_text((tmp_path / "d.data").read_text())
+    text = DATA_RUN.format(after="mass 2 1.25")
+    oracle = run_lammps(text, workdir=ref)
+    result = _pycumd(text, tmp_path)
+    temps = [r["Temp"] for r in result.thermo.rows]
+    assert temps[0] == pytest.approx(oracle.runs[0]["Temp"][0], rel=1e-12)
+    for k, step in enumerate(oracle.runs[0]["Step"]):
+        row = result.thermo.rows[k]
+        assert row["Step"] == step
+        for c in DATA_COLUMNS:
+            assert row[c] == pytest.approx(oracle.runs[0][c][k], rel=1e-10, abs=1e-10), (step, c)
+    frames = [(d / "d.dump").read_text().split("ITEM: ATOMS")[1:] for d in (tmp_path, ref)]
+    assert len(frames[0]) == 2 and len(frames[0][0].split("ITEM:")[0].splitlines()) > 30
+    for mine, theirs in zip(frames[0], frames[1]):
+        a, b = (np.loadtxt(f.split("ITEM:")[0].splitlines()[1:]) for f in (mine, theirs))
+        assert a.shape == b.shape
+        assert np.array_equal(a[:, [0, 1, 5, 6, 7]], b[:, [0, 1, 5, 6, 7]])
+        assert np.allclose(a[:, 2:5], b[:, 2:5], rtol=0, atol=1e-12)
+    # velocity loop geom draws by position: it sees the wrapped atoms
+    text = DATA_RUN.format(after="velocity all create 1.3 4928 loop geom")
+    oracle = run_lammps(text, workdir=ref)
+    result = _pycumd(text, tmp_path)
+    for k, step in enumerate(oracle.runs[0]["Step"]):
+        for c in DATA_COLUMNS:
+            assert result.thermo.rows[k][c] == pytest.approx(oracle.runs[0][c][k], rel=1e-10, abs=1e-10), (step, c)

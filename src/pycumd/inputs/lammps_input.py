@@ -290,8 +290,11 @@ class LammpsPlanner:
     def _cmd_mass(self, a):
         if self.stages:
             raise NotImplementedError("changing masses after a run is not supported")
-        for t in _type_range(a[0], self.setup.n_types):
+        types = list(_type_range(a[0], self.setup.n_types))
+        for t in types:
             self.setup.masses[t] = float(a[1])
+        if self._system is not None:        # read_data / read_restart: as LAMMPS, a later mass overrides
+            self._system.masses[types] = float(a[1])
         self._dirty = True
 
     def _cmd_velocity(self, a):
@@ -837,8 +840,30 @@ class LammpsPlanner:
         if unknown:
             raise ValueError(f"write_data keyword(s) {' '.join(unknown)} not supported")
         path, style, charges = a[0], self.setup.atom_style, dict(self.setup.charges)
+        pair_coeffs = None if "nocoeff" in a[1:] else self._pair_coeffs_section()
         self._after_last_run("write_data", lambda sim, plan, index: write_lammps_data(
-            path, sim.system(), atom_style=style, charges=charges))
+            path, sim.system(), atom_style=style, charges=charges, pair_coeffs=pair_coeffs))
+
+    def _pair_coeffs_section(self):
+        """The pair coefficients as a data file section (LAMMPS ``write_data``): ``Pair Coeffs`` when
+        only pairs I I were given (others mix when read), ``PairIJ Coeffs`` when every pair I <= J was;
+        None for styles LAMMPS writes none of (:data:`PAIR_STYLES_NOT_IN_DATA`) or no pair style."""
+        s = self.setup
+        if s.pair is None or s.pair[0] in PAIR_STYLES_NOT_IN_DATA:
+            return None
+        latest = {}
+        for i, j, args in s.pair_coeffs:
+            latest[(i, j)] = args
+        if not latest:
+            return None
+        title = f"# {s.pair[0]}"
+        if all(i == j for i, j in latest):
+            return f"Pair Coeffs {title}", [" ".join([str(i + 1), *latest[i, j]]) for i, j in sorted(latest)]
+        if len(latest) == s.n_types * (s.n_types + 1) // 2:
+            return f"PairIJ Coeffs {title}", [" ".join([str(i + 1), str(j + 1), *latest[i, j]])
+                                               for i, j in sorted(latest)]
+        raise ValueError("pair coefficients were given for some type pairs I != J but not all: a data file's "
+                         "Pair Coeffs section cannot hold them (give every pair I <= J, or use nocoeff)")
 
     def _after_last_run(self, command: str, action) -> None:
         if not self.stages:
@@ -888,6 +913,10 @@ class LammpsPlanner:
         s.box, s.n_types = data["box"], data["n_types"]
         s.masses.update(data["masses"])
         s.charges = data["charges"]
+        for i, j, words, line in data["pair_coeffs"]:     # as a pair_coeff command each (LAMMPS)
+            if s.pair is None:
+                raise ValueError(f"{path}:{line}: Pair Coeffs need a pair_style before read_data")
+            s.pair_coeffs.append((i, j, list(words)))
         missing = [t + 1 for t in range(s.n_types) if t not in s.masses]
         if missing:
             raise ValueError(f"{path}: no Masses for type(s) {missing}")
@@ -993,6 +1022,9 @@ def _load_fix_state(fix: tuple, state: dict) -> None:
 
 #: pair styles whose settings and coefficients LAMMPS does not write to restart files (restartinfo = 0)
 PAIR_STYLES_NOT_IN_RESTART = ("table",)
+#: pair styles whose coefficients pycumd's write_data leaves out (table: LAMMPS writes none; lepton:
+#: its expressions hold spaces, which a data file line cannot)
+PAIR_STYLES_NOT_IN_DATA = ("table", "lepton")
 
 
 def _yes_no(value: str, what: str) -> bool:
