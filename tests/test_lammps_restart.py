@@ -215,3 +215,38 @@ def test_read_data_mass_override_wrap_and_pair_coeffs(tmp_path, monkeypatch):
     for k, step in enumerate(oracle.runs[0]["Step"]):
         for c in DATA_COLUMNS:
             assert result.thermo.rows[k][c] == pytest.approx(oracle.runs[0][c][k], rel=1e-10, abs=1e-10), (step, c)
+
+
+@needs_lammps
+def test_write_data_writes_pair_coeffs_that_lammps_reads(tmp_path, monkeypatch):
+    """pycumd's write_data writes the pair coefficients (Pair Coeffs when only I I pairs were given,
+    PairIJ Coeffs when every pair was), not with nocoeff; LAMMPS runs from the file with no
+    pair_coeff command, as pycumd does from LAMMPS' own write_data file."""
+    monkeypatch.chdir(tmp_path)
+    _write_data_file(tmp_path / "d.data")
+    ref = tmp_path / "lammps"
+    ref.mkdir()
+    (ref / "d.data").write_text((tmp_path / "d.data").read_text())
+    again = DATA_RUN.format(after="").replace("read_data d.data", "read_data out.data").replace("dump", "#")
+    for coeffs, section in (("pair_coeff 1 1 1.0 1.0\npair_coeff 2 2 0.9 1.1 2.2", "Pair Coeffs # lj/cut"),
+                            ("pair_coeff * * 1.0 1.0\npair_coeff 1 2 1.1 1.05 2.2", "PairIJ Coeffs # lj/cut")):
+        text = DATA_RUN.format(after=coeffs).replace("run 20", "run 10\nwrite_data out.data\nwrite_data bare.data nocoeff")
+        _pycumd(text, tmp_path)
+        written = (tmp_path / "out.data").read_text()
+        assert section in written and "Coeffs" not in (tmp_path / "bare.data").read_text()
+        (ref / "out.data").write_text(written)
+        oracle = run_lammps(again, workdir=ref)
+        result = _pycumd(again, tmp_path)
+        for k, step in enumerate(oracle.runs[0]["Step"]):
+            for c in DATA_COLUMNS:
+                assert result.thermo.rows[k][c] == pytest.approx(oracle.runs[0][c][k], rel=1e-10, abs=1e-10), \
+                    (section, step, c)
+    run_lammps(DATA_RUN.format(after="pair_coeff * * 1.0 1.0\npair_coeff 2 2 0.9 1.1 2.2").replace(
+        "run 20", "run 0\nwrite_data out.data"), workdir=ref)
+    (tmp_path / "out.data").write_text((ref / "out.data").read_text())
+    assert "Pair Coeffs # lj/cut" in (tmp_path / "out.data").read_text()
+    oracle = run_lammps(again, workdir=ref)
+    result = _pycumd(again, tmp_path)
+    for k, step in enumerate(oracle.runs[0]["Step"]):
+        for c in DATA_COLUMNS:
+            assert result.thermo.rows[k][c] == pytest.approx(oracle.runs[0][c][k], rel=1e-10, abs=1e-10), (step, c)
