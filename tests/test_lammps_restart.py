@@ -250,3 +250,16 @@ def test_write_data_writes_pair_coeffs_that_lammps_reads(tmp_path, monkeypatch):
     for k, step in enumerate(oracle.runs[0]["Step"]):
         for c in DATA_COLUMNS:
             assert result.thermo.rows[k][c] == pytest.approx(oracle.runs[0][c][k], rel=1e-10, abs=1e-10), (step, c)
+
+
+@needs_lammps
+def test_nose_hoover_chains_go_on_across_a_change_between_runs(tmp_path, monkeypatch):
+    """A fix nvt is one fix from its command to unfix, as in LAMMPS: its chains go on through a
+    timestep change between runs (pycumd builds the run's components anew there)."""
+    monkeypatch.chdir(tmp_path)
+    text = FIRST.format(fix=FIXES["nvt"], ext="ckpt").replace("restart 30 periodic.ckpt\n", "").replace(
+        "write_restart r.ckpt\n", "timestep 0.002\nrun 20\n")
+    oracle = run_lammps(text.replace(".ckpt", ".lammps"))
+    result = _pycumd(text, tmp_path)
+    second = {c: v[1:] for c, v in oracle.runs[1].items()}      # its first row is the first run's last
+    _assert_rows_match(result.thermo.rows, {c: np.concatenate([oracle.runs[0][c], second[c]]) for c in second})

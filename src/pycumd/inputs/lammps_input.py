@@ -14,7 +14,8 @@ Supported commands and keywords::
     pair_style lj/cut RC           pair_coeff I J EPS SIGMA [RC]   (I, J may be *)
     pair_style yukawa KAPPA RC     pair_coeff I J A [RC]
     pair_style coul/debye KAPPA RC pair_coeff * *   (charges per type from read_data)
-    atom_style atomic|charge       read_data FILE (Masses, Atoms, Velocities sections)
+    atom_style atomic|charge       read_data FILE (Masses, Atoms, Velocities, Pair Coeffs, PairIJ Coeffs;
+                                   atoms outside the box wrapped with image flags; a later mass overrides)
     pair_modify shift yes|no mix geometric|arithmetic|sixthpower tail no
     package gpu|kokkos|omp|intel|cuda ...  (accelerator settings: accepted, not used)
     pair styles with an accelerator suffix (lj/cut/gpu, /omp, /opt, /kk, /intel): the base style
@@ -23,8 +24,9 @@ Supported commands and keywords::
                                               langevin T0 T1 DAMP SEED
     unfix ID                       thermo N            thermo_style one
     run N                          print TEXT          echo/log/newton/processors (ignored)
-    restart N FILE | restart 0     write_restart FILE  read_restart FILE   (pycumd checkpoints)
-    write_data FILE [nocoeff]      (after a run: atoms, masses, images, velocities)
+    restart N FILE | restart 0     write_restart FILE  read_restart FILE   (pycumd checkpoints, carrying
+                                   timestep, pair style and coefficients, groups, fix nvt/npt/nph states)
+    write_data FILE [nocoeff]      (after a run: atoms, masses, pair coefficients, images, velocities)
     min_style cg|fire              min_modify dmax D   minimize ETOL FTOL MAXITER MAXEVAL
 
     thermo_style one|custom KEYWORDS|c_ID|c_ID[k]|v_name|f_ID|f_ID[k]   thermo_modify norm yes|no
