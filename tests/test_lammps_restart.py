@@ -4,9 +4,14 @@ states, timestep, pair style and coefficients, groups after ``read_restart``; ``
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
+from pycumd.backend import cuda_available
+from pycumd.bookkeeping import SimulationError
+from pycumd.components import EngineOptions
 from pycumd.inputs.lammps_input import plan_from_lammps_script
 from pycumd.inputs.lammps_script import LammpsScriptError
 from pycumd.run_plan import execute
@@ -263,3 +268,70 @@ def test_nose_hoover_chains_go_on_across_a_change_between_runs(tmp_path, monkeyp
     result = _pycumd(text, tmp_path)
     second = {c: v[1:] for c, v in oracle.runs[1].items()}      # its first row is the first run's last
     _assert_rows_match(result.thermo.rows, {c: np.concatenate([oracle.runs[0][c], second[c]]) for c in second})
+
+
+TABLE_RUN = """units lj
+lattice fcc 0.8442
+region box block 0 4 0 4 0 4
+create_box 1 box
+create_atoms 1 box
+mass 1 1.0
+velocity all create 3.0 87287 loop geom
+pair_style table linear 400
+pair_coeff 1 1 lj.table LJ 2.5
+neighbor 0.3 bin
+fix 1 all nve
+thermo_style custom step temp pe etotal press
+thermo_modify format float %20.15g
+thermo 1
+run 60
+"""
+
+
+@needs_lammps
+@pytest.mark.parametrize("pair_method", ["neighbor", "all_pairs"])
+def test_table_pair_below_the_inner_distance_stops_as_lammps(pair_method, tmp_path, monkeypatch):
+    """A pair closer than the table's inner distance stops the run at the step where LAMMPS stops
+    ("Pair distance < table inner cutoff"), naming the atoms and the distance LAMMPS names."""
+    monkeypatch.chdir(tmp_path)
+    _write_lj_table(tmp_path / "lj.table", r_lo=0.95)
+    with pytest.raises(Exception, match="Pair distance < table inner cutoff") as lammps_error:
+        run_lammps(TABLE_RUN, workdir=tmp_path)
+    lammps_distance = float(str(lammps_error.value).split("dist ")[1].split()[0])
+    log = (tmp_path / "log.lammps").read_text()
+    steps = [int(line.split()[0]) for line in log.splitlines() if line.split()[:1] and line.split()[0].isdigit()
+             and len(line.split()) == 5]
+    with pytest.raises(Exception, match=r"pair_style table: pair distance (\S+) < table inner cutoff 0.95 "
+                                        r"\(atoms (\d+) and (\d+), types 1 1\) at step (\d+)") as error:
+        plan = plan_from_lammps_script(text=TABLE_RUN, screen=False, base_dir=str(tmp_path))
+        plan.engine = EngineOptions(device="cpu", pair_method=pair_method)
+        execute(plan)
+    r, id_i, id_j, step = re.search(r"pair distance (\S+) < .*atoms (\d+) and (\d+).* at step (\d+)",
+                                    str(error.value)).groups()
+    assert int(step) == steps[-1] + 1 > 1
+    assert float(r) == pytest.approx(lammps_distance, rel=1e-9)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU / CuPy on this machine")
+@pytest.mark.parametrize("precision", ["single", "mixed", "double", "composite"])
+@pytest.mark.parametrize("pair_method", ["neighbor", "all_pairs"])
+def test_gpu_table_pair_below_the_inner_distance_stops_as_the_cpu(precision, pair_method, tmp_path, monkeypatch):
+    """The GPU kernels record a pair below the table's inner distance; with a report every step the
+    run stops at the CPU's step, naming the CPU's pair (and its distance, in double precision)."""
+    monkeypatch.chdir(tmp_path)
+    _write_lj_table(tmp_path / "lj.table", r_lo=0.95)
+    if precision == "composite" and pair_method == "all_pairs":
+        pytest.skip("composite precision has no all-pairs path")
+    messages = {}
+    for device in ("cpu", "cuda"):
+        plan = plan_from_lammps_script(text=TABLE_RUN, screen=False, base_dir=str(tmp_path))
+        plan.engine = EngineOptions(device=device, precision=precision if device == "cuda" else "double",
+                                    pair_method=pair_method)
+        with pytest.raises(SimulationError, match="pair_style table: pair distance") as error:
+            execute(plan)
+        messages[device] = str(error.value)
+    pattern = r"\(atoms (\d+) and (\d+), types 1 1\) at step (\d+)"
+    assert re.search(pattern, messages["cuda"]).groups() == re.search(pattern, messages["cpu"]).groups()
+    if precision == "double":
+        assert messages["cuda"] == messages["cpu"]

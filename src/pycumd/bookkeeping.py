@@ -110,6 +110,8 @@ class Bookkeeping:
         or (where current) an energy is not finite."""
         s, backend = self.c.state, self.c.backend
         xp = backend.xp
+        if backend.is_gpu:      # pairs the potential cannot evaluate (the CPU checks at every evaluation)
+            getattr(self.c.forces, "check_pair_errors", lambda state: None)(s)
         # (what, array, columns checked of each row: None for all; positions' fourth is the type)
         checks = [("position", s.positions, 3), ("velocity", s.velocities, None)]
         if self.energy_is_current():

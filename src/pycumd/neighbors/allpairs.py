@@ -173,11 +173,19 @@ class AllPairsForces:
         self.candidates = BLOCK_CANDIDATES
         self.compute = self._compute_cuda if backend.is_gpu else self._compute_cpu
 
+    def check_pair_errors(self, state) -> None:
+        """:func:`pycumd.forces.check_pair_errors` of this evaluator's potential and table."""
+        if not self.fast:
+            from ..forces import check_pair_errors
+
+            check_pair_errors(self.potential, self._table, self.n_types, state, self.backend)
+
     # -- CPU ------------------------------------------------------------------------------
     def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
         L = np.asarray(state.box_lengths, dtype=np.float64)
         self._kernel(state.positions, state.types, state.positions, state.types, 0, L, 1.0 / L, self._table,
                      self.n_types, state.forces, state.energy, state.virial, with_energy)
+        self.check_pair_errors(state)
 
     def compute_block(self, state, sources, source_types, self_offset: int, with_energy: bool) -> None:
         """Forces on the state's atoms (targets) from ``sources`` only (one block of the force matrix).
