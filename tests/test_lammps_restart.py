@@ -335,3 +335,23 @@ def test_gpu_table_pair_below_the_inner_distance_stops_as_the_cpu(precision, pai
     assert re.search(pattern, messages["cuda"]).groups() == re.search(pattern, messages["cpu"]).groups()
     if precision == "double":
         assert messages["cuda"] == messages["cpu"]
+
+
+def test_read_restart_of_a_checkpoint_without_lammps_settings_takes_its_timestep(tmp_path, monkeypatch):
+    """A checkpoint written without a script's settings (the Python API, a TOML run) gives
+    read_restart its atoms, step and timestep; the pair style must then be given."""
+    from pycumd.run_plan import write_checkpoint_action
+
+    monkeypatch.chdir(tmp_path)
+    text = FIRST.format(fix="fix 1 all nve", ext="ckpt").replace(
+        "restart 30 periodic.ckpt\n", "").replace("write_restart r.ckpt\n", "").replace("run 30", "run 5")
+    plan = plan_from_lammps_script(text=text.replace("timestep 0.003", "timestep 0.004"), screen=False,
+                                   base_dir=str(tmp_path))
+    result = execute(plan)
+    write_checkpoint_action(str(tmp_path / "api.ckpt"))(result.sim, plan, 0)
+    again = plan_from_lammps_script(text="read_restart api.ckpt\npair_style lj/cut 2.5\npair_coeff * * 1.0 1.0\n"
+                                         "fix 1 all nve\nrun 0\n", screen=False, base_dir=str(tmp_path))
+    assert again.stages[0].integrator.dt == 0.004 and again.first_step == 5
+    with pytest.raises(LammpsScriptError, match="run before pair_style"):
+        plan_from_lammps_script(text="read_restart api.ckpt\nfix 1 all nve\nrun 0\n", screen=False,
+                                base_dir=str(tmp_path))

@@ -896,6 +896,7 @@ class LammpsPlanner:
         s.atom_style = record.get("atom_style", s.atom_style)
         s.charges = {int(t): float(q) for t, q in record.get("charges", {}).items()}
         pair = record.get("pair")
+        self._restart_pair_missing = None
         if pair is not None and pair["style"] in PAIR_STYLES_NOT_IN_RESTART:
             s.pair, s.pair_coeffs, self._restart_pair_missing = None, [], pair["style"]
         elif pair is not None:
