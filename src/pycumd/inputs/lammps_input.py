@@ -918,7 +918,8 @@ class LammpsPlanner:
         s.charges = data["charges"]
         for i, j, words, line in data["pair_coeffs"]:     # as a pair_coeff command each (LAMMPS)
             if s.pair is None:
-                raise ValueError(f"{path}:{line}: Pair Coeffs need a pair_style before read_data")
+                raise ValueError(f"{path}:{line}: Pair Coeffs need a pair_style command before read_data (as in "
+                                 f"LAMMPS)")
             s.pair_coeffs.append((i, j, list(words)))
         missing = [t + 1 for t in range(s.n_types) if t not in s.masses]
         if missing:
