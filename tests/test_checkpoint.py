@@ -346,7 +346,8 @@ def test_lammps_restart_commands_write_and_read_checkpoints_and_data_files(tmp_p
         assert read_checkpoint("every.ckpt").step == 30 and read_checkpoint("every.ckpt.1").step == 20
         assert read_checkpoint("end.ckpt").step == 30
         for reader in ("read_restart end.ckpt", "read_data end.data"):
-            text = f"units lj\natom_style atomic\n{reader}\npair_style lj/cut 2.5\npair_coeff 1 1 1.0 1.0 2.5\n" \
+            # the data file holds Pair Coeffs: a pair style comes first, as LAMMPS needs
+            text = f"units lj\natom_style atomic\npair_style lj/cut 2.5\n{reader}\npair_coeff 1 1 1.0 1.0 2.5\n" \
                    "fix 1 all nve\nthermo 10\nrun 0\n"
             again = plan_from_lammps_script(text=text, screen=False)
             system = again.stages[0].system

@@ -63,3 +63,22 @@ def test_compiles_mixed(source, arch, tmp_path, sums_fp64):
     from pycumd.precision import get_precision
     defines = [f"-D{k}={v}" for k, v in get_precision("mixed", "cuda").cuda_defines.items()]
     _compile(source, arch, tmp_path, defines + [f"-DFIXED_POINT_SUMS_FP64={sums_fp64}"])
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("precision", ["single", "double", "mixed", "composite"])
+@pytest.mark.parametrize("source", ["forces.cu", "neighbors/allpairs.cu"])
+def test_compiles_with_the_table_potential(source, precision, arch, tmp_path):
+    """The force kernels with pair_style table's header (its atomic record of a pair below the
+    inner distance, on float and double rows), with the defines pycumd compiles them with."""
+    import numpy as np
+
+    from pycumd.forces import potential_defines
+    from pycumd.potentials.table import Table
+    from pycumd.precision import get_precision
+
+    r = np.linspace(0.9, 2.5, 50)
+    table = Table("linear", 100).pair_values(0, 0, r, 4 * (r ** -12 - r ** -6), 24 * (2 * r ** -13 - r ** -7))
+    defines = {**get_precision(precision, "cuda").cuda_defines, **potential_defines(table)}
+    _compile(PACKAGE / source, arch, tmp_path, [f"-D{k}={v}" for k, v in defines.items()])

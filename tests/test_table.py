@@ -176,8 +176,8 @@ def test_shared_system_was_the_1_1_percent(tmp_path):
     assert e == pytest.approx(-5340.238325775, rel=1e-10)
     assert np.abs(f.sum(axis=0)).max() < 1e-9 * np.abs(f).max()          # Newton's third law
     assert set(table_cuda_defines(700)) == {"TABLE_COLUMNS", "FORCE_ONE_TYPE_PATH"}
-    assert pot.cuda_defines == {"TABLE_COLUMNS": 9 + 5 * 700, "FORCE_ONE_TYPE_PATH": 0}
-    assert pot.table(2).shape == (4, 9 + 5 * 700)                         # the width the kernels index by
+    assert pot.cuda_defines == {"TABLE_COLUMNS": 9 + 5 * 700 + 1, "FORCE_ONE_TYPE_PATH": 0}
+    assert pot.table(2).shape == (4, 9 + 5 * 700 + 1)                         # the width the kernels index by
 
 
 #: (style, precision, relative tolerance) of the GPU against the CPU in double

@@ -107,9 +107,12 @@ class Bookkeeping:
 
     def check_finite(self) -> None:
         """Raise :class:`SimulationError` naming the step and the atom if a position, a velocity
-        or (where current) an energy is not finite."""
+        or (where current) an energy is not finite; on the GPU also if the force kernels met a pair
+        the potential cannot evaluate (``check_pair_errors``: pair_style table's inner distance)."""
         s, backend = self.c.state, self.c.backend
         xp = backend.xp
+        if backend.is_gpu:      # pairs the potential cannot evaluate (the CPU checks at every evaluation)
+            getattr(self.c.forces, "check_pair_errors", lambda state: None)(s)
         # (what, array, columns checked of each row: None for all; positions' fourth is the type)
         checks = [("position", s.positions, 3), ("velocity", s.velocities, None)]
         if self.energy_is_current():

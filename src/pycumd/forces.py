@@ -26,6 +26,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .bookkeeping import SimulationError
 from .composite import ff_parts
 from .contracts import ForceEvaluatorBase
 from .potentials.registry import header_ids
@@ -322,6 +323,18 @@ def pair_kernel(potential, table, backend, precision, source: str, name: str, ma
     return _CPU_KERNELS[key], table
 
 
+def check_pair_errors(potential, table, n_types: int, state, backend) -> None:
+    """Raise :class:`~pycumd.bookkeeping.SimulationError` if the kernels met a pair the potential
+    cannot evaluate (a potential with ``pair_error``: pair_style table's inner distance); the CPU
+    force evaluators call it after each evaluation, the GPU's ``Bookkeeping.check_finite`` at each
+    report."""
+    pair_error = getattr(potential, "pair_error", None)
+    if pair_error is not None:
+        message = pair_error(table, n_types, state, backend)
+        if message is not None:
+            raise SimulationError(message)
+
+
 class PairForces(ForceEvaluatorBase):
     """Evaluates one pair potential over a :class:`~pycumd.neighbors.verlet.NeighborList`.
 
@@ -380,6 +393,10 @@ class PairForces(ForceEvaluatorBase):
         #: the captured steps' half steps may write (``compute(..., image_current=True)``)
         self.reads_fixed_image = bool(fixed and not precision.composite)
 
+    def check_pair_errors(self, state) -> None:
+        """:func:`check_pair_errors` of this evaluator's potential and table."""
+        check_pair_errors(self.potential, self._table, self.n_types, state, self.backend)
+
     def _lanes(self, n_atoms: int) -> int:
         if self.lanes is None:
             self.lanes = default_lanes(n_atoms)
@@ -393,6 +410,7 @@ class PairForces(ForceEvaluatorBase):
         self._kernel(state.positions, state.types, L, 1.0 / L, neighbors.nbr, neighbors.nbr_count,
                      self._table, self.n_types, state.forces, state.energy, state.virial, with_energy,
                      self._lanes(state.n_atoms))
+        self.check_pair_errors(state)
 
     def _compute_cpu_half(self, state, neighbors, with_energy: bool, L) -> None:
         """Half list (Newton's third law): one chunk of targets per thread, each with its own sums
@@ -415,6 +433,7 @@ class PairForces(ForceEvaluatorBase):
                           self.chunk_virials, with_energy)
         _sum_chunks(bounds, self.chunk_sums, self.chunk_virials, state.forces, state.energy, state.virial,
                     with_energy)
+        self.check_pair_errors(state)
 
     def _compute_cuda(self, state, neighbors, with_energy: bool) -> None:
         n = state.n_atoms

@@ -52,6 +52,9 @@ class Stage:
         stage's simulation as it is (only ``steps`` and ``thermo_every`` may differ).
     minimize : MinimizeSettings or None
         LAMMPS ``minimize``: the stage minimises the energy (:mod:`pycumd.minimize`) instead of running steps.
+    checkpoint_settings : callable or None
+        ``checkpoint_settings() -> dict``: the front-end's settings that every checkpoint written in this
+        stage records, taken when it is written (:attr:`pycumd.outputs.checkpoint.CheckpointWriter.settings`).
     """
 
     steps: int
@@ -67,6 +70,7 @@ class Stage:
     thermo_style: object = None     # LAMMPS thermo_style custom (outputs.thermo_keywords.ThermoStyle); None: one
     ramp: tuple | None = None       # LAMMPS run start/stop: the steps ramps span (Simulation.ramp); None: its own
     pre: bool = True                # LAMMPS run pre: False continues the fixes' state (Simulation.rebind_fixes)
+    checkpoint_settings: Callable[[], dict] | None = None
 
 
 @dataclass
@@ -191,6 +195,7 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
                     sim.rebind_fixes = stage.pre
             if reporters.checkpoint is not None:
                 reporters.checkpoint.context = plan.checkpoint_context(index)
+                reporters.checkpoint.settings = stage.checkpoint_settings
             if signals is not None:
                 signals.simulation = sim
             reporters.thermo.every = stage.thermo_every
@@ -210,6 +215,7 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
             except RunStopped:
                 writer = reporters.checkpoint or CheckpointWriter(_STOP_CHECKPOINT)
                 writer.context = plan.checkpoint_context(index)
+                writer.settings = stage.checkpoint_settings
                 writer.write_now(sim, wait=True)
                 writer.close()
                 raise RunStopped(sim.state.step, sim.stop_request, writer.path) from None
@@ -264,10 +270,12 @@ class _StopOnSignals:
         self._previous = {}
 
 
-def write_checkpoint_action(path):
-    """An ``after_run`` action writing a checkpoint to ``path`` (LAMMPS ``write_restart``)."""
+def write_checkpoint_action(path, settings: Callable[[], dict] | None = None):
+    """An ``after_run`` action writing a checkpoint to ``path`` (LAMMPS ``write_restart``);
+    ``settings()``: the front-end's settings it records (:attr:`CheckpointWriter.settings`)."""
     def action(sim, plan, stage_index):
         writer = CheckpointWriter(path, context=plan.checkpoint_context(stage_index))
+        writer.settings = settings
         writer.write_now(sim, wait=True)
         writer.close()
     return action

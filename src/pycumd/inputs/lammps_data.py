@@ -22,8 +22,13 @@ def read_lammps_data(path, atom_style: str = "atomic") -> dict:
 
     Returns a dict with ``box`` (Box), ``n_types``, ``masses`` {type0: mass}, ``ids`` (N,),
     ``types`` (N,) 0-based, ``positions`` (N, 3), ``images`` (N, 3), ``velocities`` (N, 3) (zero
-    without a Velocities section) and ``charges`` {type0: q} (atom style charge; every atom of a
-    type must carry the same charge, as pycumd's Coulomb potentials take charges per type).
+    without a Velocities section), ``charges`` {type0: q} (atom style charge; every atom of a
+    type must carry the same charge, as pycumd's Coulomb potentials take charges per type) and
+    ``pair_coeffs``: ``(type0_i, type0_j, words, line)`` of the ``Pair Coeffs`` (i = j) and
+    ``PairIJ Coeffs`` sections, in file order.
+
+    Atoms given outside the periodic box are put back into it with their image flags counted, as
+    LAMMPS' ``read_data`` does (``Domain::remap``): positions in ``[lo, hi)``.
     """
     path = Path(path)
     if atom_style not in COLUMNS:
@@ -55,7 +60,7 @@ def read_lammps_data(path, atom_style: str = "atomic") -> dict:
             k += 1
             continue
         name = title.split()[0]
-        if name not in SECTIONS:
+        if name not in SECTIONS or (name in ("Pair", "PairIJ") and title.split()[1:2] != ["Coeffs"]):
             raise DataFileError(f"{path}:{k + 1}: section '{title}' is not supported")
         k += 1
         while k < len(lines) and not lines[k]:
@@ -90,6 +95,18 @@ def read_lammps_data(path, atom_style: str = "atomic") -> dict:
             img[a] = [int(w) for w in words[-3:]]
         if not 0 <= types[a] < n_types:
             raise DataFileError(f"{path}:{line_no}: atom type {types[a] + 1} out of range 1..{n_types}")
+    pos, img = _remap_into_box(pos, img, lo, hi)
+    pair_coeffs = []
+    for name, n_indices in (("Pair", 1), ("PairIJ", 2)):
+        for line_no, words in sections.get(name, []):
+            try:
+                i, j = int(words[0]) - 1, int(words[n_indices - 1]) - 1
+            except (ValueError, IndexError):
+                raise DataFileError(f"{path}:{line_no}: {name} Coeffs line needs {n_indices} atom type(s) "
+                                    f"and the coefficients") from None
+            if not (0 <= i < n_types and 0 <= j < n_types):
+                raise DataFileError(f"{path}:{line_no}: {name} Coeffs: atom type out of range 1..{n_types}")
+            pair_coeffs.append((min(i, j), max(i, j), words[n_indices:], line_no))
     vel = np.zeros((n, 3))
     if "Velocities" in sections:
         index = {int(i): k for k, i in enumerate(ids)}
@@ -105,4 +122,17 @@ def read_lammps_data(path, atom_style: str = "atomic") -> dict:
             if len(qt):
                 charges[t] = float(qt[0])
     return {"box": Box(hi - lo, lo), "n_types": n_types, "masses": masses, "ids": ids, "types": types,
-            "positions": pos, "images": img, "velocities": vel, "charges": charges}
+            "positions": pos, "images": img, "velocities": vel, "charges": charges, "pair_coeffs": pair_coeffs}
+
+
+def _remap_into_box(positions, images, lo, hi):
+    """LAMMPS ``Domain::remap`` of each coordinate: add or subtract the box length until it lies in
+    ``[lo, hi)``, counting the image flag down or up (one subtraction of k lengths here, the same for
+    an atom within one box length)."""
+    L = hi - lo
+    shift = np.floor((positions - lo) / L)
+    x = positions - shift * L
+    above, below = x >= hi, x < lo                    # rounding at the edges
+    x = np.where(above, x - L, np.where(below, x + L, x))
+    shift = shift + above - below
+    return np.maximum(x, lo), images + shift.astype(images.dtype)

@@ -14,7 +14,8 @@ Supported commands and keywords::
     pair_style lj/cut RC           pair_coeff I J EPS SIGMA [RC]   (I, J may be *)
     pair_style yukawa KAPPA RC     pair_coeff I J A [RC]
     pair_style coul/debye KAPPA RC pair_coeff * *   (charges per type from read_data)
-    atom_style atomic|charge       read_data FILE (Masses, Atoms, Velocities sections)
+    atom_style atomic|charge       read_data FILE (Masses, Atoms, Velocities, Pair Coeffs, PairIJ Coeffs;
+                                   atoms outside the box wrapped with image flags; a later mass overrides)
     pair_modify shift yes|no mix geometric|arithmetic|sixthpower tail no
     package gpu|kokkos|omp|intel|cuda ...  (accelerator settings: accepted, not used)
     pair styles with an accelerator suffix (lj/cut/gpu, /omp, /opt, /kk, /intel): the base style
@@ -24,8 +25,9 @@ Supported commands and keywords::
     unfix ID                       thermo N            thermo_style one
     run N [upto] [start S] [stop S] [pre yes|no] [post yes|no]   (run 0: no integration fix needed)
     print TEXT                     echo/log/newton/processors (ignored)
-    restart N FILE | restart 0     write_restart FILE  read_restart FILE   (pycumd checkpoints)
-    write_data FILE [nocoeff]      (after a run: atoms, masses, images, velocities)
+    restart N FILE | restart 0     write_restart FILE  read_restart FILE   (pycumd checkpoints, carrying
+                                   timestep, pair style and coefficients, groups, fix nvt/npt/nph states)
+    write_data FILE [nocoeff]      (after a run: atoms, masses, pair coefficients, images, velocities)
     min_style cg|fire              min_modify dmax D   minimize ETOL FTOL MAXITER MAXEVAL
 
     thermo_style one|custom KEYWORDS|c_ID|c_ID[k]|v_name|f_ID|f_ID[k]   thermo_modify norm yes|no
@@ -138,6 +140,8 @@ class LammpsPlanner:
         self.first_step = 0    # the step number of the first run's start (read_restart)
         self._wrap_at_run = False   # set x|y|z since the last run: wrap into the box at the next run
         self._step_origin = (0, None)   # (stage index, step) of the last reset_timestep after a run
+        self._restart_fix_states: dict = {}   # fix ID -> {"style", "state"} of read_restart, until the first run
+        self._restart_pair_missing = None     # a pair style read_restart did not restore (its name)
         self._command = None   # the command being executed
 
     def plan(self, engine: EngineOptions | None = None) -> RunPlan:
@@ -297,8 +301,11 @@ class LammpsPlanner:
     def _cmd_mass(self, a):
         if self.stages:
             raise NotImplementedError("changing masses after a run is not supported")
-        for t in _type_range(a[0], self.setup.n_types):
+        types = list(_type_range(a[0], self.setup.n_types))
+        for t in types:
             self.setup.masses[t] = float(a[1])
+        if self._system is not None:        # read_data / read_restart: as LAMMPS, a later mass overrides
+            self._system.masses[types] = float(a[1])
         self._dirty = True
 
     def _cmd_velocity(self, a):
@@ -412,17 +419,20 @@ class LammpsPlanner:
             kw = dict(zip(a[7::2], a[8::2]))
             if set(kw) - {"tchain"}:
                 raise ValueError(f"fix nvt keyword(s) {', '.join(sorted(set(kw) - {'tchain'}))} not supported")
-            self.setup.fixes[fid] = ("nvt", float(a[4]), float(a[5]), float(a[6]), int(kw.get("tchain", 3)))
+            self.setup.fixes[fid] = ("nvt", NoseHoover((float(a[4]), float(a[5])), float(a[6]),
+                                                      int(kw.get("tchain", 3))))
         elif style == "langevin":
             if len(a) > 7:
                 raise ValueError(f"fix langevin keyword(s) {' '.join(a[7:])} not supported")
             self.setup.fixes[fid] = ("langevin", float(a[3]), float(a[4]), float(a[5]), int(a[6]))
         elif style in ("npt", "nph"):
-            lammps_fix_nh(style, a[3:])                 # its errors now, at the fix command
-            self.setup.fixes[fid] = (style, tuple(a[3:]))
+            self.setup.fixes[fid] = (style, lammps_fix_nh(style, a[3:]))     # (thermostat, barostat)
         else:
             raise ValueError(f"fix style {style} is not supported (nve, nvt, npt, nph, langevin, temp/rescale, "
                              f"momentum, recenter, ave/time)")
+        restored = self._restart_fix_states.pop(fid, None)
+        if restored is not None and restored["style"] == style:    # LAMMPS Modify::add_fix: same ID and style
+            _load_fix_state(self.setup.fixes[fid], restored["state"])
         self._dirty = True
 
     def _cmd_unfix(self, a):
@@ -941,7 +951,11 @@ class LammpsPlanner:
                                       f"single-point evaluation, needs none)")
         first = not self.stages
         system = self._current_system() if first else self._system
+        self._restart_fix_states = {}           # LAMMPS: restart info of fixes is used up by the first run
         if first or self._dirty or system is not None or self._edits:     # new components
+            if s.pair is None and self._restart_pair_missing is not None:
+                raise ValueError(f"pair_style {self._restart_pair_missing} is not stored in restart files (as in "
+                                 f"LAMMPS): give pair_style and pair_coeff after read_restart")
             if s.pair is None:
                 raise ValueError("run before pair_style")
             potential = self._potential()
@@ -967,6 +981,7 @@ class LammpsPlanner:
                                      f"{nfreq[fid]}) are not computed at compatible times: thermo must be a "
                                      f"multiple of Nfreq")
         stage.thermo_style = style
+        stage.checkpoint_settings = self._restart_record()    # restart N FILE: what read_restart restores
         for output in self.outputs.lammps_outputs:    # fix ave/time: variables as they are at this run
             if output.kind == "ave/time" and output.end_stage is None:
                 for v in output.values:
@@ -1058,15 +1073,59 @@ class LammpsPlanner:
     def _cmd_write_restart(self, a):
         if len(a) != 1:
             raise ValueError("write_restart takes one file name and no keywords")
-        self._after_last_run("write_restart", write_checkpoint_action(a[0]))
+        self._after_last_run("write_restart", write_checkpoint_action(a[0], self._restart_record()))
+
+    def _restart_record(self):
+        """A function returning what a restart file carries besides the atoms, box, masses, units and step
+        (LAMMPS ``write_restart``): atom style and per-type charges, timestep, pair style with its
+        coefficients and ``pair_modify`` settings (not for styles LAMMPS does not store:
+        :data:`PAIR_STYLES_NOT_IN_RESTART`), groups, and the state of the fixes that store one (nvt, npt,
+        nph), keyed by fix ID; called when the file is written."""
+        s = self.setup
+        pair = None
+        if s.pair is not None:
+            pair = {"style": s.pair[0], "args": list(s.pair[1]), "shift": s.pair_cutoff_mode, "mix": s.pair_mixing,
+                    "coeffs": [[i, j, list(c)] for i, j, c in s.pair_coeffs]}
+        settings = {"atom_style": s.atom_style, "charges": {str(t): float(q) for t, q in s.charges.items()},
+                    "timestep": s.dt if s.dt is not None else get_units(s.units).dt, "pair": pair}
+        fixes = {fid: (f[0], _fix_state_holder(f)) for fid, f in s.fixes.items() if _fix_state_holder(f) is not None}
+        groups = dict(s.groups)
+
+        def record() -> dict:
+            return {"lammps": {**settings, "groups": {gid: g.record() for gid, g in groups.items()},
+                               "fixes": {fid: {"style": style, "state": holder.restart_state()}
+                                         for fid, (style, holder) in fixes.items()}}}
+        return record
 
     def _cmd_write_data(self, a):
         unknown = [k for k in a[1:] if k != "nocoeff"]
         if unknown:
             raise ValueError(f"write_data keyword(s) {' '.join(unknown)} not supported")
         path, style, charges = a[0], self.setup.atom_style, dict(self.setup.charges)
+        pair_coeffs = None if "nocoeff" in a[1:] else self._pair_coeffs_section()
         self._after_last_run("write_data", lambda sim, plan, index: write_lammps_data(
-            path, sim.system(), atom_style=style, charges=charges))
+            path, sim.system(), atom_style=style, charges=charges, pair_coeffs=pair_coeffs))
+
+    def _pair_coeffs_section(self):
+        """The pair coefficients as a data file section (LAMMPS ``write_data``): ``Pair Coeffs`` when
+        only pairs I I were given (others mix when read), ``PairIJ Coeffs`` when every pair I <= J was;
+        None for styles LAMMPS writes none of (:data:`PAIR_STYLES_NOT_IN_DATA`) or no pair style."""
+        s = self.setup
+        if s.pair is None or s.pair[0] in PAIR_STYLES_NOT_IN_DATA:
+            return None
+        latest = {}
+        for i, j, args in s.pair_coeffs:
+            latest[(i, j)] = args
+        if not latest:
+            return None
+        title = f"# {s.pair[0]}"
+        if all(i == j for i, j in latest):
+            return f"Pair Coeffs {title}", [" ".join([str(i + 1), *latest[i, j]]) for i, j in sorted(latest)]
+        if len(latest) == s.n_types * (s.n_types + 1) // 2:
+            return f"PairIJ Coeffs {title}", [" ".join([str(i + 1), str(j + 1), *latest[i, j]])
+                                               for i, j in sorted(latest)]
+        raise ValueError("pair coefficients were given for some type pairs I != J but not all: a data file's "
+                         "Pair Coeffs section cannot hold them (give every pair I <= J, or use nocoeff)")
 
     def _after_last_run(self, command: str, action) -> None:
         if not self.stages:
@@ -1091,6 +1150,20 @@ class LammpsPlanner:
         s.masses.update({t: float(m) for t, m in enumerate(system.masses)})
         self.first_step = checkpoint.step
         self._set_system(system)
+        # a checkpoint of pycumd's own runs has no LAMMPS settings: the time step it ran with
+        record = checkpoint.context.get("lammps", {"timestep": checkpoint.meta["dt"]})
+        s.dt = float(record["timestep"])
+        s.atom_style = record.get("atom_style", s.atom_style)
+        s.charges = {int(t): float(q) for t, q in record.get("charges", {}).items()}
+        pair = record.get("pair")
+        self._restart_pair_missing = None
+        if pair is not None and pair["style"] in PAIR_STYLES_NOT_IN_RESTART:
+            s.pair, s.pair_coeffs, self._restart_pair_missing = None, [], pair["style"]
+        elif pair is not None:
+            s.pair, s.pair_coeffs = (pair["style"], list(pair["args"])), [(i, j, list(c)) for i, j, c in pair["coeffs"]]
+            s.pair_cutoff_mode, s.pair_mixing = pair["shift"], pair["mix"]
+        s.groups.update({gid: _Group.from_record(g) for gid, g in record.get("groups", {}).items()})
+        self._restart_fix_states = dict(record.get("fixes", {}))
 
     def _cmd_read_data(self, a):
         if len(a) != 1:
@@ -1103,6 +1176,11 @@ class LammpsPlanner:
         s.box, s.n_types = data["box"], data["n_types"]
         s.masses.update(data["masses"])
         s.charges = data["charges"]
+        for i, j, words, line in data["pair_coeffs"]:     # as a pair_coeff command each (LAMMPS)
+            if s.pair is None:
+                raise ValueError(f"{path}:{line}: Pair Coeffs need a pair_style command before read_data (as in "
+                                 f"LAMMPS)")
+            s.pair_coeffs.append((i, j, list(words)))
         missing = [t + 1 for t in range(s.n_types) if t not in s.masses]
         if missing:
             raise ValueError(f"{path}: no Masses for type(s) {missing}")
@@ -1152,10 +1230,9 @@ class LammpsPlanner:
         if not integrators:                     # run 0: nothing is integrated
             pass
         elif integrators[0][0] == "nvt":
-            _, t0, t1, damp, chain = integrators[0]
-            thermostat = NoseHoover((t0, t1), damp, chain)
+            thermostat = integrators[0][1]
         elif integrators[0][0] in ("npt", "nph"):
-            thermostat, barostat = lammps_fix_nh(*integrators[0])
+            thermostat, barostat = integrators[0][1]
         if langevin:
             if thermostat is not None:
                 raise ValueError("fix langevin with fix nvt: use one thermostat")
@@ -1176,6 +1253,44 @@ class _Group:
 
     def set_ids(self, ids) -> None:
         self.ids = np.asarray(ids)
+
+    def record(self) -> dict:
+        """The group as a restart file stores it (JSON)."""
+        return {"types": None if self.types is None else [int(t) for t in self.types],
+                "ids": None if self.ids is None else [int(i) for i in self.ids]}
+
+    @classmethod
+    def from_record(cls, record: dict) -> "_Group":
+        return cls(types=record["types"], ids=None if record["ids"] is None else np.array(record["ids"], np.int64))
+
+
+def _fix_state_holder(fix: tuple):
+    """The object of a fix of ``_Setup.fixes`` whose state a restart file stores (LAMMPS stores
+    the Nose-Hoover chains and the barostat of fix nvt, npt and nph), or None."""
+    if fix[0] == "nvt":
+        return fix[1]
+    if fix[0] in ("npt", "nph"):
+        return fix[1][1]
+    return None
+
+
+def _load_fix_state(fix: tuple, state: dict) -> None:
+    """Put a restart file's state of a fix (``_fix_state_holder(fix).restart_state()``) into a fix
+    defined again with the same ID and style."""
+    if fix[0] == "nvt":
+        fix[1].load_restart_state(state)
+        return
+    thermostat, barostat = fix[1]
+    barostat.load_restart_state(state)
+    if thermostat is not None and state["thermostat"] is not None:
+        thermostat.load_restart_state(state["thermostat"])
+
+
+#: pair styles whose settings and coefficients LAMMPS does not write to restart files (restartinfo = 0)
+PAIR_STYLES_NOT_IN_RESTART = ("table",)
+#: pair styles whose coefficients pycumd's write_data leaves out (table: LAMMPS writes none; lepton:
+#: its expressions hold spaces, which a data file line cannot)
+PAIR_STYLES_NOT_IN_DATA = ("table", "lepton")
 
 
 @dataclass

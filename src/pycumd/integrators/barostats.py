@@ -357,6 +357,25 @@ class MTKBarostat(StepHooksBase):
         if self.thermostat is not None:
             self.thermostat.restore_checkpoint_state(state["thermostat"])
 
+    def restart_state(self) -> dict:
+        """What LAMMPS ``FixNH::pack_restart_data`` stores: the cell variables, the NPH reference
+        temperature, the cell chain and the thermostat's chain (:meth:`NoseHoover.restart_state`)."""
+        th = self.thermostat
+        return {"omega": self.omega.tolist(), "omega_dot": self.omega_dot.tolist(), "t0": self.t0,
+                "chain": self.chain, "etap": self.etap.tolist(), "etap_dot": self.etap_dot[:self.chain].tolist(),
+                "thermostat": th.restart_state() if isinstance(th, NoseHoover) else None}
+
+    def load_restart_state(self, state: dict) -> None:
+        """Take a :meth:`restart_state` before the first run (LAMMPS ``FixNH::restart``): the chains
+        are taken only where their lengths match, as LAMMPS does. The thermostat's part goes to the
+        thermostat's own ``load_restart_state`` (it is coupled to the barostat when the run is built)."""
+        self.omega = np.array(state["omega"], dtype=np.float64)
+        self.omega_dot = np.array(state["omega_dot"], dtype=np.float64)
+        self.t0 = float(state["t0"])
+        if int(state["chain"]) == self.chain:
+            self.etap = np.array(state["etap"], dtype=np.float64)
+            self.etap_dot[:self.chain] = state["etap_dot"]
+
     def describe(self) -> str:
         text = (f"MTK barostat ({self.coupling}) P = {self.p_start}->{self.p_stop}, damp = {self.damping}, "
                 f"pchain {self.chain}")

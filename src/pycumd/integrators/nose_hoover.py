@@ -114,5 +114,18 @@ class NoseHoover(StepHooksBase):
         self.eta_dotdot, self.eta_mass = np.array(state["eta_dotdot"]), np.array(state["eta_mass"])
         self._t_current = float(state["t_current"])
 
+    def restart_state(self) -> dict:
+        """What LAMMPS ``FixNH::pack_restart_data`` stores of the chain: its length, positions and
+        velocities (masses and accelerations are set again when a run starts, :meth:`bind`)."""
+        return {"chain": self.chain, "eta": self.eta.tolist(), "eta_dot": self.eta_dot[:self.chain].tolist()}
+
+    def load_restart_state(self, state: dict) -> None:
+        """Take a :meth:`restart_state` before the first run (LAMMPS ``FixNH::restart``): a chain of
+        another length is left at zero, as LAMMPS does."""
+        if int(state["chain"]) != self.chain:
+            return
+        self.eta = np.array(state["eta"], dtype=np.float64)
+        self.eta_dot[:self.chain] = state["eta_dot"]
+
     def describe(self) -> str:
         return f"Nose-Hoover chain({self.chain}) T = {self.t_start}->{self.t_stop}, damp = {self.damping}"

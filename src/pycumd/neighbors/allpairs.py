@@ -329,6 +329,13 @@ class AllPairsForces(ForceEvaluatorBase):
                                              _make_cpu_image_kernel)[0]
         return self._image_kernel
 
+    def check_pair_errors(self, state) -> None:
+        """:func:`pycumd.forces.check_pair_errors` of this evaluator's potential and table."""
+        if not self.fast:
+            from ..forces import check_pair_errors
+
+            check_pair_errors(self.potential, self._table, self.n_types, state, self.backend)
+
     # -- CPU ------------------------------------------------------------------------------
     def _cpu(self, state, sources, source_types, self_offset: int, with_energy: bool) -> None:
         L = np.asarray(state.box_lengths, dtype=np.float64)
@@ -346,8 +353,9 @@ class AllPairsForces(ForceEvaluatorBase):
         if self.shared:
             t0, _, view = self._target_share(state)
             self._cpu(view, state.positions, state.types, t0, with_energy)
-            return
-        self._cpu(state, state.positions, state.types, 0, with_energy)
+        else:
+            self._cpu(state, state.positions, state.types, 0, with_energy)
+        self.check_pair_errors(state)
 
     def compute_block(self, state, sources, source_types, self_offset: int, with_energy: bool) -> None:
         """Forces on the state's atoms (targets) from ``sources`` only (one block of the force matrix).

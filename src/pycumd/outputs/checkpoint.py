@@ -75,6 +75,13 @@ class CheckpointWriter(Reporter):
     context : dict
         What the run came from and how it ran (input, options, stage): stored in every checkpoint
         so that ``pycumd run --restart PATH`` can rebuild the run (set by the driver).
+
+    Attributes
+    ----------
+    settings : callable or None
+        ``settings() -> dict``: a front-end's settings of the running stage, merged into the context
+        of each checkpoint when it is taken (LAMMPS scripts: what ``read_restart`` restores, fix
+        states included); set by the driver per stage.
     """
 
     needs = Needs()
@@ -85,6 +92,7 @@ class CheckpointWriter(Reporter):
         self.path = Path(path)
         self.every = int(every)
         self.context = dict(context or {})
+        self.settings = None
         self.written: list[int] = []           # steps of the checkpoints written
         self._last_step = None
         self._queue: queue.Queue = queue.Queue(maxsize=2)
@@ -106,7 +114,8 @@ class CheckpointWriter(Reporter):
             from .. import __version__
 
             meta = {"pycumd_version": __version__, "format": FORMAT_VERSION, **sim.checkpoint_scalars(),
-                    "context": self.context, "array_names": list(arrays)}
+                    "context": {**self.context, **(self.settings() if self.settings is not None else {})},
+                    "array_names": list(arrays)}
             d = sim.decomposition
             if d is None or d.comm.rank == 0:         # over MPI ranks: one file, written by rank 0
                 # the other reporters' writes so far (this step's frames included: the checkpoint

@@ -10,9 +10,11 @@ import numpy as np
 
 
 def write_lammps_data(path, system, atom_style: str = "atomic", charges: dict | None = None,
-                      title: str = "written by pycumd") -> None:
+                      title: str = "written by pycumd", pair_coeffs: tuple | None = None) -> None:
     """Write ``system`` (positions, images, velocities, types, masses, box; atoms in id order) as a
-    LAMMPS data file of ``atom_style`` atomic or charge (``charges``: per type). Values are written
+    LAMMPS data file of ``atom_style`` atomic or charge (``charges``: per type). ``pair_coeffs``:
+    ``(section, rows)``, a ``Pair Coeffs # STYLE`` or ``PairIJ Coeffs # STYLE`` section and its lines
+    (``"I COEFFS"`` or ``"I J COEFFS"``), written after Masses; None writes none. Values are written
     with 17 significant digits, so reading the file back gives the same float64 numbers. The file is
     written to ``PATH.tmp`` and renamed, so it is whole or absent."""
     if atom_style not in ("atomic", "charge"):
@@ -28,6 +30,9 @@ def write_lammps_data(path, system, atom_style: str = "atomic", charges: dict | 
     out.write("\nMasses\n\n")
     for t, m in enumerate(system.masses):
         out.write(f"{t + 1} {float(m)!r}\n")
+    if pair_coeffs is not None:
+        section, rows = pair_coeffs
+        out.write(f"\n{section}\n\n" + "".join(f"{row}\n" for row in rows))
     order = np.argsort(system.ids, kind="stable")
     ids, types = system.ids[order], system.types[order]
     positions = system.positions[order] + lo

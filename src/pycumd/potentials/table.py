@@ -10,7 +10,8 @@ as LAMMPS' ``PairTable::compute_table`` (so energies and forces agree with LAMMP
 
 Each type pair's table row holds ``[rc^2, rc, e_c, f_c, inner^2, 1/delta, delta^2/6, spline, N]``
 followed by five arrays of ``N`` values: ``r^2, e, f/r`` and ``de, df/r`` (linear) or the spline's
-second derivatives ``e2, f2`` (spline).  The kernels read a pair's row from memory (the
+second derivatives ``e2, f2`` (spline), and one last value the kernels write: the smallest ``r^2``
+below ``inner^2`` they met (``inf``: none; see below).  The kernels read a pair's row from memory (the
 single-type register copy of the row is off: ``FORCE_ONE_TYPE_PATH=0``).  CPU and GPU run the same
 arithmetic (``table_raw`` and ``table.cuh``); on the GPU in double precision energies, forces and the
 virial agree with the CPU to 1e-12 (tests/test_table.py).
@@ -23,8 +24,15 @@ force computation) permuted the system's types in place while its positions (cop
 then saw the types scrambled.  A CPU
 Simulation on that system gives -5279.2166 too.  The test now builds a fresh system per Simulation.
 
-Distances below the table's inner distance (LAMMPS stops with "Pair distance < table inner
-cutoff") are extrapolated from the first bin; ``BITMAP`` and ``lookup`` tables are not supported.
+A pair closer than its table's inner distance stops the run, as LAMMPS' "Pair distance < table
+inner cutoff": the kernels (CPU and GPU) record the smallest such ``r^2`` in the row's last value
+(the GPU with an atomic minimum on its bits, one comparison per pair otherwise), and
+:meth:`Table.pair_error` names the atoms and the distance. The CPU checks after every force
+evaluation, so the error names the step and the pair that LAMMPS names; the GPU's value is read at
+each report and at the end of a run (``Bookkeeping.check_finite``), and the error names the
+closest pair below the inner distance at that step, or, if the pair has moved apart again, the
+distance recorded and the steps between which it came. ``BITMAP`` and ``lookup`` tables are not
+supported.
 """
 
 from __future__ import annotations
@@ -39,6 +47,9 @@ from .base import MissingParameterError, PairPotential
 from .lammps_args import number
 
 TABLE_HEADER = 9          #: rc2, rc, e_c, f_c, inner^2, 1/delta, delta^2/6, spline flag, N
+#: columns of an N-point row: the header, five arrays, the smallest r^2 below inner^2 met
+def table_columns(n: int) -> int:
+    return TABLE_HEADER + 5 * n + 1
 TABLE_STYLES = ("linear", "spline")
 
 
@@ -48,8 +59,11 @@ class TableFileError(ValueError):
 
 @numba.njit(inline="always", cache=True)
 def table_raw(r2, row):
-    """Energy and force/r from a pair's table row (see the module docstring)."""
+    """Energy and force/r from a pair's table row (see the module docstring); a pair below the inner
+    distance is recorded in the row's last value."""
     n = int(row[8])
+    if r2 < row[4] and r2 < row[TABLE_HEADER + 5 * n]:
+        row[TABLE_HEADER + 5 * n] = r2
     k = int((r2 - row[4]) * row[5])
     k = min(max(k, 0), n - 2)
     rsq, e, f, a2, b2 = TABLE_HEADER, TABLE_HEADER + n, TABLE_HEADER + 2 * n, TABLE_HEADER + 3 * n, TABLE_HEADER + 4 * n
@@ -201,12 +215,14 @@ def table_row(style: str, n: int, data: dict, cut: float) -> np.ndarray:
         ff = ff / np.sqrt(rsq)
         b2 = _spline(rsq, ff, fp0, fpn)
     header = [cut * cut, cut, 0.0, 0.0, innersq, 1.0 / delta, delta * delta / 6.0, float(style == "spline"), float(n)]
-    return np.concatenate([header, rsq, ee, ff, a2, b2])
+    return np.concatenate([header, rsq, ee, ff, a2, b2, [np.inf]])
 
 
 def table_cuda_defines(n: int) -> dict:
     """The defines of table.cuh for N-point tables: the row width, rows read per pair."""
-    return {"TABLE_COLUMNS": TABLE_HEADER + 5 * n, "FORCE_ONE_TYPE_PATH": 0}
+    # every pair loads its row from the table in global memory, where pair_raw records a pair below
+    # the inner distance (no register copy of a row: FORCE_ONE_TYPE_PATH 0)
+    return {"TABLE_COLUMNS": table_columns(n), "FORCE_ONE_TYPE_PATH": 0}
 
 
 class Table(PairPotential):
@@ -303,8 +319,50 @@ class Table(PairPotential):
                 self.coefficients(i, j)
         return np.array([self._rows[(min(i, j), max(i, j))] for i in range(n_types) for j in range(n_types)])
 
+    def pair_error(self, table, n_types: int, state, backend) -> str | None:
+        """The error of a pair closer than its table's inner distance met by the kernels since the
+        table was made (the rows' last values, see the module docstring), or None: names the atoms
+        (ids), their distance and the step. ``table``: the kernels' table (backend array)."""
+        hits = backend.to_host(table.reshape(n_types * n_types, -1)[:, -1]).astype(np.float64)
+        if not (hits < np.inf).any():
+            return None
+        k = int(np.argmin(hits))
+        ti, tj = divmod(k, n_types)
+        inner = math.sqrt(float(self._rows[(min(ti, tj), max(ti, tj))][4]))
+        pair = _closest_pair_of_types(state, backend, ti, tj, inner)
+        where = "LAMMPS' pair_style table stops there too: extend the table to shorter distances"
+        if pair is not None:
+            id_i, id_j, r = pair
+            return (f"pair_style table: pair distance {r:.10g} < table inner cutoff {inner:.10g} (atoms {id_i} "
+                    f"and {id_j}, types {ti + 1} {tj + 1}) at step {state.step}; {where}")
+        return (f"pair_style table: pair distance {math.sqrt(hits[k]):.10g} < table inner cutoff {inner:.10g} "
+                f"(types {ti + 1} {tj + 1}) at or before step {state.step}, the atoms apart again since; {where}")
+
     def describe(self) -> str:
         return f"table ({self.style}, {self.n} points, {len(self._rows)} pair table(s))"
+
+
+def _closest_pair_of_types(state, backend, ti: int, tj: int, distance: float):
+    """(id_i, id_j, r) of the closest pair of atoms of types ti and tj closer than ``distance``
+    (minimum image), or None."""
+    from scipy.spatial import cKDTree
+
+    n = state.n_atoms
+    L = np.asarray(state.box_lengths, dtype=np.float64)
+    x = np.mod(state.host_positions(backend)[:n], L)
+    x[x >= L] -= np.broadcast_to(L, x.shape)[x >= L]
+    types = backend.to_host(state.types)[:n]
+    ids = backend.to_host(state.ids)[:n]
+    best = None
+    for i, j in cKDTree(x, boxsize=L).query_pairs(distance):
+        if {int(types[i]), int(types[j])} != {ti, tj}:
+            continue
+        d = x[i] - x[j]
+        d -= L * np.rint(d / L)
+        r = float(np.sqrt(d @ d))
+        if best is None or r < best[2]:
+            best = (int(min(ids[i], ids[j])), int(max(ids[i], ids[j])), r)
+    return best
 
 
 def table_from_lammps(style: str, n: int, pair_coeffs: list, *, n_types: int, cutoff_mode: str = "truncate",
