@@ -282,7 +282,8 @@ def test_compute_rdf_in_fix_ave_time_mode_vector_matches_lammps(tmp_path, monkey
     from lammps_oracle import new_lammps
     from pycumd.analysis import lammps_rdf
 
-    text = MELT + """compute myRDF all rdf 25
+    # 6^3 cells: a box the neighbour list takes (composite precision has no all-pairs kernel)
+    text = MELT.replace("block 0 4 0 4 0 4", "block 0 6 0 6 0 6") + """compute myRDF all rdf 25
 comm_modify cutoff 4.0
 compute wide all rdf 40 * * cutoff 3.2
 fix 2 all ave/time 5 2 10 c_myRDF[*] file FILE mode vector
@@ -371,7 +372,8 @@ def test_rdf_and_msd_on_the_gpu_match_the_cpu(precision, tmp_path, monkeypatch):
 
     if not HAVE_CUDA:
         pytest.skip("no CUDA GPU")
-    text = MELT + """compute myRDF all rdf 25
+    # 6^3 cells: a box the neighbour list takes (composite precision has no all-pairs kernel)
+    text = MELT.replace("block 0 4 0 4 0 4", "block 0 6 0 6 0 6") + """compute myRDF all rdf 25
 compute msd all msd com yes
 fix 2 all ave/time 10 1 10 c_myRDF[*] file FILE mode vector
 thermo_style custom step temp c_msd[4] c_msd[2]

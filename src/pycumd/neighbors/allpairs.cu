@@ -60,7 +60,9 @@ __device__ __forceinline__ void allpairs_body(
         }
         __syncthreads();
         const int count = min(tile, n_total - base);
-        const int k_end = min(ty * m + m, count);
+        // inactive lanes (past the targets) only help load the tiles: no pair of theirs is evaluated
+        // (a potential may record what it meets, e.g. pair_style table's inner-distance hits)
+        const int k_end = active ? min(ty * m + m, count) : ty * m;
         for (int k = ty * m; k < k_end; ++k) {
             const bool self = base + k == i + self_offset;
             if (IMAGES) {

@@ -182,7 +182,7 @@ class ThermoState:
             x = x[order]
             centre = None
             if reference.com:
-                m = np.asarray(s.values("per_atom_mass", b), dtype=np.float64)[order]
+                m = np.asarray(s.host_values("per_atom_mass", b), dtype=np.float64)[order]
                 centre = (m[:, None] * x).sum(axis=0) / m.sum()
             return msd_from_reference(x, reference.positions, centre)
         return self._once(("msd", compute.id), value)
