@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -287,8 +288,15 @@ def test_a_kill_just_after_a_checkpoint_lands_keeps_the_frames_of_its_step(tmp_p
     takes 0.5 s, a busy disk or CPU) and a snapshot of the directory taken the moment each checkpoint
     is in place (what a SIGKILL then leaves): every snapshot continues to the uninterrupted files.
     The one of step 30 (the end of the first run) also checks that the second run, continued, does
-    not write the frames of its first step again."""
+    not write the frames of its first step again.
+
+    The snapshot is of one instant, as a kill leaves the files: no frame or row is written while it
+    is copied (a frame or row is one write call; the writers hold ``files_lock`` around it). Without
+    that, the writer thread may be inside the write of a later frame (step S + 5) while the copy
+    reads the file, and the snapshot holds a cut-off frame no single instant of the run had."""
     import pycumd.outputs.checkpoint as checkpoint_module
+    import pycumd.outputs.trajectory as trajectory_module
+    from pycumd.outputs.thermo import ThermoReporter
     from pycumd.outputs.trajectory import ExtXYZWriter
 
     def plan_in(directory):
@@ -303,18 +311,31 @@ def test_a_kill_just_after_a_checkpoint_lands_keeps_the_frames_of_its_step(tmp_p
     expected = {name: (reference / name).read_bytes() for name in files}
 
     slow_write, real_write_atomically = ExtXYZWriter._write, checkpoint_module.write_atomically
+    real_write_whole, real_thermo_report = trajectory_module._write_whole, ThermoReporter.report
+    files_lock = threading.Lock()
 
     def slow_frame(self, frame):
         if frame.step == 20:
             time.sleep(0.5)
         slow_write(self, frame)
 
+    def write_whole_locked(*args):
+        with files_lock:
+            real_write_whole(*args)
+
+    def thermo_report_locked(self, snapshot):
+        with files_lock:
+            real_thermo_report(self, snapshot)
+
     def write_then_snapshot(path, data, keep_previous=True):
         real_write_atomically(path, data, keep_previous)
         step = read_checkpoint(path).step
-        shutil.copytree(path.parent, tmp_path / f"killed_after_{step}")
+        with files_lock:
+            shutil.copytree(path.parent, tmp_path / f"killed_after_{step}")
 
     monkeypatch.setattr(ExtXYZWriter, "_write", slow_frame)
+    monkeypatch.setattr(trajectory_module, "_write_whole", write_whole_locked)
+    monkeypatch.setattr(ThermoReporter, "report", thermo_report_locked)
     monkeypatch.setattr(checkpoint_module, "write_atomically", write_then_snapshot)
     run = tmp_path / "run"
     run.mkdir()
