@@ -20,7 +20,7 @@ import pytest
 from pycumd import EngineOptions, InputError, Reporter, RunPlan, execute
 from pycumd.backend import cuda_available
 from pycumd.bookkeeping import RunStopped
-from pycumd.checkpoint_file import read_checkpoint
+from pycumd.checkpoint_file import FORMAT_VERSION, read_checkpoint
 from pycumd.inputs.lammps_input import plan_from_lammps_script
 from pycumd.outputs.checkpoint import write_atomically
 from pycumd.outputs.settings import TrajectoryOutput
@@ -131,7 +131,7 @@ def test_damaged_checkpoints_are_refused_with_the_reason(tmp_path):
     execute(_plan(tmp_path, second_run=""))
     good = (tmp_path / "run.ckpt").read_bytes()
     cases = {"truncated": good[:-100], "altered": good[:-50] + bytes([good[-50] ^ 1]) + good[-49:],
-             "other": b"ITEM: TIMESTEP\n0\n", "version": good.replace(b'"format": 1', b'"format": 9', 1)}
+             "other": b"ITEM: TIMESTEP\n0\n", "version": good.replace(f'"format": {FORMAT_VERSION}'.encode(), b'"format": 9', 1)}
     messages = {"truncated": "truncated", "altered": "checksum mismatch", "other": "not a pycumd checkpoint",
                 "version": "format version 9"}
     for name, data in cases.items():
