@@ -193,7 +193,8 @@ class Simulation:
         A run continued from a checkpoint (:meth:`restore_checkpoint`) starts with
         :meth:`_setup_from_checkpoint` instead of :meth:`setup` and reports nothing at its first step
         (the checkpointing run did). Between blocks the loop stops with :class:`RunStopped` if
-        :attr:`stop_request` is set or :attr:`wall_deadline` has passed.
+        :attr:`stop_request` is set or :attr:`wall_deadline` has passed; a :attr:`stop_request` set
+        before the first step (during set-up) stops it before that step.
 
         Positions and velocities are checked for finite values at every report and at the end.
         A run that produces non-finite positions, velocities or energies stops with
@@ -217,6 +218,7 @@ class Simulation:
             for r in self.reporters:
                 r.begin_run(self)
             self._report(self._due(self.state.step))
+        self._stop_if_asked(wall_time=False)      # a signal before the first step: no step is run
         bar = Progress(steps, enabled=progress)
         graph = None
         if self.use_graphs and CudaStepGraph.applicable(self):

@@ -71,7 +71,7 @@ class CheckpointWriter(Reporter):
     path : str or path
         The checkpoint file; the previous one is kept as ``PATH.1``.
     every : int
-        Interval in steps (0: only on request, e.g. at a clean stop).
+        Interval in steps, and the last step of each run (0: only on request, e.g. at a clean stop).
     context : dict
         What the run came from and how it ran (input, options, stage): stored in every checkpoint
         so that ``pycumd run --restart PATH`` can rebuild the run (set by the driver).
@@ -92,11 +92,16 @@ class CheckpointWriter(Reporter):
         self._thread = threading.Thread(target=self._drain, name=f"pycumd-{self.path.name}", daemon=True)
         self._thread.start()
 
+    def also_reports(self, run_start: int, run_end: int) -> tuple:
+        """With an interval, also the last step of each run (a run shorter than the interval, or
+        not a multiple of it, ends with a checkpoint of its last step)."""
+        return (run_end,) if self.every > 0 else ()
+
     def report(self, snapshot) -> None:
         self.write_now(snapshot.simulation)
 
     def write_now(self, sim, wait: bool = False) -> None:
-        """Checkpoint ``sim`` at its current step (which becomes a restart point: see
+        """Checkpoint ``sim`` at its current step (a serial run is left as it is; over MPI ranks see
         :meth:`~pycumd.simulation.Simulation.start_checkpoint`); ``wait`` for the file to be on disk."""
         self._raise_pending_error()
         if sim.state.step != self._last_step:
