@@ -646,6 +646,7 @@ class NeighborList:
             raise ValueError(f"the checkpoint's neighbour structure is {d.get('kind')!r}, this run has a "
                              f"neighbour list: an exact continuation needs the same")
         self.capacity = None if d["capacity"] is None else int(d["capacity"])
+        self._at_build_exact = state.positions_at_build.dtype == state.positions.dtype
         if d["n_builds"]:
             if "nbr" in d:
                 xp = self.backend.xp
@@ -658,7 +659,15 @@ class NeighborList:
         self._reorder_due, self._repeat_build = bool(d["reorder_due"]), False
         self.overflows, self.resizes = int(d["overflows"]), int(d["resizes"])
         if d["reorder_state"] is not None:
-            self.reorder_state = self.backend.xp.asarray(np.asarray(d["reorder_state"], dtype=np.uint32))
+            self._set_reorder_state(d["reorder_state"])
+
+    def _set_reorder_state(self, values) -> None:
+        """Write the GPU's reorder state (this build reorders, builds since the last reorder) in
+        place: captured build graphs hold the array's address."""
+        host = np.asarray(values, dtype=np.uint32)
+        if self.reorder_state is None:
+            self.reorder_state = self.backend.xp.zeros(2, np.uint32)
+        self.reorder_state[...] = self.backend.xp.asarray(host)
 
     def _rebuild_from_positions_at_build(self, d: dict, state) -> None:
         """The last build made again from ``state.positions_at_build`` (:meth:`restore_checkpoint_state`)."""
@@ -669,7 +678,7 @@ class NeighborList:
         if d["reorder_state"] is not None:
             every = max(self.reorder_interval(state), 1)
             done, since = (int(x) for x in d["reorder_state"])
-            self.reorder_state = self.backend.xp.asarray(np.asarray([done, (since - 1) % every], dtype=np.uint32))
+            self._set_reorder_state([done, (since - 1) % every])
         self._reorder_due = self._repeat_build = False
         n = state.n_atoms
         self.n_builds = int(d["n_builds"])           # not a first build: no overlap check
