@@ -353,6 +353,39 @@ def test_a_kill_just_after_a_checkpoint_lands_keeps_the_frames_of_its_step(tmp_p
             assert (killed / name).read_bytes() == expected[name], (killed.name, name)
 
 
+def test_a_checkpoint_lands_after_the_files_it_covers_are_fsynced(tmp_path, monkeypatch):
+    """Before each checkpoint is renamed into place, the thermo log and every trajectory are fsync'ed
+    (flushed frames survive a killed process; fsync'ed ones also a power loss or an OS crash)."""
+    import pycumd.outputs.checkpoint as checkpoint_module
+
+    events = []
+    real_sync, real_write_atomically = checkpoint_module.sync_file, checkpoint_module.write_atomically
+
+    def sync(path):
+        events.append(("sync", Path(path).name))
+        real_sync(path)
+
+    def land(path, data, keep_previous=True):
+        real_write_atomically(path, data, keep_previous)
+        events.append(("land", read_checkpoint(path).step))
+
+    monkeypatch.setattr(checkpoint_module, "sync_file", sync)
+    monkeypatch.setattr(checkpoint_module, "write_atomically", land)
+    monkeypatch.chdir(tmp_path)
+    plan = _plan(tmp_path, second_run="")
+    # a LAMMPS dump to one file per step (its fence names the pattern, no file: nothing to fsync)
+    per_step = plan_from_lammps_script(text=SCRIPT.format(
+        fix=FIXES["nve"] + "\ndump 1 all custom 10 frame.*.txt id type x y z", second_run=""), screen=False)
+    plan.outputs.lammps_outputs = per_step.outputs.lammps_outputs
+    execute(plan)
+    assert sorted(p.name for p in tmp_path.glob("frame.*.txt")) == [f"frame.{s}.txt" for s in (0, 10, 20, 30)]
+    landings = [i for i, event in enumerate(events) if event[0] == "land"]
+    assert [events[i][1] for i in landings] == [0, 10, 20, 30]
+    for start, end in zip([-1] + landings, landings):
+        synced = {name for kind, name in events[start + 1:end] if kind == "sync"}
+        assert synced == {"thermo.csv", "traj.xyz", "traj.lammpstrj", "traj.gsd", "frame.*.txt"}, (events[end], synced)
+
+
 def test_lammps_restart_commands_write_and_read_checkpoints_and_data_files(tmp_path):
     """``restart N FILE`` checkpoints every N steps; ``write_restart`` and ``write_data`` after a run;
     ``read_restart`` and ``read_data`` give back the atoms, velocities, images and step."""

@@ -7,7 +7,7 @@ does not stall the run.
 
 A checkpoint of step S is put in place only once the other reporters' files hold everything they
 reported up to S (trajectory frames are written by their own threads: the checkpoint's thread waits
-for them, :meth:`~pycumd.outputs.reporter.Reporter.fence`). A continuation from S cuts the files
+for them, :meth:`~pycumd.outputs.reporter.Reporter.fence`) and those files are fsync'ed. A continuation from S cuts the files
 back to S and writes only later steps, so a checkpoint that landed before the frame of its own step
 would leave that frame missing for good after a kill.
 """
@@ -51,6 +51,19 @@ def write_atomically(path, data: bytes, keep_previous: bool = True) -> None:
         os.fsync(directory)
     finally:
         os.close(directory)
+
+
+def sync_file(path) -> None:
+    """fsync a file that another descriptor wrote and flushed: its data reach the disk, not only the
+    page cache (a checkpoint must not outlive, through a power loss, the frames and rows it covers).
+    A path that is no file (a LAMMPS dump's per-step pattern ``dump.*.txt``) is skipped."""
+    if not os.path.isfile(path):
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _reason(error: BaseException) -> str:
@@ -143,6 +156,8 @@ class CheckpointWriter(Reporter):
                     if unwritten:                 # a continuation from here would skip their lost frames
                         raise OSError(f"held back: frames of {', '.join(unwritten)} up to step {meta['step']} "
                                       f"were not written, and a continuation from it would not write them")
+                    for fence in fences:          # on disk before the checkpoint that covers them
+                        sync_file(fence.path)
                     write_atomically(self.path, data)
                     self.written.append(meta["step"])
             except BaseException as exc:          # reported in the simulation's thread
