@@ -216,12 +216,14 @@ def test_engine_parts_derive_from_their_contracts():
 
     for cls in (NeighborList, AllPairsNeighbors, DomainNeighborList):
         assert issubclass(cls, contracts.NeighborStructureBase), cls
-    for cls in (PairForces, AllPairsForces, DomainForces, MatrixForces):
+    from pycumd.parallel.replicated import ReplicatedForces
+
+    for cls in (PairForces, AllPairsForces, DomainForces, MatrixForces, ReplicatedForces):
         assert issubclass(cls, contracts.ForceEvaluatorBase), cls
     for cls in (NoseHoover, Langevin, MTKBarostat, CRescale, FixChain, Momentum, Recenter, TempRescale):
         assert issubclass(cls, contracts.StepHooksBase), cls
     assert issubclass(VelocityVerlet, contracts.IntegratorBase)
     assert not Langevin.runs_in_composite and Langevin.runs_over_ranks and NoseHoover.runs_over_ranks
     assert PairForces.capturable and not DomainForces.capturable and NeighborList.capturable
-    with pytest.raises(NotImplementedError, match="AllPairsNeighbors"):
-        AllPairsNeighbors.__new__(AllPairsNeighbors).checkpoint_state()
+    with pytest.raises(NotImplementedError, match="spatial domains"):      # a decomposed run rebuilds instead
+        DomainNeighborList.__new__(DomainNeighborList).checkpoint_state()

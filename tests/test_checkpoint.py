@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 from pycumd import EngineOptions, InputError, Reporter, RunPlan, execute
 from pycumd.backend import cuda_available
 from pycumd.bookkeeping import RunStopped
-from pycumd.checkpoint_file import read_checkpoint
+from pycumd.checkpoint_file import FORMAT_VERSION, read_checkpoint
 from pycumd.inputs.lammps_input import plan_from_lammps_script
 from pycumd.outputs.checkpoint import write_atomically
 from pycumd.outputs.settings import TrajectoryOutput
@@ -130,7 +131,8 @@ def test_damaged_checkpoints_are_refused_with_the_reason(tmp_path):
     execute(_plan(tmp_path, second_run=""))
     good = (tmp_path / "run.ckpt").read_bytes()
     cases = {"truncated": good[:-100], "altered": good[:-50] + bytes([good[-50] ^ 1]) + good[-49:],
-             "other": b"ITEM: TIMESTEP\n0\n", "version": good.replace(b'"format": 1', b'"format": 9', 1)}
+             "other": b"ITEM: TIMESTEP\n0\n",
+             "version": good.replace(f'"format": {FORMAT_VERSION}'.encode(), b'"format": 9', 1)}
     messages = {"truncated": "truncated", "altered": "checksum mismatch", "other": "not a pycumd checkpoint",
                 "version": "format version 9"}
     for name, data in cases.items():
@@ -170,15 +172,16 @@ def test_sigterm_stops_cleanly_with_a_checkpoint_and_the_run_resumes(tmp_path):
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, err
-    assert "Resume with: pycumd run --restart pycumd-stop.ckpt" in err
-    stopped_at = read_checkpoint(tmp_path / "pycumd-stop.ckpt").step
+    assert "Resume with: pycumd run --restart thermo.stop.ckpt" in err
+    stopped_at = read_checkpoint(tmp_path / "thermo.stop.ckpt").step      # named after the run's log
+    assert not (tmp_path / "pycumd-stop.ckpt").exists()
     rows = (tmp_path / "thermo.csv").read_text().splitlines()
     assert int(rows[-1].split(",")[0]) <= stopped_at
     # the continuation is asked to stop at once by a wall time of zero: it stops at its first block
-    proc = _pycumd("run", "--restart", "pycumd-stop.ckpt", "--walltime", "0:0:0", cwd=tmp_path)
+    proc = _pycumd("run", "--restart", "thermo.stop.ckpt", "--walltime", "0:0:0", cwd=tmp_path)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, err
-    assert read_checkpoint(tmp_path / "pycumd-stop.ckpt").step > stopped_at
+    assert read_checkpoint(tmp_path / "thermo.stop.ckpt").step > stopped_at
 
 
 def test_restart_errors_name_the_problem(tmp_path):
@@ -288,8 +291,15 @@ def test_a_kill_just_after_a_checkpoint_lands_keeps_the_frames_of_its_step(tmp_p
     takes 0.5 s, a busy disk or CPU) and a snapshot of the directory taken the moment each checkpoint
     is in place (what a SIGKILL then leaves): every snapshot continues to the uninterrupted files.
     The one of step 30 (the end of the first run) also checks that the second run, continued, does
-    not write the frames of its first step again."""
+    not write the frames of its first step again.
+
+    The snapshot is of one instant, as a kill leaves the files: no frame or row is written while it
+    is copied (a frame or row is one write call; the writers hold ``files_lock`` around it). Without
+    that, the writer thread may be inside the write of a later frame (step S + 5) while the copy
+    reads the file, and the snapshot holds a cut-off frame no single instant of the run had."""
     import pycumd.outputs.checkpoint as checkpoint_module
+    import pycumd.outputs.trajectory as trajectory_module
+    from pycumd.outputs.thermo import ThermoReporter
     from pycumd.outputs.trajectory import ExtXYZWriter
 
     def plan_in(directory):
@@ -304,18 +314,31 @@ def test_a_kill_just_after_a_checkpoint_lands_keeps_the_frames_of_its_step(tmp_p
     expected = {name: (reference / name).read_bytes() for name in files}
 
     slow_write, real_write_atomically = ExtXYZWriter._write, checkpoint_module.write_atomically
+    real_write_whole, real_thermo_report = trajectory_module._write_whole, ThermoReporter.report
+    files_lock = threading.Lock()
 
     def slow_frame(self, frame):
         if frame.step == 20:
             time.sleep(0.5)
         slow_write(self, frame)
 
+    def write_whole_locked(*args):
+        with files_lock:
+            real_write_whole(*args)
+
+    def thermo_report_locked(self, snapshot):
+        with files_lock:
+            real_thermo_report(self, snapshot)
+
     def write_then_snapshot(path, data, keep_previous=True):
         real_write_atomically(path, data, keep_previous)
         step = read_checkpoint(path).step
-        shutil.copytree(path.parent, tmp_path / f"killed_after_{step}")
+        with files_lock:
+            shutil.copytree(path.parent, tmp_path / f"killed_after_{step}")
 
     monkeypatch.setattr(ExtXYZWriter, "_write", slow_frame)
+    monkeypatch.setattr(trajectory_module, "_write_whole", write_whole_locked)
+    monkeypatch.setattr(ThermoReporter, "report", thermo_report_locked)
     monkeypatch.setattr(checkpoint_module, "write_atomically", write_then_snapshot)
     run = tmp_path / "run"
     run.mkdir()
@@ -329,6 +352,39 @@ def test_a_kill_just_after_a_checkpoint_lands_keeps_the_frames_of_its_step(tmp_p
         execute(plan_in(killed), resume=read_checkpoint(killed / "run.ckpt"))
         for name in files:
             assert (killed / name).read_bytes() == expected[name], (killed.name, name)
+
+
+def test_a_checkpoint_lands_after_the_files_it_covers_are_fsynced(tmp_path, monkeypatch):
+    """Before each checkpoint is renamed into place, the thermo log and every trajectory are fsync'ed
+    (flushed frames survive a killed process; fsync'ed ones also a power loss or an OS crash)."""
+    import pycumd.outputs.checkpoint as checkpoint_module
+
+    events = []
+    real_sync, real_write_atomically = checkpoint_module.sync_file, checkpoint_module.write_atomically
+
+    def sync(path):
+        events.append(("sync", Path(path).name))
+        real_sync(path)
+
+    def land(path, data, keep_previous=True):
+        real_write_atomically(path, data, keep_previous)
+        events.append(("land", read_checkpoint(path).step))
+
+    monkeypatch.setattr(checkpoint_module, "sync_file", sync)
+    monkeypatch.setattr(checkpoint_module, "write_atomically", land)
+    monkeypatch.chdir(tmp_path)
+    plan = _plan(tmp_path, second_run="")
+    # a LAMMPS dump to one file per step (its fence names the pattern, no file: nothing to fsync)
+    per_step = plan_from_lammps_script(text=SCRIPT.format(
+        fix=FIXES["nve"] + "\ndump 1 all custom 10 frame.*.txt id type x y z", second_run=""), screen=False)
+    plan.outputs.lammps_outputs = per_step.outputs.lammps_outputs
+    execute(plan)
+    assert sorted(p.name for p in tmp_path.glob("frame.*.txt")) == [f"frame.{s}.txt" for s in (0, 10, 20, 30)]
+    landings = [i for i, event in enumerate(events) if event[0] == "land"]
+    assert [events[i][1] for i in landings] == [0, 10, 20, 30]
+    for start, end in zip([-1] + landings, landings):
+        synced = {name for kind, name in events[start + 1:end] if kind == "sync"}
+        assert synced == {"thermo.csv", "traj.xyz", "traj.lammpstrj", "traj.gsd", "frame.*.txt"}, (events[end], synced)
 
 
 def test_lammps_restart_commands_write_and_read_checkpoints_and_data_files(tmp_path):
@@ -443,9 +499,10 @@ def test_simulation_from_checkpoint_continues_with_the_same_bits(tmp_path):
     reference.reporters.append(CheckpointWriter(tmp_path / "api.ckpt", every=25))
     reference.run(60)
     reference.close()
-    checkpoint = read_checkpoint(tmp_path / "api.ckpt")
+    assert read_checkpoint(tmp_path / "api.ckpt").step == 60            # the run's last step
+    checkpoint = read_checkpoint(tmp_path / "api.ckpt.1")
     assert checkpoint.step == 50
-    resumed = Simulation.from_checkpoint(tmp_path / "api.ckpt", lj, VelocityVerlet(0.005))
+    resumed = Simulation.from_checkpoint(tmp_path / "api.ckpt.1", lj, VelocityVerlet(0.005))
     resumed.run(checkpoint.meta["run_end"] - checkpoint.step)
     a, b = reference.system(), resumed.system()
     assert np.array_equal(a.positions, b.positions) and np.array_equal(a.velocities, b.velocities)
@@ -466,3 +523,262 @@ def test_two_ctrl_c_stop_at_once_with_readable_files(tmp_path):
     assert "Traceback" not in err and err.strip().split("\n")[-1].startswith("pycumd:"), err
     lines = (tmp_path / "thermo.csv").read_text().split("\n")
     assert lines[-1] == "" and all(len(line.split(",")) == 6 for line in lines[:-1])
+
+
+# -- checkpoints that change nothing ------------------------------------------------------------------
+NEIGHBOR_POLICIES = {"check": "", "every-20-no-check": "neigh_modify every 20 check no"}
+
+
+def _invisible_plan(directory: Path, fix: str, neighbor: str, checkpoint_every: int | None, engine=None) -> RunPlan:
+    """The test system (30 + 20 steps) with the neighbour policy ``neighbor``, its thermo log and XYZ
+    trajectory in ``directory``; checkpoints to ``run.ckpt`` every ``checkpoint_every`` steps (None:
+    none)."""
+    script = SCRIPT.format(fix=FIXES[fix], second_run="run 20").replace(
+        "neighbor 0.3 bin", f"neighbor 0.3 bin\n{NEIGHBOR_POLICIES[neighbor]}")
+    plan = plan_from_lammps_script(text=script, screen=False)
+    plan.engine = engine or EngineOptions(device="cpu")
+    plan.outputs.thermo_log = str(directory / "thermo.csv")
+    plan.outputs.trajectories = [TrajectoryOutput(str(directory / "traj.xyz"), 5)]
+    if checkpoint_every is not None:
+        plan.outputs.checkpoint = str(directory / "run.ckpt")
+        plan.outputs.checkpoint_every = checkpoint_every
+    return plan
+
+
+def _state_bytes(result) -> list:
+    """The final positions, velocities and images, and the neighbour list's build count."""
+    return [*(a.tobytes() for a in _final(result)), result.sim.neighbors.n_builds]
+
+
+def _check_invisible_checkpoints(tmp_path: Path, fix: str, neighbor: str, engine=None) -> None:
+    """A run with checkpoints every 7 steps (off the neighbour schedule) gives the bits, files and
+    neighbour builds of the run without; stopped at step 13 (a stop checkpoint between two periodic
+    ones) and at step 37 (in the second run) and continued, it gives them too."""
+    reference = tmp_path / "none"
+    reference.mkdir()
+    expected = _state_bytes(execute(_invisible_plan(reference, fix, neighbor, None, engine)))
+    expected_files = {name: (reference / name).read_bytes() for name in ("thermo.csv", "traj.xyz")}
+    with_checkpoints = tmp_path / "every_7"
+    with_checkpoints.mkdir()
+    assert _state_bytes(execute(_invisible_plan(with_checkpoints, fix, neighbor, 7, engine))) == expected
+    assert {name: (with_checkpoints / name).read_bytes() for name in expected_files} == expected_files
+    assert read_checkpoint(with_checkpoints / "run.ckpt").step == 50     # the last step of the last run
+    for stop in (13, 37):
+        work = tmp_path / f"stopped_at_{stop}"
+        work.mkdir()
+        with pytest.raises(RunStopped):
+            execute(_invisible_plan(work, fix, neighbor, 7, engine),
+                    on_simulation=lambda sim: sim.reporters.append(_StopAt(stop)))
+        checkpoint = read_checkpoint(work / "run.ckpt")
+        assert checkpoint.step == stop
+        resumed = execute(_invisible_plan(work, fix, neighbor, 7, engine), resume=checkpoint)
+        assert _state_bytes(resumed) == expected, stop
+        assert {name: (work / name).read_bytes() for name in expected_files} == expected_files, stop
+
+
+@pytest.mark.parametrize("neighbor", sorted(NEIGHBOR_POLICIES))
+@pytest.mark.parametrize("fix", sorted(FIXES))
+def test_checkpoints_change_nothing_and_stopped_runs_continue_as_the_run_without(tmp_path, fix, neighbor):
+    """CPU, double precision: with ``neigh_modify every 20 check no`` a checkpoint that rebuilt the
+    list would add builds off the schedule (and change Press in the 4th digit after 300 steps of in.lj)."""
+    _check_invisible_checkpoints(tmp_path, fix, neighbor)
+
+
+def test_a_restored_list_is_the_list_of_the_last_build(tmp_path):
+    """The neighbour list restored from a checkpoint between two builds is the list of the last
+    build, row for row, with the schedule's counters (mid-way through ``neigh_modify every 20``)."""
+    plan = _invisible_plan(tmp_path, "nve", "every-20-no-check", None)
+    plan.stages = plan.stages[:1]
+    sims = []
+    execute(plan, on_simulation=sims.append)
+    sim = sims[0]
+    nl = sim.neighbors
+    assert sim.step == 30 and nl.steps_since_build == 10 and nl.n_builds == 2
+    arrays = {name: sim.backend.to_host(a).copy() for name, a in sim.checkpoint_arrays().items()}
+    meta = sim.checkpoint_scalars()
+    restored = type(sim)(sim.system(), sim.potential, device="cpu")
+    restored.restore_checkpoint(meta, arrays)
+    other = restored.neighbors
+    assert (other.n_builds, other.steps_since_build) == (nl.n_builds, nl.steps_since_build)
+    assert np.array_equal(other.box_at_build, nl.box_at_build) and other.capacity == nl.capacity
+    for i in range(sim.state.n_atoms):
+        assert np.array_equal(other.neighbors_of(i), nl.neighbors_of(i)), i
+    for name in ("positions", "positions_at_build", "forces", "ids"):
+        assert np.array_equal(getattr(restored.state, name), getattr(sim.state, name)), name
+
+
+def test_a_run_shorter_than_the_checkpoint_interval_ends_with_a_checkpoint(tmp_path):
+    """Checkpoints every 1000 steps in runs of 30 and 20 steps: one at the end of each run."""
+    execute(_invisible_plan(tmp_path, "nve", "check", 1000))
+    assert read_checkpoint(tmp_path / "run.ckpt").step == 50
+    assert read_checkpoint(tmp_path / "run.ckpt.1").step == 30
+
+
+def test_checkpoint_every_zero_is_refused_with_the_option_named(tmp_path, capsys):
+    from pycumd.cli import main
+
+    (tmp_path / "in.lj").write_text(LONG_SCRIPT)
+    assert main(["run", str(tmp_path / "in.lj"), "--var", "steps", "10", "--device", "cpu",
+                 "--checkpoint", str(tmp_path / "run.ckpt"), "--checkpoint-every", "0"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("pycumd: error: --checkpoint-every 0: give a whole number of steps >= 1"), err
+    assert not (tmp_path / "run.ckpt").exists()
+
+
+def test_a_stop_before_the_first_step_quits_without_a_checkpoint(tmp_path, monkeypatch):
+    """A stop asked for during set-up (as a Ctrl-C then does) stops before the first step and writes
+    no checkpoint, in the working folder or elsewhere."""
+    monkeypatch.chdir(tmp_path)
+    plan = _invisible_plan(tmp_path, "nve", "check", None)
+
+    def ask_to_stop(sim):
+        sim.stop_request = "SIGINT"
+
+    with pytest.raises(RunStopped, match="stopped at step 0 .*no step was run, so no checkpoint was written") as stop:
+        execute(plan, on_simulation=ask_to_stop)
+    assert stop.value.checkpoint is None
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["thermo.csv", "traj.xyz"]
+
+
+def test_stop_checkpoints_are_named_after_the_run_s_own_files():
+    from pycumd.outputs.settings import OutputSettings
+    from pycumd.run_plan import stop_checkpoint_path
+
+    assert stop_checkpoint_path(OutputSettings(checkpoint="out/run.ckpt", thermo_log="t.csv")) == "out/run.ckpt"
+    assert stop_checkpoint_path(OutputSettings(thermo_log="out/thermo.csv")) == "out/thermo.stop.ckpt"
+    assert stop_checkpoint_path(OutputSettings(trajectories=[TrajectoryOutput("t/traj.gsd", 10)])) == "t/traj.stop.ckpt"
+    assert stop_checkpoint_path(OutputSettings()) is None
+
+
+SIGTERM_AT_STEP_135 = """
+import os, signal, sys
+from pycumd.cli import main
+from pycumd.simulation import Simulation
+
+report = Simulation._report
+
+def report_then_sigterm(self, due):
+    report(self, due)
+    if self.state.step == 135:                 # a thermo step: SIGTERM from outside at that moment
+        os.kill(os.getpid(), signal.SIGTERM)
+
+Simulation._report = report_then_sigterm
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_the_command_line_stops_and_continues_as_the_run_without_checkpoints(tmp_path):
+    """``pycumd run`` with ``--checkpoint-every 130``: SIGTERM at step 135 (sent by the process to
+    itself, so that the test does not race the run), continued with ``--restart`` under a
+    ``--walltime`` that stops it after its first step, then continued to its end: the thermo log and
+    trajectory are those of the same run without checkpoints, byte for byte
+    (``neigh_modify every 20 check no``: a checkpoint that rebuilt the list would change them)."""
+    script = LONG_SCRIPT.replace("neighbor 0.3 bin", "neighbor 0.3 bin\nneigh_modify every 20 check no")
+    args = ["run", "in.lj", "--var", "steps", "600", "--device", "cpu", "--log", "thermo.csv", "--trajectory",
+            "traj.xyz", "--trajectory-every", "50", "--no-progress"]
+    reference, work = tmp_path / "reference", tmp_path / "work"
+    for d in (reference, work):
+        d.mkdir()
+        (d / "in.lj").write_text(script)
+    proc = _pycumd(*args, cwd=reference, stdout=subprocess.DEVNULL)
+    assert proc.wait(timeout=600) == 0, proc.stderr.read()
+    proc = subprocess.run([sys.executable, "-c", SIGTERM_AT_STEP_135, *args, "--checkpoint", "run.ckpt",
+                           "--checkpoint-every", "130"], cwd=work, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                          text=True, timeout=600)
+    assert proc.returncode == 128 + signal.SIGTERM, proc.stderr
+    assert "stopped at step 135 (SIGTERM)" in proc.stderr
+    assert "Resume with: pycumd run --restart run.ckpt" in proc.stderr
+    assert read_checkpoint(work / "run.ckpt").step == 135 and read_checkpoint(work / "run.ckpt.1").step == 130
+    proc = _pycumd("run", "--restart", "run.ckpt", "--walltime", "0:0:0", cwd=work, stdout=subprocess.DEVNULL)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 3, err
+    assert read_checkpoint(work / "run.ckpt").step == 136
+    proc = _pycumd("run", "--restart", "run.ckpt", cwd=work, stdout=subprocess.DEVNULL)
+    _, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    assert read_checkpoint(work / "run.ckpt").step == 600
+    for name in ("thermo.csv", "traj.xyz"):
+        assert (work / name).read_bytes() == (reference / name).read_bytes(), name
+
+
+def test_the_python_api_checkpoints_change_nothing_and_continue_exactly(tmp_path):
+    """Simulation + CheckpointWriter (every 25 steps, ``neighbor_every=20, neighbor_check=False``) gives
+    the bits of the simulation without; Simulation.from_checkpoint continues to them too."""
+    from pycumd import LennardJones, Simulation, VelocityVerlet, create_velocities, lattice_system
+    from pycumd.outputs.checkpoint import CheckpointWriter
+
+    lj = LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
+    options = dict(neighbor_every=20, neighbor_check=False, device="cpu")
+
+    def simulation():
+        system = lattice_system("fcc", 5, density=0.8442)
+        create_velocities(system, 1.44, seed=4711)
+        return Simulation(system, lj, VelocityVerlet(0.005), **options)
+
+    plain = simulation()
+    plain.run(90)
+    writing = simulation()
+    writing.reporters.append(CheckpointWriter(tmp_path / "api.ckpt", every=25))
+    writing.run(90)
+    writing.close()
+    assert writing.neighbors.n_builds == plain.neighbors.n_builds == 5
+    checkpoint = read_checkpoint(tmp_path / "api.ckpt.1")
+    assert checkpoint.step == 75
+    resumed = Simulation.from_checkpoint(checkpoint, lj, VelocityVerlet(0.005), **options)
+    resumed.run(checkpoint.meta["run_end"] - checkpoint.step)
+    for sim in (writing, resumed):
+        a, b = plain.system(), sim.system()
+        assert np.array_equal(a.positions, b.positions) and np.array_equal(a.velocities, b.velocities)
+        assert np.array_equal(a.images, b.images)
+
+
+def test_all_pairs_runs_checkpoint_their_wrap_schedule(tmp_path):
+    """A box too small for a neighbour list (all pairs, wrapped every 100 steps by default): a
+    checkpoint at step 130 continues the wrap schedule, so the continued run wraps at step 200 as
+    the run without checkpoints does (same positions, images and velocities)."""
+    from pycumd import LennardJones, Simulation, VelocityVerlet, create_velocities, lattice_system
+    from pycumd.outputs.checkpoint import CheckpointWriter
+
+    lj = LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
+
+    def simulation():
+        system = lattice_system("fcc", 3, density=0.8442)
+        create_velocities(system, 1.44, seed=4711)
+        return Simulation(system, lj, VelocityVerlet(0.005), device="cpu")
+
+    plain = simulation()
+    assert plain.pair_method == "all_pairs"
+    plain.run(250)
+    writing = simulation()
+    writing.reporters.append(CheckpointWriter(tmp_path / "small.ckpt", every=130))
+    writing.run(250)
+    writing.close()
+    checkpoint = read_checkpoint(tmp_path / "small.ckpt.1")
+    assert checkpoint.step == 130 and checkpoint.meta["neighbors"]["steps_since_build"] == 30
+    resumed = Simulation.from_checkpoint(checkpoint, lj, VelocityVerlet(0.005))
+    resumed.run(120)
+    for sim in (writing, resumed):
+        a, b = plain.system(), sim.system()
+        assert np.array_equal(a.positions, b.positions) and np.array_equal(a.velocities, b.velocities)
+        assert np.array_equal(a.images, b.images)
+
+
+GPU_CASES = ([(fix, neighbor, True) for fix in sorted(FIXES) for neighbor in sorted(NEIGHBOR_POLICIES)]
+             # CUDA graphs run plain NVE under the displacement check only: the other modes there
+             + [("nve", "check", False), ("nve", "check", "blocks")])
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not cuda_available(), reason="no CUDA GPU / CuPy on this machine")
+@pytest.mark.parametrize("precision", ["single", "mixed", "double", "composite"])
+@pytest.mark.parametrize("fix, neighbor, graphs", GPU_CASES)
+def test_gpu_checkpoints_change_nothing_and_stopped_runs_continue_as_the_run_without(tmp_path, precision, graphs,
+                                                                                      neighbor, fix):
+    """On the GPU, in every precision, every graph mode (the device loop where the driver has
+    conditional nodes, captured blocks, step by step), both neighbour policies and every thermostat:
+    as on the CPU (reorders deferred to every second build included: the restored build makes the
+    decision of the one it repeats; in mixed precision the list itself is restored)."""
+    if precision == "composite" and fix == "langevin":
+        pytest.skip("composite precision has no Langevin thermostat (raises NotImplementedError)")
+    _check_invisible_checkpoints(tmp_path, fix, neighbor,
+                                 EngineOptions(device="cuda", precision=precision, use_graphs=graphs))

@@ -244,7 +244,7 @@ def test_npt_checkpoint_continues_with_the_same_bits():
         sim.setup()
         for step in range(1, 31):
             sim._one_step(step)
-        sim.start_checkpoint()                     # what a checkpoint does to the run that writes it
+        sim.start_checkpoint()                     # what a checkpoint does to the run that writes it (nothing)
         return sim
 
     writer = first_half()

@@ -356,17 +356,17 @@ def test_sigterm_on_one_rank_stops_every_rank_cleanly(tmp_path):
     os.kill(ranks[-1], signal.SIGTERM)                  # one rank only
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 128 + signal.SIGTERM, err[-3000:]
-    assert err.count("Resume with: pycumd run --restart pycumd-stop.ckpt") == 1, err[-3000:]
-    stopped = read_checkpoint(tmp_path / "pycumd-stop.ckpt")
+    assert err.count("Resume with: pycumd run --restart thermo.stop.ckpt") == 1, err[-3000:]
+    stopped = read_checkpoint(tmp_path / "thermo.stop.ckpt")
     assert stopped.meta["ranks"] == 2 and stopped.meta["n_atoms"] == 4 * 7 ** 3
     last_row = int((tmp_path / "thermo.csv").read_text().splitlines()[-1].split(",")[0])
     assert last_row <= stopped.step
     # the continuation, asked to stop at once by a wall time of zero, stops at its first step
     proc = subprocess.run([*MPIEXEC, "-n", "2", sys.executable, "-m", "pycumd.cli", "run", "--restart",
-                           "pycumd-stop.ckpt", "--walltime", "0:0:0"], cwd=tmp_path, capture_output=True, text=True,
+                           "thermo.stop.ckpt", "--walltime", "0:0:0"], cwd=tmp_path, capture_output=True, text=True,
                           timeout=120, env=env)
     assert proc.returncode == 3, proc.stderr[-3000:]
-    assert read_checkpoint(tmp_path / "pycumd-stop.ckpt").step == stopped.step + 1
+    assert read_checkpoint(tmp_path / "thermo.stop.ckpt").step == stopped.step + 1
 
 
 @needs_mpi

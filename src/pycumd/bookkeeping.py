@@ -18,9 +18,10 @@ class SimulationError(RuntimeError):
 class RunStopped(Exception):
     """A run stopped between steps on request (a signal, ``--walltime``); the state is whole."""
 
-    def __init__(self, step: int, reason: str, checkpoint=None):
+    def __init__(self, step: int, reason: str, checkpoint=None, note: str | None = None):
         super().__init__(f"stopped at step {step} ({reason})"
-                         + (f", checkpoint {checkpoint} written" if checkpoint is not None else ""))
+                         + (f", checkpoint {checkpoint} written" if checkpoint is not None else "")
+                         + (f"; {note}" if note else ""))
         self.step, self.reason, self.checkpoint = step, reason, checkpoint
 
 

@@ -31,7 +31,7 @@ from .system import InputError, System
 from .units import get_units
 
 MAGIC = b"PYCUMD-CHECKPOINT\n"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def encode_checkpoint(meta: dict, arrays: dict) -> bytes:

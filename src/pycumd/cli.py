@@ -83,6 +83,9 @@ def _run(args) -> int:
     if args.checkpoint:
         plan.outputs.checkpoint = args.checkpoint
     if args.checkpoint_every is not None:
+        if args.checkpoint_every < 1:
+            raise ValueError(f"--checkpoint-every {args.checkpoint_every}: give a whole number of steps >= 1 "
+                             f"(leave it out to checkpoint only at a clean stop)")
         plan.outputs.checkpoint_every = args.checkpoint_every
     plan.outputs.check()
     deadline = _walltime_deadline(args.walltime)
@@ -95,8 +98,8 @@ def _run(args) -> int:
                              on_simulation=lambda sim: setattr(sim, "wall_deadline", deadline))
     except RunStopped as stop:
         if rank_of(plan.engine.comm) == 0:
-            print(f"pycumd: {stop}; every output is flushed. Resume with: pycumd run --restart {stop.checkpoint}",
-                  file=sys.stderr, flush=True)
+            resume_hint = f" Resume with: pycumd run --restart {stop.checkpoint}" if stop.checkpoint else ""
+            print(f"pycumd: {stop}; every output is flushed.{resume_hint}", file=sys.stderr, flush=True)
         return 3 if stop.reason.startswith("walltime") else 128 + (15 if stop.reason.startswith("SIGTERM") else 2)
     n = result.sim.state.n_atoms if result.sim else 0
     if result.sim is not None and result.sim.decomposition is not None:
@@ -167,7 +170,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                    help="set a LAMMPS index variable, as lmp -var NAME VALUE")
     r.add_argument("--checkpoint", metavar="PATH",
                    help="checkpoint file (previous one kept as PATH.1); also written at a clean stop")
-    r.add_argument("--checkpoint-every", type=int, metavar="N", help="steps between checkpoints")
+    r.add_argument("--checkpoint-every", type=int, metavar="N",
+                   help="steps between checkpoints (>= 1; the last step of each run is checkpointed too)")
     r.add_argument("--restart", metavar="CHECKPOINT",
                    help="continue the run a checkpoint was written in, bit for bit, appending to its outputs")
     r.add_argument("--walltime", metavar="HH:MM:SS",

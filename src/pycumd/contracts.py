@@ -68,10 +68,12 @@ class NeighborStructure(Protocol):
         """Make the next build put the particles in cell order, whatever its schedule."""
 
     def checkpoint_state(self) -> dict:
-        """What a checkpoint writes of the structure (plain numbers and lists)."""
+        """What a checkpoint writes of the structure: plain numbers and lists, and backend arrays
+        where the list itself must travel."""
 
-    def restore_checkpoint_state(self, state: dict) -> None:
-        """Take back what :meth:`checkpoint_state` returned."""
+    def restore_checkpoint_state(self, d: dict, state) -> None:
+        """Take back what :meth:`checkpoint_state` returned (arrays on the host), on ``state``: the
+        simulation state holding the checkpoint's arrays in their stored order."""
 
 
 class NeighborStructureBase:
@@ -106,7 +108,7 @@ class NeighborStructureBase:
     def checkpoint_state(self) -> dict:
         raise NotImplementedError(f"{type(self).__name__} does not implement checkpoint_state")
 
-    def restore_checkpoint_state(self, state: dict) -> None:
+    def restore_checkpoint_state(self, d: dict, state=None) -> None:
         raise NotImplementedError(f"{type(self).__name__} does not implement restore_checkpoint_state")
 
 

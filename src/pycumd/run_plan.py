@@ -18,6 +18,7 @@ from __future__ import annotations
 import signal
 import time
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Callable
 
 
@@ -160,8 +161,9 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
         same bits as the run that wrote it, output files are cut back to that step and appended to.
     stop_on_signals : bool
         SIGINT and SIGTERM stop the run cleanly at the end of the current step block: a checkpoint
-        is written (to the plan's checkpoint file, or ``pycumd-stop.ckpt``), every file flushed, and
-        :class:`~pycumd.bookkeeping.RunStopped` raised. A second signal stops at once.
+        is written (to :func:`stop_checkpoint_path`: the plan's checkpoint file, else one named after
+        its thermo log or trajectory; none if the run writes no files, or if no step was run), every
+        file flushed, and :class:`~pycumd.bookkeeping.RunStopped` raised. A second signal stops at once.
 
     A run stopped by ``sim.stop_request`` or its ``wall_deadline`` ends the same way.
     """
@@ -204,6 +206,7 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
                 reporter.begin_stage(index)
             if screen:
                 print(sim.describe(), flush=True)
+            stage_start = sim.state.step
             try:
                 if stage.minimize is not None:          # LAMMPS minimize (pycumd.minimize)
                     minimized = Minimizer(sim, stage.minimize).run()
@@ -213,7 +216,15 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
                     sim.ramp = stage.ramp
                     sim.run(steps, progress=outputs.progress)
             except RunStopped:
-                writer = reporters.checkpoint or CheckpointWriter(_STOP_CHECKPOINT)
+                if steps_run == 0 and sim.state.step == stage_start:
+                    raise RunStopped(sim.state.step, sim.stop_request,
+                                     note="no step was run, so no checkpoint was written") from None
+                path = stop_checkpoint_path(plan.outputs)
+                if path is None:
+                    raise RunStopped(sim.state.step, sim.stop_request,
+                                     note="the run writes no files, so no checkpoint was written "
+                                          "(--checkpoint PATH or --log PATH keeps one)") from None
+                writer = reporters.checkpoint or CheckpointWriter(path)
                 writer.context = plan.checkpoint_context(index)
                 writer.settings = stage.checkpoint_settings
                 writer.write_now(sim, wait=True)
@@ -231,7 +242,16 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
     return RunResult(sim, reporters.thermo, steps_run, time.perf_counter() - t0)
 
 
-_STOP_CHECKPOINT = "pycumd-stop.ckpt"
+def stop_checkpoint_path(outputs) -> str | None:
+    """Where a clean stop writes its checkpoint: the run's own checkpoint file; else beside the
+    thermo log, or else the first trajectory, named after it (``thermo.csv`` -> ``thermo.stop.ckpt``);
+    None for a run that writes no files (nothing to continue into: no checkpoint)."""
+    if outputs.checkpoint:
+        return str(outputs.checkpoint)
+    for path in (outputs.thermo_log, *(t.path for t in outputs.trajectories)):
+        if path:
+            return str(Path(path).with_suffix(".stop.ckpt"))
+    return None
 
 
 def _check_resumable(plan: RunPlan, checkpoint) -> None:

@@ -219,7 +219,8 @@ class Simulation:
         A run continued from a checkpoint (:meth:`restore_checkpoint`) starts with
         :meth:`_setup_from_checkpoint` instead of :meth:`setup` and reports nothing at its first step
         (the checkpointing run did). Between blocks the loop stops with :class:`RunStopped` if
-        :attr:`stop_request` is set or :attr:`wall_deadline` has passed.
+        :attr:`stop_request` is set or :attr:`wall_deadline` has passed; a :attr:`stop_request` set
+        before the first step (during set-up) stops it before that step.
 
         Positions and velocities are checked for finite values at every report and at the end.
         A run that produces non-finite positions, velocities or energies stops with
@@ -244,6 +245,7 @@ class Simulation:
                 r.begin_run(self)
             self._report(self._due(self.state.step))
         self._next_stop_check = self.state.step + 1     # decomposed runs: the first step decides (_stop_if_asked)
+        self._stop_if_asked(wall_time=False)      # a signal before the first step: no step is run
         bar = Progress(steps, enabled=progress)
         graph = None
         if self.use_graphs and CudaStepGraph.applicable(self):
@@ -312,15 +314,16 @@ class Simulation:
 
     # -- checkpoints -------------------------------------------------------------------------
     def start_checkpoint(self) -> None:
-        """Make this step a point a checkpoint can restart from exactly: rebuild the neighbour
-        list (wrap, reorder by cell, whatever the list's ``reorder_every``) and compute the forces
-        again with the ordinary kernel.
+        """Make this step a point a checkpoint can restart from exactly.
 
-        A restored checkpoint does the same on the same arrays (the wrap and the reorder then
-        change nothing), so the run continues with the same bits. The rebuild is the one change a
-        checkpoint makes to a run: a run that writes checkpoints rebuilds at those steps too.
+        A serial run needs nothing: the checkpoint stores the neighbour list's schedule and the
+        positions of its last build (:meth:`checkpoint_arrays`), and writing one changes nothing in
+        the run.  Over MPI ranks (spatial domains) the lists are rebuilt with the owned atoms in id
+        order and the forces computed again, the order and the list a restored run starts from: there
+        a checkpoint is a rebuild off the list's schedule, in the run that writes it too.
         """
-        # spatial domains: the owned atoms also put in id order, the order a restored run starts from
+        if self.decomposition is None:
+            return
         self.neighbors.schedule_reorder()
         self.neighbors.build_in_id_order(self.state)
         self.forces.compute(self.state, self.neighbors, False)
@@ -349,9 +352,16 @@ class Simulation:
         sim.restore_checkpoint(meta, checkpoint.arrays)
         return sim
 
+    #: state arrays a serial checkpoint holds besides the particles' own (the forces of the step,
+    #: which the next step's first half step uses, and the last build's positions)
+    _STEP_ARRAYS = ("positions_at_build", "forces")
+
     def checkpoint_arrays(self) -> dict:
-        """The state's per-atom arrays as they are (backend arrays, current order; composite low
-        parts as ``lo.NAME``): what :meth:`restore_checkpoint` needs after :meth:`start_checkpoint`.
+        """The arrays of a checkpoint, as they are (backend arrays, current order; composite low
+        parts as ``lo.NAME``): the particles' arrays, the positions at the last neighbour build, the
+        forces (with a Langevin thermostat's friction and noise), per-atom energies and virials when
+        they belong to this step (a barostat reads them at the next one), and the neighbour list's
+        own (``neighbors.NAME``, :meth:`~pycumd.neighbors.verlet.NeighborList.checkpoint_state`).
 
         Over MPI ranks (a collective call): every atom's positions and velocities (float64, which
         holds float32 values exactly), images, types and ids, gathered in id order on the host."""
@@ -359,28 +369,42 @@ class Simulation:
             gathered = self.decomposition.gather_arrays(self.state, self.backend)
             return {name: gathered[name] for name in ("positions", "velocities", "types", "images", "ids")}
         s = self.state
-        arrays = {name: getattr(s, name) for name in ("positions", "velocities", "per_atom_mass", "types",
-                                                      "images", "ids")}
-        for name in ("positions", "velocities", "per_atom_mass"):
-            if s.lo is not None:
+        names = ("positions", "velocities", "per_atom_mass", "types", "images", "ids") + self._STEP_ARRAYS
+        if self.book.energy_is_current():
+            names += ("energy", "virial")
+        arrays = {name: getattr(s, name) for name in names}
+        for name in ("positions", "velocities", "per_atom_mass", "forces", "energy", "virial"):
+            if s.lo is not None and name in arrays:
                 arrays[f"lo.{name}"] = s.lo[name]
+        for name, value in self.neighbors.checkpoint_state().items():
+            if hasattr(value, "shape"):
+                arrays[f"neighbors.{name}"] = value
         return arrays
 
     def checkpoint_scalars(self) -> dict:
         """Step, time, run bounds, box, and the state of the thermostat and the neighbour policy."""
         nl, th = self.neighbors, self.thermostat
+        serial = self.decomposition is None
+        if serial:
+            neighbors = {k: v for k, v in nl.checkpoint_state().items() if not hasattr(v, "shape")}
+        else:           # over MPI ranks the lists are rebuilt at the checkpoint's step (start_checkpoint)
+            neighbors = {"capacity": getattr(nl, "capacity", None),
+                         "recent_max_counts": [int(c) for c in getattr(nl, "recent_max_counts", [])]}
         return {"step": self.state.step, "time": self.time, "run_start": self._run_start, "run_end": self._run_end,
                 "box_lengths": [float(x) for x in self.box.lengths], "box_origin": [float(x) for x in self.box.origin],
                 "units": self.units.name, "masses": [float(m) for m in self._masses], "n_atoms": self.n_atoms, "device": self.backend.name,
                 "ranks": self.comm.size,
                 "precision": self.precision.name, "dt": self.integrator.dt,
                 "thermostat": th.checkpoint_state() if th is not None else None,
-                "neighbors": {"capacity": nl.capacity,
-                              "recent_max_counts": [int(c) for c in nl.recent_max_counts]}}
+                "neighbors": neighbors, "energy_current": serial and self.book.energy_is_current()}
 
     def restore_checkpoint(self, scalars: dict, arrays: dict) -> None:
         """Put a checkpoint's state into this simulation (built with the same components, device and
-        precision); the next :meth:`run` continues the checkpoint's run with the same bits."""
+        precision); the next :meth:`run` continues the checkpoint's run with the same bits.
+
+        A serial run gets the arrays in their stored order, the neighbour list of the last build
+        (:meth:`~pycumd.neighbors.verlet.NeighborList.restore_checkpoint_state`), then the stored
+        forces (and energies and virials where stored): nothing is computed again."""
         ranks = self.comm.size
         for key, mine in (("device", self.backend.name), ("precision", self.precision.name),
                           ("n_atoms", self.n_atoms), ("ranks", ranks)):
@@ -388,31 +412,54 @@ class Simulation:
                 raise ValueError(f"the checkpoint was written with {key} {scalars.get(key, 1)}, this run has {mine}: "
                                  f"an exact continuation needs the same")
         s, xp = self.state, self.backend.xp
+        self._resume = (int(scalars["run_start"]), int(scalars["run_end"]), scalars["thermostat"])
+        s.step = int(scalars["step"])
         # over MPI ranks the arrays are those of the System this simulation was made from
         # (from_checkpoint): each rank took its atoms, in id order, as the writing run had them
-        for name, host in (arrays.items() if self.decomposition is None else ()):
+        if self.decomposition is not None:
+            if scalars["neighbors"]["capacity"] is not None:
+                self.neighbors.capacity = int(scalars["neighbors"]["capacity"])
+                self.neighbors.recent_max_counts = list(scalars["neighbors"]["recent_max_counts"])
+            return
+
+        def put(name, host):
             target = s.lo[name[3:]] if name.startswith("lo.") else getattr(s, name)
             if target.shape != host.shape or target.dtype != host.dtype:
                 raise ValueError(f"checkpoint array {name} is {host.dtype}{host.shape}, the state's "
                                  f"{target.dtype}{target.shape}")
             target[...] = xp.asarray(host)
-        s.step = int(scalars["step"])
-        nl = self.neighbors
-        if scalars["neighbors"]["capacity"] is not None:
-            nl.capacity = int(scalars["neighbors"]["capacity"])
-            nl.recent_max_counts = list(scalars["neighbors"]["recent_max_counts"])
-        self._resume = (int(scalars["run_start"]), int(scalars["run_end"]), scalars["thermostat"])
+
+        scratch = self._STEP_ARRAYS[1:] + ("energy", "virial")      # the build's scratch: put back after it
+        later = {}
+        for name, host in arrays.items():
+            if name.startswith("neighbors."):
+                continue
+            if name.split(".")[-1] in scratch:
+                later[name] = host
+            else:
+                put(name, host)
+        listed = {name[len("neighbors."):]: host for name, host in arrays.items() if name.startswith("neighbors.")}
+        self.neighbors.restore_checkpoint_state({**scalars["neighbors"], **listed}, s)
+        for name, host in later.items():
+            put(name, host)
+        if scalars.get("energy_current"):
+            self.book.mark_energy_current()
 
     def _setup_from_checkpoint(self, thermostat_state) -> None:
-        """:meth:`start_checkpoint` on the restored arrays, then the thermostat's restored state."""
-        self.start_checkpoint()
+        """Over MPI ranks :meth:`start_checkpoint` on the restored arrays; then the finite check and
+        the thermostat's restored state."""
+        if self.decomposition is not None:
+            self.start_checkpoint()
         self.book.check_finite()
         if self.thermostat is not None:
             self.thermostat.bind(self)
             self.thermostat.restore_checkpoint_state(thermostat_state)
 
-    def _stop_if_asked(self) -> None:
-        if self.stop_request is None and self.wall_deadline is not None and time.monotonic() > self.wall_deadline:
+    def _stop_if_asked(self, wall_time: bool = True) -> None:
+        """Raise :class:`RunStopped` if a stop was asked for (or, with ``wall_time``, the wall-time
+        limit has passed) and the run has steps left."""
+        if (wall_time and self.stop_request is None and self.wall_deadline is not None
+                and time.monotonic() > self.wall_deadline):
             self.stop_request = "walltime"
         reason = self.stop_request
         # over MPI ranks the decision is collective: a signal or wall-time limit seen by one rank

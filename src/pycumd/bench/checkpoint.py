@@ -2,7 +2,7 @@
 
 The in.lj liquid (fcc at density 0.8442, T 1.44, r_cut 2.5, skin 0.3, NVE) at ``--cells`` per edge:
 
-* one checkpoint, waited for (start_checkpoint's rebuild, the side-stream copy, encoding, the atomic
+* one checkpoint, waited for (the side-stream copy of the state, encoding, the atomic
   write with fsync): median of ``--repeats``, and the file size;
 * the time the simulation itself loses per checkpoint (the call returns once the copy is queued;
   encoding and writing go on in the writer thread);

@@ -644,6 +644,17 @@ class AllPairsNeighbors(NeighborStructureBase):
         self.n_builds += 1
         self.steps_since_build = 0
 
+    def checkpoint_state(self) -> dict:
+        """The wrap schedule (JSON values): what :meth:`restore_checkpoint_state` continues."""
+        return {"kind": "all_pairs", "n_builds": int(self.n_builds), "steps_since_build": int(self.steps_since_build)}
+
+    def restore_checkpoint_state(self, d: dict, state=None) -> None:
+        """Continue the wrap schedule of :meth:`checkpoint_state`'s ``d`` (there is no list to build)."""
+        if d.get("kind") != "all_pairs":
+            raise ValueError(f"the checkpoint's neighbour structure is {d.get('kind')!r}, this run sums all "
+                             f"pairs: an exact continuation needs the same")
+        self.n_builds, self.steps_since_build = int(d["n_builds"]), int(d["steps_since_build"])
+
     def describe(self) -> str:
         return "all pairs (no neighbour list)"
 

@@ -126,7 +126,8 @@ class NeighborList(NeighborStructureBase):
         GPU: reorder at every ``reorder_every``-th build only (default
         :data:`DEFAULT_REORDER_EVERY`; 1: every build); the builds between read a copy of the
         positions in cell order.  Always 1 with ``canonical_order`` and on the CPU.  A run's first
-        build and a checkpoint's always reorder (:meth:`schedule_reorder`).
+        build always reorders (:meth:`schedule_reorder`); a list restored from a checkpoint
+        continues the count (:meth:`restore_checkpoint_state`).
     half : bool
         CPU only: a *half* list, each pair once (``j > i``) for a force kernel that applies
         Newton's third law (:meth:`pycumd.forces.PairForces._compute_cpu_half`), as LAMMPS and
@@ -173,6 +174,7 @@ class NeighborList(NeighborStructureBase):
         self.reorder_every = reorder_every
         self._reorder_due = True      # schedule_reorder: the next build reorders whatever the schedule
         self._repeat_build = False    # the next build repeats one that overflowed
+        self._at_build_exact = True   # positions_at_build hold the positions of the build exactly
         #: GPU: this build reorders, builds since the last reorder (device uint32 x 2, made at the
         #: first build; verlet.cu's decide_reorder); the list's own, so that a new build plan (a
         #: capacity change) does not restart the count
@@ -235,9 +237,9 @@ class NeighborList(NeighborStructureBase):
 
     def schedule_reorder(self) -> None:
         """Make the next build reorder the particle arrays by cell whatever ``reorder_every`` says,
-        and count the builds to the next reorder from it (Simulation.setup and start_checkpoint:
-        so that a run continued from a checkpoint reorders at the same builds as the run that
-        wrote it)."""
+        and count the builds to the next reorder from it (Simulation.setup, and over MPI ranks
+        Simulation.start_checkpoint: so that a run continued from a checkpoint reorders at the same
+        builds as the run that wrote it)."""
         self._reorder_due = True
 
     def cells_per_dimension(self, L: np.ndarray) -> np.ndarray:
@@ -300,6 +302,8 @@ class NeighborList(NeighborStructureBase):
         L = np.asarray(state.box_lengths)
         self.check_box(L)
         n = state.n_atoms
+        # checkpoint_state: positions_at_build reproduce the build unless they are a rounded copy
+        self._at_build_exact = state.positions_at_build.dtype == state.positions.dtype
         if self.capacity is None:
             self.capacity = self.initial_capacity(n, float(np.prod(L)))
         self.shrink_if_oversized(n)
@@ -345,6 +349,89 @@ class NeighborList(NeighborStructureBase):
     def neighbors_of(self, i: int) -> np.ndarray:
         """Host copy of atom ``i``'s neighbour indices, in list order."""
         return self.builder.neighbors_of(self, i)
+
+    # -- checkpoints -------------------------------------------------------------------------
+    def checkpoint_state(self) -> dict:
+        """What continuing this list's schedule needs, between two steps (after at least one build).
+
+        Returns a dict of JSON values (the schedule: builds, steps since the last build, the box at
+        it, the capacity and the counts that steer it, the reorder schedule) and, where the state's
+        ``positions_at_build`` cannot reproduce the last build (float32 copies of float64 positions:
+        mixed precision on the GPU, whose cell keys came from the float64 values), the list itself
+        as backend arrays ``nbr`` and ``nbr_count``.  With the state's arrays in their current order
+        and its ``positions_at_build``, :meth:`restore_checkpoint_state` gives back the same list.
+        """
+        d = {"kind": "verlet", "n_builds": int(self.n_builds), "steps_since_build": int(self.steps_since_build),
+             "box_at_build": None if self.box_at_build is None else [float(x) for x in self.box_at_build],
+             "capacity": self.capacity, "recent_max_counts": [int(c) for c in self.recent_max_counts],
+             "reorder_due": bool(self._reorder_due), "overflows": int(self.overflows), "resizes": int(self.resizes),
+             "reorder_state": (None if self.reorder_state is None
+                               else [int(x) for x in self.backend.to_host(self.reorder_state)])}
+        if self.n_builds and not self._at_build_exact:
+            d.update(nbr=self.nbr, nbr_count=self.nbr_count)
+        return d
+
+    def restore_checkpoint_state(self, d: dict, state) -> None:
+        """Continue the schedule of :meth:`checkpoint_state`'s ``d`` (arrays on the host) on ``state``,
+        which holds the checkpoint's arrays in their order (``positions_at_build`` included).
+
+        The list is built again from ``positions_at_build`` in the box of the last build, as that
+        build made it: the wrap changes nothing (they were wrapped then), the counting sort of atoms
+        already in cell order is the identity (so a reorder moves nothing), and on the GPU the
+        reorder decision is that build's (the count of builds since a reorder stepped back by one).
+        The positions, the box and every counter are then put back as they were.  The state's
+        forces, energies and virials are scratch to the build: the caller restores them after.
+        """
+        if d.get("kind") != "verlet":
+            raise ValueError(f"the checkpoint's neighbour structure is {d.get('kind')!r}, this run has a "
+                             f"neighbour list: an exact continuation needs the same")
+        self.capacity = None if d["capacity"] is None else int(d["capacity"])
+        self._at_build_exact = state.positions_at_build.dtype == state.positions.dtype
+        if d["n_builds"]:
+            if "nbr" in d:
+                xp = self.backend.xp
+                self.nbr, self.nbr_count = xp.asarray(d["nbr"]), xp.asarray(d["nbr_count"])
+            else:
+                self._rebuild_from_positions_at_build(d, state)
+        self.n_builds, self.steps_since_build = int(d["n_builds"]), int(d["steps_since_build"])
+        self.box_at_build = None if d["box_at_build"] is None else np.asarray(d["box_at_build"], dtype=np.float64)
+        self.recent_max_counts = [int(c) for c in d["recent_max_counts"]]
+        self._reorder_due, self._repeat_build = bool(d["reorder_due"]), False
+        self.overflows, self.resizes = int(d["overflows"]), int(d["resizes"])
+        if d["reorder_state"] is not None:
+            self._set_reorder_state(d["reorder_state"])
+
+    def _set_reorder_state(self, values) -> None:
+        """Write the GPU's reorder state (this build reorders, builds since the last reorder) in
+        place: captured build graphs hold the array's address."""
+        host = np.asarray(values, dtype=np.uint32)
+        if self.reorder_state is None:
+            self.reorder_state = self.backend.xp.zeros(2, np.uint32)
+        self.reorder_state[...] = self.backend.xp.asarray(host)
+
+    def _rebuild_from_positions_at_build(self, d: dict, state) -> None:
+        """The last build made again from ``state.positions_at_build`` (:meth:`restore_checkpoint_state`)."""
+        positions, lo = state.positions.copy(), None if state.lo is None else state.lo["positions"].copy()
+        box = state.box_lengths
+        state.positions[...] = state.positions_at_build
+        state.box_lengths = tuple(d["box_at_build"])
+        if d["reorder_state"] is not None:
+            every = max(self.reorder_interval(state), 1)
+            done, since = (int(x) for x in d["reorder_state"])
+            self._set_reorder_state([done, (since - 1) % every])
+        self._reorder_due = self._repeat_build = False
+        n = state.n_atoms
+        self.n_builds = int(d["n_builds"])           # not a first build: no overlap check
+        self._free_if_resized(n)
+        max_count, _ = self.builder.build(state, self.cells_per_dimension(np.asarray(state.box_lengths)),
+                                        self.r_list, self.capacity, self)
+        if max_count > self.capacity:
+            raise ValueError(f"the checkpoint's neighbour list does not fit its own capacity ({max_count} > "
+                             f"{self.capacity} neighbours): the checkpoint does not belong to this run")
+        state.positions[...] = positions
+        if lo is not None:
+            state.lo["positions"][...] = lo
+        state.box_lengths = box
 
     def shrink_if_oversized(self, n: int) -> None:
         """Lower the capacity to :func:`capacity_for` the largest count of the last

@@ -7,7 +7,7 @@ does not stall the run.
 
 A checkpoint of step S is put in place only once the other reporters' files hold everything they
 reported up to S (trajectory frames are written by their own threads: the checkpoint's thread waits
-for them, :meth:`~pycumd.outputs.reporter.Reporter.fence`). A continuation from S cuts the files
+for them, :meth:`~pycumd.outputs.reporter.Reporter.fence`) and those files are fsync'ed. A continuation from S cuts the files
 back to S and writes only later steps, so a checkpoint that landed before the frame of its own step
 would leave that frame missing for good after a kill.
 """
@@ -53,6 +53,19 @@ def write_atomically(path, data: bytes, keep_previous: bool = True) -> None:
         os.close(directory)
 
 
+def sync_file(path) -> None:
+    """fsync a file that another descriptor wrote and flushed: its data reach the disk, not only the
+    page cache (a checkpoint must not outlive, through a power loss, the frames and rows it covers).
+    A path that is no file (a LAMMPS dump's per-step pattern ``dump.*.txt``) is skipped."""
+    if not os.path.isfile(path):
+        return
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _reason(error: BaseException) -> str:
     return getattr(error, "strerror", None) or str(error)
 
@@ -71,7 +84,7 @@ class CheckpointWriter(Reporter):
     path : str or path
         The checkpoint file; the previous one is kept as ``PATH.1``.
     every : int
-        Interval in steps (0: only on request, e.g. at a clean stop).
+        Interval in steps, and the last step of each run (0: only on request, e.g. at a clean stop).
     context : dict
         What the run came from and how it ran (input, options, stage): stored in every checkpoint
         so that ``pycumd run --restart PATH`` can rebuild the run (set by the driver).
@@ -100,11 +113,16 @@ class CheckpointWriter(Reporter):
         self._thread = threading.Thread(target=self._drain, name=f"pycumd-{self.path.name}", daemon=True)
         self._thread.start()
 
+    def also_reports(self, run_start: int, run_end: int) -> tuple:
+        """With an interval, also the last step of each run (a run shorter than the interval, or
+        not a multiple of it, ends with a checkpoint of its last step)."""
+        return (run_end,) if self.every > 0 else ()
+
     def report(self, snapshot) -> None:
         self.write_now(snapshot.simulation)
 
     def write_now(self, sim, wait: bool = False) -> None:
-        """Checkpoint ``sim`` at its current step (which becomes a restart point: see
+        """Checkpoint ``sim`` at its current step (a serial run is left as it is; over MPI ranks see
         :meth:`~pycumd.simulation.Simulation.start_checkpoint`); ``wait`` for the file to be on disk."""
         self._raise_pending_error()
         if sim.state.step != self._last_step:
@@ -147,6 +165,8 @@ class CheckpointWriter(Reporter):
                     if unwritten:                 # a continuation from here would skip their lost frames
                         raise OSError(f"held back: frames of {', '.join(unwritten)} up to step {meta['step']} "
                                       f"were not written, and a continuation from it would not write them")
+                    for fence in fences:          # on disk before the checkpoint that covers them
+                        sync_file(fence.path)
                     write_atomically(self.path, data)
                     self.written.append(meta["step"])
             except BaseException as exc:          # reported in the simulation's thread

@@ -83,6 +83,15 @@ class ThermoReporter(Reporter):
                 raise OutputError(f"writing thermo log {self._log.name} failed: {exc.strerror or exc} "
                                   f"(the rows before step {row['Step']} are whole)") from None
 
+    def fence(self):
+        """The log's rows are in the file when :meth:`report` returns: an open fence naming the log
+        (the checkpoint writer fsyncs it before a checkpoint lands), or None without a log."""
+        if self._log is None:
+            return None
+        from .trajectory import WriteFence
+
+        return WriteFence(self._log.name, written=True)
+
     def begin_run(self, simulation) -> None:
         self._header_due = True
         self._run_start, self._wall_start = simulation.step, time.perf_counter()

@@ -246,6 +246,18 @@ class DomainNeighborList(NeighborStructureBase):
         moved = state.n_atoms > 0 and self.serial.builder.displacement_exceeds(state, self.serial.displacement_limit2)
         return comm.any(moved)
 
+    # -- checkpoints ---------------------------------------------------------------------------
+    def checkpoint_state(self) -> dict:
+        """Not implemented over MPI ranks: a checkpoint of a decomposed run rebuilds the lists in id
+        order instead (:meth:`build_in_id_order`, :meth:`pycumd.simulation.Simulation.start_checkpoint`)."""
+        raise NotImplementedError("the neighbour schedule of spatial domains is not stored in checkpoints: a "
+                                  "checkpoint of a run over MPI ranks rebuilds the lists at its step instead")
+
+    def restore_checkpoint_state(self, d: dict, state=None) -> None:
+        """Not implemented over MPI ranks (see :meth:`checkpoint_state`)."""
+        raise NotImplementedError("the neighbour schedule of spatial domains is not restored from checkpoints: a "
+                                  "run over MPI ranks continues from a rebuild at the checkpoint's step")
+
     # -- build -------------------------------------------------------------------------------
     def build_in_id_order(self, state) -> None:
         """:meth:`build` with the owned atoms put in id order after the migration (then in cell
