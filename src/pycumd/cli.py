@@ -7,11 +7,11 @@ import importlib
 import sys
 from importlib import resources
 
+from .bench import SUMMARIES as BENCHMARKS
 from .precision import PRECISION_NAMES
 
 DEFAULT_INPUT = "melt.toml"
 EXAMPLES = {"melt": "melt.toml", "argon-sphere": "in.argon_sphere", "argon-sphere-toml": "argon_sphere.toml"}
-BENCHMARKS = ["lj", "scan", "precision", "ions", "drift", "checkpoint", "potential-map", "scaling"]
 #: further subcommands, each a module with ``add_arguments(parser)``, ``HELP`` (one line) and ``main(args) -> int``
 COMMAND_MODULES: dict[str, str] = {"potential-map": "pycumd.potential_maps.command",
                                    "place-ions": "pycumd.potential_maps.place_ions", "plot": "pycumd.plot"}
@@ -127,13 +127,26 @@ def _walltime_deadline(text):
 
 
 def _bench(args, rest) -> int:
+    """``pycumd bench NAME ...``: the benchmark's own ``main`` parses the rest; its status is the exit
+    status (None: 0)."""
     module = importlib.import_module(f"pycumd.bench.{args.what.replace('-', '_')}")
-    module.main(rest)
-    return 0
+    return int(module.main(rest) or 0)
+
+
+def _version() -> str:
+    """The installed distribution's version, or the source tree's."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pycumd")
+    except PackageNotFoundError:
+        from . import __version__
+        return __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pycumd", description="Molecular dynamics on GPUs, in Python.")
+    p.add_argument("--version", action="version", version=f"pycumd {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a simulation (TOML config or LAMMPS input; default: embedded LJ melt)")
     r.add_argument("file", nargs="?", help="a .toml config or a LAMMPS input script")
@@ -160,10 +173,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop cleanly (checkpoint, flushed outputs) before this much wall time has passed")
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: on a terminal, for runs longer than a few seconds)")
-    b = sub.add_parser("bench", help="benchmarks: lj (MD throughput), scan (prefix sums), precision "
-                                     "(composite suite), ions (all-pairs screened Coulomb); "
-                                     "pycumd bench NAME --help for each one's options")
-    b.add_argument("what", choices=BENCHMARKS)
+    listing = "\n".join(f"  {name:<14} {line}" for name, line in BENCHMARKS.items())
+    b = sub.add_parser("bench", help="benchmarks (pycumd bench --help lists them)",
+                       description=f"benchmarks:\n{listing}\n\npycumd bench NAME --help: one benchmark's options",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    b.add_argument("what", choices=list(BENCHMARKS), metavar="NAME", help="the benchmark (listed above)")
     for name, module_name in COMMAND_MODULES.items():
         module = importlib.import_module(module_name)
         module.add_arguments(sub.add_parser(name, help=module.HELP))

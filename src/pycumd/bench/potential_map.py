@@ -19,7 +19,6 @@ Na+ to neutralise; the cell is tiled ``cells^3`` times (100,000 atoms: one 100 A
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import platform
@@ -27,6 +26,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from pycumd.bench import argument_parser, default_out_dir
 
 ADK_CANDIDATES = [Path(__file__).resolve().parents[4] / "shared" / "data" / "adk_open.pqr", Path(".pm_data/adk_open.pqr"),
                   Path(__file__).resolve().parents[3] / ".pm_data" / "adk_open.pqr"]
@@ -145,13 +146,15 @@ def main(argv=None) -> int:
     from pycumd.inputs.molecules import read_pqr
     from pycumd.potential_maps import Lattice, cutoff_sum, direct_sum, lattice_around, msm_sum
 
-    parser = argparse.ArgumentParser(prog="pycumd bench potential-map", description=__doc__.split("\n")[0])
+    parser = argument_parser("potential-map", "Electrostatic potential maps: direct-sum throughput and accuracy, cutoff "
+                             "and multilevel summation against the direct sum, on a solvated protein.")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--json", help="append the results as one JSON object to this file")
     parser.add_argument("--quick", action="store_true", help="small sizes (a CPU smoke run)")
     parser.add_argument("--parts", nargs="*", default=["dcs", "accuracy", "cutoff", "msm", "msm-errors"])
     parser.add_argument("--plot", metavar="JSON", help="only draw the docs figures from a results file")
-    parser.add_argument("--plot-dir", default="docs")
+    parser.add_argument("--plot-dir", default=str(default_out_dir("potential-map")),
+                        help="where --plot writes the figures (default: ./bench-potential-map)")
     args = parser.parse_args(argv)
     if args.plot:
         for path in plot(args.plot, args.plot_dir):
@@ -257,7 +260,7 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-def plot(json_path, out_dir="docs") -> list:
+def plot(json_path, out_dir) -> list:
     """Figures for docs/potential-maps.md from a bench JSON line: the MSM error against DCS on adk as a
     function of ``h`` for each cutoff, and a map slice of adk (DCS beside the MSM error, computed here)."""
     import matplotlib
