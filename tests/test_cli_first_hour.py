@@ -110,3 +110,81 @@ def test_bench_ions_on_the_cpu_runs_in_double_by_default(tmp_path):
     assert proc.returncode == 0, proc.stderr
     record = json.loads((tmp_path / "ions.json").read_text())
     assert record["precision"] == "double" and record["N"] == 64 and record["ms_per_step"] > 0
+
+
+# -- the terminal: thermo rows and the progress bar ---------------------------------------------------
+def _screen_lines(raw: str) -> list:
+    """What a terminal shows for ``raw``: carriage returns go back to the line's start, ESC[K erases
+    to its end, newlines start a new line (other escape sequences are not expected)."""
+    lines, line, col = [], [], 0
+    k = 0
+    while k < len(raw):
+        if raw.startswith("\x1b[K", k):
+            del line[col:]
+            k += 3
+            continue
+        ch = raw[k]
+        k += 1
+        if ch == "\r":
+            col = 0
+        elif ch == "\n":
+            lines.append("".join(line))
+            line, col = [], 0
+        else:
+            assert ch != "\x1b", f"unexpected escape sequence at {raw[k - 1:k + 5]!r}"
+            if col < len(line):
+                line[col] = ch
+            else:
+                line.append(ch)
+            col += 1
+    return lines + ["".join(line)]
+
+
+def test_thermo_rows_stay_whole_under_the_progress_bar_on_a_terminal(monkeypatch):
+    import functools
+    import os
+    import pty
+    import threading
+
+    from pycumd import LennardJones, Simulation, ThermoReporter, VelocityVerlet
+    from pycumd import create_velocities, lattice_system
+    import pycumd.simulation
+
+    controller, terminal_fd = pty.openpty()
+    terminal = os.fdopen(terminal_fd, "w", buffering=1)
+    assert terminal.isatty()
+    received = []
+
+    def read_all():
+        try:
+            while True:
+                chunk = os.read(controller, 65536)
+                if not chunk:
+                    break
+                received.append(chunk)
+        except OSError:                  # the terminal side closed
+            pass
+    reader = threading.Thread(target=read_all, daemon=True)
+    reader.start()
+    # the bar on the same terminal, drawn after every block of steps (no minimum interval)
+    monkeypatch.setattr(pycumd.simulation, "Progress",
+                        functools.partial(pycumd.simulation.Progress, stream=terminal, interval=0.0))
+    system = lattice_system("fcc", 3, density=0.8442)
+    create_velocities(system, temperature=1.44, seed=87287)
+    lj = LennardJones(r_cut=2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
+    thermo = ThermoReporter(every=5, screen=terminal)
+    sim = Simulation(system, lj, VelocityVerlet(dt=0.005), device="cpu", reporters=[thermo])
+    sim.run(20, progress=True)
+    terminal.close()
+    reader.join(timeout=10)
+    shown = _screen_lines(b"".join(received).decode())
+    table = [line for line in shown if line.strip()]
+    rows = [line for line in table if not line.startswith("[")]
+    assert len(rows) == 1 + 5                                      # header, steps 0, 5, 10, 15, 20
+    assert rows[0].split() == ["Step", "Temp", "E_pair", "E_mol", "TotEng", "Press"]
+    for line, row in zip(rows[1:], thermo.rows):
+        assert "[" not in line and "steps/s" not in line         # no bar left on a row's line
+        assert int(line.split()[0]) == row["Step"] and len(line.split()) == 6
+    bars = [line for line in table if line.startswith("[")]
+    assert len(bars) == 1 and bars[0].startswith("[" + "#" * 30 + "] 20/20 steps")   # the bar: last line
+    assert table[-1] == bars[0]

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+from .progress import print_above
 from .reporter import Needs, OutputError, Reporter
 
 COLUMNS = ("Step", "Temp", "E_pair", "E_mol", "TotEng", "Press")
@@ -66,9 +67,9 @@ class ThermoReporter(Reporter):
         self.rows.append({**row, **shown})
         if self._screen:
             if self._header_due:
-                print("   " + " ".join(f"{c:>14}" for c in shown), file=self._screen)
+                print_above("   " + " ".join(f"{c:>14}" for c in shown), self._screen)
                 self._header_due = False
-            print("   " + " ".join(_fmt(v) for v in shown.values()), file=self._screen, flush=True)
+            print_above("   " + " ".join(_fmt(v) for v in shown.values()), self._screen)
         if self._log:
             line = ",".join(repr(row[c]) for c in COLUMNS) + "\n"
             start = self._log.tell()
