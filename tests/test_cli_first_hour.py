@@ -188,3 +188,100 @@ def test_thermo_rows_stay_whole_under_the_progress_bar_on_a_terminal(monkeypatch
     bars = [line for line in table if line.startswith("[")]
     assert len(bars) == 1 and bars[0].startswith("[" + "#" * 30 + "] 20/20 steps")   # the bar: last line
     assert table[-1] == bars[0]
+
+
+# -- clear errors for bad values and options ----------------------------------------------------------
+MELT_TOML = (SRC / "pycumd" / "data" / "melt.toml").read_text()
+
+
+@pytest.mark.parametrize("old,new,message", [
+    ("cells = 10", 'cells = "five"', 'system.cells = "five": expected a whole number >= 1 or a list of three'),
+    ("cells = 10", "cells = [5, 5]", "system.cells = [5, 5]: expected a whole number >= 1 or a list of three"),
+    ('units = "lj"', 'units = "si"', "units = \"si\": expected one of 'lj', 'metal', 'real', 'nuclear'"),
+    ("temperature = 3.0", 'temperature = "hot"', 'velocity.temperature = "hot": expected a number >= 0'),
+    ("seed = 87287", "seed = 1.5", "velocity.seed = 1.5: expected a whole number >= 1"),
+    ("check = false", 'check = "no"', 'neighbor.check = "no": expected true or false'),
+    ("epsilon = 1.0", 'epsilon = "one"', 'pair.coeff[0].epsilon = "one": expected a number >= 0'),
+    ("types = [1, 1]", "types = [1]", "pair.coeff[0].types = [1]: expected two atom types [i, j] (from 1)"),
+])
+def test_a_toml_value_of_the_wrong_type_names_file_key_and_type(tmp_path, capsys, old, new, message):
+    assert old in MELT_TOML
+    config = tmp_path / "config.toml"
+    config.write_text(MELT_TOML.replace(old, new))
+    assert main(["run", str(config), "--device", "cpu"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"pycumd: error: {config}: {message}\n"
+
+
+def test_a_toml_value_the_system_refuses_names_the_file(tmp_path, capsys):
+    config = tmp_path / "config.toml"
+    config.write_text(MELT_TOML.replace("density = 0.8442", "density = 0.8442\nconstant = 1.6"))
+    assert main(["run", str(config), "--device", "cpu"]) == 2
+    assert capsys.readouterr().err.startswith(f"pycumd: error: {config}: ")
+
+
+@pytest.mark.parametrize("option,path,message", [
+    ("--log", "/proc/t.csv", "--log /proc/t.csv: cannot be written (No such file or directory)"),
+    ("--trajectory", "/nonexistent/t.xyz", "--trajectory /nonexistent/t.xyz: folder /nonexistent does not exist"),
+    ("--checkpoint", ".", "--checkpoint .: is a folder, not a file"),
+])
+def test_an_output_option_that_cannot_be_written_is_named(tmp_path, capsys, option, path, message):
+    config = tmp_path / "config.toml"
+    config.write_text(MELT_TOML)
+    assert main(["run", str(config), "--device", "cpu", option, path]) == 2
+    assert capsys.readouterr().err == f"pycumd: error: {message}\n"
+
+
+# -- outputs of a run that fails its start-up checks --------------------------------------------------
+OVERLAPPING = """units lj
+atom_style atomic
+read_data atoms.data
+pair_style lj/cut 2.5
+pair_coeff 1 1 1.0 1.0 2.5
+fix 1 all nve
+run 10
+"""
+ATOMS = """three atoms, the first two 0.01 apart
+
+3 atoms
+1 atom types
+
+0 10 xlo xhi
+0 10 ylo yhi
+0 10 zlo zhi
+
+Masses
+
+1 1.0
+
+Atoms # atomic
+
+1 1 1.0 1.0 1.0
+2 1 1.01 1.0 1.0
+3 1 5.0 5.0 5.0
+"""
+
+
+@pytest.mark.parametrize("fault,message", [
+    (None, "overlap"),                                                      # found by the first neighbour list
+    ("region box block 0 10 0 10 0 10\ncreate_box 1 box\nmass 1 1.0", "no atoms"),   # when the simulation is built
+])
+def test_a_run_that_fails_its_start_up_checks_leaves_no_output_files(tmp_path, capsys, fault, message):
+    script = tmp_path / "in.bad"
+    script.write_text(OVERLAPPING.replace("read_data atoms.data", fault) if fault else OVERLAPPING)
+    (tmp_path / "atoms.data").write_text(ATOMS)
+    outputs = ["--log", str(tmp_path / "t.csv"), "--trajectory", str(tmp_path / "t.xyz")]
+    assert main(["run", str(script), "--device", "cpu", *outputs]) == 2
+    assert message in capsys.readouterr().err.lower()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["atoms.data", "in.bad"]
+
+
+def test_a_run_that_fails_when_its_simulation_is_built_leaves_an_earlier_log_as_it_was(tmp_path, capsys):
+    script = tmp_path / "in.bad"
+    script.write_text(OVERLAPPING.replace("read_data atoms.data", "region box block 0 10 0 10 0 10\n"
+                                                                  "create_box 1 box\nmass 1 1.0"))
+    earlier = tmp_path / "t.csv"
+    earlier.write_text("the log of an earlier run\n")
+    assert main(["run", str(script), "--device", "cpu", "--log", str(earlier)]) == 2
+    assert "no atoms" in capsys.readouterr().err
+    assert earlier.read_text() == "the log of an earlier run\n"

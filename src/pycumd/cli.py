@@ -22,6 +22,7 @@ def _plan(args):
     from .inputs.config import ConfigError, load_config, plan_from_config
     from .inputs.lammps_input import plan_from_lammps_script
     from .inputs.text import read_text_input
+    from .system import InputError
 
     if args.example:
         if args.file is not None:
@@ -33,9 +34,10 @@ def _plan(args):
               f"LAMMPS examples/melt, 4000 LJ atoms)", flush=True)
         return plan_from_config(load_config(resources.files("pycumd.data").joinpath(DEFAULT_INPUT).read_text()))
     if str(args.file).endswith(".toml"):
+        text = read_text_input(args.file, "config")
         try:
-            return plan_from_config(load_config(read_text_input(args.file, "config")))
-        except ConfigError as exc:
+            return plan_from_config(load_config(text))
+        except (ConfigError, InputError) as exc:
             raise ConfigError(f"{args.file}: {exc}") from None
     return plan_from_lammps_script(path=args.file, variables=dict(args.var or []))
 
@@ -65,6 +67,9 @@ def _run(args) -> int:
     if args.precision != "auto":
         plan.engine.precision = args.precision
     plan.engine.deterministic = plan.engine.deterministic or args.deterministic
+    for option, path in (("--log", args.log), ("--trajectory", args.trajectory), ("--checkpoint", args.checkpoint)):
+        if path is not None:
+            _check_writable(option, path)
     if args.log is not None:
         plan.outputs.thermo_log = args.log
     if args.progress is not None:
@@ -98,6 +103,29 @@ def _run(args) -> int:
           f"(including set-up and compilation)", flush=True)
     print(_where_the_files_are(plan.outputs), flush=True)
     return 0
+
+
+def _check_writable(option: str, path: str) -> None:
+    """A ValueError naming ``option`` if ``path`` cannot be written (no file is left behind)."""
+    import os
+    from pathlib import Path
+
+    target = Path(path)
+    if target.is_dir():
+        raise ValueError(f"{option} {path}: is a folder, not a file")
+    folder = target.resolve().parent
+    if not folder.is_dir():
+        raise ValueError(f"{option} {path}: folder {folder} does not exist")
+    if target.exists():
+        if not os.access(target, os.W_OK):
+            raise ValueError(f"{option} {path}: the file is not writable")
+        return
+    try:
+        with open(target, "x"):
+            pass
+        os.remove(target)
+    except OSError as exc:
+        raise ValueError(f"{option} {path}: cannot be written ({exc.strerror or exc})") from None
 
 
 def _where_the_files_are(outputs) -> str:

@@ -15,6 +15,7 @@ Example
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from dataclasses import asdict, dataclass, field
@@ -167,6 +168,10 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
         :class:`~pycumd.bookkeeping.RunStopped` raised. A second signal stops at once.
 
     A run stopped by ``sim.stop_request`` or its ``wall_deadline`` ends the same way.
+
+    The first stage's simulation is built (its input checked) before any output file is opened, and
+    a run that fails before its first thermo row (e.g. overlapping atoms found by the first neighbour
+    list) removes the output files it created. A plan with no stage is a ValueError.
     """
     t0 = time.perf_counter()
     if resume is not None:
@@ -174,18 +179,28 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
     if resume is not None and plan.outputs.checkpoint is None:
         plan.outputs.checkpoint = str(resume.path)
     outputs = rank_outputs(plan.outputs, plan.engine.comm)       # MPI ranks other than 0 write nothing
-    reporters: Reporters = outputs.build(resume_step=resume.step if resume is not None else None)
-    screen = outputs.screen
     first_stage = int(resume.context.get("stage", 0)) if resume is not None else 0
+    if not plan.stages:
+        raise ValueError("the input runs nothing: it has no run (or minimize) command")
+    # the first simulation is built, and its input checked, before any output file is opened
+    if resume is not None:
+        first = plan.simulation_from_checkpoint(resume)
+    else:
+        first = plan.build_simulation(first_stage)
+    created = [path for path in outputs.paths() if not os.path.exists(path)]
+    reporters: Reporters = outputs.build(resume_step=resume.step if resume is not None else None)
+    first.reporters[:0] = reporters.all
+    screen = outputs.screen
     sim, steps_run = None, 0
     signals = _StopOnSignals() if stop_on_signals else None
+    failed_at_start = False
     try:
         for index, stage in enumerate(plan.stages):
             if index < first_stage:
                 continue
-            if resume is not None and index == first_stage:
-                sim = plan.simulation_from_checkpoint(resume, reporters.all)
-                steps = int(resume.meta["run_end"]) - resume.step
+            if index == first_stage:
+                sim = first
+                steps = int(resume.meta["run_end"]) - resume.step if resume is not None else stage.steps
                 if on_simulation is not None:
                     on_simulation(sim)
             else:
@@ -222,10 +237,20 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
                 action(sim, plan, index)
             if screen:
                 print(f"Run of {steps} steps done; neighbour list builds: {sim.neighbors.n_builds}", flush=True)
+    except RunStopped:
+        raise
+    except BaseException:
+        # a run that failed its start-up checks (nothing reported) leaves no files it created
+        failed_at_start = resume is None and not reporters.thermo.rows
+        raise
     finally:
         if signals is not None:
             signals.restore()
         reporters.close()
+        if failed_at_start:
+            for path in created:
+                if os.path.isfile(path):
+                    os.remove(path)
     return RunResult(sim, reporters.thermo, steps_run, time.perf_counter() - t0)
 
 

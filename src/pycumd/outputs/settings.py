@@ -97,10 +97,21 @@ class OutputSettings:
             if self.checkpoint:
                 reporters.checkpoint = CheckpointWriter(_writable(self.checkpoint, "checkpoint"),
                                                         self.checkpoint_every)
+        except OSError as exc:             # a path the checks above let through (e.g. under /proc)
+            reporters.close()
+            raise ValueError(f"output file {exc.filename or ''}: cannot be written "
+                             f"({exc.strerror or exc})") from None
         except BaseException:
             reporters.close()
             raise
         return reporters
+
+    def paths(self) -> list:
+        """Every file path these settings name (a LAMMPS dump's per-step pattern not included)."""
+        named = [self.thermo_log, *(t.path for t in self.trajectories), self.checkpoint,
+                 *(a.path for a in (self.rdf, self.msd, self.vacf, self.structure_factor) if a is not None),
+                 *(o.path for o in self.lammps_outputs if o.path is not None and "*" not in str(o.path))]
+        return [str(path) for path in named if path]
 
     def to_dict(self) -> dict:
         """Plain values (stored in checkpoints); :meth:`from_dict` reads them back."""
