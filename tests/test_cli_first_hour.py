@@ -285,3 +285,98 @@ def test_a_run_that_fails_when_its_simulation_is_built_leaves_an_earlier_log_as_
     assert main(["run", str(script), "--device", "cpu", "--log", str(earlier)]) == 2
     assert "no atoms" in capsys.readouterr().err
     assert earlier.read_text() == "the log of an earlier run\n"
+
+
+# -- the CSV log holds the columns the run prints -----------------------------------------------------
+CUSTOM = """units lj
+lattice fcc 0.8442
+region box block 0 4 0 4 0 4
+create_box 1 box
+create_atoms 1 box
+mass 1 1.0
+velocity all create 1.44 87287 loop geom
+pair_style lj/cut 2.5
+pair_coeff 1 1 1.0 1.0 2.5
+neighbor 0.3 bin
+fix 1 all nve
+compute myT all temp
+thermo_style custom step temp pe ke etotal press c_myT
+thermo 5
+run 10
+thermo_style custom step pe
+run 5
+"""
+
+
+def _csv_sections(path):
+    """(header, rows) per header line of a CSV thermo log, values as Python numbers."""
+    sections = []
+    for line in Path(path).read_text().splitlines():
+        fields = line.split(",")
+        if fields[0].isidentifier():
+            sections.append((fields, []))
+        else:
+            sections[-1][1].append([int(f) if f.lstrip("-").isdigit() else float(f) for f in fields])
+    return sections
+
+
+def test_the_csv_log_holds_the_thermo_style_custom_columns(tmp_path, monkeypatch):
+    from pycumd.inputs.lammps_input import plan_from_lammps_script
+    from pycumd.run_plan import execute
+
+    from lammps_oracle import lammps_available, run_lammps
+
+    monkeypatch.chdir(tmp_path)
+    plan = plan_from_lammps_script(text=CUSTOM, screen=False, base_dir=str(tmp_path))
+    plan.engine.device = "cpu"
+    plan.outputs.thermo_log = str(tmp_path / "thermo.csv")
+    result = execute(plan)
+    (first, rows1), (second, rows2) = _csv_sections(tmp_path / "thermo.csv")
+    assert first == ["Step", "Temp", "PotEng", "KinEng", "TotEng", "Press", "c_myT"]
+    assert second == ["Step", "PotEng"]
+    assert [r[0] for r in rows1] == [0, 5, 10] and [r[0] for r in rows2] == [15]
+    by_step = {r["Step"]: r for r in result.thermo.rows}
+    for header, rows in ((first, rows1), (second, rows2)):
+        for row in rows:                                          # the digits of the run's own rows
+            assert row == [by_step[row[0]][c] for c in header]
+    if lammps_available():
+        oracle = run_lammps(CUSTOM.replace("thermo_style custom step pe\n", "thermo_style custom step pe\n"
+                                           "thermo_modify format float %20.15g\n")
+                            .replace("thermo 5\n", "thermo 5\nthermo_modify format float %20.15g\n"))
+        table = oracle.runs[0]
+        for k, row in enumerate(rows1):
+            for c, value in zip(first[1:], row[1:]):
+                assert value == pytest.approx(table[c][k], rel=1e-7, abs=1e-9), (row[0], c)
+
+
+# -- pycumd plot: units on the axes, no "drift" claim for a thermostatted run, multi-run logs ---------------
+def test_plot_labels_carry_units_and_the_fit_is_not_called_drift(tmp_path):
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from pycumd import plot
+
+    log = tmp_path / "nvt.csv"
+    log.write_text("Step,Temp,E_pair,E_mol,TotEng,Press\n" + "".join(
+        f"{s},300.0,{-100.0 - s * 1e-3},0,{-90.0 - s * 1e-3},1.0\n" for s in range(0, 1000, 100)))
+    labels = {units: [ax.get_ylabel() for ax in plot.figure(log, units=units).axes] for units in ("lj", "metal")}
+    assert labels["metal"] == ["total energy (eV)", "energy (eV)", "temperature (K)", "pressure (bar)"]
+    assert labels["lj"][0] == "total energy (epsilon per atom)" and labels["lj"][2] == "temperature (epsilon/kB)"
+    fig = plot.figure(log, units="metal")
+    legend = fig.axes[0].get_legend()
+    texts = [t.get_text() for t in legend.get_texts()]
+    assert texts[1].startswith("least-squares line: -0.001 eV per step")
+    assert "with a thermostat" in legend.get_title().get_text()
+    assert fig.axes[-1].get_xlabel() == "step"
+
+
+def test_plot_reads_a_log_whose_runs_print_other_columns(tmp_path):
+    from pycumd import plot
+
+    log = tmp_path / "two.csv"
+    log.write_text("Step,Temp,PotEng\n0,1.0,-5.0\n5,1.1,-5.1\nStep,PotEng\n10,-5.2\n")
+    columns = plot.read_csv(log)
+    assert list(columns) == ["Step", "PotEng"]
+    assert columns["Step"].tolist() == [0, 5, 10] and columns["PotEng"].tolist() == [-5.0, -5.1, -5.2]
+    assert plot.kind_of(columns) == "thermo"

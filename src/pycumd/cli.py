@@ -181,7 +181,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--example", choices=sorted(EXAMPLES),
                    help="a built-in example: melt (the default run), argon-sphere (the seed's collapsing sphere, "
                         "LAMMPS input; --var scale 0.25 for a smaller one), argon-sphere-toml (the same as TOML)")
-    r.add_argument("--log", help="write the thermo table as CSV (Step,Temp,E_pair,E_mol,TotEng,Press)")
+    r.add_argument("--log", help="write the thermo rows the run prints as CSV (default columns Step,Temp,E_pair,E_mol,"
+                        "TotEng,Press; a script's thermo_style custom columns)")
     r.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     r.add_argument("--precision", default="auto", choices=["auto", *PRECISION_NAMES],
                    help="auto: double on the CPU, mixed on the GPU")

@@ -42,7 +42,8 @@ class OutputSettings:
     """The outputs of one run.
 
     thermo_log : path or None
-        CSV thermo rows (``Step,Temp,E_pair,E_mol,TotEng,Press``), one header for all stages.
+        CSV thermo rows, the columns printed (``Step,Temp,E_pair,E_mol,TotEng,Press`` or a stage's
+        ``thermo_style custom``); a header line before the first row and where the columns change.
     screen : bool
         Thermo table and run descriptions on standard output.
     trajectories : list of TrajectoryOutput
