@@ -380,3 +380,61 @@ def test_plot_reads_a_log_whose_runs_print_other_columns(tmp_path):
     assert list(columns) == ["Step", "PotEng"]
     assert columns["Step"].tolist() == [0, 5, 10] and columns["PotEng"].tolist() == [-5.0, -5.1, -5.2]
     assert plot.kind_of(columns) == "thermo"
+
+
+# -- extended XYZ: species ASE reads ---------------------------------------------------------------
+def _two_type_data(path, masses_comments=("", "")):
+    """108 atoms of two types on an fcc lattice (3 x 3 x 3 cells, lj density 0.8442), as a data file."""
+    import numpy as np
+
+    a = (4 / 0.8442) ** (1 / 3)
+    cells = np.stack(np.meshgrid(*[np.arange(3)] * 3, indexing="ij"), -1).reshape(-1, 1, 3)
+    basis = np.array([[0, 0, 0], [0.5, 0.5, 0], [0.5, 0, 0.5], [0, 0.5, 0.5]])
+    sites = ((cells + basis) * a).reshape(-1, 3)
+    lines = [f"{k + 1} {k % 2 + 1} {x:.10f} {y:.10f} {z:.10f}" for k, (x, y, z) in enumerate(sites)]
+    masses = [f"{t + 1} 1.0{' # ' + c if c else ''}" for t, c in enumerate(masses_comments)]
+    path.write_text(f"two types\n\n{len(sites)} atoms\n2 atom types\n\n" + "".join(
+        f"0 {3 * a:.10f} {d}lo {d}hi\n" for d in "xyz") + "\nMasses\n\n" + "\n".join(masses)
+        + "\n\nAtoms # atomic\n\n" + "\n".join(lines) + "\n")
+
+
+TWO_TYPES = """units lj
+atom_style atomic
+read_data two.data
+velocity all create 1.0 4928 loop geom
+pair_style lj/cut 2.5
+pair_coeff * * 1.0 1.0 2.5
+fix 1 all nve
+thermo 10
+run 20
+"""
+
+
+@pytest.mark.parametrize("comments,extra,species", [
+    (("", ""), "", ("H", "He")),                              # unnamed types: placeholders type 1 H, type 2 He
+    (("Ar", "Kr"), "", ("Ar", "Kr")),                         # Masses comments name the elements
+    (("Ar", "big"), "", ("Ar", "He")),                        # a name that is no element: the placeholder
+    (("", ""), "dump d all xyz 100 d.xyz\ndump_modify d element Ne Xe\n", ("Ne", "Xe")),
+])
+def test_the_extended_xyz_trajectory_is_read_by_ase(tmp_path, comments, extra, species):
+    ase_io = pytest.importorskip("ase.io")
+    import numpy as np
+
+    _two_type_data(tmp_path / "two.data", comments)
+    script = tmp_path / "in.two"
+    script.write_text(TWO_TYPES.replace("fix 1", extra + "fix 1"))
+    traj = tmp_path / "t.xyz"
+    dump = tmp_path / "t.lammpstrj"
+    for path in (traj, dump):
+        assert main(["run", str(script), "--device", "cpu", "--trajectory", str(path),
+                     "--trajectory-every", "10"]) == 0
+    frames = ase_io.read(traj, ":")
+    assert len(frames) == 3                                      # steps 0, 10, 20
+    last = frames[-1]
+    types = last.arrays["type"]
+    assert sorted(set(types.tolist())) == [1, 2]
+    assert last.get_chemical_symbols() == [species[t - 1] for t in types]
+    rows = np.loadtxt(dump.read_text().split("ITEM: ATOMS id type x y z ix iy iz vx vy vz\n")[-1].splitlines())
+    assert np.array_equal(last.arrays["id"], rows[:, 0]) and np.array_equal(types, rows[:, 1])
+    assert np.allclose(last.positions, rows[:, 2:5], rtol=0, atol=1e-8)
+    assert np.allclose(np.diag(last.cell), 3 * (4 / 0.8442) ** (1 / 3), rtol=1e-9)

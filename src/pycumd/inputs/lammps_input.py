@@ -63,7 +63,7 @@ from ..system import System, create_velocities, lattice_positions, lattice_spaci
 from ..units import get_units
 from .lammps_script import Command, LammpsScriptError, read_script
 from .text import read_text_input
-from .lammps_data import read_lammps_data
+from .lammps_data import read_lammps_data, type_names_of_masses
 from ..components import EngineOptions, NeighborOptions
 from ..outputs.settings import OutputSettings, TrajectoryOutput
 from ..outputs.lammps_data import write_lammps_data
@@ -567,6 +567,7 @@ class LammpsPlanner:
                 dump.element = list(a[k + 1:k + 1 + self.setup.n_types])
                 if len(dump.element) != self.setup.n_types:
                     raise ValueError("dump_modify element needs one name per atom type")
+                self.outputs.type_names = list(dump.element)      # also the names of --trajectory
                 k += 1 + self.setup.n_types
             else:
                 raise ValueError(f"dump_modify {key} is not supported (sort, format, scale, image, element, flush)")
@@ -847,6 +848,9 @@ class LammpsPlanner:
         if missing:
             raise ValueError(f"{path}: no Masses for type(s) {missing}")
         masses = [s.masses[t] for t in range(s.n_types)]
+        names = type_names_of_masses(path)
+        if names and self.outputs.type_names is None:       # element symbols for the trajectories
+            self.outputs.type_names = [names.get(t) for t in range(s.n_types)]
         self._set_system(System(s.box, data["positions"] - np.asarray(s.box.origin), masses, s.units,
                                 types=data["types"], velocities=data["velocities"], images=data["images"],
                                 ids=data["ids"]))

@@ -55,6 +55,9 @@ class OutputSettings:
         Checkpoint file (the previous one kept as ``PATH.1``); also written at a clean stop.
     checkpoint_every : int
         Steps between checkpoints (0: only at a clean stop).
+    type_names : list of str (None for an unnamed type) or None
+        Element symbols (or other names) per type, from the input where it names them: the
+        species of extended XYZ frames and the type names of GSD frames.
 
     The thermo interval is a stage's (LAMMPS ``thermo N`` may change between runs).
     """
@@ -70,6 +73,7 @@ class OutputSettings:
     lammps_outputs: list = field(default_factory=list)   # LAMMPS dump and fix ave/time files (LAMMPS_OUTPUTS)
     checkpoint: str | None = None
     checkpoint_every: int = 0
+    type_names: list | None = None
 
     def __post_init__(self):
         self.check()
@@ -91,7 +95,7 @@ class OutputSettings:
                                               screen=self.screen, resume_step=resume_step)
             for t in self.trajectories:
                 reporters.others.append(trajectory_writer(_writable(t.path, "trajectory"), t.every,
-                                                          resume_step=resume_step))
+                                                          type_names=self.type_names, resume_step=resume_step))
             reporters.others.extend(a.build(_writable(a.path, 'analysis output')) for a in (self.rdf, self.msd, self.vacf, self.structure_factor) if a is not None)
             reporters.others.extend(o.build(resume_step=resume_step) for o in self.lammps_outputs
                                     if o.path is None or _writable(o.path, o.kind))
