@@ -438,3 +438,75 @@ def test_the_extended_xyz_trajectory_is_read_by_ase(tmp_path, comments, extra, s
     assert np.array_equal(last.arrays["id"], rows[:, 0]) and np.array_equal(types, rows[:, 1])
     assert np.allclose(last.positions, rows[:, 2:5], rtol=0, atol=1e-8)
     assert np.allclose(np.diag(last.cell), 3 * (4 / 0.8442) ** (1 / 3), rtol=1e-9)
+
+
+# -- pycumd run --steps N, and a script on standard input -------------------------------------------
+SMALL = """units lj
+atom_style atomic
+lattice fcc 0.8442
+region box block 0 5 0 5 0 5
+create_box 1 box
+create_atoms 1 box
+mass 1 1.0
+velocity all create 1.44 87287 loop geom
+pair_style lj/cut 2.5
+pair_coeff 1 1 1.0 1.0 2.5
+neighbor 0.3 bin
+fix 1 all nve
+thermo 10
+run 20
+"""
+
+
+def _steps(log):
+    return [int(line.split(",")[0]) for line in Path(log).read_text().splitlines()[1:]]
+
+
+def test_steps_sets_the_length_of_the_last_run_of_a_script_and_of_a_toml_config(tmp_path):
+    script = tmp_path / "in.two_runs"
+    script.write_text(SMALL + "run 20\n")
+    log = tmp_path / "t.csv"
+    assert main(["run", str(script), "--device", "cpu", "--steps", "10", "--log", str(log)]) == 0
+    assert _steps(log) == [0, 10, 20, 30]                   # the first run keeps its 20 steps
+    config = tmp_path / "small.toml"
+    config.write_text(MELT_TOML.replace("cells = 10", "cells = 4").replace("steps = 250", "steps = 250"))
+    assert main(["run", str(config), "--device", "cpu", "--steps", "100", "--log", str(log)]) == 0
+    assert _steps(log) == [0, 50, 100]
+
+
+@pytest.mark.parametrize("value,message", [("-5", "--steps -5: the length of a run is a whole number of steps >= 0")])
+def test_a_bad_steps_value_is_named(tmp_path, capsys, value, message):
+    script = tmp_path / "in.small"
+    script.write_text(SMALL)
+    assert main(["run", str(script), "--device", "cpu", "--steps", value]) == 2
+    assert capsys.readouterr().err == f"pycumd: error: {message}\n"
+
+
+@pytest.mark.parametrize("how", ["redirect", "pipe"])
+def test_a_script_on_standard_input_is_run(tmp_path, how):
+    script = tmp_path / "in.small"
+    script.write_text(SMALL.replace("run 20", "run 30"))
+    assert main(["run", str(script), "--device", "cpu", "--log", str(tmp_path / "file.csv")]) == 0
+    if how == "redirect":                                    # pycumd run < in.small
+        with open(script) as stdin:
+            piped = _pycumd("run", "--device", "cpu", "--log", "stdin.csv", cwd=tmp_path, stdin=stdin)
+    else:                                                    # cat in.small | pycumd run
+        piped = _pycumd("run", "--device", "cpu", "--log", "stdin.csv", cwd=tmp_path, input=script.read_text())
+    assert piped.returncode == 0, piped.stderr
+    assert "embedded default" not in piped.stdout
+    assert (tmp_path / "stdin.csv").read_text() == (tmp_path / "file.csv").read_text()
+    assert _steps(tmp_path / "stdin.csv") == [0, 10, 20, 30]
+
+
+def test_errors_in_a_script_on_standard_input_name_it(tmp_path):
+    proc = _pycumd("run", "--device", "cpu", cwd=tmp_path, input=SMALL.replace("run 20", "kspace_style pppm 1e-4"))
+    assert proc.returncode == 2
+    assert "<stdin>:14: unsupported command 'kspace_style'" in proc.stderr
+
+
+def test_an_empty_script_or_one_without_a_run_is_an_error(tmp_path, capsys):
+    for text in ("", SMALL.replace("run 20\n", "")):
+        script = tmp_path / "in.norun"
+        script.write_text(text)
+        assert main(["run", str(script), "--device", "cpu"]) == 2
+        assert capsys.readouterr().err == "pycumd: error: the input runs nothing: it has no run (or minimize) command\n"

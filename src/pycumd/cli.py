@@ -29,7 +29,10 @@ def _plan(args):
             raise ValueError("give either an input file or --example, not both")
         args.file = str(resources.files("pycumd.data").joinpath(EXAMPLES[args.example]))
         print(f"pycumd: running the built-in example {args.example} ({args.file})", flush=True)
-    if args.file is None:
+    if args.file is None or args.file == "-":
+        text = _standard_input_script(required=args.file == "-")
+        if text is not None:
+            return _plan_from_text(text, "<stdin>", args)
         print(f"pycumd: no input given, running the embedded default ({DEFAULT_INPUT}: "
               f"LAMMPS examples/melt, 4000 LJ atoms)", flush=True)
         return plan_from_config(load_config(resources.files("pycumd.data").joinpath(DEFAULT_INPUT).read_text()))
@@ -40,6 +43,61 @@ def _plan(args):
         except (ConfigError, InputError) as exc:
             raise ConfigError(f"{args.file}: {exc}") from None
     return plan_from_lammps_script(path=args.file, variables=dict(args.var or []))
+
+
+def _plan_from_text(text: str, name: str, args):
+    """The plan of an input read from standard input: a TOML config if it parses as one with
+    tables, else a LAMMPS script (relative paths from the working folder)."""
+    import os
+
+    from .inputs.config import ConfigError, load_config, plan_from_config, tomllib
+    from .inputs.lammps_input import plan_from_lammps_script
+    from .system import InputError
+
+    try:
+        is_toml = any(isinstance(v, dict) for v in tomllib.loads(text).values())
+    except tomllib.TOMLDecodeError:
+        is_toml = False
+    if is_toml:
+        try:
+            return plan_from_config(load_config(text))
+        except (ConfigError, InputError) as exc:
+            raise ConfigError(f"{name}: {exc}") from None
+    return plan_from_lammps_script(text=text, variables=dict(args.var or []), base_dir=os.getcwd(),
+                                   source_name=name)
+
+
+def _standard_input_script(required: bool) -> str | None:
+    """The script piped or redirected into ``pycumd run`` (as ``lmp < in.lj``), or None when standard
+    input is a terminal, /dev/null or absent. Under MPI rank 0 reads it and every rank gets it."""
+    import os
+    import select
+    import stat
+
+    from .parallel import launched_size, world
+
+    def read() -> str | None:
+        try:
+            fd = sys.stdin.fileno()
+            mode = os.fstat(fd).st_mode
+        except (AttributeError, OSError, ValueError):
+            return None
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)) or sys.stdin.isatty():
+            return None
+        if stat.S_ISFIFO(mode) and not select.select([fd], [], [], 1.0)[0]:
+            print("pycumd: reading the input script from standard input (give a file or --example "
+                  "to run without it)", file=sys.stderr, flush=True)
+        return sys.stdin.read()
+
+    comm = world() if launched_size() > 1 else None
+    text = read() if comm is None or comm.Get_rank() == 0 else None
+    if comm is not None:
+        text = comm.bcast(text, root=0)
+    if text is not None and not text.strip():
+        text = None
+    if text is None and required:
+        raise ValueError("pycumd run -: standard input holds no script")
+    return text
 
 
 def _run(args) -> int:
@@ -62,6 +120,11 @@ def _run(args) -> int:
         print(f"pycumd: continuing from {args.restart} at step {resume.step}", flush=True)
     else:
         plan = _plan(args)
+    if args.steps is not None:
+        if args.restart:
+            raise ValueError("--steps sets the length of a new run: a run continued with --restart keeps "
+                             "its own length")
+        plan.set_last_run_steps(args.steps, option="--steps")
     if args.device != "auto":
         plan.engine.device = args.device
     if args.precision != "auto":
@@ -177,7 +240,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"pycumd {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a simulation (TOML config or LAMMPS input; default: embedded LJ melt)")
-    r.add_argument("file", nargs="?", help="a .toml config or a LAMMPS input script")
+    r.add_argument("file", nargs="?", help="a .toml config or a LAMMPS input script; - or a script piped "
+                                          "or redirected into standard input (pycumd run < in.lj) reads it "
+                                          "from there")
+    r.add_argument("--steps", type=int, metavar="N",
+                   help="length of the last (or only) run of the input, in steps")
     r.add_argument("--example", choices=sorted(EXAMPLES),
                    help="a built-in example: melt (the default run), argon-sphere (the seed's collapsing sphere, "
                         "LAMMPS input; --var scale 0.25 for a smaller one), argon-sphere-toml (the same as TOML)")

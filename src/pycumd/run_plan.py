@@ -129,6 +129,18 @@ class RunPlan:
         engine = {**asdict(self.engine), "comm": None}
         return {"source": self.source, "engine": engine, "outputs": self.outputs.to_dict(), "stage": stage_index}
 
+    def set_last_run_steps(self, steps: int, option: str = "steps") -> None:
+        """Make the last run (the last stage that is no minimisation) ``steps`` long; recorded in
+        :attr:`source` so that a run continued from a checkpoint has the same length."""
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+            raise ValueError(f"{option} {steps!r}: the length of a run is a whole number of steps >= 0")
+        runs = [stage for stage in self.stages if stage.minimize is None]
+        if not runs:
+            raise ValueError(f"{option}: the input has no run whose length it could set")
+        runs[-1].steps = steps
+        if self.source is not None:
+            self.source = {**self.source, "last_run_steps": steps}
+
     @property
     def total_steps(self) -> int:
         return sum(s.steps for s in self.stages)

@@ -1133,9 +1133,11 @@ def read_commands(text: str, filename: str, variables=None, base_dir=None, edit=
         raise
 
 
-def plan_from_lammps_script(path=None, text=None, variables=None, screen: bool = True, base_dir=None) -> RunPlan:
+def plan_from_lammps_script(path=None, text=None, variables=None, screen: bool = True, base_dir=None,
+                            source_name: str = "<input>") -> RunPlan:
     """The :class:`~pycumd.run_plan.RunPlan` of a LAMMPS input (a file ``path`` or a string ``text``;
-    ``base_dir``: where a text's relative paths are, default the file's directory)."""
+    ``base_dir``: where a text's relative paths are, default the file's directory; ``source_name``:
+    a text's name in error messages)."""
     if (path is None) == (text is None):
         raise ValueError("give exactly one of path or text")
     if path is not None:
@@ -1143,7 +1145,7 @@ def plan_from_lammps_script(path=None, text=None, variables=None, screen: bool =
         base_dir = base_dir or str(Path(path).resolve().parent)
     planner = LammpsPlanner(screen=screen)
     planner.base_dir = base_dir
-    planner.execute(read_commands(text, str(path) if path is not None else "<input>", variables, base_dir))
+    planner.execute(read_commands(text, str(path) if path is not None else source_name, variables, base_dir))
     plan = planner.plan()
     plan.source = {"kind": "lammps", "text": text, "variables": dict(variables or {}), "base_dir": base_dir}
     return plan
