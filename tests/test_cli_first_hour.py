@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from pycumd import backend as _backend
@@ -510,3 +511,67 @@ def test_an_empty_script_or_one_without_a_run_is_an_error(tmp_path, capsys):
         script.write_text(text)
         assert main(["run", str(script), "--device", "cpu"]) == 2
         assert capsys.readouterr().err == "pycumd: error: the input runs nothing: it has no run (or minimize) command\n"
+
+
+# -- potential maps: refused up front, and an example input the project makes itself ------------------
+def test_a_map_too_large_for_the_machine_is_refused_with_its_size_and_memory(tmp_path, capsys):
+    from pycumd.potential_maps import Lattice, check_map_fits
+    from pycumd.system import InputError
+
+    with pytest.raises(InputError, match=r"a map of 1000 x 2000 x 3000 = 6e\+09 points at spacing 0.001 A needs at "
+                                         r"least 22.4 GiB for its values \(single precision\); this machine has "
+                                         r"16 GiB: use a larger --spacing"):
+        check_map_fits(Lattice((0, 0, 0), 0.001, (1000, 2000, 3000)), "single", memory_bytes=16 * 2**30)
+    check_map_fits(Lattice((0, 0, 0), 0.5, (100, 100, 100)), "double", memory_bytes=16 * 2**30)   # fits
+    assert main(["potential-map", "--example", "nacl-cluster", "-o", str(tmp_path / "m.dx"),
+                 "--spacing", "0.001", "--device", "cpu"]) == 2
+    captured = capsys.readouterr()
+    assert "points at spacing 0.001 A needs at least" in captured.err and "TiB" in captured.err
+    assert captured.out == "" and not (tmp_path / "m.dx").exists()
+
+
+def test_place_ions_checks_its_output_before_computing_the_map(capsys):
+    assert main(["place-ions", "--example", "nacl-cluster", "-o", "/nonexistent/ions.pqr", "--device", "cpu"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == "pycumd: error: -o /nonexistent/ions.pqr: folder /nonexistent does not exist\n"
+    assert captured.out == ""                                  # no map was computed
+
+
+def test_the_shipped_example_is_the_one_the_code_makes(tmp_path):
+    from pycumd.potential_maps.examples import example_path, nacl_cluster, write_examples
+
+    (written,) = write_examples(tmp_path)
+    assert written.read_text() == example_path("nacl-cluster").read_text()
+    positions, charges, radii, names, _ = nacl_cluster()
+    assert len(charges) == 125 and charges.sum() == 1.0 and names.count("NA") == 63
+    distances = np.linalg.norm(positions[:, None] - positions[None], axis=-1)[np.triu_indices(125, 1)]
+    assert distances.min() == pytest.approx(2.82, rel=1e-12)
+
+
+def test_potential_map_of_the_example_matches_coulombs_law(tmp_path, capsys):
+    from pycumd.inputs.molecules import read_pqr
+    from pycumd.potential_maps import unit_factor
+    from pycumd.potential_maps.examples import example_path
+
+    out = tmp_path / "cluster.npy"
+    assert main(["potential-map", "--example", "nacl-cluster", "-o", str(out), "--spacing", "2.0",
+                 "--precision", "double", "--device", "cpu"]) == 0
+    assert "125 atoms (net charge +1.0000 e)" in capsys.readouterr().out
+    values = np.load(out)
+    meta = json.loads(out.with_suffix(".json").read_text())
+    cluster = read_pqr(example_path("nacl-cluster"))
+    assert np.isfinite(values).all()
+    for index in [(0, 0, 0), (3, 7, 5), tuple(n // 2 for n in values.shape)]:
+        point = np.asarray(meta["origin"]) + np.asarray(index) * np.asarray(meta["spacing"])   # a[i, j, k]
+        r = np.linalg.norm(cluster.positions - point, axis=1)
+        assert values[index] == pytest.approx(unit_factor("kT/e") * np.sum(cluster.charges / r), rel=1e-12)
+
+
+def test_bench_potential_map_quick_runs_on_the_example_without_adk(monkeypatch, tmp_path):
+    from pycumd.bench import potential_map as bench
+    from pycumd.potential_maps.examples import example_path
+
+    monkeypatch.setattr(bench, "ADK_CANDIDATES", [tmp_path / "absent.pqr"])
+    assert bench.adk_path(quick=True) == example_path("nacl-cluster")
+    with pytest.raises(FileNotFoundError, match="--quick runs without it"):
+        bench.adk_path()

@@ -130,9 +130,10 @@ def _run(args) -> int:
     if args.precision != "auto":
         plan.engine.precision = args.precision
     plan.engine.deterministic = plan.engine.deterministic or args.deterministic
+    from .outputs.settings import check_writable
     for option, path in (("--log", args.log), ("--trajectory", args.trajectory), ("--checkpoint", args.checkpoint)):
         if path is not None:
-            _check_writable(option, path)
+            check_writable(path, option)
     if args.log is not None:
         plan.outputs.thermo_log = args.log
     if args.progress is not None:
@@ -166,29 +167,6 @@ def _run(args) -> int:
           f"(including set-up and compilation)", flush=True)
     print(_where_the_files_are(plan.outputs), flush=True)
     return 0
-
-
-def _check_writable(option: str, path: str) -> None:
-    """A ValueError naming ``option`` if ``path`` cannot be written (no file is left behind)."""
-    import os
-    from pathlib import Path
-
-    target = Path(path)
-    if target.is_dir():
-        raise ValueError(f"{option} {path}: is a folder, not a file")
-    folder = target.resolve().parent
-    if not folder.is_dir():
-        raise ValueError(f"{option} {path}: folder {folder} does not exist")
-    if target.exists():
-        if not os.access(target, os.W_OK):
-            raise ValueError(f"{option} {path}: the file is not writable")
-        return
-    try:
-        with open(target, "x"):
-            pass
-        os.remove(target)
-    except OSError as exc:
-        raise ValueError(f"{option} {path}: cannot be written ({exc.strerror or exc})") from None
 
 
 def _where_the_files_are(outputs) -> str:

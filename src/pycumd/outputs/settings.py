@@ -168,3 +168,26 @@ def _writable(path, what: str):
     if not os.access(directory, os.W_OK):
         raise ValueError(f"{what} {path}: directory {directory} is not writable")
     return path
+
+
+def check_writable(path, what: str) -> None:
+    """A ValueError naming ``what`` (e.g. the command-line option) and ``path`` if a file cannot be
+    written there: a folder, a missing or read-only folder, a file that is not writable, a place no
+    file can be created (``/proc``). Checked by creating the file and removing it again: nothing is
+    left behind."""
+    target = Path(path)
+    if target.is_dir():
+        raise ValueError(f"{what} {path}: is a folder, not a file")
+    folder = target.resolve().parent
+    if not folder.is_dir():
+        raise ValueError(f"{what} {path}: folder {folder} does not exist")
+    if target.exists():
+        if not os.access(target, os.W_OK):
+            raise ValueError(f"{what} {path}: the file is not writable")
+        return
+    try:
+        with open(target, "x"):
+            pass
+        os.remove(target)
+    except OSError as exc:
+        raise ValueError(f"{what} {path}: cannot be written ({exc.strerror or exc})") from None
