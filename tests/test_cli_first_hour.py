@@ -575,3 +575,46 @@ def test_bench_potential_map_quick_runs_on_the_example_without_adk(monkeypatch, 
     assert bench.adk_path(quick=True) == example_path("nacl-cluster")
     with pytest.raises(FileNotFoundError, match="--quick runs without it"):
         bench.adk_path()
+
+
+# -- errors at the line that set the bad value; atoms named by ID; the header's atom count ------------
+@pytest.mark.parametrize("old,new,message", [
+    ("fix 1 all nve", "timestep -0.005\nfix 1 all nve", "in.bad:12: timestep: time step must be positive and finite, got -0.005"),
+    ("fix 1 all nve", "timestep nan\nfix 1 all nve", "in.bad:12: timestep: time step must be positive and finite, got nan"),
+    ("mass 1 1.0", "mass 1 0", "in.bad:7: mass: mass must be positive and finite, got 0"),
+    ("mass 1 1.0", "mass * inf", "in.bad:7: mass: mass must be positive and finite, got inf"),
+])
+def test_a_bad_value_is_reported_at_the_line_that_set_it(tmp_path, capsys, old, new, message):
+    script = tmp_path / "in.bad"
+    script.write_text(SMALL.replace(old, new))
+    assert main(["run", str(script), "--device", "cpu"]) == 2
+    assert capsys.readouterr().err == f"pycumd: error: {script.parent}/{message}\n"
+
+
+def test_overlapping_atoms_are_named_by_their_ids(tmp_path, capsys):
+    (tmp_path / "atoms.data").write_text(ATOMS.replace("1 1 1.0 1.0 1.0\n2 1 1.01 1.0 1.0\n3 1 5.0 5.0 5.0",
+                                                       "7 1 5.0 5.0 5.0\n12 1 1.0 1.0 1.0\n30 1 1.01 1.0 1.0"))
+    script = tmp_path / "in.overlap"
+    script.write_text(OVERLAPPING)
+    assert main(["run", str(script), "--device", "cpu"]) == 2
+    assert "atoms with IDs 12 and 30 overlap: distance 0.01 is below" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_header_counts_every_atom_of_a_run_over_mpi_ranks(tmp_path):
+    pytest.importorskip("mpi4py")
+    import shutil
+
+    mpiexec = shutil.which("mpiexec")
+    if mpiexec is None:
+        pytest.skip("no mpiexec")
+    script = tmp_path / "in.small"
+    script.write_text(SMALL.replace("region box block 0 5 0 5 0 5", "region box block 0 8 0 8 0 8")
+                      .replace("run 20", "run 0"))
+    env = {**__import__("os").environ, "PYTHONPATH": str(SRC), "NUMBA_NUM_THREADS": "1"}
+    proc = subprocess.run([mpiexec, "-n", "2", sys.executable, "-m", "pycumd.cli", "run", str(script),
+                           "--device", "cpu"], capture_output=True, text=True, env=env, stdin=subprocess.DEVNULL,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("2048 atoms, 1 type(s)") == 1
+    assert "for 0 steps of 2048 atoms" in proc.stdout

@@ -43,6 +43,7 @@ and its line.  In ``lj`` units
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -288,8 +289,11 @@ class LammpsPlanner:
     def _cmd_mass(self, a):
         if self.stages:
             raise NotImplementedError("changing masses after a run is not supported")
+        mass = float(a[1])
+        if not (math.isfinite(mass) and mass > 0):      # named here, not at the command that would use it
+            raise ValueError(f"mass must be positive and finite, got {a[1]}")
         for t in _type_range(a[0], self.setup.n_types):
-            self.setup.masses[t] = float(a[1])
+            self.setup.masses[t] = mass
         self._dirty = True
 
     def _cmd_velocity(self, a):
@@ -373,7 +377,10 @@ class LammpsPlanner:
 
     # -- dynamics ----------------------------------------------------------------------------
     def _cmd_timestep(self, a):
-        self.setup.dt = float(a[0])
+        dt = float(a[0])
+        if not (math.isfinite(dt) and dt > 0):          # named here, not at the run that would use it
+            raise ValueError(f"time step must be positive and finite, got {a[0]}")
+        self.setup.dt = dt
         self._dirty = True
 
     def _cmd_fix(self, a):
