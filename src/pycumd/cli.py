@@ -1,4 +1,4 @@
-"""Command line: ``pycumd run [FILE]`` and ``pycumd bench {lj,scan,precision}``."""
+"""Command line: ``pycumd run``, ``pycumd bench NAME``, ``pycumd potential-map``, ``place-ions`` and ``plot``."""
 
 from __future__ import annotations
 
@@ -217,16 +217,18 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pycumd", description="Molecular dynamics on GPUs, in Python.")
     p.add_argument("--version", action="version", version=f"pycumd {_version()}")
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run a simulation (TOML config or LAMMPS input; default: embedded LJ melt)")
+    r = sub.add_parser("run", help="run a simulation (TOML config or LAMMPS input; default: embedded LJ melt)",
+                       description="Run a simulation: a LAMMPS input script, a TOML config, a script on standard "
+                                   "input, or (no input) the built-in LJ melt.")
     r.add_argument("file", nargs="?", help="a .toml config or a LAMMPS input script; - or a script piped "
                                           "or redirected into standard input (pycumd run < in.lj) reads it "
                                           "from there")
     r.add_argument("--steps", type=int, metavar="N",
                    help="length of the last (or only) run of the input, in steps")
     r.add_argument("--example", choices=sorted(EXAMPLES),
-                   help="a built-in example: melt (the default run), argon-sphere (the seed's collapsing sphere, "
+                   help="a built-in example: melt (the default run), argon-sphere (a collapsing sphere of argon, "
                         "LAMMPS input; --var scale 0.25 for a smaller one), argon-sphere-toml (the same as TOML)")
-    r.add_argument("--log", help="write the thermo rows the run prints as CSV (default columns Step,Temp,E_pair,E_mol,"
+    r.add_argument("--log", metavar="PATH", help="write the thermo rows the run prints as CSV (default columns Step,Temp,E_pair,E_mol,"
                         "TotEng,Press; a script's thermo_style custom columns)")
     r.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     r.add_argument("--precision", default="auto", choices=["auto", *PRECISION_NAMES],
@@ -234,8 +236,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--deterministic", action="store_true",
                    help="GPU kernels without FMA contraction and the CPU's full neighbour list: "
                         "double-precision NVE gives the same bits on CPU and GPU")
-    r.add_argument("--trajectory", help="write frames to this file: .xyz (extended XYZ), .gsd, .lammpstrj (LAMMPS dump)")
-    r.add_argument("--trajectory-every", type=int, default=100, help="steps between frames (default 100)")
+    r.add_argument("--trajectory", metavar="PATH", help="write frames to this file: .xyz (extended XYZ), .gsd, .lammpstrj (LAMMPS dump)")
+    r.add_argument("--trajectory-every", type=int, default=100, metavar="N", help="steps between frames (default 100)")
     r.add_argument("--var", nargs=2, action="append", metavar=("NAME", "VALUE"),
                    help="set a LAMMPS index variable, as lmp -var NAME VALUE")
     r.add_argument("--checkpoint", metavar="PATH",
