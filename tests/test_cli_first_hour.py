@@ -386,8 +386,6 @@ def test_plot_reads_a_log_whose_runs_print_other_columns(tmp_path):
 # -- extended XYZ: species ASE reads ---------------------------------------------------------------
 def _two_type_data(path, masses_comments=("", "")):
     """108 atoms of two types on an fcc lattice (3 x 3 x 3 cells, lj density 0.8442), as a data file."""
-    import numpy as np
-
     a = (4 / 0.8442) ** (1 / 3)
     cells = np.stack(np.meshgrid(*[np.arange(3)] * 3, indexing="ij"), -1).reshape(-1, 1, 3)
     basis = np.array([[0, 0, 0], [0.5, 0.5, 0], [0.5, 0, 0.5], [0, 0.5, 0.5]])
@@ -417,9 +415,9 @@ run 20
     (("Ar", "big"), "", ("Ar", "He")),                        # a name that is no element: the placeholder
     (("", ""), "dump d all xyz 100 d.xyz\ndump_modify d element Ne Xe\n", ("Ne", "Xe")),
 ])
-def test_the_extended_xyz_trajectory_is_read_by_ase(tmp_path, comments, extra, species):
+def test_the_extended_xyz_trajectory_is_read_by_ase(tmp_path, monkeypatch, comments, extra, species):
     ase_io = pytest.importorskip("ase.io")
-    import numpy as np
+    monkeypatch.chdir(tmp_path)                                  # the script's dump file goes there
 
     _two_type_data(tmp_path / "two.data", comments)
     script = tmp_path / "in.two"
