@@ -202,20 +202,10 @@ def _bench(args, rest) -> int:
     return int(module.main(rest) or 0)
 
 
-def _version() -> str:
-    """The installed distribution's version, or the source tree's."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("pycumd")
-    except PackageNotFoundError:
-        from . import __version__
-        return __version__
-
-
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="pycumd", description="Molecular dynamics on GPUs, in Python.")
-    p.add_argument("--version", action="version", version=f"pycumd {_version()}")
+    from . import __version__
+    p.add_argument("--version", action="version", version=f"pycumd {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="run a simulation (TOML config or LAMMPS input; default: embedded LJ melt)",
                        description="Run a simulation: a LAMMPS input script, a TOML config, a script on standard "
