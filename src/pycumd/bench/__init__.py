@@ -31,7 +31,3 @@ def argument_parser(name: str, description: str) -> argparse.ArgumentParser:
     description (kept as written: examples on their own lines)."""
     return argparse.ArgumentParser(prog=f"pycumd bench {name}", description=description,
                                    formatter_class=argparse.RawDescriptionHelpFormatter)
-
-
-class BenchUnavailable(RuntimeError):
-    """The benchmark cannot run on this machine (the message says why); the command exits with 2."""
