@@ -616,3 +616,59 @@ def test_the_header_counts_every_atom_of_a_run_over_mpi_ranks(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.count("2048 atoms, 1 type(s)") == 1
     assert "for 0 steps of 2048 atoms" in proc.stdout
+
+
+# -- the README's command lines --------------------------------------------------------------------
+def _readme_commands() -> list:
+    """The ``pycumd ...`` lines of the README's Running block, without comments, as argument lists
+    (a ``< FILE`` redirection returned as ``("<", FILE)`` at the end)."""
+    import shlex
+
+    text = (SRC.parent / "README.md").read_text()
+    block = text[text.index("## Running"):]
+    block = block[block.index("```bash\n") + 8:block.index("```\n", block.index("```bash\n") + 8)]
+    return [shlex.split(line.split("#")[0]) for line in block.splitlines() if line.startswith("pycumd ")]
+
+
+def test_every_readme_command_line_parses_and_names_files_that_exist(capsys):
+    import argparse
+    import importlib
+
+    from pycumd.cli import build_parser
+
+    commands = _readme_commands()
+    assert len(commands) >= 10
+    root = SRC.parent
+    for words in commands:
+        args = words[1:]
+        if "<" in args:                                            # pycumd run < FILE
+            assert (root / args[args.index("<") + 1]).is_file(), words
+            args = args[:args.index("<")]
+        for word in args:
+            if word.startswith("examples/"):
+                assert (root / word).is_file(), words
+        if args[0] == "bench" and len(args) > 1 and not args[1].startswith("-"):
+            module = importlib.import_module(f"pycumd.bench.{args[1].replace('-', '_')}")
+            parsers = []
+            real = argparse.ArgumentParser.parse_args
+
+            def capture(self, argv=None, namespace=None):
+                parsers.append(real(self, argv, namespace))
+                raise SystemExit(0)                               # parsed: the benchmark is not run
+            try:
+                argparse.ArgumentParser.parse_args = capture
+                with pytest.raises(SystemExit) as stop:
+                    module.main(args[2:])
+            finally:
+                argparse.ArgumentParser.parse_args = real
+            assert stop.value.code == 0 and parsers, words
+            continue
+        try:
+            parsed = build_parser().parse_args(args)
+        except SystemExit as stop:                                # --help lines exit 0
+            assert stop.code == 0, words
+            continue
+        if parsed.command in ("run", "potential-map", "place-ions"):
+            given = getattr(parsed, "file", None) or getattr(parsed, "input", None)
+            assert given is None or (root / given).is_file(), words   # the input the line names exists
+    capsys.readouterr()
