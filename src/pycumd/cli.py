@@ -1,4 +1,4 @@
-"""Command line: ``pycumd run [FILE]`` and ``pycumd bench {lj,scan,precision}``."""
+"""Command line: ``pycumd run``, ``pycumd bench NAME``, ``pycumd potential-map``, ``place-ions`` and ``plot``."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import importlib
 import sys
 from importlib import resources
 
+from .bench import SUMMARIES as BENCHMARKS
 from .precision import PRECISION_NAMES
 
 DEFAULT_INPUT = "melt.toml"
 EXAMPLES = {"melt": "melt.toml", "argon-sphere": "in.argon_sphere", "argon-sphere-toml": "argon_sphere.toml"}
-BENCHMARKS = ["lj", "scan", "precision", "ions", "drift", "checkpoint", "potential-map", "scaling"]
 #: further subcommands: name -> (module with ``add_arguments(parser)`` and ``main(args) -> int``, one-line
 #: help); a module is imported only when its command is named, so that ``pycumd --help`` stays fast
 COMMAND_MODULES: dict[str, tuple[str, str]] = {
@@ -29,22 +29,82 @@ def _plan(args):
     from .inputs.config import ConfigError, load_config, plan_from_config
     from .inputs.lammps_input import plan_from_lammps_script
     from .inputs.text import read_text_input
+    from .system import InputError
 
     if args.example:
         if args.file is not None:
             raise ValueError("give either an input file or --example, not both")
         args.file = str(resources.files("pycumd.data").joinpath(EXAMPLES[args.example]))
         print(f"pycumd: running the built-in example {args.example} ({args.file})", flush=True)
-    if args.file is None:
+    if args.file is None or args.file == "-":
+        text = _standard_input_script(required=args.file == "-")
+        if text is not None:
+            return _plan_from_text(text, "<stdin>", args)
         print(f"pycumd: no input given, running the embedded default ({DEFAULT_INPUT}: "
               f"LAMMPS examples/melt, 4000 LJ atoms)", flush=True)
         return plan_from_config(load_config(resources.files("pycumd.data").joinpath(DEFAULT_INPUT).read_text()))
     if str(args.file).endswith(".toml"):
+        text = read_text_input(args.file, "config")
         try:
-            return plan_from_config(load_config(read_text_input(args.file, "config")))
-        except ConfigError as exc:
+            return plan_from_config(load_config(text))
+        except (ConfigError, InputError) as exc:
             raise ConfigError(f"{args.file}: {exc}") from None
     return plan_from_lammps_script(path=args.file, variables=dict(args.var or []))
+
+
+def _plan_from_text(text: str, name: str, args):
+    """The plan of an input read from standard input: a TOML config if it parses as one with
+    tables, else a LAMMPS script (relative paths from the working folder)."""
+    import os
+
+    from .inputs.config import ConfigError, load_config, plan_from_config, tomllib
+    from .inputs.lammps_input import plan_from_lammps_script
+    from .system import InputError
+
+    try:
+        is_toml = any(isinstance(v, dict) for v in tomllib.loads(text).values())
+    except tomllib.TOMLDecodeError:
+        is_toml = False
+    if is_toml:
+        try:
+            return plan_from_config(load_config(text))
+        except (ConfigError, InputError) as exc:
+            raise ConfigError(f"{name}: {exc}") from None
+    return plan_from_lammps_script(text=text, variables=dict(args.var or []), base_dir=os.getcwd(),
+                                   source_name=name)
+
+
+def _standard_input_script(required: bool) -> str | None:
+    """The script piped or redirected into ``pycumd run`` (as ``lmp < in.lj``), or None when standard
+    input is a terminal, /dev/null or absent. Under MPI rank 0 reads it and every rank gets it."""
+    import os
+    import select
+    import stat
+
+    from .parallel import launched_size, world
+
+    def read() -> str | None:
+        try:
+            fd = sys.stdin.fileno()
+            mode = os.fstat(fd).st_mode
+        except (AttributeError, OSError, ValueError):
+            return None
+        if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)) or sys.stdin.isatty():
+            return None
+        if stat.S_ISFIFO(mode) and not select.select([fd], [], [], 1.0)[0]:
+            print("pycumd: reading the input script from standard input (give a file or --example "
+                  "to run without it)", file=sys.stderr, flush=True)
+        return sys.stdin.read()
+
+    comm = world() if launched_size() > 1 else None
+    text = read() if comm is None or comm.Get_rank() == 0 else None
+    if comm is not None:
+        text = comm.bcast(text, root=0)
+    if text is not None and not text.strip():
+        text = None
+    if text is None and required:
+        raise ValueError("pycumd run -: standard input holds no script")
+    return text
 
 
 def _run(args) -> int:
@@ -67,6 +127,11 @@ def _run(args) -> int:
         print(f"pycumd: continuing from {args.restart} at step {resume.step}", flush=True)
     else:
         plan = _plan(args)
+    if args.steps is not None:
+        if args.restart:
+            raise ValueError("--steps sets the length of a new run: a run continued with --restart keeps "
+                             "its own length")
+        plan.set_last_run_steps(args.steps, option="--steps")
     if args.device != "auto":
         plan.engine.device = args.device
     if args.precision != "auto":
@@ -74,6 +139,10 @@ def _run(args) -> int:
     plan.engine.deterministic = plan.engine.deterministic or args.deterministic
     if args.threads is not None:
         plan.engine.threads = args.threads
+    from .outputs.settings import check_writable
+    for option, path in (("--log", args.log), ("--trajectory", args.trajectory), ("--checkpoint", args.checkpoint)):
+        if path is not None:
+            check_writable(path, option)
     if args.log is not None:
         plan.outputs.thermo_log = args.log
     if args.progress is not None:
@@ -139,22 +208,32 @@ def _walltime_deadline(text):
 
 
 def _bench(args, rest) -> int:
+    """``pycumd bench NAME ...``: the benchmark's own ``main`` parses the rest; its status is the exit
+    status (None: 0)."""
     module = importlib.import_module(f"pycumd.bench.{args.what.replace('-', '_')}")
-    module.main(rest)
-    return 0
+    return int(module.main(rest) or 0)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; the options of a ``COMMAND_MODULES`` subcommand are added only for
     ``command`` (the one named on the command line), whose module is then imported."""
     p = argparse.ArgumentParser(prog="pycumd", description="Molecular dynamics on GPUs, in Python.")
+    from . import __version__
+    p.add_argument("--version", action="version", version=f"pycumd {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="run a simulation (TOML config or LAMMPS input; default: embedded LJ melt)")
-    r.add_argument("file", nargs="?", help="a .toml config or a LAMMPS input script")
+    r = sub.add_parser("run", help="run a simulation (TOML config or LAMMPS input; default: embedded LJ melt)",
+                       description="Run a simulation: a LAMMPS input script, a TOML config, a script on standard "
+                                   "input, or (no input) the built-in LJ melt.")
+    r.add_argument("file", nargs="?", help="a .toml config or a LAMMPS input script; - or a script piped "
+                                          "or redirected into standard input (pycumd run < in.lj) reads it "
+                                          "from there")
+    r.add_argument("--steps", type=int, metavar="N",
+                   help="length of the last (or only) run of the input, in steps")
     r.add_argument("--example", choices=sorted(EXAMPLES),
-                   help="a built-in example: melt (the default run), argon-sphere (the seed's collapsing sphere, "
+                   help="a built-in example: melt (the default run), argon-sphere (a collapsing sphere of argon, "
                         "LAMMPS input; --var scale 0.25 for a smaller one), argon-sphere-toml (the same as TOML)")
-    r.add_argument("--log", help="write the thermo table as CSV (Step,Temp,E_pair,E_mol,TotEng,Press)")
+    r.add_argument("--log", metavar="PATH", help="write the thermo rows the run prints as CSV (default columns Step,Temp,E_pair,E_mol,"
+                        "TotEng,Press; a script's thermo_style custom columns)")
     r.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     r.add_argument("--precision", default="auto", choices=["auto", *PRECISION_NAMES],
                    help="auto: double on the CPU, mixed on the GPU")
@@ -164,8 +243,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     r.add_argument("--threads", type=int, metavar="N",
                    help="CPU threads of each process (default: NUMBA_NUM_THREADS if set, else over MPI ranks "
                         "the cores divided by the ranks on the node, else every core)")
-    r.add_argument("--trajectory", help="write frames to this file: .xyz (extended XYZ), .gsd, .lammpstrj (LAMMPS dump)")
-    r.add_argument("--trajectory-every", type=int, default=100, help="steps between frames (default 100)")
+    r.add_argument("--trajectory", metavar="PATH", help="write frames to this file: .xyz (extended XYZ), .gsd, .lammpstrj (LAMMPS dump)")
+    r.add_argument("--trajectory-every", type=int, default=100, metavar="N", help="steps between frames (default 100)")
     r.add_argument("--var", nargs=2, action="append", metavar=("NAME", "VALUE"),
                    help="set a LAMMPS index variable, as lmp -var NAME VALUE")
     r.add_argument("--checkpoint", metavar="PATH",
@@ -178,10 +257,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                    help="stop cleanly (checkpoint, flushed outputs) before this much wall time has passed")
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: on a terminal, for runs longer than a few seconds)")
-    b = sub.add_parser("bench", help="benchmarks: lj (MD throughput), scan (prefix sums), precision "
-                                     "(composite suite), ions (all-pairs screened Coulomb); "
-                                     "pycumd bench NAME --help for each one's options")
-    b.add_argument("what", choices=BENCHMARKS)
+    listing = "\n".join(f"  {name:<14} {line}" for name, line in BENCHMARKS.items())
+    b = sub.add_parser("bench", help="benchmarks (pycumd bench --help lists them)",
+                       description=f"benchmarks:\n{listing}\n\npycumd bench NAME --help: one benchmark's options",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    b.add_argument("what", choices=list(BENCHMARKS), metavar="NAME", help="the benchmark (listed above)")
     for name, (module_name, help_line) in COMMAND_MODULES.items():
         command_parser = sub.add_parser(name, help=help_line, description=help_line)
         if name == command:

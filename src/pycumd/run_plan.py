@@ -15,6 +15,7 @@ Example
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from dataclasses import asdict, dataclass, field
@@ -126,6 +127,18 @@ class RunPlan:
         engine = {**asdict(self.engine), "comm": None}
         return {"source": self.source, "engine": engine, "outputs": self.outputs.to_dict(), "stage": stage_index}
 
+    def set_last_run_steps(self, steps: int, option: str = "steps") -> None:
+        """Make the last run (the last stage that is no minimisation) ``steps`` long; recorded in
+        :attr:`source` so that a run continued from a checkpoint has the same length."""
+        if isinstance(steps, bool) or not isinstance(steps, int) or steps < 0:
+            raise ValueError(f"{option} {steps!r}: the length of a run is a whole number of steps >= 0")
+        runs = [stage for stage in self.stages if stage.minimize is None]
+        if not runs:
+            raise ValueError(f"{option}: the input has no run whose length it could set")
+        runs[-1].steps = steps
+        if self.source is not None:
+            self.source = {**self.source, "last_run_steps": steps}
+
     @property
     def total_steps(self) -> int:
         return sum(s.steps for s in self.stages)
@@ -166,6 +179,10 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
         file flushed, and :class:`~pycumd.bookkeeping.RunStopped` raised. A second signal stops at once.
 
     A run stopped by ``sim.stop_request`` or its ``wall_deadline`` ends the same way.
+
+    The first stage's simulation is built (its input checked) before any output file is opened, and
+    a run that fails before its first thermo row (e.g. overlapping atoms found by the first neighbour
+    list) removes the output files it created. A plan with no stage is a ValueError.
     """
     t0 = time.perf_counter()
     if resume is not None:
@@ -173,18 +190,28 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
     if resume is not None and plan.outputs.checkpoint is None:
         plan.outputs.checkpoint = str(resume.path)
     outputs = rank_outputs(plan.outputs, plan.engine.comm)       # MPI ranks other than 0 write nothing
-    reporters: Reporters = outputs.build(resume_step=resume.step if resume is not None else None)
-    screen = outputs.screen
     first_stage = int(resume.context.get("stage", 0)) if resume is not None else 0
+    if not plan.stages:
+        raise ValueError("the input runs nothing: it has no run (or minimize) command")
+    # the first simulation is built, and its input checked, before any output file is opened
+    if resume is not None:
+        first = plan.simulation_from_checkpoint(resume)
+    else:
+        first = plan.build_simulation(first_stage)
+    created = [path for path in outputs.paths() if not os.path.exists(path)]
+    reporters: Reporters = outputs.build(resume_step=resume.step if resume is not None else None)
+    first.reporters[:0] = reporters.all
+    screen = outputs.screen
     sim, steps_run = None, 0
     signals = _StopOnSignals() if stop_on_signals else None
+    failed_at_start = False
     try:
         for index, stage in enumerate(plan.stages):
             if index < first_stage:
                 continue
-            if resume is not None and index == first_stage:
-                sim = plan.simulation_from_checkpoint(resume, reporters.all)
-                steps = int(resume.meta["run_end"]) - resume.step
+            if index == first_stage:
+                sim = first
+                steps = int(resume.meta["run_end"]) - resume.step if resume is not None else stage.steps
                 if on_simulation is not None:
                     on_simulation(sim)
             else:
@@ -235,10 +262,20 @@ def execute(plan: RunPlan, on_simulation: Callable[[Simulation], None] | None = 
                 action(sim, plan, index)
             if screen:
                 print(f"Run of {steps} steps done; neighbour list builds: {sim.neighbors.n_builds}", flush=True)
+    except RunStopped:
+        raise
+    except BaseException:
+        # a run that failed its start-up checks (nothing reported) leaves no files it created
+        failed_at_start = resume is None and not reporters.thermo.rows
+        raise
     finally:
         if signals is not None:
             signals.restore()
         reporters.close()
+        if failed_at_start:
+            for path in created:
+                if os.path.isfile(path):
+                    os.remove(path)
     return RunResult(sim, reporters.thermo, steps_run, time.perf_counter() - t0)
 
 

@@ -486,7 +486,6 @@ class Simulation:
             r.close()
 
     def describe(self) -> str:
-        s = self.state
         return (f"{self.n_atoms} atoms, {self.n_types} type(s), box {' x '.join(f'{x:g}' for x in self.box.lengths)} "
                 f"({self.units.name} units)\n"
                 f"pair {self.potential.describe()}, skin {self.neighbors.skin}\n"

@@ -158,7 +158,10 @@ def _xyz_frames(path):
                                       f"(or the file ends early)")
             table = np.array(rows, dtype=object)
             species = table[:, columns["species"]] if "species" in columns else np.zeros(n)
-            names, types = np.unique(species.astype(str), return_inverse=True)
+            if "type" in columns:                 # pycumd's files: the LAMMPS type, 1-based
+                types = table[:, columns["type"]].astype(np.int64) - 1
+            else:
+                _, types = np.unique(species.astype(str), return_inverse=True)
             ids = table[:, columns["id"]].astype(np.int64) if "id" in columns else np.arange(1, n + 1)
             velocities = table[:, columns["velo"]].astype(np.float64) if "velo" in columns else None
             positions = table[:, columns["pos"]].astype(np.float64) - origin

@@ -1,0 +1,33 @@
+"""Benchmarks run by ``pycumd bench NAME``; each module has ``main(argv) -> int``.
+
+A benchmark that writes files writes them where ``--out-dir`` says, by default into
+``bench-NAME/`` in the working folder (:func:`default_out_dir`), never into the project's docs.
+A benchmark that cannot run here (no GPU for a GPU-only one) prints why and returns non-zero.
+"""
+
+import argparse
+from pathlib import Path
+
+#: every benchmark, with the one line ``pycumd bench --help`` shows for it
+SUMMARIES = {
+    "lj": "LJ liquid throughput (LAMMPS bench/in.lj scaled up): steps/s and atom-steps/s",
+    "scan": "prefix-sum and counting-sort throughput against CuPy, CUB and others (GPU only)",
+    "precision": "float, double and composite arithmetic on a summation and a do/undo test",
+    "ions": "all-pairs screened-Coulomb ions at the IUMD paper's sizes: ms per step",
+    "drift": "NVE energy drift per precision (LJ liquid or ions)",
+    "checkpoint": "time of one checkpoint and the slowdown of a run that writes them",
+    "potential-map": "electrostatic potential maps: direct, cutoff and multilevel summation",
+    "scaling": "throughput over MPI ranks (spatial domains; all pairs over replicated atoms or the force matrix)",
+}
+
+
+def default_out_dir(name: str) -> Path:
+    """``./bench-NAME``: where benchmark ``name`` writes its tables, plots and JSON by default."""
+    return Path(f"bench-{name}")
+
+
+def argument_parser(name: str, description: str) -> argparse.ArgumentParser:
+    """The parser of ``pycumd bench NAME``: its own name in the usage line and a plain-text
+    description (kept as written: examples on their own lines)."""
+    return argparse.ArgumentParser(prog=f"pycumd bench {name}", description=description,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)

@@ -13,13 +13,13 @@ The in.lj liquid (fcc at density 0.8442, T 1.44, r_cut 2.5, skin 0.3, NVE) at ``
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
+from pycumd.bench import argument_parser
 from pycumd.outputs.checkpoint import CheckpointWriter
 from pycumd.potentials import LennardJones
 from pycumd.simulation import Simulation
@@ -70,8 +70,17 @@ def measure(cells: int, precision: str, device: str, steps: int, every: int, rep
             "slowdown": timings["with"] / timings["without"] - 1.0}
 
 
+DESCRIPTION = """\
+Cost of checkpoints on the in.lj liquid: the time one checkpoint takes (and the file size), the
+time the run itself loses per checkpoint, and --steps steps with a checkpoint every --every
+steps against the same steps without.
+
+    pycumd bench checkpoint --cells 63 --precision single --steps 20000 --every 10000
+"""
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argument_parser("checkpoint", DESCRIPTION)
     ap.add_argument("--cells", type=int, nargs="+", default=[63])
     ap.add_argument("--precision", nargs="+", default=["auto"])
     ap.add_argument("--device", default="auto")

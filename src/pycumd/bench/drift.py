@@ -17,7 +17,6 @@ ions, Gamma = 20, screening length 2 a, all pairs, dt = 0.05 / omega_p), and the
 
 from __future__ import annotations
 
-import argparse
 import json
 import time
 from pathlib import Path
@@ -30,6 +29,7 @@ from ..outputs.thermo import ThermoReporter
 from ..potentials import LennardJones
 from ..simulation import Simulation
 from ..system import create_velocities, lattice_system
+from . import argument_parser, default_out_dir
 
 TEMPERATURE = 0.85
 DT = 0.005
@@ -163,8 +163,21 @@ def plot(results, path: Path, title: str) -> None:
     fig.savefig(path, dpi=120)
 
 
+DESCRIPTION = """\
+Energy drift of NVE per precision: an LJ liquid with a shifted-force cutoff, or ions.
+
+Each precision (and each also in deterministic mode) is run for --steps steps with the total
+energy recorded every --every steps; the drift is the slope of a linear fit, in k_B T per atom
+per 1,000 tau (ions: per 1,000 / omega_p), with the cost of a step beside it.
+
+    pycumd bench drift --cells 20 --steps 100000 --precision single mixed double composite
+    pycumd bench drift --system ions --steps 20000
+    pycumd bench drift --merge a/drift_lj.json b/drift_lj.json   # one table and plot of earlier runs
+"""
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argument_parser("drift", DESCRIPTION)
     ap.add_argument("--system", choices=["lj", "ions"], default="lj")
     ap.add_argument("--cells", type=int, default=20, help="fcc cells per edge (20: 32,000 atoms)")
     ap.add_argument("--steps", type=int, default=100_000)
@@ -179,7 +192,8 @@ def main(argv=None):
     ap.add_argument("--device", default="auto")
     ap.add_argument("--allpairs-shape", help="--system ions: fix the all-pairs fast path's launch shape, "
                                               "e.g. newton,2,4 or 64,4,2,0 (default: tuned)")
-    ap.add_argument("--out-dir", default="docs", help="where drift_<system>.json and .png go")
+    ap.add_argument("--out-dir", default=str(default_out_dir("drift")),
+                    help="where drift_<system>.json and .png go (default: ./bench-drift)")
     args = ap.parse_args(argv)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)

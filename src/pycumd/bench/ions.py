@@ -14,13 +14,14 @@ The seed's Table II (one K20, whole `newton` step): 0.801 ms at 1152 ions ... 14
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
 import time
 
 import numpy as np
 
+from pycumd.backend import select as select_backend
+from pycumd.bench import argument_parser
 from pycumd.box import Box
 from pycumd.integrators import VelocityVerlet
 from pycumd.potentials.yukawa import Yukawa
@@ -74,14 +75,28 @@ def measure(n: int, precision: str, steps: int, device: str) -> dict:
             "seed_k20_ms": TABLE_II_MS.get(n)}
 
 
+DESCRIPTION = """\
+All-pairs screened-Coulomb ions at the IUMD paper's Table II sizes: ms per whole MD step.
+
+Carbon/oxygen white-dwarf liquid (half and half), Coulomb coupling Gamma = 20, screening length
+2 a, every pair with the minimum image; velocity Verlet (NVE), dt = 0.05 / omega_p.
+
+    pycumd bench ions                        # N = 1152 .. 27648
+    pycumd bench ions --sizes 27648 --precision mixed double --steps 200
+"""
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sizes", type=int, nargs="+", default=list(TABLE_II_SIZES))
-    ap.add_argument("--precision", nargs="+", default=["mixed"])
-    ap.add_argument("--steps", type=int, default=100)
-    ap.add_argument("--device", default="auto")
+    ap = argument_parser("ions", DESCRIPTION)
+    ap.add_argument("--sizes", type=int, nargs="+", default=list(TABLE_II_SIZES), help="numbers of ions")
+    ap.add_argument("--precision", nargs="+",
+                    help="precisions to time (default: mixed on the GPU, double on the CPU)")
+    ap.add_argument("--steps", type=int, default=100, help="timed steps (default 100)")
+    ap.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     ap.add_argument("--json", help="append results as JSON lines to this file")
     args = ap.parse_args(argv)
+    if args.precision is None:
+        args.precision = ["mixed"] if select_backend(args.device).is_gpu else ["double"]
     print(f"{'N':>7} {'precision':>9} {'ms/step':>9} {'kernel ms':>9} {'block':>8} {'pairs/s':>10} "
           f"{'dE/KE':>9} {'K20 ms':>8}", flush=True)
     for n in args.sizes:

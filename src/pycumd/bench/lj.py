@@ -21,7 +21,6 @@ with LAMMPS' bench neighbour policy (every 20 steps, no check) and with pycumd's
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import os
@@ -30,6 +29,7 @@ import time
 
 import numpy as np
 
+from pycumd.bench import argument_parser
 from pycumd.potentials import LennardJones
 from pycumd.simulation import Simulation
 from pycumd.system import InputError, create_velocities, lattice_system
@@ -308,8 +308,20 @@ def peer_table(rows: list, peers: dict, n_atoms: int, steps: int, warmup: int) -
     return "\n".join(lines)
 
 
+DESCRIPTION = """\
+Throughput of the LJ liquid (LAMMPS bench/in.lj scaled up): steps/s and atom-steps/s.
+
+fcc start at density 0.8442, T 1.44, cutoff 2.5 (truncated), skin 0.3, NVE, dt 0.005, neighbour
+rebuild by displacement check. Whole steps are timed after a warm-up (compilation, melting of the
+lattice, the neighbour list's first capacity adjustment); thermo only at the ends.
+
+    pycumd bench lj --cells 20 50 --precision mixed single --steps 500
+    pycumd bench lj --device cpu --cells 20 --threads 1 2 --peers lammps   # beside LAMMPS, same cores
+"""
+
+
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argument_parser("lj", DESCRIPTION)
     ap.add_argument("--cells", type=int, nargs="+", default=[20, 63], help="fcc cells per edge (N = 4 cells^3)")
     ap.add_argument("--n", type=int, nargs="+", help="atom counts instead of --cells (rounded to the nearest 4 cells^3)")
     ap.add_argument("--precision", nargs="+", default=["auto"])

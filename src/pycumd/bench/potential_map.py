@@ -19,7 +19,6 @@ Na+ to neutralise; the cell is tiled ``cells^3`` times (100,000 atoms: one 100 A
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import platform
@@ -28,18 +27,29 @@ from pathlib import Path
 
 import numpy as np
 
+from pycumd.bench import argument_parser, default_out_dir
+
 ADK_CANDIDATES = [Path(__file__).resolve().parents[4] / "shared" / "data" / "adk_open.pqr", Path(".pm_data/adk_open.pqr"),
                   Path(__file__).resolve().parents[3] / ".pm_data" / "adk_open.pqr"]
 
 
-def adk_path() -> Path:
+def adk_path(quick: bool = False) -> Path:
+    """adk_open.pqr where it is found; with ``quick`` (a smoke run) the shipped NaCl cluster example
+    stands in for it when it is not."""
     for p in ADK_CANDIDATES:
         if p.exists():
             return p
-    raise FileNotFoundError("adk_open.pqr not found (looked in " + ", ".join(map(str, ADK_CANDIDATES)) + ")")
+    if quick:
+        from pycumd.potential_maps.examples import example_path
+
+        print("pycumd bench potential-map: adk_open.pqr not found; --quick runs on the shipped example "
+              "nacl-cluster instead", flush=True)
+        return example_path("nacl-cluster")
+    raise FileNotFoundError("the benchmark's solute adk_open.pqr (PDB2PQR charges of PDB 4AKE) was not found "
+                            "(looked in " + ", ".join(map(str, ADK_CANDIDATES)) + "); --quick runs without it")
 
 
-def solvated_adk(cell_length: float, cells: int = 1, seed: int = 7):
+def solvated_adk(cell_length: float, cells: int = 1, seed: int = 7, solute=None):
     """adk in TIP3P-charged water with 0.15 M NaCl, neutral, tiled ``cells^3`` times (module docstring).
 
     Returns positions (N, 3) Angstrom and charges (N,) e."""
@@ -48,7 +58,7 @@ def solvated_adk(cell_length: float, cells: int = 1, seed: int = 7):
     from pycumd.inputs.molecules import read_pqr
 
     rng = np.random.default_rng(seed)
-    adk = read_pqr(adk_path())
+    adk = read_pqr(solute or adk_path())
     protein = adk.positions - adk.positions.mean(axis=0) + cell_length / 2
     spacing = 3.104
     axis = np.arange(spacing / 2, cell_length, spacing)
@@ -145,13 +155,15 @@ def main(argv=None) -> int:
     from pycumd.inputs.molecules import read_pqr
     from pycumd.potential_maps import Lattice, cutoff_sum, direct_sum, lattice_around, msm_sum
 
-    parser = argparse.ArgumentParser(prog="pycumd bench potential-map", description=__doc__.split("\n")[0])
+    parser = argument_parser("potential-map", "Electrostatic potential maps: direct-sum throughput and accuracy, cutoff "
+                             "and multilevel summation against the direct sum, on a solvated protein.")
     parser.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     parser.add_argument("--json", help="append the results as one JSON object to this file")
     parser.add_argument("--quick", action="store_true", help="small sizes (a CPU smoke run)")
     parser.add_argument("--parts", nargs="*", default=["dcs", "accuracy", "cutoff", "msm", "msm-errors"])
     parser.add_argument("--plot", metavar="JSON", help="only draw the docs figures from a results file")
-    parser.add_argument("--plot-dir", default="docs")
+    parser.add_argument("--plot-dir", default=str(default_out_dir("potential-map")),
+                        help="where --plot writes the figures (default: ./bench-potential-map)")
     args = parser.parse_args(argv)
     if args.plot:
         for path in plot(args.plot, args.plot_dir):
@@ -161,10 +173,11 @@ def main(argv=None) -> int:
     results = {"environment": environment(backend)}
     print(json.dumps(results["environment"]), flush=True)
     spacing = 2.0 if args.quick else 0.5
-    adk = read_pqr(adk_path())
+    solute = adk_path(args.quick)
+    adk = read_pqr(solute)
 
     if "dcs" in args.parts and backend.is_gpu:
-        positions, charges = solvated_adk(100.0, 1)
+        positions, charges = solvated_adk(100.0, 1, solute=solute)
         lattice = Lattice((0.0, 0.0, 20.0), (0.5, 0.5, 0.5), (256, 256, 64))
         results["dcs_throughput"] = []
         for newton in (0, 1, 2):
@@ -190,7 +203,7 @@ def main(argv=None) -> int:
         direct.RSQRT_NEWTON = 0
 
     if "cutoff" in args.parts:
-        positions, charges = solvated_adk(40.0 if args.quick else 100.0, 1)
+        positions, charges = solvated_adk(40.0 if args.quick else 100.0, 1, solute=solute)
         lattice = lattice_around(positions, spacing, 0.0)
         from pycumd.potential_maps import cutoff as cutoff_module
 
@@ -209,7 +222,7 @@ def main(argv=None) -> int:
         cutoff_module.Z_PER_THREAD = 4
 
     if "msm" in args.parts:
-        positions, charges = solvated_adk(40.0 if args.quick else 82.5, 2 if args.quick else 3)
+        positions, charges = solvated_adk(40.0 if args.quick else 82.5, 2 if args.quick else 3, solute=solute)
         lattice = lattice_around(positions, spacing, 0.0)
         rows = []
         for a, h in ((12.0, 2.5), (12.0, 1.5), (12.0, 1.0), (10.0, 1.0)):
@@ -257,7 +270,7 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-def plot(json_path, out_dir="docs") -> list:
+def plot(json_path, out_dir) -> list:
     """Figures for docs/potential-maps.md from a bench JSON line: the MSM error against DCS on adk as a
     function of ``h`` for each cutoff, and a map slice of adk (DCS beside the MSM error, computed here)."""
     import matplotlib

@@ -20,13 +20,12 @@ CPU and GPU execute the same roundings in the same order (the CPU twins below mi
 kernels in ``composite/composite_suite.cu``), so their results must agree bit for bit; the
 report says whether they did.
 
-Outputs, in ``--out-dir`` (default ``docs/``): ``precision_summation.md``,
+Outputs, in ``--out-dir`` (default ``bench-precision/`` in the working folder): ``precision_summation.md``,
 ``precision_doundo.md``, ``precision_doundo_<backend>.png`` and ``precision_results.json``.
 """
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import json
 import platform
@@ -39,6 +38,7 @@ import numpy as np
 from numba import njit
 
 from pycumd import backend as _backend
+from pycumd.bench import argument_parser, default_out_dir
 from pycumd.composite.float_float import ff_add, ff_div, ff_mul, ff_to_double_array
 
 PRECISIONS = ("float", "double", "composite")
@@ -541,12 +541,12 @@ def plot_do_undo(path: Path, curves: dict, backend_name: str, device: str, n_ite
 
 def main(argv=None) -> int:
     """Command line: run the suite and write tables, plots and JSON into ``--out-dir``."""
-    parser = argparse.ArgumentParser(
-        prog="pycumd bench precision",
-        description="Saponaro (2010) synthetic suite: global summation and do/undo in float, "
+    parser = argument_parser(
+        "precision",
+        "Saponaro (2010) synthetic suite: global summation and do/undo in float, "
                     "double and composite (float-float) precision.")
-    parser.add_argument("--out-dir", type=Path, default=Path("docs"),
-                        help="where the tables, plots and JSON go (default: docs/)")
+    parser.add_argument("--out-dir", type=Path, default=default_out_dir("precision"),
+                        help="where the tables, plots and JSON go (default: ./bench-precision)")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                         help="cpu: CPU only; cuda: CPU and GPU (error without a GPU); "
                              "auto: CPU, plus the GPU when one is usable (default)")

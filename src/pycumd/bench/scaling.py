@@ -27,9 +27,11 @@ import time
 
 import numpy as np
 
+from pycumd.bench import argument_parser
+
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="pycumd bench scaling", description=__doc__.split("\n\n")[0])
+    p = argument_parser("scaling", __doc__.split("\n\n")[0])
     add_arguments(p)
     return p
 

@@ -18,7 +18,6 @@ buffers) so that repeated calls do not run out of the 50 MB L2 cache.  Run with
 
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import platform
@@ -28,6 +27,8 @@ import time
 from pathlib import Path
 
 import numpy as np
+
+from pycumd.bench import argument_parser, default_out_dir
 
 DEFAULT_SIZES = [2**k for k in range(9, 28)] + [1000, 100003, 1000003, 10000019, 100000007]
 OURS = ("auto", "hillis_steele", "blelloch", "decoupled_lookback")
@@ -274,13 +275,15 @@ def _write_outputs(results, out_dir: Path, dtype_name: str):
 
 def main(argv=None) -> int:
     """Run the scan benchmark; see the module docstring."""
-    parser = argparse.ArgumentParser(prog="pycumd bench scan", description=__doc__.split("\n")[0])
+    parser = argument_parser("scan", "Prefix-sum throughput against peers (NumPy, CuPy, CUB), and the counting sort. "
+                             "Needs a CUDA GPU and CuPy.")
     parser.add_argument("--sizes", default=None,
                         help="comma-separated sizes, 2^k allowed (default 2^9..2^27 + npot)")
     parser.add_argument("--dtype", default="uint32",
                         choices=["uint32", "int32", "int64", "float32", "float64"])
     parser.add_argument("--repeat", type=int, default=30, help="timed calls per point")
-    parser.add_argument("--out-dir", default="docs", help="where the table/plot/json go")
+    parser.add_argument("--out-dir", default=str(default_out_dir("scan")),
+                        help="where the table, plot and JSON go (default: ./bench-scan)")
     parser.add_argument("--no-peers", action="store_true", help="time pycumd only")
     parser.add_argument("--no-sort", action="store_true", help="skip the counting-sort timing")
     parser.add_argument("--sweep", action="store_true",
@@ -292,7 +295,8 @@ def main(argv=None) -> int:
 
         cp.cuda.runtime.getDeviceCount()
     except Exception as exc:  # noqa: BLE001
-        print(f"pycumd bench scan needs CuPy and a CUDA GPU: {exc!r}", file=sys.stderr)
+        print(f"pycumd bench scan: cannot run here: it needs CuPy and a CUDA GPU ({type(exc).__name__}: {exc})",
+              file=sys.stderr)
         return 2
     from pycumd.neighbors.scan import auto_method, prefix_sum
 

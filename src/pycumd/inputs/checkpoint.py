@@ -25,6 +25,8 @@ def plan_from_checkpoint(checkpoint: Checkpoint):
                                        base_dir=source.get("base_dir"))
     else:
         raise InputError(f"checkpoint {checkpoint.path}: unknown input kind {source['kind']!r}")
+    if source.get("last_run_steps") is not None:             # pycumd run --steps N
+        plan.set_last_run_steps(int(source["last_run_steps"]))
     plan.source = source
     plan.engine = EngineOptions(**context["engine"])
     plan.outputs = OutputSettings.from_dict(context["outputs"])

@@ -165,36 +165,113 @@ def load_config(text: str) -> dict:
     return config
 
 
-#: value checks: (section, key) -> kind ("count": int >= 0; "positive_int"; "positive": number > 0;
-#: "non_negative": number >= 0); None values (optional keys left out) pass
-VALUE_CHECKS = {
-    ("run", "steps"): "count", ("run", "thermo"): "count", ("run", "trajectory_every"): "positive_int",
-    ("neighbor", "every"): "positive_int", ("neighbor", "delay"): "count", ("neighbor", "skin"): "non_negative",
-    ("integrator", "dt"): "positive", ("integrator", "damping"): "positive", ("integrator", "chain"): "positive_int",
-    ("system", "density"): "positive", ("system", "constant"): "positive", ("system", "mass"): "positive",
-    ("system", "sphere_radius"): "non_negative", ("pair", "r_cut"): "positive",
+#: the type of every key's value, as (section, key) -> kind; None values (optional keys left out) pass.
+#: Kinds: "count" (int >= 0), "positive_int" (int >= 1), "seed" (int >= 1), "positive" (number > 0),
+#: "non_negative" (number >= 0), "number", "bool", "string", "cells" (int >= 1 or three of them),
+#: "temperature" (number >= 0, or [start, stop]), "numbers" (a list of numbers), "type_pair" ([i, j],
+#: 1-based), or a tuple of the allowed strings.
+VALUE_TYPES = {
+    (None, "units"): ("lj", "metal", "real", "nuclear"), (None, "device"): ("auto", "cpu", "cuda"),
+    (None, "precision"): ("auto", "single", "mixed", "double", "composite"),
+    ("system", "lattice"): ("sc", "bcc", "fcc"), ("system", "density"): "positive",
+    ("system", "constant"): "positive", ("system", "cells"): "cells", ("system", "mass"): "positive",
+    ("system", "sphere_radius"): "non_negative",
+    ("velocity", "temperature"): "non_negative", ("velocity", "seed"): "seed",
+    ("velocity", "distribution"): ("uniform", "gaussian"), ("velocity", "loop"): ("geom", "all", "local"),
+    ("velocity", "zero_momentum"): "bool",
+    ("ions", "charges"): "numbers", ("ions", "mass_numbers"): "numbers", ("ions", "fractions"): "numbers",
+    ("ions", "n_ions"): "positive_int", ("ions", "number_density"): "positive", ("ions", "gamma"): "positive",
+    ("ions", "temperature"): "positive", ("ions", "screening_length"): "positive",
+    ("ions", "screening_in_a"): "positive", ("ions", "r_cut"): "positive", ("ions", "seed"): "seed",
+    ("pasta", "n_nucleons"): "positive_int", ("pasta", "proton_fraction"): "non_negative",
+    ("pasta", "number_density"): "positive", ("pasta", "temperature"): "positive", ("pasta", "seed"): "seed",
+    ("pasta", "a"): "number", ("pasta", "b"): "number", ("pasta", "c"): "number", ("pasta", "Lambda"): "positive",
+    ("pasta", "screening_length"): "positive", ("pasta", "r_cut"): "positive",
+    ("pair", "style"): "string", ("pair", "r_cut"): "positive",
+    ("pair", "cutoff"): ("truncate", "shift", "shift_force"),
+    ("pair", "mixing"): ("geometric", "arithmetic", "sixthpower"),
+    ("pair.coeff", "types"): "type_pair", ("pair.coeff", "epsilon"): "non_negative",
+    ("pair.coeff", "sigma"): "positive", ("pair.coeff", "r_cut"): "positive",
+    ("neighbor", "skin"): "non_negative", ("neighbor", "every"): "positive_int", ("neighbor", "delay"): "count",
+    ("neighbor", "check"): "bool",
+    ("integrator", "dt"): "positive", ("integrator", "thermostat"): ("none", "langevin", "nose-hoover"),
+    ("integrator", "temperature"): "temperature", ("integrator", "damping"): "positive",
+    ("integrator", "seed"): "seed", ("integrator", "chain"): "positive_int",
+    ("run", "steps"): "count", ("run", "thermo"): "count", ("run", "trajectory"): "string",
+    ("run", "trajectory_every"): "positive_int",
 }
+
+_EXPECTED = {"count": "a whole number >= 0", "positive_int": "a whole number >= 1",
+             "seed": "a whole number >= 1", "positive": "a number > 0", "non_negative": "a number >= 0",
+             "number": "a number", "bool": "true or false", "string": "a string",
+             "cells": "a whole number >= 1 or a list of three", "numbers": "a list of numbers",
+             "temperature": "a number >= 0 or [start, stop]", "type_pair": "two atom types [i, j] (from 1)"}
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value) -> bool:
+    import math
+
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _fits(value, kind) -> bool:
+    """Whether ``value`` is of type ``kind`` (a :data:`VALUE_TYPES` kind)."""
+    if isinstance(kind, tuple):
+        return isinstance(value, str) and value in kind
+    if kind in ("count", "positive_int", "seed"):
+        return _is_int(value) and value >= (0 if kind == "count" else 1)
+    if kind in ("positive", "non_negative", "number"):
+        return _is_number(value) and (kind == "number" or value > 0 or (kind == "non_negative" and value == 0))
+    if kind == "bool":
+        return isinstance(value, bool)
+    if kind == "string":
+        return isinstance(value, str)
+    if kind == "cells":
+        return _fits(value, "positive_int") or (isinstance(value, list) and len(value) == 3
+                                                 and all(_fits(v, "positive_int") for v in value))
+    if kind == "numbers":
+        return isinstance(value, list) and len(value) > 0 and all(_is_number(v) for v in value)
+    if kind == "temperature":
+        return _fits(value, "non_negative") or (isinstance(value, list) and len(value) == 2
+                                                 and all(_fits(v, "non_negative") for v in value))
+    if kind == "type_pair":
+        return isinstance(value, list) and len(value) == 2 and all(_fits(v, "positive_int") for v in value)
+    raise AssertionError(f"unknown value kind {kind!r}")
 
 
 def _check_values(config: dict) -> None:
-    """Raise :class:`ConfigError` naming the key for a value of the wrong type or sign."""
-    import math
-
-    for (section, key), kind in VALUE_CHECKS.items():
-        if config.get(section) is None or config[section].get(key) is None:
-            continue
-        value = config[section][key]
-        where = f"{section}.{key} = {value!r}"
-        if kind in ("count", "positive_int"):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ConfigError(f"{where}: must be a whole number")
-            if value < (0 if kind == "count" else 1):
-                raise ConfigError(f"{where}: must be {'>= 0' if kind == 'count' else '>= 1'}")
+    """Raise :class:`ConfigError` naming the key, its value and the type it must have, for the
+    first value of the wrong type, sign or choice."""
+    for (section, key), kind in VALUE_TYPES.items():
+        if section is None:
+            tables = [("", config)]
+        elif section == "pair.coeff":
+            coeffs = (config.get("pair") or {}).get("coeff") or []
+            tables = [(f"pair.coeff[{n}].", c) for n, c in enumerate(coeffs)]
         else:
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ConfigError(f"{where}: must be a finite number")
-            if value < 0 or (kind == "positive" and value == 0):
-                raise ConfigError(f"{where}: must be {'> 0' if kind == 'positive' else '>= 0'}")
+            tables = [(f"{section}.", config[section])] if config.get(section) is not None else []
+        for prefix, table in tables:
+            value = table.get(key)
+            if value is None or _fits(value, kind):
+                continue
+            expected = (f"one of {', '.join(repr(c) for c in kind)}" if isinstance(kind, tuple)
+                        else _EXPECTED[kind])
+            raise ConfigError(f"{prefix}{key} = {_toml(value)}: expected {expected}")
+
+
+def _toml(value) -> str:
+    """``value`` as it is written in TOML (strings in double quotes, booleans in lower case)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return '"' + value.replace('"', '\\"') + '"'
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    return repr(value)
 
 
 def _thermostat(ic: dict):
@@ -203,8 +280,6 @@ def _thermostat(ic: dict):
 
     if ic["thermostat"] == "none":
         return None
-    if ic["thermostat"] not in ("langevin", "nose-hoover"):
-        raise ConfigError(f"integrator.thermostat {ic['thermostat']!r}: choose none, langevin or nose-hoover")
     for key in ("temperature", "damping") + (("seed",) if ic["thermostat"] == "langevin" else ()):
         if ic[key] is None:
             raise ConfigError(f"missing required key integrator.{key} for thermostat {ic['thermostat']!r}")

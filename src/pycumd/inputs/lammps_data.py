@@ -17,6 +17,22 @@ class DataFileError(ValueError):
     """A data file that cannot be read; the message names the file and the line."""
 
 
+def type_names_of_masses(path) -> dict:
+    """``{type0: name}`` from the comments of a data file's Masses lines (``1 39.948 # Ar``), as
+    LAMMPS' ``write_data``, ASE and moltemplate write them; the first word of each comment."""
+    names, in_masses = {}, False
+    for line in Path(path).read_text().splitlines():
+        data, _, comment = line.partition("#")
+        words = data.split()
+        if not words:
+            continue
+        if words[0] in SECTIONS:
+            in_masses = words[0] == "Masses"
+        elif in_masses and len(words) >= 2 and comment.split() and words[0].isdigit():
+            names[int(words[0]) - 1] = comment.split()[0]
+    return names
+
+
 def read_lammps_data(path, atom_style: str = "atomic") -> dict:
     """Parse a LAMMPS data file.
 

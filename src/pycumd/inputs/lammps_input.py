@@ -49,6 +49,7 @@ and its line.  In ``lj`` units
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -69,7 +70,7 @@ from ..system import System, create_velocities, lattice_positions, lattice_spaci
 from ..units import get_units
 from .lammps_script import Command, LammpsScriptError, read_script
 from .text import read_text_input
-from .lammps_data import read_lammps_data
+from .lammps_data import read_lammps_data, type_names_of_masses
 from ..components import EngineOptions, NeighborOptions
 from ..outputs.settings import OutputSettings, TrajectoryOutput
 from ..outputs.lammps_data import write_lammps_data
@@ -301,11 +302,14 @@ class LammpsPlanner:
     def _cmd_mass(self, a):
         if self.stages:
             raise NotImplementedError("changing masses after a run is not supported")
+        mass = float(a[1])
+        if not (math.isfinite(mass) and mass > 0):      # named here, not at the command that would use it
+            raise ValueError(f"mass must be positive and finite, got {a[1]}")
         types = list(_type_range(a[0], self.setup.n_types))
         for t in types:
-            self.setup.masses[t] = float(a[1])
+            self.setup.masses[t] = mass
         if self._system is not None:        # read_data / read_restart: as LAMMPS, a later mass overrides
-            self._system.masses[types] = float(a[1])
+            self._system.masses[types] = mass
         self._dirty = True
 
     def _cmd_velocity(self, a):
@@ -393,7 +397,10 @@ class LammpsPlanner:
 
     # -- dynamics ----------------------------------------------------------------------------
     def _cmd_timestep(self, a):
-        self.setup.dt = float(a[0])
+        dt = float(a[0])
+        if not (math.isfinite(dt) and dt > 0):          # named here, not at the run that would use it
+            raise ValueError(f"time step must be positive and finite, got {a[0]}")
+        self.setup.dt = dt
         self._dirty = True
 
     def _cmd_fix(self, a):
@@ -634,6 +641,7 @@ class LammpsPlanner:
                 dump.element = list(a[k + 1:k + 1 + self.setup.n_types])
                 if len(dump.element) != self.setup.n_types:
                     raise ValueError("dump_modify element needs one name per atom type")
+                self.outputs.type_names = list(dump.element)      # also the names of --trajectory
                 k += 1 + self.setup.n_types
             else:
                 raise ValueError(f"dump_modify {key} is not supported (sort, format, scale, image, element, flush)")
@@ -1185,6 +1193,9 @@ class LammpsPlanner:
         if missing:
             raise ValueError(f"{path}: no Masses for type(s) {missing}")
         masses = [s.masses[t] for t in range(s.n_types)]
+        names = type_names_of_masses(path)
+        if names and self.outputs.type_names is None:       # element symbols for the trajectories
+            self.outputs.type_names = [names.get(t) for t in range(s.n_types)]
         self._set_system(System(s.box, data["positions"] - np.asarray(s.box.origin), masses, s.units,
                                 types=data["types"], velocities=data["velocities"], images=data["images"],
                                 ids=data["ids"]))
@@ -1654,9 +1665,11 @@ def read_commands(text: str, filename: str, variables=None, base_dir=None, edit=
         raise
 
 
-def plan_from_lammps_script(path=None, text=None, variables=None, screen: bool = True, base_dir=None) -> RunPlan:
+def plan_from_lammps_script(path=None, text=None, variables=None, screen: bool = True, base_dir=None,
+                            source_name: str = "<input>") -> RunPlan:
     """The :class:`~pycumd.run_plan.RunPlan` of a LAMMPS input (a file ``path`` or a string ``text``;
-    ``base_dir``: where a text's relative paths are, default the file's directory)."""
+    ``base_dir``: where a text's relative paths are, default the file's directory; ``source_name``:
+    a text's name in error messages)."""
     if (path is None) == (text is None):
         raise ValueError("give exactly one of path or text")
     if path is not None:
@@ -1664,7 +1677,7 @@ def plan_from_lammps_script(path=None, text=None, variables=None, screen: bool =
         base_dir = base_dir or str(Path(path).resolve().parent)
     planner = LammpsPlanner(screen=screen)
     planner.base_dir = base_dir
-    planner.execute(read_commands(text, str(path) if path is not None else "<input>", variables, base_dir))
+    planner.execute(read_commands(text, str(path) if path is not None else source_name, variables, base_dir))
     plan = planner.plan()
     plan.source = {"kind": "lammps", "text": text, "variables": dict(variables or {}), "base_dir": base_dir}
     return plan

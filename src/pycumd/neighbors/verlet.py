@@ -328,8 +328,10 @@ class NeighborList(NeighborStructureBase):
         self.recent_max_counts = (self.recent_max_counts + [max_count])[-CAPACITY_WINDOW:]
         if self.n_builds == 0 and n > 1 and min_r2 < self.overlap_distance**2:
             i, j, r = self.builder.closest_pair(state, self)
+            ids = self.backend.to_host(state.ids)
+            first, second = sorted((int(ids[i]), int(ids[j])))
             raise OverlapError(
-                f"atoms {i} and {j} (0-based indices) overlap: distance {r:.4g} is below "
+                f"atoms with IDs {first} and {second} overlap: distance {r:.4g} is below "
                 f"{self.overlap_distance:.4g} (length units); check the input coordinates")
         self.n_builds += 1
         self.steps_since_build = 0

@@ -1,4 +1,9 @@
-"""A one-line progress bar with steps/s and ETA, for long runs on a terminal."""
+"""A one-line progress bar with steps/s and ETA, for long runs on a terminal.
+
+The bar is the last line of the terminal while a run goes on. Whatever else the run prints meanwhile
+(thermo rows) goes through :func:`print_above`, which clears the bar, prints the line and draws the
+bar again below it, so that rows and bar never share a line.
+"""
 
 from __future__ import annotations
 
@@ -23,6 +28,8 @@ class Progress:
         self.start = time.perf_counter()
         self._last = self.start
         self._shown = False
+        self._line = ""
+        self._widest = 0
 
     def update(self, done: int) -> None:
         now = time.perf_counter()
@@ -41,14 +48,59 @@ class Progress:
         width = 30
         filled = int(width * done / self.total)
         bar = "#" * filled + "-" * (width - filled)
-        self.stream.write(f"\r[{bar}] {done}/{self.total} steps  {rate:,.0f} steps/s  ETA {_hms(eta)} ")
-        self.stream.flush()
+        self._line = f"[{bar}] {done}/{self.total} steps  {rate:,.0f} steps/s  ETA {_hms(eta)} "
+        self._draw()
         self._shown = True
+        global _active
+        _active = self
+
+    def _draw(self) -> None:
+        self.stream.write("\r" + self._line + self._erase_rest(len(self._line)))
+        self.stream.flush()
+
+    def _erase_rest(self, column: int) -> str:
+        """What erases the line from ``column`` on: ANSI erase-to-end on a terminal, blanks over
+        the longest bar drawn elsewhere."""
+        if hasattr(self.stream, "isatty") and self.stream.isatty():
+            return _CLEAR_TO_END
+        self._widest = max(self._widest, len(self._line))
+        return " " * max(self._widest - column, 0)
+
+    def clear(self) -> None:
+        """Erase the bar's line (the cursor back at its start); :meth:`redraw` shows it again."""
+        if self._shown:
+            self.stream.write("\r" + self._erase_rest(0) + "\r")
+            self.stream.flush()
+
+    def redraw(self) -> None:
+        """Draw the bar as last shown."""
+        if self._shown:
+            self._draw()
 
     def close(self) -> None:
+        global _active
+        if _active is self:
+            _active = None
         if self._shown:
             self.stream.write("\n")
             self.stream.flush()
+
+
+#: the bar on the terminal now (shown and not closed), if any
+_active: Progress | None = None
+#: ANSI "erase to the end of the line": what a shorter line leaves of a longer one goes
+_CLEAR_TO_END = "\x1b[K"
+
+
+def print_above(text: str, file) -> None:
+    """Print ``text`` (one line) to ``file`` above the progress bar on the terminal, if one is shown:
+    the bar's line is cleared first and the bar drawn again after."""
+    bar = _active
+    if bar is not None:
+        bar.clear()
+    print(text, file=file, flush=True)
+    if bar is not None:
+        bar.redraw()
 
 
 def _hms(seconds: float) -> str:

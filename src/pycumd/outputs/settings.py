@@ -42,7 +42,8 @@ class OutputSettings:
     """The outputs of one run.
 
     thermo_log : path or None
-        CSV thermo rows (``Step,Temp,E_pair,E_mol,TotEng,Press``), one header for all stages.
+        CSV thermo rows, the columns printed (``Step,Temp,E_pair,E_mol,TotEng,Press`` or a stage's
+        ``thermo_style custom``); a header line before the first row and where the columns change.
     screen : bool
         Thermo table and run descriptions on standard output.
     trajectories : list of TrajectoryOutput
@@ -54,6 +55,9 @@ class OutputSettings:
         Checkpoint file (the previous one kept as ``PATH.1``); also written at a clean stop.
     checkpoint_every : int
         Steps between checkpoints (0: only at a clean stop).
+    type_names : list of str (None for an unnamed type) or None
+        Element symbols (or other names) per type, from the input where it names them: the
+        species of extended XYZ frames and the type names of GSD frames.
 
     The thermo interval is a stage's (LAMMPS ``thermo N`` may change between runs).
     """
@@ -69,6 +73,7 @@ class OutputSettings:
     lammps_outputs: list = field(default_factory=list)   # LAMMPS dump and fix ave/time files (LAMMPS_OUTPUTS)
     checkpoint: str | None = None
     checkpoint_every: int = 0
+    type_names: list | None = None
 
     def __post_init__(self):
         self.check()
@@ -90,17 +95,28 @@ class OutputSettings:
                                               screen=self.screen, resume_step=resume_step)
             for t in self.trajectories:
                 reporters.others.append(trajectory_writer(_writable(t.path, "trajectory"), t.every,
-                                                          resume_step=resume_step))
+                                                          type_names=self.type_names, resume_step=resume_step))
             reporters.others.extend(a.build(_writable(a.path, 'analysis output')) for a in (self.rdf, self.msd, self.vacf, self.structure_factor) if a is not None)
             reporters.others.extend(o.build(resume_step=resume_step) for o in self.lammps_outputs
                                     if o.path is None or _writable(o.path, o.kind))
             if self.checkpoint:
                 reporters.checkpoint = CheckpointWriter(_writable(self.checkpoint, "checkpoint"),
                                                         self.checkpoint_every)
+        except OSError as exc:             # a path the checks above let through (e.g. under /proc)
+            reporters.close()
+            raise ValueError(f"output file {exc.filename or ''}: cannot be written "
+                             f"({exc.strerror or exc})") from None
         except BaseException:
             reporters.close()
             raise
         return reporters
+
+    def paths(self) -> list:
+        """Every file path these settings name (a LAMMPS dump's per-step pattern not included)."""
+        named = [self.thermo_log, *(t.path for t in self.trajectories), self.checkpoint,
+                 *(a.path for a in (self.rdf, self.msd, self.vacf, self.structure_factor) if a is not None),
+                 *(o.path for o in self.lammps_outputs if o.path is not None and "*" not in str(o.path))]
+        return [str(path) for path in named if path]
 
     def to_dict(self) -> dict:
         """Plain values (stored in checkpoints); :meth:`from_dict` reads them back."""
@@ -152,3 +168,26 @@ def _writable(path, what: str):
     if not os.access(directory, os.W_OK):
         raise ValueError(f"{what} {path}: directory {directory} is not writable")
     return path
+
+
+def check_writable(path, what: str) -> None:
+    """A ValueError naming ``what`` (e.g. the command-line option) and ``path`` if a file cannot be
+    written there: a folder, a missing or read-only folder, a file that is not writable, a place no
+    file can be created (``/proc``). Checked by creating the file and removing it again: nothing is
+    left behind."""
+    target = Path(path)
+    if target.is_dir():
+        raise ValueError(f"{what} {path}: is a folder, not a file")
+    folder = target.resolve().parent
+    if not folder.is_dir():
+        raise ValueError(f"{what} {path}: folder {folder} does not exist")
+    if target.exists():
+        if not os.access(target, os.W_OK):
+            raise ValueError(f"{what} {path}: the file is not writable")
+        return
+    try:
+        with open(target, "x"):
+            pass
+        os.remove(target)
+    except OSError as exc:
+        raise ValueError(f"{what} {path}: cannot be written ({exc.strerror or exc})") from None

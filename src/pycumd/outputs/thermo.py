@@ -1,8 +1,9 @@
-"""Thermo output: the LAMMPS ``thermo_style one`` columns, to the screen and to CSV.
+"""Thermo output: the columns a run prints, to the screen and to CSV.
 
-Columns: ``Step, Temp, E_pair, E_mol, TotEng, Press``.  As in LAMMPS, energies are per atom in
-``lj`` units and totals otherwise; Temp uses ``3N - 3`` degrees of freedom; Press includes the
-kinetic and virial terms.
+Default columns (LAMMPS ``thermo_style one``): ``Step, Temp, E_pair, E_mol, TotEng, Press``.  As in
+LAMMPS, energies are per atom in ``lj`` units and totals otherwise; Temp uses ``3N - 3`` degrees of
+freedom; Press includes the kinetic and virial terms.  With ``thermo_style custom`` the screen and the
+CSV log hold its columns instead.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+
+from .progress import print_above
 from .reporter import Needs, OutputError, Reporter
 
 COLUMNS = ("Step", "Temp", "E_pair", "E_mol", "TotEng", "Press")
@@ -26,7 +30,9 @@ class ThermoReporter(Reporter):
         Interval in steps; 0 means only the first and last step of each run (LAMMPS ``thermo 0``).
     log : str or path, optional
         CSV file: a header of the column names, then one row per report, flushed as written so
-        that a run that stops early keeps everything reported so far.
+        that a run that stops early keeps everything reported so far.  The columns are those shown
+        on the screen; where a later run of the same input shows other columns (another
+        ``thermo_style``), a new header line precedes its rows.
     screen : bool or file
         Print a LAMMPS-like table (``True``: standard output).
     """
@@ -40,16 +46,15 @@ class ThermoReporter(Reporter):
         self.rows: list[dict] = []
         self._screen = sys.stdout if screen is True else (screen or None)
         self._log = None
+        self._log_columns = None          # the columns of the log's last header line
         if log is not None and resume_step is not None and Path(log).exists():
-            self.rows = _keep_rows_up_to(Path(log), resume_step)
+            self.rows, self._log_columns = _keep_rows_up_to(Path(log), resume_step)
             self._log = open(log, "a", newline="")
         elif log is not None:
             self._log = open(log, "w", newline="")
-            self._log.write(",".join(COLUMNS) + "\n")
-            self._log.flush()
         self._header_due = True
         #: thermo_style custom columns (:class:`~pycumd.outputs.thermo_keywords.ThermoStyle`); None:
-        #: thermo_style one. Rows hold the one columns and these; the CSV log has the one columns.
+        #: thermo_style one. Rows hold the one columns and these; the screen and the CSV log show these.
         self.style = None
         self._run_start, self._wall_start = 0, None
 
@@ -66,11 +71,14 @@ class ThermoReporter(Reporter):
         self.rows.append({**row, **shown})
         if self._screen:
             if self._header_due:
-                print("   " + " ".join(f"{c:>14}" for c in shown), file=self._screen)
+                print_above("   " + " ".join(f"{c:>14}" for c in shown), self._screen)
                 self._header_due = False
-            print("   " + " ".join(_fmt(v) for v in shown.values()), file=self._screen, flush=True)
+            print_above("   " + " ".join(_fmt(v) for v in shown.values()), self._screen)
         if self._log:
-            line = ",".join(repr(row[c]) for c in COLUMNS) + "\n"
+            line = ",".join(_csv_value(v) for v in shown.values()) + "\n"
+            if list(shown) != self._log_columns:
+                line = ",".join(shown) + "\n" + line
+                self._log_columns = list(shown)
             start = self._log.tell()
             try:
                 self._log.write(line)
@@ -102,24 +110,56 @@ class ThermoReporter(Reporter):
             self._log = None
 
 
-def _keep_rows_up_to(path: Path, step: int) -> list[dict]:
+def _keep_rows_up_to(path: Path, step: int) -> tuple:
     """Cut a CSV log back to its whole rows of steps <= ``step`` (a run continued from a checkpoint
-    at ``step`` writes the later ones again); returns those rows."""
+    at ``step`` writes the later ones again); returns those rows and the columns of the last header
+    kept."""
     lines = path.read_text().split("\n")
-    if not lines or lines[0].split(",") != list(COLUMNS):
-        raise ValueError(f"thermo log {path}: not a pycumd thermo log (header {lines[0][:60]!r}); "
-                         f"cannot continue it")
-    kept, rows = [lines[0]], []
-    for line in lines[1:-1]:                  # the last element follows the last newline
+    kept, rows, columns = [], [], None
+    for line in lines[:-1]:                   # the last element follows the last newline
         values = line.split(",")
-        if len(values) != len(COLUMNS) or int(values[0]) > step:
+        if not _numeric(values):              # a header line
+            if "Step" not in values:
+                raise ValueError(f"thermo log {path}: not a pycumd thermo log with a Step column (header "
+                                 f"{line[:60]!r}); cannot continue it")
+            columns = values
+            kept.append(line)
+            continue
+        if columns is None or len(values) != len(columns) or int(values[columns.index("Step")]) > step:
             break
         kept.append(line)
-        rows.append({c: (int(v) if c == "Step" else float(v)) for c, v in zip(COLUMNS, values)})
+        rows.append({c: (int(v) if c == "Step" else float(v)) for c, v in zip(columns, values)})
+    if columns is None:
+        raise ValueError(f"thermo log {path}: no header line; cannot continue it")
+    while kept and not _numeric(kept[-1].split(",")):   # a header with no row below it
+        kept.pop()
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(kept) + "\n")
+    tmp.write_text("".join(line + "\n" for line in kept))
     os.replace(tmp, path)
-    return rows
+    return rows, _last_header(kept)
+
+
+def _numeric(values: list) -> bool:
+    try:
+        [float(v) for v in values]
+    except ValueError:
+        return False
+    return True
+
+
+def _last_header(lines: list):
+    """The columns of the last header line among ``lines`` (None if none)."""
+    for line in reversed(lines):
+        if not _numeric(line.split(",")):
+            return line.split(",")
+    return None
+
+
+def _csv_value(value) -> str:
+    """A thermo value in the CSV log: whole numbers as such, floats with every digit (repr)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return str(int(value))
+    return repr(float(value))
 
 
 def _fmt(value) -> str:

@@ -36,8 +36,10 @@ class TrajectoryWriter(Reporter):
     path : str or path
     every : int
         Interval in steps (> 0).
-    type_names : list of str, optional
-        Names per type (default ``"1", "2", ...`` as LAMMPS numbers types).
+    type_names : list of str (or None per unnamed type), optional
+        Names per type, e.g. element symbols (default ``"1", "2", ...`` as LAMMPS numbers types).
+        Extended XYZ writes a name that is no chemical symbol as a placeholder element
+        (:func:`species_names`).
     max_pending : int
         Frames that may wait for the writer thread before the simulation waits.
     """
@@ -49,7 +51,8 @@ class TrajectoryWriter(Reporter):
             raise ValueError(f"trajectory interval must be > 0, got {every}")
         self.path = Path(path)
         self.every = int(every)
-        self.type_names = type_names
+        self.type_names = (None if type_names is None
+                           else [str(name) if name else str(t + 1) for t, name in enumerate(type_names)])
         self._last_step = None
         self._failed = False                   # a frame was not written (sticky: for fences)
         self._closing = False
@@ -154,8 +157,27 @@ class WriteFence:
         return self.written
 
 
+#: chemical symbols by atomic number; 0 is ``X``, the dummy element of ASE and OVITO
+CHEMICAL_SYMBOLS = (
+    "X H He Li Be B C N O F Ne Na Mg Al Si P S Cl Ar K Ca Sc Ti V Cr Mn Fe Co Ni Cu Zn Ga Ge As Se Br Kr "
+    "Rb Sr Y Zr Nb Mo Tc Ru Rh Pd Ag Cd In Sn Sb Te I Xe Cs Ba La Ce Pr Nd Pm Sm Eu Gd Tb Dy Ho Er Tm Yb "
+    "Lu Hf Ta W Re Os Ir Pt Au Hg Tl Pb Bi Po At Rn Fr Ra Ac Th Pa U Np Pu Am Cm Bk Cf Es Fm Md No Lr Rf "
+    "Db Sg Bh Hs Mt Ds Rg Cn Nh Fl Mc Lv Ts Og").split()
+
+
+def species_names(type_names) -> list:
+    """The extended XYZ species of each type: its name where that is a chemical symbol (``Ar``),
+    else a placeholder element, the one whose atomic number is the type's LAMMPS number (type 1:
+    ``H``, type 2: ``He``, ...; ``X`` beyond 118), so that every reader (ASE, OVITO) takes the file
+    and types stay apart.  The LAMMPS type itself is the file's ``type`` column."""
+    known = set(CHEMICAL_SYMBOLS[1:])
+    return [name if name in known else (CHEMICAL_SYMBOLS[t + 1] if t + 1 < len(CHEMICAL_SYMBOLS) else "X")
+            for t, name in enumerate(type_names)]
+
+
 class ExtXYZWriter(TrajectoryWriter):
-    """Extended XYZ: species, positions, velocities and ids; the box as ``Lattice``, step and time."""
+    """Extended XYZ: species, positions, velocities, ids and LAMMPS types (1-based); the box as
+    ``Lattice``, step and time.  Species are element symbols (:func:`species_names`)."""
 
     def _open(self, append: bool):
         self._file = open(self.path, "a" if append else "w")
@@ -163,10 +185,11 @@ class ExtXYZWriter(TrajectoryWriter):
     def _write(self, f: Frame):
         lattice = " ".join(f"{x:.10g}" for x in np.diag(f.lengths).ravel())
         header = (f'{len(f.ids)}\nLattice="{lattice}" Origin="{" ".join(f"{x:.10g}" for x in f.origin)}" '
-                  f'Properties=species:S:1:pos:R:3:velo:R:3:id:I:1 pbc="T T T" step={f.step} time={f.time:.10g}\n')
-        names = np.asarray(f.type_names, dtype=object)[f.types]
-        body = np.column_stack([names, f.positions, f.velocities, f.ids])
-        _write_whole(self._file, header, body, ["%s"] + ["%.10g"] * 6 + ["%d"])
+                  f'Properties=species:S:1:pos:R:3:velo:R:3:id:I:1:type:I:1 pbc="T T T" step={f.step} '
+                  f'time={f.time:.10g}\n')
+        names = np.asarray(species_names(f.type_names), dtype=object)[f.types]
+        body = np.column_stack([names, f.positions, f.velocities, f.ids, f.types + 1])
+        _write_whole(self._file, header, body, ["%s"] + ["%.10g"] * 6 + ["%d", "%d"])
 
     def _keep_frames_up_to(self, step: int) -> int | None:
         def frame_at(lines, i):          # (frame step, lines in the frame) or None if not a whole frame

@@ -39,6 +39,10 @@ class FollowerOutputs:
     screen = False
     progress = False
 
+    def paths(self) -> list:
+        """The files this rank writes: none."""
+        return []
+
     def build(self, resume_step: int | None = None) -> Reporters:
         # a checkpoint is collective (the rebuild in id order, the gather): every rank has a writer,
         # and only rank 0's writes the file (CheckpointWriter.write_now)

@@ -16,6 +16,7 @@ volts, or e/Angstrom (``units=``).  Methods (docs/potential-maps.md):
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from pycumd.potential_maps.lattice import (UNITS, Lattice, lattice_around, perio
 from pycumd.potential_maps.msm import msm_sum
 from pycumd.system import InputError
 
-__all__ = ["potential_map", "PotentialMap", "Lattice", "lattice_around", "periodic_lattice", "direct_sum",
+__all__ = ["potential_map", "PotentialMap", "check_map_fits", "Lattice", "lattice_around", "periodic_lattice", "direct_sum",
            "cutoff_sum", "msm_sum", "unit_factor", "UNITS", "METHODS", "z_slabs"]
 
 METHODS = ("direct", "cutoff", "msm")
@@ -89,6 +90,35 @@ def _molecule(source, **read_options):
     return Molecule(positions, charges)
 
 
+def check_map_fits(lattice: Lattice, precision: str = "single", memory_bytes: int | None = None) -> None:
+    """InputError with the lattice's size and the memory its values need, before anything is
+    allocated, when that is more than the machine's memory (``memory_bytes``, default the physical
+    memory; not checked where the platform does not say)."""
+    points = int(np.prod([int(n) for n in lattice.shape], dtype=object))
+    needed = points * (4 if precision == "single" else 8)
+    if memory_bytes is None:
+        try:
+            memory_bytes = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+        except (AttributeError, ValueError, OSError):
+            return
+    if needed > memory_bytes:
+        nx, ny, nz = lattice.shape
+        raise InputError(f"a map of {nx} x {ny} x {nz} = {points:.3g} points at spacing "
+                         f"{min(lattice.spacing):.4g} A needs at least {_bytes(needed)} for its values "
+                         f"({precision} precision); this machine has {_bytes(memory_bytes)}: use a larger "
+                         f"--spacing (or a smaller --padding)")
+
+
+def _bytes(n: int) -> str:
+    """``n`` bytes as B, KiB, MiB, ... (1024-based)."""
+    size, unit = float(n), "B"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if size < 1024 or unit == "EiB":
+            break
+        size /= 1024
+    return f"{size:.3g} {unit}"
+
+
 def potential_map(source, *, spacing: float = 0.5, padding: float = 10.0, method: str = "direct",
                   cutoff: float = 12.0, msm_spacing: float = 1.0, device="auto", precision: str = "single",
                   units: str = "kT/e", periodic: bool | None = None, lattice: Lattice | None = None,
@@ -143,6 +173,7 @@ def potential_map(source, *, spacing: float = 0.5, padding: float = 10.0, method
     if lattice is None:
         lattice = (periodic_lattice(box, spacing, molecule.box_origin) if periodic
                    else lattice_around(molecule.positions, spacing, padding))
+    check_map_fits(lattice, precision)
     args = (molecule.positions, molecule.charges, lattice)
     if method == "direct":
         values = direct_sum(*args, backend=device, precision=precision, devices=devices)

@@ -9,8 +9,13 @@ def add_map_arguments(parser, default_method: str = "direct") -> None:
     """The options shared by ``potential-map`` and ``place-ions``."""
     from pycumd.potential_maps import METHODS, UNITS
 
-    parser.add_argument("input", help="a .pqr, .pdb (charges in columns 79-80), LAMMPS .data (atom style "
-                                      "charge) or .gsd file")
+    from pycumd.potential_maps.examples import EXAMPLES
+
+    parser.add_argument("input", nargs="?", help="a .pqr, .pdb (charges in columns 79-80), LAMMPS .data (atom "
+                                                 "style charge) or .gsd file")
+    parser.add_argument("--example", choices=sorted(EXAMPLES),
+                        help="a built-in input instead of a file: nacl-cluster (125 ions of a rock-salt "
+                             "nanocrystal, net charge +1 e)")
     parser.add_argument("-o", "--output", required=True, help="output: .dx or .npy (potential-map); "
                                                               ".pqr or .pdb (place-ions)")
     parser.add_argument("--spacing", type=float, default=0.5, help="lattice spacing, Angstrom (0.5)")
@@ -40,7 +45,13 @@ def compute_map(args):
 
     from pycumd.inputs.molecules import read_molecule
     from pycumd.potential_maps import potential_map
+    from pycumd.potential_maps.examples import example_path
+    from pycumd.system import InputError
 
+    if (args.input is None) == (args.example is None):
+        raise InputError("give an input file or --example NAME (one of them)")
+    if args.example is not None:
+        args.input = str(example_path(args.example))
     suffix = Path(args.input).suffix.lower()
     options = {"charges_from": args.charges_from} if suffix in (".pdb", ".ent") else {}
     if suffix == ".gsd":
@@ -61,10 +72,12 @@ def compute_map(args):
 
 
 def main(args) -> int:
+    from pycumd.outputs.settings import check_writable
     from pycumd.system import InputError
 
     if not args.output.endswith((".dx", ".npy")):
         raise InputError(f"{args.output}: potential-map writes .dx or .npy")
+    check_writable(args.output, "-o")
     _, pmap = compute_map(args)
     pmap.write(args.output)
     print(f"pycumd: wrote {args.output}")

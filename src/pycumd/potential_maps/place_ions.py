@@ -140,10 +140,12 @@ def main(args) -> int:
     from pathlib import Path
 
     from pycumd.inputs.molecules import write_pqr
+    from pycumd.outputs.settings import check_writable
     from pycumd.potential_maps.command import compute_map
 
     if not args.output.endswith((".pqr", ".pdb")):
         raise InputError(f"{args.output}: place-ions writes .pqr or .pdb")
+    check_writable(args.output, "-o")
     molecule, pmap = compute_map(args)
     placed = place_ions(pmap, molecule.positions, float(molecule.charges.sum()), args.cations, args.anions,
                         cation=args.cation, anion=args.anion, min_distance=args.min_distance,
