@@ -78,7 +78,7 @@ def test_overlapping_atoms_are_reported(backend, rng):
     pos = system.positions.copy()
     pos[42] = pos[17] + 1e-3
     bad = System(system.box, pos, system.masses, "lj")
-    with pytest.raises(OverlapError, match=r"atoms (17 and 42|42 and 17)"):
+    with pytest.raises(OverlapError, match=r"atoms with IDs (18 and 43|43 and 18)"):      # ids: index + 1
         NeighborList(backend, 2.5, 0.3, reorder=False).build(_state(bad, backend))
 
 
