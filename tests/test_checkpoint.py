@@ -200,7 +200,7 @@ def _parse_xyz_frames(text: str) -> list[int]:
         assert i + n + 2 <= len(lines) - 1, "a cut-off frame"
         steps.append(int([w for w in lines[i + 1].split() if w.startswith("step=")][0][5:]))
         for line in lines[i + 2:i + 2 + n]:
-            assert len(line.split()) == 8
+            assert len(line.split()) == 9          # species, position, velocity, id, LAMMPS type
         i += n + 2
     return steps
 

@@ -4,6 +4,8 @@ asked)."""
 
 from __future__ import annotations
 
+import re
+
 from importlib import resources
 from pathlib import Path
 
@@ -62,8 +64,9 @@ def test_the_driver_gives_every_front_end_the_same_run():
 def test_a_script_with_several_runs_is_one_plan_of_stages(tmp_path):
     """Two runs: the second continues the first's simulation (same components); a velocity command
     between runs is applied to the continuing state; the CSV log has one header and no repeated step."""
-    text = MELT_SCRIPT.read_text().replace("region		box block 0 10 0 10 0 10", "region box block 0 4 0 4 0 4")
-    text = text.replace("run		250", "run 20\nthermo 10\nrun 20\nvelocity all create 1.0 4711\nrun 10")
+    text = re.sub(r"region\s+box block 0 10 0 10 0 10", "region box block 0 4 0 4 0 4", MELT_SCRIPT.read_text())
+    text, runs = re.subn(r"\nrun\s+250", "\nrun 20\nthermo 10\nrun 20\nvelocity all create 1.0 4711\nrun 10", text)
+    assert runs == 1 and "block 0 4 0 4 0 4" in text
     plan = plan_from_lammps_script(text=text, screen=False)
     assert [s.steps for s in plan.stages] == [20, 20, 10]
     assert [s.rebuild for s in plan.stages] == [True, False, True]
