@@ -319,6 +319,33 @@ def test_checkpoint_of_a_decomposed_run_restarts_bit_for_bit(tmp_path, fix, devi
     assert len(reference.splitlines()) == 1 + 13                       # header, steps 0..120
 
 
+@needs_mpi
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_checkpoint_of_three_ranks_continues_on_another_rank_count(tmp_path, ranks):
+    """A checkpoint written by 3 ranks (step 80 of 120) continued on 2 ranks and on one process: the
+    lists and forces are built again from the atoms in id order at the checkpoint's step, and the
+    thermo rows after it follow the uninterrupted 3-rank run to the order of floating-point sums
+    (another rank count sums in another order; 40 steps of a liquid at T = 3)."""
+    (tmp_path / "in.lj").write_text(CHECKPOINT_SCRIPT.format(fix="nve"))
+    env = dict(os.environ, NUMBA_NUM_THREADS="1")
+    run = ["-m", "pycumd.cli", "run", "in.lj", "--device", "cpu", "--log", "thermo.csv",
+           "--checkpoint", "run.ckpt", "--checkpoint-every", "40"]
+    proc = subprocess.run([*MPIEXEC, "-n", "3", sys.executable, *run], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    reference = np.loadtxt(tmp_path / "thermo.csv", delimiter=",", skiprows=1)
+    (tmp_path / "run.ckpt.1").rename(tmp_path / "at80.ckpt")
+    launch = [*MPIEXEC, "-n", str(ranks)] if ranks > 1 else []
+    proc = subprocess.run([*launch, sys.executable, "-m", "pycumd.cli", "run", "--restart", "at80.ckpt"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    continued = np.loadtxt(tmp_path / "thermo.csv", delimiter=",", skiprows=1)
+    assert continued.shape == reference.shape and (continued[:, 0] == reference[:, 0]).all()
+    after = reference[:, 0] > 80
+    assert np.allclose(continued[after], reference[after], rtol=1e-9, atol=1e-12), (continued[after], reference[after])
+    assert (continued[~after] == reference[~after]).all()               # the rows before it are kept
+
+
 def _rank_pids(cwd) -> list:
     """Process ids of the ``pycumd.cli`` processes running in ``cwd`` (the MPI ranks of a test run)."""
     pids = []

@@ -118,6 +118,7 @@ class Simulation:
         self.stop_request: str | None = None   # set (e.g. by a signal handler) to stop at the next block
         self.wall_deadline: float | None = None  # time.monotonic() at which to stop (--walltime)
         self._next_stop_check = 0    # decomposed runs: the step of the next collective stop decision
+        self._rebuild_at_resume = False   # a restored checkpoint's lists are built again (restore_checkpoint)
 
     # -- properties ------------------------------------------------------------------------
     @property
@@ -404,10 +405,16 @@ class Simulation:
 
         A serial run gets the arrays in their stored order, the neighbour list of the last build
         (:meth:`~pycumd.neighbors.verlet.NeighborList.restore_checkpoint_state`), then the stored
-        forces (and energies and virials where stored): nothing is computed again."""
-        ranks = self.comm.size
+        forces (and energies and virials where stored): nothing is computed again.
+
+        Over MPI ranks, and on another number of ranks than the checkpoint was written on (a
+        continuation then builds its lists and forces again at the checkpoint's step, from the
+        atoms in id order), the arrays are those of the System this simulation was made from
+        (:meth:`from_checkpoint`).  On the writing run's rank count the continuation gives its bits;
+        on another, the same bits in deterministic mode (sums in id order whatever the ranks) and
+        otherwise the same trajectory up to the order of floating-point sums."""
         for key, mine in (("device", self.backend.name), ("precision", self.precision.name),
-                          ("n_atoms", self.n_atoms), ("ranks", ranks)):
+                          ("n_atoms", self.n_atoms)):
             if scalars.get(key, 1) != mine:
                 raise ValueError(f"the checkpoint was written with {key} {scalars.get(key, 1)}, this run has {mine}: "
                                  f"an exact continuation needs the same")
@@ -416,7 +423,8 @@ class Simulation:
         s.step = int(scalars["step"])
         # over MPI ranks the arrays are those of the System this simulation was made from
         # (from_checkpoint): each rank took its atoms, in id order, as the writing run had them
-        if self.decomposition is not None:
+        self._rebuild_at_resume = self.decomposition is not None or int(scalars.get("ranks", 1)) > 1
+        if self._rebuild_at_resume:
             if scalars["neighbors"]["capacity"] is not None:
                 self.neighbors.capacity = int(scalars["neighbors"]["capacity"])
                 self.neighbors.recent_max_counts = list(scalars["neighbors"]["recent_max_counts"])
@@ -446,10 +454,15 @@ class Simulation:
             self.book.mark_energy_current()
 
     def _setup_from_checkpoint(self, thermostat_state) -> None:
-        """Over MPI ranks :meth:`start_checkpoint` on the restored arrays; then the finite check and
-        the thermostat's restored state."""
+        """Over MPI ranks, or from a checkpoint written over MPI ranks, the lists and the forces
+        made again from the restored atoms in id order (:meth:`start_checkpoint`'s rebuild); then
+        the finite check and the thermostat's restored state."""
         if self.decomposition is not None:
             self.start_checkpoint()
+        elif self._rebuild_at_resume:           # one process continuing a checkpoint of several ranks
+            self.neighbors.schedule_reorder()
+            self.neighbors.build(self.state)
+            self.forces.compute(self.state, self.neighbors, False)
         self.book.check_finite()
         if self.thermostat is not None:
             self.thermostat.bind(self)
