@@ -411,8 +411,7 @@ class Simulation:
         continuation then builds its lists and forces again at the checkpoint's step, from the
         atoms in id order), the arrays are those of the System this simulation was made from
         (:meth:`from_checkpoint`).  On the writing run's rank count the continuation gives its bits;
-        on another, the same bits in deterministic mode (sums in id order whatever the ranks) and
-        otherwise the same trajectory up to the order of floating-point sums."""
+        on another, the same trajectory up to the order of floating-point sums."""
         for key, mine in (("device", self.backend.name), ("precision", self.precision.name),
                           ("n_atoms", self.n_atoms)):
             if scalars.get(key, 1) != mine:
