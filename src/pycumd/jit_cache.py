@@ -17,11 +17,33 @@ are compiled at their first call in each process, as before.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import inspect
 import sys
 from pathlib import Path
+
+
+def tolerate_cache_write_errors() -> None:
+    """Make a Numba cache file that cannot be written (a full disk, a file-size limit, a read-only
+    folder) cost only the caching: the kernel, compiled in memory, runs on, and the error the user
+    sees is the one of the run's own outputs.  (Numba lets such an OSError out of the compilation
+    outside Windows.)  Applied once, to every cached function of the process."""
+    from numba.core.caching import Cache
+
+    if getattr(Cache, "_pycumd_tolerant", False):
+        return
+
+    @contextlib.contextmanager
+    def guard(self):
+        try:
+            yield
+        except OSError:
+            pass                        # not cached: compiled again by the next process
+
+    Cache._guard_against_spurious_io_errors = guard
+    Cache._pycumd_tolerant = True
 
 
 @functools.lru_cache(maxsize=None)
@@ -89,3 +111,8 @@ def cache_kernel(kernel, key):
     except RuntimeError:                   # no cache locator (no writable folder): compile per process
         pass
     return kernel
+
+
+# every engine module that compiles with Numba imports this one (forces, potentials): the guard is in
+# place before the first cache file is written
+tolerate_cache_write_errors()
