@@ -83,10 +83,8 @@ class CudaStepGraph:
         ``"loop"``: each call of :meth:`advance` is one launch of a graph with conditional nodes
         (the device loop; raises :class:`~pycumd.conditional_graph.ConditionalGraphUnavailable` on
         a driver without them); ``"blocks"``: captured blocks of up to ``block_steps`` steps;
-        ``"auto"`` (default): the loop where the driver has conditional nodes, else blocks.  On the
-        H100 at 32,000 atoms the two ran at the same pace (loop 26,800-27,800 steps/s, blocks
-        25,700-30,100, alternating runs in two calls; docs/performance.md), the loop with the
-        narrower spread.
+        ``"auto"`` (default): the loop where the driver has conditional nodes, else blocks (the
+        two run at the same pace, the loop with the narrower spread: docs/performance.md).
     """
 
     def __init__(self, sim, block_steps: int = 25, mode: str = "auto"):

@@ -5,8 +5,8 @@ rebuild by displacement check.  Whole steps after a warm-up (default 300 steps: 
 the fcc lattice melting, the list's first capacity adjustment after 20 builds and the CUDA graphs
 captured for it happen before the timing); thermo only at the ends.  The warm-up ends with a short
 run of :data:`SETTLE_STEPS`: a capacity change decided during the warm-up takes effect at the next
-run's first build, and the graphs are then captured anew for the new storage (at 32,000 atoms on
-an H100 that is ~5 ms, which landed in a 500-step timing, 17 ms, before this settle run).
+run's first build, and the graphs are then captured anew for the new storage (a few milliseconds,
+which must not land in the timed steps).
 
     pycumd bench lj --cells 20 50 --precision mixed single --steps 500
 

@@ -222,7 +222,7 @@ class AllPairsForces(ForceEvaluatorBase):
         slower on the H100 (docs/ions.md).
     newton_unroll : int
         Newton launch shapes only: unroll factor of the kernel's 32-step loop (1, 2 or 4; more
-        overlap against more registers; 4, the default, was measured fastest on the H100).
+        overlap against more registers; 4, the default, measured fastest: docs/ions.md).
     share : (rank, size)
         Compute this rank's share of the pairs only (replicated atoms over ``size`` MPI ranks,
         :mod:`pycumd.parallel.replicated`): the forces (and energies, virials) it writes are partial

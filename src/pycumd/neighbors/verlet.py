@@ -42,8 +42,8 @@ list kernel rewrites it); the cell keys and bin offsets (and on the CPU the iden
 the arrays ``State.spare_at_build`` names (dead until the end of the build or the next force computation).
 
 On the GPU a build is about 15 launches of little work each at 10^4-10^5 atoms, so their host
-cost dominated it (445 us of host time for 147 us of GPU work at 32,000 atoms on an H100).  The
-launches are therefore captured once in a CUDA graph (:class:`~pycumd.neighbors.cuda_builder.BuildPlan`, at the second build with
+cost would dominate it (docs/notes-lj-performance.md has the figures).  The launches are therefore
+captured once in a CUDA graph (:class:`~pycumd.neighbors.cuda_builder.BuildPlan`, at the second build with
 the same addresses and sizes) and replayed: one launch and one synchronisation (to read the
 largest count and the closest distance) per build.
 """

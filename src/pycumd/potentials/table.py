@@ -16,13 +16,9 @@ single-type register copy of the row is off: ``FORCE_ONE_TYPE_PATH=0``).  CPU an
 arithmetic (``table_raw`` and ``table.cuh``); on the GPU in double precision energies, forces and the
 virial agree with the CPU to 1e-12 (tests/test_table.py).
 
-Issue 19: the CUDA path was closed after a test found its energy 1.1% off the CPU's (-5279.2 against
--5340.2).  The kernel was right: that test ran the CPU Simulation and then the GPU one on the same
-``System``, and building the CPU state does not copy ``system.types`` (``State.from_system``: NumPy's
-``asarray`` of an int32 array is the array itself), so the CPU run's reorder by cell (at its first
-force computation) permuted the system's types in place while its positions (copied) stayed; the GPU
-then saw the types scrambled.  A CPU
-Simulation on that system gives -5279.2166 too.  The test now builds a fresh system per Simulation.
+A test comparing devices builds a fresh ``System`` for each Simulation: building a CPU state does
+not copy ``system.types`` (``State.from_system`` takes the int32 array itself), so a CPU run's reorder
+by cell would permute the types of a system that another Simulation then reads.
 
 A pair closer than its table's inner distance stops the run, as LAMMPS' "Pair distance < table
 inner cutoff": the kernels (CPU and GPU) record the smallest such ``r^2`` in the row's last value
