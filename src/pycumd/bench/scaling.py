@@ -81,7 +81,7 @@ def _probe(comm, backend, nbytes: int = 1 << 28) -> float | None:
         backend.synchronize()
         t0 = time.perf_counter()
         if comm.rank < 2:
-            comm.sendrecv(buffer, peer, peer, buffer.shape[0], tag=77)
+            comm.sendrecv(buffer, peer, peer, buffer.shape[0])
         backend.synchronize()
         seconds = comm.comm.allreduce(time.perf_counter() - t0, op=_mpi_max())
         best = seconds if best is None else min(best, seconds)

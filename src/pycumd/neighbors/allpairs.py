@@ -283,15 +283,16 @@ class AllPairsForces(ForceEvaluatorBase):
         """Whether this evaluator computes a share of the pairs (``share`` size > 1)."""
         return self.share[1] > 1
 
-    def _target_share(self, state):
+    def _target_share(self, state, with_energy: bool):
         """``(t0, t1, view)``: this rank's targets (rows t0..t1) and a view of the state holding
-        them (positions, forces, energy, virial of those rows), the other rows' outputs zeroed."""
+        them (positions, forces, energy, virial of those rows), the other rows' outputs zeroed (the
+        energies and virials only when they are computed: the sum over the ranks reads them then)."""
         from types import SimpleNamespace
 
         if self.target_rows is None:
             raise ValueError("a share of the pairs over the targets needs target_rows=(first, end)")
         t0, t1 = self.target_rows
-        for array in (state.forces, state.energy, state.virial):
+        for array in (state.forces, state.energy, state.virial) if with_energy else (state.forces,):
             array[:t0] = 0
             array[t1:] = 0
         view = SimpleNamespace(positions=state.positions[t0:t1], types=state.types[t0:t1], n_atoms=t1 - t0,
@@ -351,7 +352,7 @@ class AllPairsForces(ForceEvaluatorBase):
 
     def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
         if self.shared:
-            t0, _, view = self._target_share(state)
+            t0, _, view = self._target_share(state, with_energy)
             self._cpu(view, state.positions, state.types, t0, with_energy)
         else:
             self._cpu(state, state.positions, state.types, 0, with_energy)
@@ -433,7 +434,7 @@ class AllPairsForces(ForceEvaluatorBase):
         if self.shared:
             if self.block is None:
                 self.block = (128, 1)              # one row of threads: each target's sum in source order
-            t0, _, view = self._target_share(state)
+            t0, _, view = self._target_share(state, with_energy)
             if view.n_atoms:
                 self._launch(view, self.block, with_energy, state.positions, t0)
             return

@@ -27,10 +27,10 @@ LOCAL_RANK_VARIABLES = ("PYCUMD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_
 WORLD_SIZE_VARIABLES = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "SLURM_NTASKS")
 
 
-#: NCCL data type of each NumPy dtype that crosses ranks (a function of the nccl module: imported lazily)
-_NCCL_TYPES = {np.dtype(np.float64): lambda nccl: nccl.NCCL_FLOAT64, np.dtype(np.float32): lambda nccl: nccl.NCCL_FLOAT32,
-               np.dtype(np.int64): lambda nccl: nccl.NCCL_INT64, np.dtype(np.int32): lambda nccl: nccl.NCCL_INT32,
-               np.dtype(np.uint32): lambda nccl: nccl.NCCL_UINT32, np.dtype(np.uint8): lambda nccl: nccl.NCCL_UINT8}
+#: the name in ``cupy.cuda.nccl`` of the NCCL data type of each NumPy dtype that crosses ranks
+_NCCL_TYPES = {np.dtype(np.float64): "NCCL_FLOAT64", np.dtype(np.float32): "NCCL_FLOAT32",
+               np.dtype(np.int64): "NCCL_INT64", np.dtype(np.int32): "NCCL_INT32",
+               np.dtype(np.uint32): "NCCL_UINT32", np.dtype(np.uint8): "NCCL_UINT8"}
 
 
 def launched_size() -> int:
@@ -150,7 +150,7 @@ class Communicator:
         if self.transport == "nccl":
             nccl, cp = self._nccl_module, self.backend.xp
             nccl_op = nccl.NCCL_SUM if op == "sum" else nccl.NCCL_MAX
-            self.nccl.allReduce(array.data.ptr, array.data.ptr, array.size, _NCCL_TYPES[np.dtype(array.dtype)](nccl),
+            self.nccl.allReduce(array.data.ptr, array.data.ptr, array.size, getattr(nccl, _NCCL_TYPES[np.dtype(array.dtype)]),
                                 nccl_op, cp.cuda.get_current_stream().ptr)
             return array
         mpi_op = MPI.SUM if op == "sum" else MPI.MAX
@@ -162,31 +162,12 @@ class Communicator:
         self.comm.Allreduce(MPI.IN_PLACE, array, op=mpi_op)
         return array
 
-    def sendrecv(self, send, dest: int, source: int, recv_rows: int, tag: int = 0):
+    def sendrecv(self, send, dest: int, source: int, recv_rows: int):
         """Send the rows ``send`` to ``dest`` and return the ``recv_rows`` rows ``source`` sends here
-        (same row shape and dtype); to oneself it is a copy."""
+        (same row shape and dtype; one :meth:`exchange`); to oneself it is a copy."""
         xp = np if self.backend is None else self.backend.xp
         recv = xp.empty((recv_rows,) + tuple(send.shape[1:]), dtype=send.dtype)
-        if dest == self.rank and source == self.rank:
-            recv[...] = send
-            return recv
-        if self.transport == "nccl":
-            nccl, cp = self._nccl_module, self.backend.xp
-            dtype = {np.dtype(np.float64): nccl.NCCL_FLOAT64, np.dtype(np.float32): nccl.NCCL_FLOAT32,
-                     np.dtype(np.int64): nccl.NCCL_INT64, np.dtype(np.int32): nccl.NCCL_INT32}[np.dtype(send.dtype)]
-            send = cp.ascontiguousarray(send)
-            stream = cp.cuda.get_current_stream().ptr
-            nccl.groupStart()
-            self.nccl.send(send.data.ptr, send.size, dtype, dest, stream)
-            self.nccl.recv(recv.data.ptr, recv.size, dtype, source, stream)
-            nccl.groupEnd()
-            return recv
-        if self.transport == "mpi-host":
-            host_recv = np.empty(recv.shape, dtype=recv.dtype)
-            self.comm.Sendrecv(np.ascontiguousarray(send.get()), dest, tag, host_recv, source, tag)
-            recv.set(host_recv)
-            return recv
-        self.comm.Sendrecv(np.ascontiguousarray(send), dest, tag, recv, source, tag)
+        self.exchange([(xp.ascontiguousarray(send), dest, recv, source)])
         return recv
 
     def exchange(self, messages) -> None:
@@ -196,7 +177,8 @@ class Communicator:
         what rank ``source`` sends here in the message of the same position.  Every rank lists its
         messages in the same order (message k of one rank pairs with message k of its partner).
         NCCL: one group on the current stream (no host synchronisation); MPI: ``Sendrecv`` per
-        message (through host copies for ``mpi-host``).  A message to oneself is a copy."""
+        message (through host copies for ``mpi-host``), empty messages not posted.  A message to
+        oneself is a copy."""
         if self.transport == "nccl":
             nccl, cp = self._nccl_module, self.backend.xp
             stream = cp.cuda.get_current_stream().ptr
@@ -207,7 +189,7 @@ class Communicator:
                     if dest == self.rank and source == self.rank:
                         local.append((send, recv))
                         continue
-                    dtype = _NCCL_TYPES[np.dtype(send.dtype)](nccl)
+                    dtype = getattr(nccl, _NCCL_TYPES[np.dtype(send.dtype)])
                     if send.size:
                         self.nccl.send(send.data.ptr, send.size, dtype, dest, stream)
                     if recv.size:
@@ -356,8 +338,15 @@ class SerialCommunicator:
     def allreduce_sum(self, array):
         return array
 
-    def sendrecv(self, send, dest: int, source: int, recv_rows: int, tag: int = 0):
+    def allreduce_max(self, array):
+        return array
+
+    def sendrecv(self, send, dest: int, source: int, recv_rows: int):
         return send.copy()
+
+    def exchange(self, messages) -> None:
+        for send, _, recv, _ in messages:       # every message is to oneself
+            recv[...] = send
 
     def abort(self, message: str, code: int = 1) -> None:
         """Print ``message`` to standard error and exit with ``code``."""

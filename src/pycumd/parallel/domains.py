@@ -154,9 +154,10 @@ class DomainNeighborList(NeighborStructureBase):
        face), exchange them, and record the send lists (:class:`HaloStage`);
     5. the cell list and the Verlet list over the extended rows.
 
-    Every step :meth:`refresh_ghosts` copies the owned positions into the extended array and sends
-    the ghosts' positions along the recorded lists: one gather into a kept buffer per face and one
-    grouped exchange per decomposed direction, received in place (no unpack, no allocation).
+    The owned positions are the extended array's first rows (the steps move them in place).  Every
+    step :meth:`refresh_ghosts` sends the ghosts' positions along the recorded lists: one gather into
+    a kept buffer per face and one grouped exchange per decomposed direction, received in place (no
+    unpack, no allocation).
 
     Parameters
     ----------
@@ -214,6 +215,12 @@ class DomainNeighborList(NeighborStructureBase):
 
     def check_box(self, L) -> None:
         self.serial.check_box(np.asarray(L, dtype=np.float64))
+
+    def face_peers(self, dim: int) -> list:
+        """``[(dest, source)]`` of the two messages of direction ``dim``: to the low face's neighbour
+        (received from the high one), then to the high face's neighbour (received from the low one)."""
+        d = self.d
+        return [(d.neighbour(dim, -1), d.neighbour(dim, +1)), (d.neighbour(dim, +1), d.neighbour(dim, -1))]
 
     def frame(self, L) -> tuple:
         """``(origin, extent)`` of the region the domain's cell list covers (length units, (3,)):
@@ -309,11 +316,12 @@ class DomainNeighborList(NeighborStructureBase):
             self.capacity = capacity_for(int(max_count), len(self.extended))
         if self.serial.canonical_order:                 # deterministic mode: sums in global-id order
             self.serial.builder.sort_by_id(self.nbr, self.nbr_count, self.extended_ids, n, self.capacity)
-        overlap = self.n_builds == 0 and n > 0 and min_r2 < self.overlap_distance ** 2
-        if self.n_builds == 0 and self.d.comm.any(overlap):        # every rank has built as often
-            raise OverlapError(f"two atoms are closer than {self.overlap_distance:.4g} (length units) "
-                               f"(found on rank {self.d.comm.rank if overlap else 'another'}); check the "
-                               f"input coordinates")
+        if self.n_builds == 0:                          # every rank has built as often: all decide together
+            overlap = n > 0 and min_r2 < self.overlap_distance ** 2
+            if self.d.comm.any(overlap):
+                raise OverlapError(f"two atoms are closer than {self.overlap_distance:.4g} (length units) "
+                                   f"(found on rank {self.d.comm.rank if overlap else 'another'}); check the "
+                                   f"input coordinates")
         state.positions_at_build[...] = state.positions
         self.n_builds += 1
         self.steps_since_build = 0
@@ -386,7 +394,7 @@ class DomainNeighborList(NeighborStructureBase):
                 away &= alive
             to_low = away & (cell == low)
             to_high = away & (cell == high) & ~to_low    # with two domains both faces lead to the other
-            peers = [(d.neighbour(dim, -1), d.neighbour(dim, +1)), (d.neighbour(dim, +1), d.neighbour(dim, -1))]
+            peers = self.face_peers(dim)
             # one synchronisation: how many leave low and high, strayed further, and arrive
             (n_low, n_high), arriving, (n_away,) = self._tally([to_low.sum(), to_high.sum()], peers, [away.sum()])
             if n_away != n_low + n_high:
@@ -431,7 +439,7 @@ class DomainNeighborList(NeighborStructureBase):
             images_g = xp.concatenate(ghost_images) if ghost_images else owned[:0]
             raw_g = xp.concatenate(ghost_raw) if ghost_raw else owned[:0]
             ids_g = xp.concatenate(ghost_ids) if ghost_ids else state.ids[:0]
-            peers = [(d.neighbour(dim, -1), d.neighbour(dim, +1)), (d.neighbour(dim, +1), d.neighbour(dim, -1))]
+            peers = self.face_peers(dim)
             has_ghosts = len(images_g) > 0          # the first decomposed direction has none yet
             coordinates = [owned[:, dim].astype(np.float64)]     # the same comparisons in every precision
             if has_ghosts:
@@ -497,9 +505,11 @@ class DomainNeighborList(NeighborStructureBase):
         self._owned_rows = state.positions
 
     def refresh_ghosts(self, state) -> None:
-        """Copy the owned positions into the extended array and send the ghosts' new positions along
-        the build's send lists (every step, before the forces): per decomposed direction one gather
-        into the kept send buffers and one grouped exchange that writes the received rows in place."""
+        """Send the ghosts' new positions along the build's send lists (every step, before the
+        forces): per decomposed direction one gather into the kept send buffers and one grouped
+        exchange that writes the received rows in place.  The owned rows are copied into the
+        extended array only where the State's positions are no longer its rows (replaced since the
+        build)."""
         ext, comm, xp = self.extended, self.d.comm, self.xp
         n = state.n_atoms
         if state.positions is not self._owned_rows:      # not the extended array's own rows
@@ -550,31 +560,22 @@ def _unpack_columns(block, like, xp) -> list:
 
 def _pack_rows(state, rows, xp):
     """The per-atom rows ``rows`` of the migrating arrays, packed side by side as bytes:
-    (len(rows), bytes per atom) uint8."""
-    k = len(rows)
-    parts = []
-    for name in MIGRATING:
-        array = getattr(state, name)
-        values = xp.ascontiguousarray(array[rows]).reshape(k, _row_bytes(array) // array.dtype.itemsize)
-        parts.append(values.view(np.uint8))
-    return xp.ascontiguousarray(xp.concatenate(parts, axis=1))
+    (len(rows), bytes per atom) uint8 (:func:`_pack_columns`)."""
+    return _pack_columns([getattr(state, name)[rows] for name in MIGRATING], xp)
 
 
 def _append_rows(state, received, xp) -> None:
     """Append the packed ``received`` rows (each a (rows, bytes per atom) uint8 array of
-    :func:`_pack_rows`) to the migrating arrays; the per-step arrays (forces, energy, virial,
-    positions at build) follow the new length (their values are computed again after the build)."""
-    start = 0
-    for name in MIGRATING:
-        old = getattr(state, name)
-        width = _row_bytes(old)
-        parts = [old]
-        for block in received:
-            if len(block):
-                values = xp.ascontiguousarray(block[:, start:start + width]).view(old.dtype)
-                parts.append(values.reshape((len(block),) + tuple(old.shape[1:])))
-        setattr(state, name, xp.concatenate(parts) if len(parts) > 1 else old)
-        start += width
+    :func:`_pack_rows`) to the migrating arrays."""
+    arrays = [getattr(state, name) for name in MIGRATING]
+    parts = [[a] for a in arrays]
+    for block in received:
+        if len(block):
+            for part, values in zip(parts, _unpack_columns(block, arrays, xp)):
+                part.append(values)
+    for name, part in zip(MIGRATING, parts):
+        if len(part) > 1:
+            setattr(state, name, xp.concatenate(part))
 
 
 class DomainForces(ForceEvaluatorBase):
