@@ -44,24 +44,7 @@ def _temperature(sim) -> float:
     return 2.0 * sim.kinetic_energy() / (dof * sim.units.boltz)
 
 
-class EndOfStepFix(StepHooksBase):
-    """Base of the fixes that act at the end of a step: the thermostat hooks they do not use are
-    no-ops, and they keep no state a checkpoint needs."""
-
-    def begin_step(self, sim) -> None:
-        pass
-
-    def post_force(self, sim) -> None:
-        pass
-
-    def checkpoint_state(self) -> dict:
-        return {}
-
-    def restore_checkpoint_state(self, state: dict) -> None:
-        pass
-
-
-class TempRescale(EndOfStepFix):
+class TempRescale(StepHooksBase):
     """LAMMPS ``fix temp/rescale`` (see module docstring).
 
     Parameters
@@ -103,7 +86,7 @@ class TempRescale(EndOfStepFix):
                 f"fraction {self.fraction}")
 
 
-class Momentum(EndOfStepFix):
+class Momentum(StepHooksBase):
     """LAMMPS ``fix momentum N linear xflag yflag zflag [rescale]`` (see module docstring)."""
 
     def __init__(self, every: int, flags=(True, True, True), rescale: bool = False):
@@ -140,7 +123,7 @@ def zero_momentum(sim, flags=(True, True, True), rescale: bool = False) -> None:
             v *= math.sqrt(ke_before / ke_after)
 
 
-class Recenter(EndOfStepFix):
+class Recenter(StepHooksBase):
     """LAMMPS ``fix recenter x y z`` (see module docstring).
 
     Parameters

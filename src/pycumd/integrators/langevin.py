@@ -94,21 +94,11 @@ class Langevin(StepHooksBase):
     def target(self, sim) -> float:
         return self.t_start + (self.t_stop - self.t_start) * sim.run_fraction()
 
-    def begin_step(self, sim) -> None:
-        pass
-
     def post_force(self, sim) -> None:
         self._apply(sim.state, self._gamma1, self._gamma2_per_sqrt_t * np.sqrt(self.target(sim)))
 
-    def end_step(self, sim) -> None:
-        pass
-
-    def checkpoint_state(self) -> dict:
-        """Nothing beyond the seed: the noise is a counter-based stream of (seed, step, atom id)."""
-        return {}
-
-    def restore_checkpoint_state(self, state: dict) -> None:
-        pass
+    # begin_step, end_step and the checkpoint state are the base class's (nothing to do, nothing to
+    # store beyond the seed: the noise is a counter-based stream of (seed, step, atom id))
 
     def describe(self) -> str:
         return f"Langevin T = {self.t_start}->{self.t_stop}, damp = {self.damping}, seed = {self.seed}"
