@@ -119,3 +119,12 @@ iota(int* out, int n)
     int k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k < n) out[k] = k;
 }
+
+// Stable compaction: out[offset[i]] = i for every i with flags[i] != 0 (offset: the exclusive prefix
+// sum of the flags), so that out holds the selected indices in increasing order.
+extern "C" __global__ void
+compact_scatter(const int* __restrict__ flags, const int* __restrict__ offset, int n, int* __restrict__ out)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && flags[i] != 0) out[offset[i]] = i;
+}
