@@ -20,6 +20,7 @@ from .outputs.progress import Progress
 from .outputs.reporter import Snapshot
 from .observables import temperature
 from .step_graph import CudaStepGraph
+from .step_order import STEP_ORDER
 from .system import System
 
 
@@ -103,6 +104,8 @@ class Simulation:
         #: pycumd.parallel decomposition over MPI ranks (a comm of several ranks given), else None
         self.decomposition = d = parts.decomposition
         self.book = (d.bookkeeping if d else Bookkeeping)(parts, system.units, system.box.volume)
+        #: the bound ``_phase_<name>`` methods of a host-driven step, in STEP_ORDER's order
+        self._step_phases = tuple(getattr(self, f"_phase_{phase.name}") for phase in STEP_ORDER)
         if use_graphs not in (True, False, "loop", "blocks"):
             raise ValueError(f"use_graphs must be True, False, 'loop' or 'blocks', got {use_graphs!r}")
         self.use_graphs = use_graphs if d is None else False
@@ -195,7 +198,8 @@ class Simulation:
     def run(self, steps: int, progress: bool | None = None) -> None:
         """Advance ``steps`` time steps.
 
-        Each step, in this order (LAMMPS' ``Verlet::run`` order):
+        Each step runs the phases of :data:`pycumd.step_order.STEP_ORDER` (LAMMPS' ``Verlet::run``
+        order), which the CUDA-graph step reads too:
 
         1. thermostat ``begin_step`` (Nose-Hoover: chain half step, velocity scaling);
         2. ``v += dt/2 f/m``, ``x += dt v`` (initial integrate; with a barostat,
@@ -269,23 +273,44 @@ class Simulation:
             bar.close()
 
     def _one_step(self, step: int) -> None:
-        """One step on the host-driven path (the order of :meth:`run`'s docstring)."""
-        integ, th, nl, forces, state = self.integrator, self.thermostat, self.neighbors, self.forces, self.state
+        """One step on the host-driven path: the phases of :data:`pycumd.step_order.STEP_ORDER`, in
+        its order (the order of :meth:`run`'s docstring)."""
         due = self._due(step)
         # a barostat reads the virial every step
+        th = self.thermostat
         with_energy = any(r.needs.energy for r in due) or (th is not None and th.needs_virial)
-        state.step = step              # as LAMMPS, the step number advances first
-        if th is not None:
-            th.begin_step(self)
-        integ.initial_integrate(state)
-        if nl.needs_rebuild(state):
-            nl.build(state)
-        forces.compute(state, nl, with_energy)
-        if th is not None:
-            th.post_force(self)
-        integ.final_integrate(state)
-        if th is not None:
-            th.end_step(self)
+        self.state.step = step              # as LAMMPS, the step number advances first
+        for phase in self._step_phases:
+            phase(due, with_energy)
+
+    # the phases of a host-driven step (each takes the reporters due this step and whether the
+    # forces compute energies and virials)
+    def _phase_begin_step(self, due, with_energy) -> None:
+        if self.thermostat is not None:
+            self.thermostat.begin_step(self)
+
+    def _phase_initial_integrate(self, due, with_energy) -> None:
+        self.integrator.initial_integrate(self.state)
+
+    def _phase_neighbor_decision(self, due, with_energy) -> None:
+        if self.neighbors.needs_rebuild(self.state):
+            self.neighbors.build(self.state)
+
+    def _phase_forces(self, due, with_energy) -> None:
+        self.forces.compute(self.state, self.neighbors, with_energy)
+
+    def _phase_post_force(self, due, with_energy) -> None:
+        if self.thermostat is not None:
+            self.thermostat.post_force(self)
+
+    def _phase_final_integrate(self, due, with_energy) -> None:
+        self.integrator.final_integrate(self.state)
+
+    def _phase_end_step(self, due, with_energy) -> None:
+        if self.thermostat is not None:
+            self.thermostat.end_step(self)
+
+    def _phase_report(self, due, with_energy) -> None:
         if with_energy:
             self.book.mark_energy_current()
         if due:
