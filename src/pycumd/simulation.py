@@ -97,6 +97,8 @@ class Simulation:
         parts = build_components(system, potential, integrator or VelocityVerlet(), neighbor, engine)
         self.backend, self.precision, self.state = parts.backend, parts.precision, parts.state
         self.integrator, self.neighbors, self.forces = parts.integrator, parts.neighbors, parts.forces
+        #: GPU: the step-control array the kernels read and the CUDA-graph step steers (None on the CPU)
+        self.control = parts.control
         self.pair_method = parts.pair_method
         #: the ranks of the run (pycumd.parallel.comm.SerialCommunicator on one process)
         self.comm = parts.comm

@@ -145,16 +145,16 @@ class CudaStepGraph:
             with self.stream:
                 self.stream.begin_capture()
                 # control[1] = 0: a block frozen at its first step completed none
-                self.cp.cuda.runtime.memsetAsync(state.control.data.ptr + 4, 0, 4, self.stream.ptr)
+                self.cp.cuda.runtime.memsetAsync(sim.control.data.ptr + 4, 0, 4, self.stream.ptr)
                 checked = False          # the last half steps did the displacement check (and mixed: the image)
                 for kind, step in launches:
                     if kind == "initial_integrate":
                         integrator.initial_integrate(state)
                     elif kind == "neighbor_decision":
                         if checked:      # the fused half steps' flag, turned into the freeze
-                            kernels["freeze_if_moved"]((1,), (1,), (state.control,))
+                            kernels["freeze_if_moved"]((1,), (1,), (sim.control,))
                         else:
-                            nl.builder.displacement_exceeds(state, limit2, flag=state.control)
+                            nl.builder.displacement_exceeds(state, limit2, flag=sim.control)
                     elif kind == "forces":
                         if checked:
                             self._forces_after_fused_check(image)
@@ -183,8 +183,8 @@ class CudaStepGraph:
             cp = self.cp
             with self.stream:
                 self.stream.begin_capture()
-                cp.cuda.runtime.memsetAsync(state.control.data.ptr, 0, 3 * 4, self.stream.ptr)
-                impl.enqueue(state, plan, nl, control=state.control)
+                cp.cuda.runtime.memsetAsync(sim.control.data.ptr, 0, 3 * 4, self.stream.ptr)
+                impl.enqueue(state, plan, nl, control=sim.control)
                 sim.forces.compute(state, nl, False)
                 sim.integrator.final_integrate(state, 0)
                 # a weak reference: the plan holds views of the list storage, which a capacity
@@ -204,7 +204,7 @@ class CudaStepGraph:
         if nl.finish_build(state, max_count, min_r2):
             return True
         self.overflows += 1
-        state.control.fill(0)
+        sim.control.fill(0)
         nl.build(state)
         sim.forces.compute(state, nl, False)
         sim.integrator.final_integrate(state)
@@ -274,7 +274,7 @@ class CudaStepGraph:
             return exe
         kernels = self._kernels()
         nl.builder.compile_build_kernels(state)        # compiled before, not during, a capture
-        control = state.control
+        control = sim.control
         limit2 = nl.displacement_limit2
         integrator = sim.integrator
         one = ((1,), (1,))
@@ -383,10 +383,10 @@ class CudaStepGraph:
             return self._advance_in_blocks(n_steps)
         plan = nl.builder.prepare(state, nl.cells_per_dimension(L), nl.r_list, nl.capacity, nl)
         executable = self._loop_graph(n_steps, plan)
-        state.control[LOOP_STEPS:LOOP_STEPS + 1].set(np.asarray([n_steps], np.int32), stream=self.stream)
+        sim.control[LOOP_STEPS:LOOP_STEPS + 1].set(np.asarray([n_steps], np.int32), stream=self.stream)
         executable.launch(self.stream)
         self.launches += 1
-        control = state.control.get(stream=self.stream)
+        control = sim.control.get(stream=self.stream)
         completed, builds = int(control[LOOP_DONE]), int(control[BUILDS])
         state.step += completed
         overflowed = bool(control[FROZEN])
@@ -405,7 +405,7 @@ class CudaStepGraph:
         state.step += 1
         ok = nl.finish_build(state, int(control[MAX_COUNT]), float("inf"))
         assert not ok, "the device loop froze without an overflowing build"
-        state.control.fill(0)
+        sim.control.fill(0)
         nl.build(state)
         sim.forces.compute(state, nl, False)
         sim.integrator.final_integrate(state)
@@ -418,7 +418,7 @@ class CudaStepGraph:
         Blocks and rebuild steps follow one another with one synchronisation per block; the call
         returns with no rebuild step left unread.
         """
-        state = self.sim.state
+        sim, state = self.sim, self.sim.state
         completed = 0
         pending = False           # a rebuild step launched, its statistics not yet read
         while True:
@@ -429,7 +429,7 @@ class CudaStepGraph:
                 k = min(remaining, self.block_steps, max(expected, 2))
                 self._graph(k).launch(self.stream)
                 self.blocks += 1
-            control = state.control.get(stream=self.stream)
+            control = sim.control.get(stream=self.stream)
             if pending:
                 pending = False
                 completed += 1

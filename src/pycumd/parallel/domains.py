@@ -616,11 +616,20 @@ class DomainForces(ForceEvaluatorBase):
         self.potential = pair_forces.potential
         self.d = decomposition
 
+    @property
+    def control(self):
+        """The serial kernel's step-control array (:attr:`pycumd.contracts.ForceEvaluator.control`)."""
+        return self.pair_forces.control
+
+    @control.setter
+    def control(self, array) -> None:
+        self.pair_forces.control = array
+
     def compute(self, state, neighbors: DomainNeighborList, with_energy: bool) -> None:
         neighbors.refresh_ghosts(state)
         view = SimpleNamespace(positions=neighbors.extended, types=neighbors.extended_types,
                                box_lengths=state.box_lengths, forces=state.forces, energy=state.energy,
-                               virial=state.virial, n_atoms=state.n_atoms, control=state.control)
+                               virial=state.virial, n_atoms=state.n_atoms)
         self.pair_forces.compute(view, neighbors, with_energy)
 
 
