@@ -71,6 +71,10 @@ class Ensemble:
         Write a checkpoint of the whole batch here every ``checkpoint_every`` steps and at the end of
         each run (:meth:`write_checkpoint`; the previous one kept as ``PATH.1``).
     checkpoint_every : int
+    check_every : int
+        Steps between two finiteness checks of every member (besides their report steps and the
+        end of a run), so that a blow-up is found and reported near the step it happened (0: only
+        at reports).
     verbose : bool or file
         Where the ensemble's own messages go (failures, waves, the exchange summary); True: stderr.
 
@@ -87,7 +91,7 @@ class Ensemble:
     """
 
     def __init__(self, simulations, *, exchange=None, stop_all_on_error: bool = False, checkpoint=None,
-                 checkpoint_every: int = 0, verbose=True):
+                 checkpoint_every: int = 0, check_every: int = 100, verbose=True):
         self.members: list[Simulation] = list(simulations)
         if not self.members:
             raise ValueError("an ensemble needs at least one system")
@@ -101,6 +105,9 @@ class Ensemble:
         if checkpoint_every < 0:
             raise ValueError(f"checkpoint interval must be >= 0, got {checkpoint_every}")
         self.checkpoint_path, self.checkpoint_every = checkpoint, int(checkpoint_every)
+        if check_every < 0:
+            raise ValueError(f"finiteness check interval must be >= 0, got {check_every}")
+        self.check_every = int(check_every)
         self._out = sys.stderr if verbose is True else (verbose or None)
         #: members that stopped (SystemFailure), in the order they did
         self.failures: list[SystemFailure] = []
@@ -112,7 +119,8 @@ class Ensemble:
     @classmethod
     def from_systems(cls, systems, potentials, integrators=None, *, thermo_log=None, thermo_every: int = 100,
                      trajectory=None, trajectory_every: int = 100, exchange=None, stop_all_on_error: bool = False,
-                     checkpoint=None, checkpoint_every: int = 0, verbose=True, **options) -> "Ensemble":
+                     checkpoint=None, checkpoint_every: int = 0, check_every: int = 100, verbose=True,
+                     **options) -> "Ensemble":
         """Build a member per system.
 
         ``potentials`` is one potential for all or one per system (the same style with other
@@ -151,7 +159,7 @@ class Ensemble:
                 reporters.append(trajectory_writer(str(trajectory).format(system=i), trajectory_every))
             members.append(Simulation(system, pot, integ, reporters=reporters, **options))
         ens = cls(members, exchange=exchange, stop_all_on_error=stop_all_on_error, checkpoint=checkpoint,
-                  checkpoint_every=checkpoint_every, verbose=verbose)
+                  checkpoint_every=checkpoint_every, check_every=check_every, verbose=verbose)
         if log is not None:
             ens._logs.append(log)
         return ens
@@ -223,6 +231,9 @@ class Ensemble:
                 stop = self._next_stop()
                 for i in self.active():
                     self._guarded(i, lambda m: m.advance(stop))
+                if self.check_every and stop % self.check_every == 0:
+                    for i in self.active():
+                        self._guarded(i, lambda m: m.book.check_finite())
                 if self.exchange is not None and stop % self.exchange.every == 0:
                     self._exchange(taps, stop)
                 if self.checkpoint_path is not None and (stop == self._run_end or (
@@ -249,6 +260,7 @@ class Ensemble:
         step = self.step_of_active() + 1
         candidates = [self.members[i].next_report_step(step) for i in self.active()]
         for every in ((self.exchange.every,) if self.exchange is not None else ()) + (
+                (self.check_every,) if self.check_every else ()) + (
                 (self.checkpoint_every,) if self.checkpoint_path is not None and self.checkpoint_every else ()):
             candidates.append(-(-step // every) * every)
         return min(min(candidates), self._run_end)
@@ -371,18 +383,20 @@ def waves(n_atoms, bytes_per_atom: float, budget: int) -> list[range]:
 
 
 def run_in_waves(make_member, n_atoms, steps: int, *, memory_budget: int | None = None, safety: float = 0.8,
-                 out=sys.stderr, **ensemble_options) -> list:
+                 out=True, **ensemble_options) -> list:
     """Run independent systems ``make_member(i) -> Simulation`` (``i`` in ``range(len(n_atoms))``,
     system ``i`` of ``n_atoms[i]`` atoms) for ``steps`` steps, as many at once as fit in memory.
 
     The first system is built alone to measure the bytes per atom (:func:`member_bytes`); the
     batch is split into waves (:func:`waves`) that fit ``safety`` times the free memory (or
     ``memory_budget`` bytes), with a message when it takes more than one.  Replica exchange needs
-    every replica at once: it is not run in waves.  Returns every wave's :class:`Ensemble`
+    every replica at once: it is not run in waves.  ``out``: where the message goes (True: stderr).
+    Returns every wave's :class:`Ensemble`
     (closed), in order; their members' trajectories are those of a single batch.
     """
     if "exchange" in ensemble_options and ensemble_options["exchange"] is not None:
         raise ValueError("replica exchange needs every replica in one batch: it cannot be split into waves")
+    out = sys.stderr if out is True else out
     n_atoms = list(n_atoms)
     first = make_member(0)
     per_atom = member_bytes(first) / max(first.n_atoms, 1)

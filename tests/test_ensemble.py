@@ -1,0 +1,287 @@
+"""Ensembles of systems (pycumd.ensemble) and replica exchange (pycumd.tempering).
+
+The batch changes the speed, never the answer: every system's trajectory in an ensemble is
+checked against the same system run alone, to the last bit.
+"""
+
+from __future__ import annotations
+
+import csv
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from pycumd import LennardJones, Simulation, VelocityVerlet, create_velocities, lattice_system
+from pycumd.bookkeeping import SimulationError
+from pycumd.ensemble import Ensemble, run_in_waves, waves
+from pycumd.integrators import Langevin, NoseHoover
+from pycumd.integrators.langevin import counter_uniform
+from pycumd.tempering import ReplicaExchange, accept_exchange, exchange_log_ratio
+
+#: (lattice cells, density, temperature, velocity seed, epsilon, sigma, thermostat) of four different systems
+#: (the first three over neighbour lists, the last, a box shorter than 2 (r_cut + skin) / 0.7, over all pairs)
+SYSTEMS = [
+    (5, 0.8442, 1.44, 11, 1.0, 1.0, None),
+    (5, 0.70, 2.0, 12, 1.1, 0.95, ("nvt", 2.0)),
+    ((5, 6, 5), 0.90, 1.0, 13, 0.9, 1.0, None),
+    (3, 0.75, 1.8, 14, 1.0, 1.05, ("langevin", 1.8)),
+]
+
+
+def member(i, device="cpu", precision="double", dt=0.005, reporters=(), spec=None):
+    """System ``i`` of :data:`SYSTEMS` as a Simulation of its own (skin 0.1: a rebuild every few steps)."""
+    cells, density, temperature, seed, eps, sigma, thermostat = spec or SYSTEMS[i]
+    system = lattice_system("fcc", cells, density=density)
+    create_velocities(system, temperature, seed)
+    pot = LennardJones(2.5).pair_coeff(0, 0, epsilon=eps, sigma=sigma)
+    th = None
+    if thermostat is not None:
+        th = (NoseHoover(thermostat[1], 0.5) if thermostat[0] == "nvt"
+              else Langevin(thermostat[1], 0.5, 100 + i))
+    return Simulation(system, pot, VelocityVerlet(dt, th), reporters=list(reporters), device=device,
+                      precision=precision, deterministic=True, skin=0.1)
+
+
+def same_bits(a: Simulation, b: Simulation) -> bool:
+    sa, sb = a.system(), b.system()
+    return (np.array_equal(sa.positions, sb.positions) and np.array_equal(sa.velocities, sb.velocities)
+            and np.array_equal(sa.images, sb.images))
+
+
+@pytest.mark.parametrize("precision", ["double", "mixed", "single", "composite"])
+def test_batch_is_bit_identical_to_each_system_alone(backend, precision, tmp_path):
+    """Four systems of different sizes, boxes, densities, parameters and thermostats (NVE, Nose-
+    Hoover, Langevin) for 100 steps through many rebuilds: each member ends with the bits of the
+    same system run alone; the ensemble's thermo log holds each system's own rows."""
+    if backend.name == "cpu" and precision != "double":
+        pytest.skip("the CPU runs double only")
+    ids = [0, 1, 2] if precision == "composite" else [0, 1, 2, 3]      # composite: no Langevin
+    from pycumd.outputs.ensemble_thermo import EnsembleThermoLog
+
+    log = EnsembleThermoLog(tmp_path / "thermo.csv", every=25)
+    ens = Ensemble([member(i, backend.name, precision, reporters=[log.reporter(k)]) for k, i in enumerate(ids)])
+    ens.run(100)
+    log.close()
+    from pycumd.outputs.thermo import ThermoReporter
+
+    rows = list(csv.DictReader(open(tmp_path / "thermo.csv")))
+    assert [int(r["Step"]) for r in rows[:len(ids)]] == [0] * len(ids)
+    for k, i in enumerate(ids):
+        thermo = ThermoReporter(every=25, screen=False)
+        alone = member(i, backend.name, precision, reporters=[thermo])
+        alone.run(100)
+        assert alone.pair_method == ("all_pairs" if i == 3 else "neighbor")
+        assert alone.neighbors.n_builds >= (2 if i == 3 else 5)
+        assert same_bits(alone, ens.members[k]), f"system {i}"
+        mine = [r for r in rows if int(r["system"]) == k]
+        assert [int(r["Step"]) for r in mine] == [0, 25, 50, 75, 100]
+        assert [float(r["TotEng"]) for r in mine] == [r["TotEng"] for r in thermo.rows]
+    assert ens.failures == []
+
+
+def test_batch_without_reporters_matches_a_reporting_run():
+    """Stops of the lockstep (at the other members' reports and the finiteness checks) change no bit:
+    a member with no reporter of its own ends as the same system run alone with none."""
+    ens = Ensemble([member(0), member(2, reporters=[_Every(7)])], check_every=3)
+    ens.run(60)
+    alone = member(0)
+    alone.run(60)
+    assert same_bits(alone, ens.members[0])
+
+
+class _Every:
+    """A reporter that only stops the run every ``every`` steps (and asks for energies)."""
+
+    def __new__(cls, every):
+        from pycumd.outputs.reporter import Needs, Reporter
+
+        class Stop(Reporter):
+            needs = Needs(energy=True)
+
+            def report(self, snapshot):
+                pass
+        r = Stop()
+        r.every = every
+        return r
+
+
+# -- replica exchange -----------------------------------------------------------------------------
+def test_two_replica_acceptance_by_hand():
+    """E = -100 at T = 1 and -90 at T = 1.5 (k_B = 1): Delta = (-100 + 90)(1 - 1/1.5) = -10/3,
+    P = exp(-10/3) = 0.035674; the reverse order is always accepted; the decision of each attempt is
+    ``u < P`` with u the counter-based draw of (seed, attempt, pair 0)."""
+    delta = exchange_log_ratio(-100.0, -90.0, 1.0, 1.5, 1.0)
+    assert delta == pytest.approx(-10.0 / 3.0, rel=1e-15)
+    p = math.exp(delta)
+    assert p == pytest.approx(0.0356739933, rel=1e-8)
+    assert exchange_log_ratio(-90.0, -100.0, 1.0, 1.5, 1.0) > 0 and accept_exchange(10 / 3, 0.999)
+    rx = ReplicaExchange([1.0, 1.5], every=1, seed=7)
+    n, accepted = 20_000, 0
+    for a in range(n):
+        rx.replica_at[:] = [0, 1]                    # the same two energies at every attempt
+        rx.n_attempts = 2 * a                        # even attempts: the pair (0, 1)
+        done = rx.attempt([-100.0, -90.0], 1.0, step=a)
+        assert bool(done) == (counter_uniform(7, 2 * a, 0, 0) < p)
+        accepted += bool(done)
+    assert abs(accepted / n - p) < 4 * math.sqrt(p * (1 - p) / n)
+    # odd attempts try pairs (1, 2), ...: none with two replicas
+    rx.n_attempts = 1
+    assert rx.pairs(1) == [] and rx.attempt([-100.0, -90.0], 1.0, step=0) == []
+
+
+def test_exchanges_satisfy_detailed_balance():
+    """Four replicas of fixed energies (a system with four states), exchange moves only: the chain
+    of alternating even/odd attempts samples the joint distribution
+    ``pi(sigma) ~ exp(-sum_k E_sigma(k) / T_k)`` over the 24 assignments, within 3 % (the test fails
+    with the acceptance sign reversed, or without the factor 1/T differences)."""
+    temperatures = [1.0, 1.4, 2.0, 2.8]
+    energies = np.array([-6.0, -4.5, -3.0, -2.5])
+    rx = ReplicaExchange(temperatures, every=1, seed=3)
+    counts: dict = {}
+    n = 60_000
+    for a in range(n):
+        rx.attempt(energies, 1.0, step=a)
+        key = tuple(rx.replica_at)
+        counts[key] = counts.get(key, 0) + 1
+    beta = 1.0 / np.asarray(temperatures)
+    weights = {p: math.exp(-float(np.dot(beta, energies[list(p)]))) for p in itertools.permutations(range(4))}
+    z = sum(weights.values())
+    for p, w in weights.items():
+        expected = w / z
+        if expected > 0.02:
+            assert counts.get(p, 0) / n == pytest.approx(expected, rel=0.03, abs=0.003), p
+    # flows between neighbouring temperatures: every accepted exchange is counted once per pair
+    assert rx.attempts.sum() == n + n // 2 and np.all(rx.accepted <= rx.attempts)
+
+
+def tempering(seed=5, device="cpu", precision="double", temperatures=(1.0, 1.25, 1.6), checkpoint=None,
+              checkpoint_every=0):
+    members = []
+    for i, t in enumerate(temperatures):
+        members.append(member(i, device, precision, spec=(3, 0.8442, t, 20 + i, 1.0, 1.0, ("langevin", t))))
+    return Ensemble(members, exchange=ReplicaExchange(temperatures, every=10, seed=seed), checkpoint=checkpoint,
+                    checkpoint_every=checkpoint_every, verbose=False)
+
+
+def test_replica_exchange_md_is_repeatable_and_follows_metropolis():
+    """Three Langevin replicas, an attempt every 10 steps over 120 steps: two runs give the same walk
+    and the same bits; each decision equals Metropolis on the replicas' potential energies at that
+    step; the accepted replicas' thermostats hold their new temperatures."""
+    runs = []
+    for _ in range(2):
+        ens = tempering()
+        decisions = []
+        original = ens.exchange.attempt
+
+        def spy(energies, boltz, step, original=original, ex=ens.exchange, decisions=decisions):
+            before = ex.replica_at.copy()
+            a = ex.n_attempts
+            done = original(energies, boltz, step)
+            decisions.append((before, np.asarray(energies), a, done))
+            return done
+        ens.exchange.attempt = spy
+        ens.run(120)
+        runs.append((ens, decisions))
+    (a, da), (b, _) = runs
+    assert len(da) == 12 and a.exchange.n_attempts == 12
+    assert [w.tolist() for _, w in a.exchange.walk] == [w.tolist() for _, w in b.exchange.walk]
+    assert all(same_bits(x, y) for x, y in zip(a.members, b.members))
+    t = a.exchange.temperatures
+    for before, energies, attempt, done in da:
+        expected = []
+        for k in a.exchange.pairs(attempt):
+            lo, hi = before[k], before[k + 1]
+            d = exchange_log_ratio(energies[lo], energies[hi], t[k], t[k + 1], 1.0)
+            if accept_exchange(d, counter_uniform(5, attempt, k, 0)):
+                expected.append((k, lo, hi))
+        assert done == expected
+    assert a.exchange.accepted.sum() > 0           # the ladder is close enough for some exchanges
+    index = a.exchange.temperature_index
+    for i, m in enumerate(a.members):
+        assert m.thermostat.t_start == m.thermostat.t_stop == t[index[i]]
+
+
+def test_exchange_scales_velocities_as_lammps_temper():
+    """An accepted exchange scales each replica's velocities by sqrt(T_new / T_old) and resets its
+    thermostat's target (LAMMPS Temper::scale_velocities, Fix::reset_target)."""
+    ens = tempering(temperatures=(1.0, 1.5, 2.0))
+    v0 = [m.state.velocities.copy() for m in ens.members]
+    ens.exchange.apply(ens.members, [(0, 0, 1)])
+    assert np.array_equal(ens.members[0].state.velocities, v0[0] * math.sqrt(1.5 / 1.0))
+    assert np.array_equal(ens.members[1].state.velocities, v0[1] * math.sqrt(1.0 / 1.5))
+    assert np.array_equal(ens.members[2].state.velocities, v0[2])
+    assert ens.members[0].thermostat.t_start == 1.5 and ens.members[1].thermostat.t_start == 1.0
+
+
+def test_replica_exchange_needs_a_thermostat_per_replica():
+    with pytest.raises(ValueError, match="system 0 has no thermostat"):
+        Ensemble([member(0), member(2)], exchange=ReplicaExchange([1.0, 1.2], every=5, seed=1))
+    with pytest.raises(ValueError, match="increasing"):
+        ReplicaExchange([1.2, 1.0], every=5, seed=1)
+
+
+def test_checkpoint_restart_equals_the_continuous_run(tmp_path):
+    """A tempering batch checkpointed at step 30 of a 60-step run and continued from the file ends
+    with the continuous run's bits, walk and acceptance counts."""
+    path = tmp_path / "batch.ckpt"
+    continuous = tempering(checkpoint=path, checkpoint_every=30)
+    continuous.run(60)
+    restarted = tempering()
+    restarted.restore_checkpoint(str(path) + ".1")        # the checkpoint of step 30 (PATH.1: the one before)
+    assert restarted.step == 30
+    restarted.run(30)
+    assert all(same_bits(x, y) for x, y in zip(continuous.members, restarted.members))
+    assert [w.tolist() for _, w in continuous.exchange.walk] == [w.tolist() for _, w in restarted.exchange.walk]
+    assert np.array_equal(continuous.exchange.accepted, restarted.exchange.accepted)
+    with pytest.raises(ValueError, match="steps left"):
+        again = tempering()
+        again.restore_checkpoint(str(path) + ".1")
+        again.run(10)
+
+
+def test_a_system_that_blows_up_is_reported_and_the_others_go_on(capsys):
+    """System 1 with a time step 20 times too large blows up; the ensemble names it and the step,
+    and the others end with the bits of their runs alone; stop_all_on_error stops them all."""
+    ens = Ensemble([member(0), member(2, dt=0.1), member(1)], check_every=10)
+    ens.run(100)
+    assert [f.system for f in ens.failures] == [1]
+    assert 0 < ens.failures[0].step <= 100 and ens.failures[0].step % 10 == 0
+    assert "system 1 stopped at step" in capsys.readouterr().err
+    assert np.isnan(ens.potential_energies()[1]) and np.isfinite(ens.potential_energies()[[0, 2]]).all()
+    for k, i in ((0, 0), (2, 1)):
+        alone = member(i)
+        alone.run(100)
+        assert same_bits(alone, ens.members[k])
+    with pytest.raises(SimulationError, match="system 1 of the ensemble"):
+        Ensemble([member(0), member(2, dt=0.1)], stop_all_on_error=True, check_every=10).run(100)
+
+
+def test_waves_split_a_batch_that_does_not_fit(capsys):
+    """With room for two systems at a time, five run in three waves (a message says so), each
+    member with the bits of its run alone."""
+    assert [list(w) for w in waves([10, 10, 10, 10, 10], 1.0, 25)] == [[0, 1], [2, 3], [4]]
+    assert [list(w) for w in waves([100], 1.0, 25)] == [[0]]          # one system always runs
+    specs = [(3, d, 1.5, 30 + i, 1.0, 1.0, None) for i, d in enumerate([0.70, 0.74, 0.78, 0.82, 0.86])]
+    per_system = member(0, spec=specs[0])
+    from pycumd.ensemble import member_bytes
+
+    budget = int(2.5 * member_bytes(per_system))
+    done = run_in_waves(lambda i: member(0, spec=specs[i]), [108] * 5, 20, memory_budget=budget)
+    assert [e.n_systems for e in done] == [2, 2, 1]
+    assert "in 3 waves" in capsys.readouterr().err
+    alone = member(0, spec=specs[3])
+    alone.run(20)
+    assert same_bits(alone, done[1].members[1])
+
+
+def test_ensemble_checks_its_input():
+    with pytest.raises(ValueError, match="at least one"):
+        Ensemble([])
+    a, b = member(0), member(2)
+    b.run(1)
+    with pytest.raises(ValueError, match="same step"):
+        Ensemble([a, b])
+    with pytest.raises(ValueError, match="one per system"):
+        Ensemble.from_systems([a.system(), b.system()], a.potential, [VelocityVerlet()], device="cpu")
