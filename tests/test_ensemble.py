@@ -285,3 +285,107 @@ def test_ensemble_checks_its_input():
         Ensemble([a, b])
     with pytest.raises(ValueError, match="one per system"):
         Ensemble.from_systems([a.system(), b.system()], a.potential, [VelocityVerlet()], device="cpu")
+
+
+# -- interfaces: TOML sweeps, the command line, LAMMPS scripts --------------------------------------
+SWEEP_TOML = """
+sweep = {density = [0.70, 0.80], seed = [1, 2]}
+units = "lj"
+device = "cpu"
+[system]
+lattice = "fcc"
+cells = 5
+[velocity]
+temperature = 2.0
+seed = 9
+[pair]
+r_cut = 2.5
+[[pair.coeff]]
+types = [1, 1]
+epsilon = 1.0
+sigma = 1.0
+[neighbor]
+skin = 0.1
+[run]
+steps = 40
+thermo = 20
+"""
+
+
+def test_toml_sweep_is_one_member_per_combination():
+    """``sweep = {density = [...], seed = [...]}``: four members (the last key fastest), each the
+    config with those values: the same bits as that config run alone."""
+    from pycumd.ensemble import execute_ensemble
+    from pycumd.inputs.config import load_config, plan_from_config
+    from pycumd.run_plan import execute
+
+    plan = plan_from_config(load_config(SWEEP_TOML), deterministic=True)
+    assert plan.labels == [{"density": 0.7, "seed": 1}, {"density": 0.7, "seed": 2},
+                           {"density": 0.8, "seed": 1}, {"density": 0.8, "seed": 2}]
+    assert [s.n_atoms for s in plan.systems] == [500] * 4
+    assert plan.systems[2].box.L[0] == pytest.approx((4 / 0.8) ** (1 / 3) * 5, rel=1e-14)
+    ens = execute_ensemble(plan, out=None)
+    single = SWEEP_TOML.split("\n", 2)[2].replace("cells = 5", "cells = 5\ndensity = 0.8").replace("seed = 9", "seed = 2")
+    result = execute(plan_from_config(load_config(single), deterministic=True))
+    assert same_bits(result.sim, ens.members[3])
+
+
+@pytest.mark.parametrize("text, message", [
+    ("sweep = {density = 0.7}", "expected a non-empty list"),
+    ("sweep = {colour = [1, 2]}", "not a key that can be swept"),
+    ("sweep = {density = [0.7, -1.0]}", "sweep density = -1.0: system.density = -1.0: expected a number > 0"),
+    ("sweep = {density = [0.7]}\n[tempering]\nevery = 10\nseed = 1", "sweep over temperature only"),
+    ("[tempering]\nevery = 10\nseed = 1", "needs a sweep over the temperature ladder"),
+])
+def test_toml_sweep_errors_name_the_key(text, message):
+    from pycumd.inputs.config import ConfigError, load_config, plan_from_config
+
+    body = SWEEP_TOML.split("\n", 2)[2]
+    if text.startswith("["):
+        body = body + text
+    else:
+        body = text + "\n" + body
+        if "[tempering]" in text:
+            first, rest = text.split("\n", 1)
+            body = first + "\n" + SWEEP_TOML.split("\n", 2)[2].replace("[run]", "[integrator]\nthermostat = \"langevin\"\n"
+                                                                       "temperature = 1.0\ndamping = 0.5\nseed = 3\n[run]") + rest
+    with pytest.raises(ConfigError, match=message.replace("[", r"\[").replace("(", r"\(")):
+        plan_from_config(load_config(body))
+
+
+def test_toml_tempering_runs_replica_exchange_and_restarts_from_the_command_line(tmp_path, monkeypatch, capsys):
+    """``sweep = {temperature = [...]}`` with [tempering]: a ladder of Langevin replicas exchanging every
+    10 steps; ``pycumd run --restart`` of the batch checkpoint at step 20 writes the log of the
+    continuous run again, to the last digit."""
+    from pycumd.cli import main
+
+    text = ("sweep = {temperature = [1.0, 1.15, 1.3]}\n" + SWEEP_TOML.split("\n", 2)[2]
+            .replace("cells = 5", "cells = 3\ndensity = 0.8442").replace("steps = 40", "steps = 40")
+            .replace("[run]", "[integrator]\nthermostat = \"langevin\"\ndamping = 0.5\nseed = 3\n"
+                              "[tempering]\nevery = 10\nseed = 4\n[run]"))
+    (tmp_path / "rx.toml").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "rx.toml", "--log", "rx.csv", "--checkpoint", "rx.ckpt", "--checkpoint-every", "20"]) == 0
+    out = capsys.readouterr()
+    assert "replica exchange: 4 attempts every 10 steps" in out.err
+    full = (tmp_path / "rx.csv").read_text()
+    rows = list(csv.DictReader(full.splitlines()))
+    assert sorted({int(r["system"]) for r in rows}) == [0, 1, 2] and max(int(r["Step"]) for r in rows) == 40
+    assert main(["run", "--restart", "rx.ckpt.1"]) == 0
+    assert (tmp_path / "rx.csv").read_text() == full
+
+
+def test_lammps_multi_partition_scripts_say_they_are_not_implemented(tmp_path):
+    from pycumd.cli import main
+    from pycumd.inputs.lammps_input import plan_from_lammps_script
+    from pycumd.inputs.lammps_script import LammpsScriptError
+
+    script = ("units lj\nlattice fcc 0.8442\nregion b block 0 5 0 5 0 5\ncreate_box 1 b\ncreate_atoms 1 box\n"
+              "mass 1 1.0\npair_style lj/cut 2.5\npair_coeff 1 1 1.0 1.0\n")
+    with pytest.raises(LammpsScriptError, match=":9: variable t world has 2 values.*not implemented"):
+        plan_from_lammps_script(text=script + "variable t world 1.0 1.2\n")
+    with pytest.raises(LammpsScriptError, match=":11: temper: multi-partition runs"):
+        plan_from_lammps_script(text=script + "variable t world 1.0\nfix 1 all langevin $t $t 0.5 1\n"
+                                              "temper 1000 100 $t 1 3 4\n")
+    (tmp_path / "in.x").write_text(script + "run 0\n")
+    assert main(["run", "-partition", "2x1", str(tmp_path / "in.x")]) == 2

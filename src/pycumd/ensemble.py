@@ -120,7 +120,7 @@ class Ensemble:
     def from_systems(cls, systems, potentials, integrators=None, *, thermo_log=None, thermo_every: int = 100,
                      trajectory=None, trajectory_every: int = 100, exchange=None, stop_all_on_error: bool = False,
                      checkpoint=None, checkpoint_every: int = 0, check_every: int = 100, verbose=True,
-                     **options) -> "Ensemble":
+                     resume_step: int | None = None, **options) -> "Ensemble":
         """Build a member per system.
 
         ``potentials`` is one potential for all or one per system (the same style with other
@@ -128,7 +128,8 @@ class Ensemble:
         (each holds its own thermostat), or a callable ``i -> integrator``.  ``thermo_log``: one CSV
         with a ``system`` column (:class:`~pycumd.outputs.ensemble_thermo.EnsembleThermoLog`);
         ``trajectory``: a path pattern with ``{system}`` (``frames_{system}.gsd``), one file per
-        system.  ``options`` go to every :class:`Simulation` (``neighbor=``, ``engine=``, ``skin=``,
+        system.  ``resume_step``: the step of the checkpoint the batch will continue (the thermo log
+        is cut back to it and appended to).  ``options`` go to every :class:`Simulation` (``neighbor=``, ``engine=``, ``skin=``,
         ``device=``, ``precision=``, ``deterministic=``, ...).
         """
         from .outputs.trajectory import trajectory_writer
@@ -149,7 +150,7 @@ class Ensemble:
                              f"its own thermostat state) or a callable i -> integrator")
         if trajectory is not None and "{system}" not in str(trajectory):
             raise ValueError(f"trajectory {trajectory!r}: give a pattern with {{system}} (one file per system)")
-        log = EnsembleThermoLog(thermo_log, thermo_every) if thermo_log is not None else None
+        log = EnsembleThermoLog(thermo_log, thermo_every, resume_step) if thermo_log is not None else None
         members = []
         for i, (system, pot, integ) in enumerate(zip(systems, potentials, integrators)):
             reporters = []
@@ -291,6 +292,9 @@ class Ensemble:
         self.exchange.apply(self.members, done)
 
     # -- checkpoints --------------------------------------------------------------------------
+    #: what the batch came from (:class:`EnsemblePlan`'s source), stored in its checkpoints
+    context: dict = {}
+
     def write_checkpoint(self, path) -> None:
         """One file with every member's checkpoint (arrays prefixed ``system<i>/``, scalars under
         ``systems``), the ensemble's run bounds, failures and the exchange's state: a run continued
@@ -311,7 +315,8 @@ class Ensemble:
         meta = {"pycumd_version": __version__, "format": FORMAT_VERSION, "ensemble": True, "step": self.step,
                 "run_start": self._run_start, "run_end": self._run_end, "systems": scalars,
                 "failures": [f.__dict__ for f in self.failures],
-                "exchange": self.exchange.checkpoint_state() if self.exchange is not None else None}
+                "exchange": self.exchange.checkpoint_state() if self.exchange is not None else None,
+                "context": dict(self.context)}
         write_atomically(path, encode_checkpoint(meta, arrays))
 
     def restore_checkpoint(self, path) -> None:
@@ -339,6 +344,11 @@ class Ensemble:
         if self.exchange is not None:
             self.exchange.restore_checkpoint_state(meta["exchange"], self.members)
         self._resume_run = (int(meta["run_start"]), int(meta["run_end"]))
+
+    def remaining_steps(self) -> int:
+        """Steps left of the current run (after :meth:`restore_checkpoint`: of the checkpoint's run)."""
+        end = self._resume_run[1] if self._resume_run is not None else self._run_end
+        return end - self.step
 
     def close(self) -> None:
         """Close every member's reporters and the shared logs."""
@@ -420,3 +430,88 @@ def run_in_waves(make_member, n_atoms, steps: int, *, memory_budget: int | None 
 
 
 __all__ = ["Ensemble", "SystemFailure", "available_memory", "member_bytes", "run_in_waves", "waves"]
+
+
+# -- a batch described by a front-end (TOML sweeps) ------------------------------------------------
+@dataclass
+class EnsemblePlan:
+    """A batch of runs as a front-end describes it (:func:`pycumd.inputs.config.plan_from_config` with
+    a ``sweep``): one system, potential and integrator per member, one length, shared options.
+
+    labels : list of dict
+        Each member's swept values (``{"density": 0.7, "seed": 2}``), printed and stored.
+    exchange : dict or None
+        ``temperatures, every, seed, random_pairs`` of a replica-exchange run (:class:`ReplicaExchange`).
+    thermo_log : path or None
+        One CSV with a ``system`` column; trajectory : a path pattern with ``{system}``, or None.
+    source : dict or None
+        The input the plan came from (stored in the batch's checkpoints).
+    """
+
+    systems: list
+    potentials: list
+    integrators: list
+    labels: list
+    steps: int
+    neighbor: object
+    engine: object
+    thermo_every: int = 100
+    thermo_log: str | None = None
+    trajectory: str | None = None
+    trajectory_every: int = 100
+    exchange: dict | None = None
+    checkpoint: str | None = None
+    checkpoint_every: int = 0
+    source: dict | None = None
+
+    def build(self, verbose=True, resume_step: int | None = None) -> Ensemble:
+        """The :class:`Ensemble` of this plan (members built, files opened; ``resume_step``: see
+        :meth:`Ensemble.from_systems`)."""
+        from .tempering import ReplicaExchange
+
+        exchange = ReplicaExchange(**self.exchange) if self.exchange is not None else None
+        ens = Ensemble.from_systems(self.systems, self.potentials, self.integrators, thermo_log=self.thermo_log,
+                                     thermo_every=self.thermo_every, trajectory=self.trajectory,
+                                     trajectory_every=self.trajectory_every, exchange=exchange,
+                                     checkpoint=self.checkpoint, checkpoint_every=self.checkpoint_every,
+                                     verbose=verbose, resume_step=resume_step, neighbor=self.neighbor,
+                                     engine=self.engine)
+        ens.context = {"source": self.source, "device": self.engine.device, "precision": self.engine.precision,
+                       "deterministic": self.engine.deterministic, "thermo_log": self.thermo_log,
+                       "trajectory": self.trajectory, "checkpoint": self.checkpoint,
+                       "checkpoint_every": self.checkpoint_every}
+        return ens
+
+
+def execute_ensemble(plan: EnsemblePlan, resume=None, out=sys.stdout) -> Ensemble:
+    """Run an :class:`EnsemblePlan` (continuing the batch checkpoint ``resume``, a path, when given):
+    build, run, print one line per system (its swept values and last thermo row), close."""
+    resume_step = None
+    if resume is not None:
+        from .checkpoint_file import read_checkpoint
+
+        resume_step = read_checkpoint(resume).step
+    ens = plan.build(resume_step=resume_step)
+    steps = plan.steps
+    try:
+        if resume is not None:
+            ens.restore_checkpoint(resume)
+            steps = ens.remaining_steps()
+        ens.run(steps)
+        if out:
+            rows = ens.thermo_rows()
+            print(f"{'system':>6}  {'values':<32} {'Temp':>12} {'E_pair':>12} {'Press':>12}", file=out)
+            for i, (label, row) in enumerate(zip(plan.labels, rows)):
+                values = ", ".join(f"{k} {v}" for k, v in label.items())
+                if row is None:
+                    print(f"{i:>6}  {values:<32} failed", file=out)
+                else:
+                    print(f"{i:>6}  {values:<32} {row['Temp']:>12.6g} {row['E_pair']:>12.6g} "
+                          f"{row['Press']:>12.6g}", file=out)
+            out.flush()
+    finally:
+        ens.close()
+    return ens
+
+
+__all__ += ["EnsemblePlan", "execute_ensemble"]

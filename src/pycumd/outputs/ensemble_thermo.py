@@ -9,6 +9,8 @@ come in step order and, within a step, in system order.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from .reporter import Needs, OutputError, Reporter
 from .thermo import COLUMNS, _csv_value
 
@@ -23,15 +25,19 @@ class EnsembleThermoLog:
         Interval in steps (and each run's first and last step), as :class:`~pycumd.outputs.thermo.ThermoReporter`.
     """
 
-    def __init__(self, path, every: int = 100):
+    def __init__(self, path, every: int = 100, resume_step: int | None = None):
         if every < 0:
             raise ValueError(f"thermo interval must be >= 0, got {every}")
         self.every = int(every)
         self.path = str(path)
-        self._file = open(path, "w", newline="")
-        self._file.write(",".join(("system",) + COLUMNS) + "\n")
-        self._file.flush()
         self.rows: list[dict] = []
+        if resume_step is not None and Path(path).exists():
+            _keep_rows_up_to(Path(path), resume_step)
+            self._file = open(path, "a", newline="")
+        else:
+            self._file = open(path, "w", newline="")
+            self._file.write(",".join(("system",) + COLUMNS) + "\n")
+            self._file.flush()
 
     def reporter(self, system: int) -> "SystemThermo":
         """The reporter of member ``system`` (0-based)."""
@@ -69,3 +75,14 @@ class SystemThermo(Reporter):
         if row["Step"] != self._last_step:
             self._last_step = row["Step"]
             self.log.write(self.system, row)
+
+
+def _keep_rows_up_to(path: Path, step: int) -> None:
+    """Cut the log of a batch continued from a checkpoint of ``step`` back to its whole rows of steps
+    <= ``step`` (the continuation writes the later ones again)."""
+    lines = path.read_text().split("\n")
+    if lines[0].split(",") != ["system", *COLUMNS]:
+        raise ValueError(f"ensemble thermo log {path}: not a pycumd ensemble log (header {lines[0][:60]!r}); "
+                         f"cannot continue it")
+    kept = [line for line in lines[1:] if len(line.split(",")) == len(COLUMNS) + 1 and int(line.split(",")[1]) <= step]
+    path.write_text("\n".join([lines[0], *kept]) + "\n")
