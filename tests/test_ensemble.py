@@ -20,6 +20,8 @@ from pycumd.integrators import Langevin, NoseHoover
 from pycumd.integrators.langevin import counter_uniform
 from pycumd.tempering import ReplicaExchange, accept_exchange, exchange_log_ratio
 
+from conftest import HAVE_CUDA
+
 #: (lattice cells, density, temperature, velocity seed, epsilon, sigma, thermostat) of four different systems
 #: (the first three over neighbour lists, the last, a box shorter than 2 (r_cut + skin) / 0.7, over all pairs)
 SYSTEMS = [
@@ -79,6 +81,20 @@ def test_batch_is_bit_identical_to_each_system_alone(backend, precision, tmp_pat
         assert [int(r["Step"]) for r in mine] == [0, 25, 50, 75, 100]
         assert [float(r["TotEng"]) for r in mine] == [r["TotEng"] for r in thermo.rows]
     assert ens.failures == []
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")
+def test_batch_on_the_gpu_is_bit_identical_to_the_batch_on_the_cpu():
+    """Deterministic double-precision NVE: the GPU batch gives the CPU batch's bits (as single runs do,
+    tests/test_determinism.py), member by member."""
+    out = {}
+    for device in ("cpu", "cuda"):
+        ens = Ensemble([member(0, device), member(2, device)], verbose=False)
+        ens.run(100)
+        out[device] = ens
+    for a, b in zip(out["cpu"].members, out["cuda"].members):
+        assert same_bits(a, b)
 
 
 def test_batch_without_reporters_matches_a_reporting_run():
@@ -201,6 +217,26 @@ def test_replica_exchange_md_is_repeatable_and_follows_metropolis():
     index = a.exchange.temperature_index
     for i, m in enumerate(a.members):
         assert m.thermostat.t_start == m.thermostat.t_stop == t[index[i]]
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")
+@pytest.mark.parametrize("precision", ["single", "mixed", "double"])
+def test_replica_exchange_on_the_gpu_repeats_and_matches_replicas_alone(precision):
+    """Tempering on the GPU: two runs give the same walk and bits; with no exchange accepted before
+    step 10 each replica's first 10 steps are those of its run alone."""
+    runs = [tempering(device="cuda", precision=precision) for _ in range(2)]
+    for ens in runs:
+        ens.run(120)
+    a, b = runs
+    assert [w.tolist() for _, w in a.exchange.walk] == [w.tolist() for _, w in b.exchange.walk]
+    assert all(same_bits(x, y) for x, y in zip(a.members, b.members))
+    first = tempering(device="cuda", precision=precision)
+    first.run(9)                                  # before the first attempt (step 10)
+    for i, t in enumerate((1.0, 1.25, 1.6)):
+        alone = member(i, "cuda", precision, spec=(3, 0.8442, t, 20 + i, 1.0, 1.0, ("langevin", t)))
+        alone.run(9)
+        assert same_bits(alone, first.members[i])
 
 
 def test_exchange_scales_velocities_as_lammps_temper():
