@@ -425,3 +425,54 @@ def test_lammps_multi_partition_scripts_say_they_are_not_implemented(tmp_path):
                                               "temper 1000 100 $t 1 3 4\n")
     (tmp_path / "in.x").write_text(script + "run 0\n")
     assert main(["run", "-partition", "2x1", str(tmp_path / "in.x")]) == 2
+
+
+def test_from_systems_writes_gsd_frames_per_system(tmp_path):
+    """``trajectory="f_{system}.gsd"``: one GSD file per system with its own frames (steps 0, 20, 40),
+    the last frame that of the system run alone; sizes and boxes differ between the files."""
+    gsd_hoomd = pytest.importorskip("gsd.hoomd")
+    specs = [(3, 0.8442, 1.5, 41, 1.0, 1.0, None), ((3, 4, 3), 0.7, 1.2, 42, 1.2, 1.0, None)]
+    systems = []
+    for cells, density, t, seed, *_ in specs:
+        s = lattice_system("fcc", cells, density=density)
+        create_velocities(s, t, seed)
+        systems.append(s)
+    pots = [LennardJones(2.5).pair_coeff(0, 0, epsilon=eps, sigma=sig) for *_, eps, sig, _ in specs]
+    ens = Ensemble.from_systems(systems, pots, trajectory=tmp_path / "f_{system}.gsd", trajectory_every=20,
+                                device="cpu", deterministic=True, skin=0.1)
+    ens.run(40)
+    ens.close()
+    for i in range(2):
+        with gsd_hoomd.open(str(tmp_path / f"f_{i}.gsd"), "r") as f:
+            frames = list(f)
+        assert [fr.configuration.step for fr in frames] == [0, 20, 40]
+        assert frames[0].particles.N == systems[i].n_atoms
+        assert np.allclose(frames[0].configuration.box[:3], systems[i].box.L)
+        alone = member(0, spec=specs[i])
+        alone.run(40)
+        final = alone.system()
+        expected = (final.positions - 0.5 * final.box.L).astype(np.float32)
+        assert np.array_equal(frames[-1].particles.position, expected)
+    with pytest.raises(ValueError, match=r"\{system\}"):
+        Ensemble.from_systems(systems, pots, trajectory=tmp_path / "one.gsd", device="cpu")
+
+
+def test_jzg_equation_of_state_of_the_example():
+    """The example's JZG 1993 pressure: its low-density limit is the LJ second virial coefficient at
+    T* = 2 (B2 = -2 pi int (exp(-u/T) - 1) r^2 dr, by quadrature: -1.3145 sigma^3) to 0.2 %, and it
+    passes through the literature's P* = 1.96 at (rho*, T*) = (0.85, 1.0) within 1 %."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "lj_eos" / "lj_eos_sweep.py"
+    spec = importlib.util.spec_from_file_location("lj_eos_sweep", path)
+    eos = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(eos)
+    r = np.linspace(1e-4, 40.0, 400_001)
+    u = 4.0 * (r**-12 - r**-6)
+    b2 = -2.0 * math.pi * np.trapezoid((np.exp(-u / 2.0) - 1.0) * r**2, r)
+    assert b2 == pytest.approx(-1.3145, abs=5e-4)
+    rho = 1e-4
+    assert (eos.jzg_pressure(rho, 2.0) / (rho * 2.0) - 1.0) / rho == pytest.approx(b2, rel=2e-3)
+    assert eos.jzg_pressure(0.85, 1.0) == pytest.approx(1.96, rel=0.01)
+    assert eos.full_potential_correction(0.8, 3.0) == pytest.approx(-0.396796, abs=1e-6)

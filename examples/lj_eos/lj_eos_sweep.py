@@ -6,11 +6,15 @@ the equation of state of Johnson, Zollweg and Gubbins (Mol. Phys. 78, 591 (1993)
 the 32 coefficients of their table 10), which fits simulations of the full (untruncated) potential.
 
 The simulated potential is LJ truncated at r_c (LAMMPS ``pair_style lj/cut``): its forces are those of
-the truncated-and-shifted potential, so the force virial is the pressure of that system.  The full
-potential's pressure adds (g(r) = 1 beyond r_c)
+the truncated-and-shifted potential, so the dynamics samples that system and the force virial is its
+pressure.  The full potential differs from it by ``U_full - U_ts = sum over pairs of u(r_c) inside r_c
+and u(r) beyond``, a continuous function of the positions (the two parts' jumps at r_c cancel) whose
+forces act only beyond r_c; with g(r) = 1 there, its pressure is the virial tail correction
 
-    tail:       (16/3) pi rho^2 ((2/3) r_c^-9 - r_c^-3)
-    impulsive:  (2/3) pi rho^2 r_c^3 u(r_c)       (the shift of the pair energy inside r_c)
+    (16/3) pi rho^2 ((2/3) r_c^-9 - r_c^-3)
+
+(which already holds the (2/3) pi rho^2 r_c^3 u(r_c) term that a Monte Carlo run of the truncated,
+unshifted potential adds as an "impulsive" correction: adding it again here would count it twice).
 
 Usage (the sizes of docs/user-guide.md's plot)::
 
@@ -73,12 +77,9 @@ def jzg_pressure(rho, t):
 
 
 def full_potential_correction(rho, r_cut):
-    """Tail plus impulsive correction (see the module docstring) from LJ truncated at ``r_cut`` to the
-    full potential, g(r) = 1 beyond r_cut."""
-    u_cut = 4.0 * (r_cut**-12 - r_cut**-6)
-    tail = 16.0 / 3.0 * math.pi * rho**2 * (2.0 / 3.0 * r_cut**-9 - r_cut**-3)
-    impulsive = 2.0 / 3.0 * math.pi * rho**2 * r_cut**3 * u_cut
-    return tail + impulsive
+    """Pressure from the MD of LJ truncated at ``r_cut`` (forces of the truncated-and-shifted potential)
+    to the full potential: the virial tail correction, g(r) = 1 beyond r_cut (module docstring)."""
+    return 16.0 / 3.0 * math.pi * rho**2 * (2.0 / 3.0 * r_cut**-9 - r_cut**-3)
 
 
 def block_error(values, blocks: int = 10) -> float:
@@ -108,6 +109,8 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="auto")
     p.add_argument("--precision", default="auto")
     p.add_argument("--out", default="lj_eos", help="output prefix: PREFIX.csv, PREFIX_thermo.csv, PREFIX.png")
+    p.add_argument("--from-log", metavar="CSV", help="no run: the table and plot from a thermo log this script wrote "
+                                                     "(give the same densities, --r-cut, --equilibrate)")
     args = p.parse_args(argv)
     densities = args.densities or list(np.linspace(1.0 / args.n_densities, 1.0, args.n_densities))
     t = args.temperature
@@ -121,13 +124,21 @@ def main(argv=None) -> int:
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    ens = Ensemble.from_systems(systems, pot, integrators, thermo_log=f"{out}_thermo.csv", thermo_every=args.every,
-                                device=args.device, precision=args.precision)
-    ens.run(args.equilibrate)
-    ens.run(args.steps)
-    ens.close()
+    if args.from_log:
+        with open(args.from_log, newline="") as f:
+            log = [{"system": int(r["system"]), "Step": int(r["Step"]), "Press": float(r["Press"])}
+                   for r in csv.DictReader(f)]
+    else:
+        thermo = f"{out}_thermo.csv"
+        ens = Ensemble.from_systems(systems, pot, integrators, thermo_log=thermo, thermo_every=args.every,
+                                    device=args.device, precision=args.precision)
+        ens.run(args.equilibrate)
+        ens.run(args.steps)
+        ens.close()
+        with open(thermo, newline="") as f:
+            log = [{"system": int(r["system"]), "Step": int(r["Step"]), "Press": float(r["Press"])}
+                   for r in csv.DictReader(f)]
     wall = time.perf_counter() - start
-    log = ens._logs[0].rows
     rows = []
     for i, rho in enumerate(densities):
         press = [r["Press"] for r in log if r["system"] == i and r["Step"] > args.equilibrate]
@@ -140,8 +151,9 @@ def main(argv=None) -> int:
         w.writeheader()
         w.writerows(rows)
     n_atoms = sum(s.n_atoms for s in systems)
-    print(f"{len(densities)} systems, {n_atoms} atoms, {args.equilibrate} + {args.steps} steps, "
-          f"{wall:.1f} s ({n_atoms * (args.equilibrate + args.steps) / wall:.3g} atom-steps/s)")
+    if not args.from_log:
+        print(f"{len(densities)} systems, {n_atoms} atoms, {args.equilibrate} + {args.steps} steps, "
+              f"{wall:.1f} s ({n_atoms * (args.equilibrate + args.steps) / wall:.3g} atom-steps/s)")
     print(f"{'rho':>8} {'P (MD)':>10} {'+-':>8} {'P (JZG)':>10} {'MD - JZG':>10}")
     for r in rows:
         print(f"{r['density']:8.4f} {r['P_md']:10.4f} {r['P_md_error']:8.4f} {r['P_jzg']:10.4f} {r['difference']:10.4f}")
@@ -158,7 +170,7 @@ def main(argv=None) -> int:
     top.errorbar([r["density"] for r in rows], [r["P_md"] for r in rows], yerr=[r["P_md_error"] for r in rows],
                  fmt="o", color="C0", label=f"pycumd batch ({len(rows)} systems of {systems[0].n_atoms} atoms)")
     top.set_ylabel("P*")
-    top.set_title(f"LJ fluid, T* = {t:g} (r_c = {args.r_cut:g} + tail and impulsive corrections)")
+    top.set_title(f"LJ fluid, T* = {t:g} (MD: r_c = {args.r_cut:g} + tail correction)")
     top.legend()
     bottom.axhline(0.0, color="0.3")
     bottom.errorbar([r["density"] for r in rows], [r["difference"] for r in rows],
