@@ -476,3 +476,31 @@ def test_jzg_equation_of_state_of_the_example():
     assert (eos.jzg_pressure(rho, 2.0) / (rho * 2.0) - 1.0) / rho == pytest.approx(b2, rel=2e-3)
     assert eos.jzg_pressure(0.85, 1.0) == pytest.approx(1.96, rel=0.01)
     assert eos.full_potential_correction(0.8, 3.0) == pytest.approx(-0.396796, abs=1e-6)
+
+
+# -- the batched engine's binning (docs/batch.md) -------------------------------------------------
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_one_counting_sort_bins_every_system_as_its_own_sort(backend, dtype, rng):
+    """Three systems of different sizes, boxes and cell grids in consecutive segments: the batched
+    keys are each system's cell_index keys plus its first cell, and one stable counting sort of the
+    whole batch puts each system's particles in its own segment in the order of its own sort."""
+    from pycumd.neighbors.counting_sort import batch_cell_index, cell_index, counting_sort
+
+    xp = backend.xp
+    sizes = [300, 57, 1000]
+    boxes = np.array([[7.1, 7.1, 7.1], [5.0, 6.5, 4.2], [11.3, 9.9, 10.4]])
+    grids = np.array([[4, 4, 4], [3, 3, 2], [7, 6, 6]])
+    parts = [rng.uniform(-0.3, 1.3, size=(n, 4)) * np.append(L, 1.0) for n, L in zip(sizes, boxes)]
+    positions = xp.asarray(np.concatenate(parts).astype(dtype))
+    system = xp.asarray(np.repeat(np.arange(3), sizes).astype(np.int32))
+    keys, cell_offset = batch_cell_index(positions, system, boxes, grids)
+    assert cell_offset.tolist() == [0, 64, 82, 82 + 252]
+    result = counting_sort(keys, int(cell_offset[-1]))
+    order = backend.to_host(result.order)
+    start = 0
+    for s, n in enumerate(sizes):
+        own_keys = cell_index(xp.asarray(parts[s].astype(dtype)), boxes[s], grids[s])
+        assert np.array_equal(backend.to_host(keys)[start:start + n], backend.to_host(own_keys) + cell_offset[s])
+        own = backend.to_host(counting_sort(own_keys, int(np.prod(grids[s]))).order)
+        assert np.array_equal(order[start:start + n], own + start)
+        start += n
