@@ -199,6 +199,11 @@ def _run_ensemble(plan, args, resume=None) -> int:
     from .ensemble import execute_ensemble
     from .outputs.settings import check_writable
 
+    from .parallel import launched_size
+
+    if launched_size() > 1:
+        raise NotImplementedError("a batch of runs (a TOML sweep) runs in one process: start it without "
+                                  "mpirun/srun")
     for option, value in (("--walltime", args.walltime), ("--progress", args.progress)):
         if value is not None:
             raise ValueError(f"{option} is not implemented for a batch of runs (a TOML sweep)")
