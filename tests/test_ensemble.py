@@ -191,10 +191,10 @@ def test_replica_exchange_md_is_repeatable_and_follows_metropolis():
         decisions = []
         original = ens.exchange.attempt
 
-        def spy(energies, boltz, step, original=original, ex=ens.exchange, decisions=decisions):
+        def spy(energies, boltz, step, backend=None, original=original, ex=ens.exchange, decisions=decisions):
             before = ex.replica_at.copy()
             a = ex.n_attempts
-            done = original(energies, boltz, step)
+            done = original(energies, boltz, step, backend=backend)
             decisions.append((before, np.asarray(energies), a, done))
             return done
         ens.exchange.attempt = spy
@@ -237,6 +237,23 @@ def test_replica_exchange_on_the_gpu_repeats_and_matches_replicas_alone(precisio
         alone = member(i, "cuda", precision, spec=(3, 0.8442, t, 20 + i, 1.0, 1.0, ("langevin", t)))
         alone.run(9)
         assert same_bits(alone, first.members[i])
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")
+def test_exchange_decisions_on_the_device_equal_the_hosts(rng):
+    """tempering.cu's exchange_attempt against the host's rule: 6 replicas, 400 attempts of random
+    energies (spread so that about half the pairs are accepted): the same ladders, counts and walk."""
+    from pycumd import backend as _backend
+
+    gpu = _backend.select("cuda")
+    temperatures = [1.0, 1.1, 1.25, 1.4, 1.6, 1.8]
+    host, device = (ReplicaExchange(temperatures, every=1, seed=11) for _ in range(2))
+    for a in range(400):
+        energies = rng.normal(-500.0, 8.0, size=6)
+        assert host.attempt(energies, 1.0, a) == device.attempt(energies, 1.0, a, backend=gpu)
+        assert np.array_equal(host.replica_at, device.replica_at)
+    assert np.array_equal(host.accepted, device.accepted) and 0 < host.accepted.sum() < host.attempts.sum()
 
 
 def test_exchange_scales_velocities_as_lammps_temper():

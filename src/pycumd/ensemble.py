@@ -114,6 +114,8 @@ class Ensemble:
         self._run_start = self._run_end = self.step
         self._resume_run = None
         self._logs: list = []
+        #: what the batch came from (:class:`EnsemblePlan`'s source and options), stored in its checkpoints
+        self.context: dict = {}
 
     # -- building ---------------------------------------------------------------------------
     @classmethod
@@ -288,13 +290,10 @@ class Ensemble:
                 raise AssertionError(f"no potential energy of step {step} for the exchange")
             energies.append(tap.energy[step])
         boltz = self.members[0].units.boltz
-        done = self.exchange.attempt(energies, boltz, step)
+        done = self.exchange.attempt(energies, boltz, step, backend=self.members[0].backend)
         self.exchange.apply(self.members, done)
 
     # -- checkpoints --------------------------------------------------------------------------
-    #: what the batch came from (:class:`EnsemblePlan`'s source), stored in its checkpoints
-    context: dict = {}
-
     def write_checkpoint(self, path) -> None:
         """One file with every member's checkpoint (arrays prefixed ``system<i>/``, scalars under
         ``systems``), the ensemble's run bounds, failures and the exchange's state: a run continued

@@ -15,8 +15,9 @@ configurations stay where they are.
 
 The uniform number of an attempt comes from the counter-based generator of the Langevin noise
 (:func:`pycumd.integrators.langevin.counter_uniform`, keyed by ``(seed, attempt, k)``), so a run
-is repeatable from its seed and the decision does not depend on where it is made (host or device)
-or in which order the pairs are visited.
+is repeatable from its seed and the decision does not depend on where it is made or in which order
+the pairs are visited.  On the GPU :meth:`ReplicaExchange.attempt` decides on the device
+(``tempering.cu``: one thread per pair), on the CPU on the host, with the same arithmetic.
 """
 
 from __future__ import annotations
@@ -47,8 +48,8 @@ class ReplicaExchange:
     ----------
     temperatures : sequence of float
         The ladder, one temperature per replica (temperature units), strictly increasing.
-        Replica ``i`` (member ``i`` of the ensemble) starts at ``temperatures[i]``: its thermostat
-        must target that temperature (checked at :meth:`bind`).
+        Replica ``i`` (member ``i`` of the ensemble) starts at ``temperatures[i]``: :meth:`bind`
+        sets its thermostat's target to it (its velocities are the caller's).
     every : int
         Steps between two exchange attempts (LAMMPS ``temper N M`` M).
     seed : int
@@ -126,11 +127,14 @@ class ReplicaExchange:
             which = attempt % 2
         return list(range(which, self.n_replicas - 1, 2))
 
-    def attempt(self, energies, boltz: float, step: int) -> list:
+    def attempt(self, energies, boltz: float, step: int, backend=None) -> list:
         """One exchange attempt from the members' potential energies ``energies`` (shape (M,),
-        energy units, by member).  Updates the ladder and the counts and returns the accepted pairs
-        as ``(k, member at T_k, member at T_{k+1})`` (before the exchange); the caller applies them
-        (:meth:`apply`)."""
+        energy units, by member; on the GPU a device array or host values).  Updates the ladder and
+        the counts and returns the accepted pairs as ``(k, member at T_k, member at T_{k+1})``
+        (before the exchange); the caller applies them (:meth:`apply`).  With a GPU ``backend`` the
+        decision is made on the device (:meth:`_attempt_on_device`)."""
+        if backend is not None and backend.is_gpu:
+            return self._attempt_on_device(energies, boltz, step, backend)
         energies = np.asarray(energies, dtype=np.float64)
         a = self.n_attempts
         done = []
@@ -143,6 +147,32 @@ class ReplicaExchange:
                 self.accepted[k] += 1
                 done.append((k, low, high))
                 self.replica_at[k], self.replica_at[k + 1] = high, low
+        self.n_attempts += 1
+        self.walk.append((int(step), self.temperature_index.copy()))
+        return done
+
+    def _attempt_on_device(self, energies, boltz: float, step: int, backend) -> list:
+        """:meth:`attempt` with the Metropolis decisions made by ``tempering.cu``'s ``exchange_attempt``
+        (one thread per pair); the ladder and counts come back to the host (a few integers)."""
+        xp = backend.xp
+        pairs = self.pairs(self.n_attempts)
+        which = pairs[0] if pairs else 0
+        m = self.n_replicas
+        kernel = backend.kernel_module("tempering.cu", options=("--fmad=false",)).get_function("exchange_attempt")
+        replica_at = xp.asarray(self.replica_at.astype(np.int32))
+        attempts, accepted = xp.asarray(self.attempts), xp.asarray(self.accepted)
+        scale = xp.ones(m, dtype=np.float64)
+        index = self.temperature_index
+        target = xp.asarray(self.temperatures[index])
+        before = self.replica_at.copy()
+        blocks = max(1, -(-len(pairs) // 128))
+        kernel((blocks,), (128,), (xp.asarray(energies, dtype=np.float64), replica_at,
+                                  xp.asarray(self.temperatures), np.int32(m), np.float64(boltz),
+                                  np.uint64(self.seed), np.uint64(self.n_attempts), np.int32(which),
+                                  attempts, accepted, scale, target))
+        self.replica_at = backend.to_host(replica_at).astype(np.int64)
+        self.attempts, self.accepted = backend.to_host(attempts), backend.to_host(accepted)
+        done = [(k, int(before[k]), int(before[k + 1])) for k in pairs if self.replica_at[k] != before[k]]
         self.n_attempts += 1
         self.walk.append((int(step), self.temperature_index.copy()))
         return done
