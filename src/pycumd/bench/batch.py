@@ -2,12 +2,12 @@
 
 Two cases, each against its baselines in the same process (same device, precision and steps):
 
-``independent``: S systems of N atoms of LAMMPS' bench/in.lj (fcc at density 0.8442, T 1.44, cutoff
+independent: S systems of N atoms of LAMMPS' bench/in.lj (fcc at density 0.8442, T 1.44, cutoff
 2.5, skin 0.3, NVE, dt 0.005), each with its own velocity seed, run as one pycumd.Ensemble;
 against one system of S x N atoms (the rate a batch should approach) and against the S systems run
 one after another (each its own Simulation.run).
 
-``tempering``: M replicas of N atoms (Langevin, temperatures 1.2 .. 2.0 geometric) with replica
+tempering: M replicas of N atoms (Langevin, temperatures 1.2 .. 2.0 geometric) with replica
 exchange every K steps (pycumd.tempering), against the replicas run one after another.
 
     pycumd bench batch                                   # 1,024 x 1,000 and 64 x 4,000 (the issue's sizes)
