@@ -415,7 +415,7 @@ def test_toml_tempering_runs_replica_exchange_and_restarts_from_the_command_line
     text = ("sweep = {temperature = [1.0, 1.15, 1.3]}\n" + SWEEP_TOML.split("\n", 2)[2]
             .replace("cells = 5", "cells = 3\ndensity = 0.8442").replace("steps = 40", "steps = 40")
             .replace("[run]", "[integrator]\nthermostat = \"langevin\"\ndamping = 0.5\nseed = 3\n"
-                              "[tempering]\nevery = 10\nseed = 4\n[run]"))
+                              "[tempering]\nevery = 10\nseed = 4\nlog = \"walk.csv\"\n[run]"))
     (tmp_path / "rx.toml").write_text(text)
     monkeypatch.chdir(tmp_path)
     assert main(["run", "rx.toml", "--log", "rx.csv", "--checkpoint", "rx.ckpt", "--checkpoint-every", "20"]) == 0
@@ -424,8 +424,13 @@ def test_toml_tempering_runs_replica_exchange_and_restarts_from_the_command_line
     full = (tmp_path / "rx.csv").read_text()
     rows = list(csv.DictReader(full.splitlines()))
     assert sorted({int(r["system"]) for r in rows}) == [0, 1, 2] and max(int(r["Step"]) for r in rows) == 40
+    walk = (tmp_path / "walk.csv").read_text()
+    lines = walk.splitlines()
+    assert lines[0] == "step,T0,T1,T2" and [int(x.split(",")[0]) for x in lines[1:]] == [10, 20, 30, 40]
+    assert all(sorted(map(int, x.split(",")[1:])) == [0, 1, 2] for x in lines[1:])
     assert main(["run", "--restart", "rx.ckpt.1"]) == 0
     assert (tmp_path / "rx.csv").read_text() == full
+    assert (tmp_path / "walk.csv").read_text() == walk
 
 
 def test_lammps_multi_partition_scripts_say_they_are_not_implemented(tmp_path):

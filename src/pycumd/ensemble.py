@@ -71,6 +71,9 @@ class Ensemble:
         Write a checkpoint of the whole batch here every ``checkpoint_every`` steps and at the end of
         each run (:meth:`write_checkpoint`; the previous one kept as ``PATH.1``).
     checkpoint_every : int
+    exchange_log : str or path, optional
+        With replica exchange: a CSV of the walk, one row per attempt, ``step, T0, T1, ...`` with each
+        member's temperature index after the attempt (LAMMPS' tempering status lines, ``world2temp``).
     check_every : int
         Steps between two finiteness checks of every member (besides their report steps and the
         end of a run), so that a blow-up is found and reported near the step it happened (0: only
@@ -91,7 +94,7 @@ class Ensemble:
     """
 
     def __init__(self, simulations, *, exchange=None, stop_all_on_error: bool = False, checkpoint=None,
-                 checkpoint_every: int = 0, check_every: int = 100, verbose=True):
+                 checkpoint_every: int = 0, check_every: int = 100, verbose=True, exchange_log=None):
         self.members: list[Simulation] = list(simulations)
         if not self.members:
             raise ValueError("an ensemble needs at least one system")
@@ -99,8 +102,14 @@ class Ensemble:
         if len(steps) > 1:
             raise ValueError(f"the systems of an ensemble must be at the same step, got steps {sorted(steps)}")
         self.exchange = exchange
+        self._walk_log = None
         if exchange is not None:
             exchange.bind(self.members)
+            if exchange_log is not None:
+                self._walk_log = open(exchange_log, "w", newline="")
+                self._walk_log.write(",".join(["step"] + [f"T{i}" for i in range(self.n_systems)]) + "\n")
+        elif exchange_log is not None:
+            raise ValueError("exchange_log needs replica exchange (exchange=ReplicaExchange(...))")
         self.stop_all_on_error = bool(stop_all_on_error)
         if checkpoint_every < 0:
             raise ValueError(f"checkpoint interval must be >= 0, got {checkpoint_every}")
@@ -122,7 +131,7 @@ class Ensemble:
     def from_systems(cls, systems, potentials, integrators=None, *, thermo_log=None, thermo_every: int = 100,
                      trajectory=None, trajectory_every: int = 100, exchange=None, stop_all_on_error: bool = False,
                      checkpoint=None, checkpoint_every: int = 0, check_every: int = 100, verbose=True,
-                     resume_step: int | None = None, **options) -> "Ensemble":
+                     resume_step: int | None = None, exchange_log=None, **options) -> "Ensemble":
         """Build a member per system.
 
         ``potentials`` is one potential for all or one per system (the same style with other
@@ -162,7 +171,8 @@ class Ensemble:
                 reporters.append(trajectory_writer(str(trajectory).format(system=i), trajectory_every))
             members.append(Simulation(system, pot, integ, reporters=reporters, **options))
         ens = cls(members, exchange=exchange, stop_all_on_error=stop_all_on_error, checkpoint=checkpoint,
-                  checkpoint_every=checkpoint_every, check_every=check_every, verbose=verbose)
+                  checkpoint_every=checkpoint_every, check_every=check_every, verbose=verbose,
+                  exchange_log=exchange_log)
         if log is not None:
             ens._logs.append(log)
         return ens
@@ -292,6 +302,9 @@ class Ensemble:
         boltz = self.members[0].units.boltz
         done = self.exchange.attempt(energies, boltz, step, backend=self.members[0].backend)
         self.exchange.apply(self.members, done)
+        if self._walk_log is not None:
+            self._walk_log.write(",".join(str(int(v)) for v in [step, *self.exchange.temperature_index]) + "\n")
+            self._walk_log.flush()
 
     # -- checkpoints --------------------------------------------------------------------------
     def write_checkpoint(self, path) -> None:
@@ -342,6 +355,13 @@ class Ensemble:
                              f"exchange, this ensemble is not")
         if self.exchange is not None:
             self.exchange.restore_checkpoint_state(meta["exchange"], self.members)
+            if self._walk_log is not None:          # the walk up to the checkpoint, as the run wrote it
+                self._walk_log.seek(0)
+                self._walk_log.truncate()
+                self._walk_log.write(",".join(["step"] + [f"T{i}" for i in range(self.n_systems)]) + "\n")
+                for step, index in self.exchange.walk:
+                    self._walk_log.write(",".join(str(int(v)) for v in [step, *index]) + "\n")
+                self._walk_log.flush()
         self._resume_run = (int(meta["run_start"]), int(meta["run_end"]))
 
     def remaining_steps(self) -> int:
@@ -355,6 +375,8 @@ class Ensemble:
             m.close()
         for log in self._logs:
             log.close()
+        if self._walk_log is not None:
+            self._walk_log.close()
 
 
 # -- batches larger than memory ---------------------------------------------------------------
@@ -440,7 +462,8 @@ class EnsemblePlan:
     labels : list of dict
         Each member's swept values (``{"density": 0.7, "seed": 2}``), printed and stored.
     exchange : dict or None
-        ``temperatures, every, seed, random_pairs`` of a replica-exchange run (:class:`ReplicaExchange`).
+        ``temperatures, every, seed, random_pairs`` of a replica-exchange run (:class:`ReplicaExchange`);
+        exchange_log: the CSV of its walk (``Ensemble``'s ``exchange_log``), or None.
     thermo_log : path or None
         One CSV with a ``system`` column; trajectory : a path pattern with ``{system}``, or None.
     source : dict or None
@@ -459,6 +482,7 @@ class EnsemblePlan:
     trajectory: str | None = None
     trajectory_every: int = 100
     exchange: dict | None = None
+    exchange_log: str | None = None
     checkpoint: str | None = None
     checkpoint_every: int = 0
     source: dict | None = None
@@ -473,7 +497,8 @@ class EnsemblePlan:
                                      thermo_every=self.thermo_every, trajectory=self.trajectory,
                                      trajectory_every=self.trajectory_every, exchange=exchange,
                                      checkpoint=self.checkpoint, checkpoint_every=self.checkpoint_every,
-                                     verbose=verbose, resume_step=resume_step, neighbor=self.neighbor,
+                                     verbose=verbose, resume_step=resume_step, exchange_log=self.exchange_log,
+                                     neighbor=self.neighbor,
                                      engine=self.engine)
         ens.context = {"source": self.source, "device": self.engine.device, "precision": self.engine.precision,
                        "deterministic": self.engine.deterministic, "thermo_log": self.thermo_log,

@@ -90,6 +90,7 @@ error names the file's line that holds it.
     every = required                  # steps between exchange attempts (LAMMPS temper N M: M)
     seed = required                   # seed of the acceptance draws
     random_pairs = false              # false: even and odd pairs alternate (LAMMPS' default)
+    log = ""                          # CSV of the walk: step, each replica's temperature index
 
 Unknown keys and missing required keys raise :class:`ConfigError` naming them.
 :func:`plan_from_config` turns a checked config into a :class:`~pycumd.run_plan.RunPlan`.
@@ -362,7 +363,7 @@ SWEEP_ALIASES = {
     "epsilon": [("pair.coeff", "epsilon")], "sigma": [("pair.coeff", "sigma")], "r_cut": [("pair", "r_cut")],
     "dt": [("integrator", "dt")], "damping": [("integrator", "damping")],
 }
-TEMPERING_SCHEMA = {"every": REQUIRED, "seed": REQUIRED, "random_pairs": False}
+TEMPERING_SCHEMA = {"every": REQUIRED, "seed": REQUIRED, "random_pairs": False, "log": ""}
 
 
 def _sweep_targets(name: str, config: dict) -> list:
@@ -412,6 +413,8 @@ def _check_sweep(sweep, tempering, config: dict):
         for key in ("every", "seed"):
             if not _fits(tempering[key], "positive_int"):
                 raise ConfigError(f"tempering.{key} = {_toml(tempering[key])}: expected a whole number >= 1")
+        if not isinstance(tempering["log"], str):
+            raise ConfigError(f"tempering.log = {_toml(tempering['log'])}: expected a string (a CSV path)")
         if not isinstance(tempering["random_pairs"], bool):
             raise ConfigError(f"tempering.random_pairs = {_toml(tempering['random_pairs'])}: expected true or false")
         names = [name for name, _, _ in out]
@@ -460,7 +463,8 @@ def _ensemble_plan(config: dict, engine):
                     "seed": tempering["seed"], "random_pairs": tempering["random_pairs"]}
     return EnsemblePlan(systems, potentials, integrators, labels, rc["steps"], neighbor, engine,
                         thermo_every=rc["thermo"], trajectory=trajectory, trajectory_every=rc["trajectory_every"],
-                        exchange=exchange, source={"kind": "toml", "text": config["text"]})
+                        exchange=exchange, exchange_log=(tempering or {}).get("log") or None,
+                        source={"kind": "toml", "text": config["text"]})
 
 
 def _lattice_system_and_pair(config: dict):
