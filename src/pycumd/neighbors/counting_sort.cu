@@ -120,6 +120,15 @@ iota(int* out, int n)
     if (k < n) out[k] = k;
 }
 
+// Stable compaction: out[offset[i]] = i for every i with flags[i] != 0 (offset: the exclusive prefix
+// sum of the flags), so that out holds the selected indices in increasing order.
+extern "C" __global__ void
+compact_scatter(const int* __restrict__ flags, const int* __restrict__ offset, int n, int* __restrict__ out)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && flags[i] != 0) out[offset[i]] = i;
+}
+
 // A batch of systems (docs/batch.md): the cell of each particle in its own system's grid, offset by
 // the system's first cell, so that one counting sort bins every system at once and leaves each
 // system's particles in their own segment, in the order the system's own sort gives.  Per system s:

@@ -35,7 +35,7 @@ import numpy as np
 from pycumd.backend import Backend, array_backend, select
 from pycumd.neighbors.scan import _exclusive_scan_cpu, prefix_sum
 
-__all__ = ["CountingSortResult", "batch_cell_index", "counting_sort", "cell_index", "reorder"]
+__all__ = ["CountingSortResult", "batch_cell_index", "counting_sort", "compact", "cell_index", "reorder"]
 
 THREADS = 256
 #: blocks of a gated gather (enqueue_gather_rows with `enabled`): a grid-stride loop, so that a
@@ -136,8 +136,43 @@ def _grid(n: int) -> tuple:
     return (max(1, -(-n // THREADS)),)
 
 
+def compact(mask, backend=None) -> tuple:
+    """The indices of the true entries of ``mask`` in increasing order, without a host synchronisation.
+
+    Parameters
+    ----------
+    mask : numpy.ndarray or cupy.ndarray, shape (N,), bool
+    backend : Backend, optional (the array's)
+
+    Returns
+    -------
+    (indices, count)
+        ``indices`` (N,) int32, whose first ``count`` entries are the selected indices; ``count`` is a
+        backend scalar (a 0-d array on the GPU, read it when a synchronisation comes anyway).  On the
+        GPU: the exclusive prefix sum of the flags (:func:`~pycumd.neighbors.scan.prefix_sum`) and
+        one scatter.  (Use this, not a counting sort into two bins: the counting sort ranks each bin's
+        members by one warp, O(k^2 / 32) for a bin of k, which is for cells of a few atoms.)
+    """
+    backend = array_backend(mask) if backend is None else select(backend)
+    if not backend.is_gpu:
+        selected = np.flatnonzero(mask).astype(np.int32)
+        indices = np.empty(len(mask), np.int32)
+        indices[:len(selected)] = selected
+        return indices, np.int64(len(selected))
+    xp = backend.xp
+    n = int(mask.shape[0])
+    flags = xp.zeros(n + 1, np.int32)
+    flags[:n] = mask
+    offset = prefix_sum(flags, exclusive=True)
+    indices = xp.empty(n, np.int32)
+    if n > 0:
+        _module(backend).get_function("compact_scatter")(_grid(n), (THREADS,), (flags, offset, np.int32(n), indices))
+    return indices, offset[n]
+
+
 def counting_sort(keys, n_bins: int, backend=None, validate: bool | None = None):
-    """Stable counting sort of particle indices by bin.
+    """Stable counting sort of particle indices by bin (bins of a few members each, as cells: the GPU
+    ranks a bin of k members in O(k^2 / 32) warp steps; for a few large bins use :func:`compact`).
 
     Parameters
     ----------
