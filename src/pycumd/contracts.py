@@ -176,11 +176,15 @@ class StepHooks(Protocol):
         Correct over MPI ranks (its reductions summed over the decomposition).
     runs_in_composite : bool
         Implemented in composite precision.
+    has_target_temperature : bool
+        ``reset_target(T)`` changes the temperature it holds (replica exchange,
+        :mod:`pycumd.tempering`).
     """
 
     needs_virial: bool
     runs_over_ranks: bool
     runs_in_composite: bool
+    has_target_temperature: bool
 
     def bind(self, sim) -> None: ...
 
@@ -191,6 +195,8 @@ class StepHooks(Protocol):
     def end_step(self, sim) -> None: ...
 
     def checkpoint_state(self) -> dict: ...
+
+    def reset_target(self, temperature: float) -> None: ...
 
     def restore_checkpoint_state(self, state: dict) -> None: ...
 
@@ -204,9 +210,15 @@ class StepHooksBase:
     needs_virial = False
     runs_over_ranks = False
     runs_in_composite = True
+    #: a thermostat whose target temperature :meth:`reset_target` changes (replica exchange)
+    has_target_temperature = False
 
     def bind(self, sim) -> None:
         pass
+
+    def reset_target(self, temperature: float) -> None:
+        """Hold ``temperature`` (temperature units) from now on (LAMMPS ``Fix::reset_target``)."""
+        raise NotImplementedError(f"{self.describe()} has no target temperature to reset")
 
     def begin_step(self, sim) -> None:
         pass

@@ -233,6 +233,20 @@ class Simulation:
         A run that produces non-finite positions, velocities or energies stops with
         :class:`SimulationError` naming the step and the atom; reporters keep what they wrote.
         """
+        self.begin_run(steps)
+        bar = Progress(steps, enabled=progress)
+        try:
+            self.advance(self._run_end, bar)
+            self.book.check_finite()
+        finally:
+            self.backend.synchronize()
+            bar.close()
+
+    def begin_run(self, steps: int) -> None:
+        """The start of :meth:`run` without its steps: set-up (or a restored checkpoint's), the
+        reporters' ``begin_run`` and those due at the run's first step, and a stop asked for before
+        the first step.  :meth:`advance` then runs the steps; :class:`~pycumd.ensemble.Ensemble`
+        drives its members through these two calls so that they advance in lockstep."""
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
             raise ValueError(f"run length must be a whole number of steps >= 0, got {steps!r}")
         if self._resume is not None:     # a restored checkpoint: the run it was written in goes on
@@ -253,26 +267,38 @@ class Simulation:
             self._report(self._due(self.state.step))
         self._next_stop_check = self.state.step + 1     # decomposed runs: the first step decides (_stop_if_asked)
         self._stop_if_asked(wall_time=False)      # a signal before the first step: no step is run
-        bar = Progress(steps, enabled=progress)
+
+    @property
+    def run_end(self) -> int:
+        """The last step of the current run (set by :meth:`begin_run`)."""
+        return self._run_end
+
+    def next_report_step(self, step: int) -> int:
+        """The first step >= ``step`` that some reporter reports (the run's last step at the latest)."""
+        return self._next_report_step(step)
+
+    def advance(self, until: int, bar=None) -> None:
+        """Run the steps of the current run (:meth:`begin_run`) up to step ``until`` (<= its end),
+        in stretches between reports (graph blocks on the GPU where they apply).  Stopping at any
+        step leaves the bits of the trajectory as they are: a stretch ends at a step, never
+        inside one, and nothing is set up again."""
+        if until > self._run_end:
+            raise ValueError(f"advance to step {until} is past the run's end {self._run_end}")
         graph = None
         if self.use_graphs and CudaStepGraph.applicable(self):
             mode = "auto" if self.use_graphs is True else self.use_graphs
             graph = self._step_graph = self._step_graph or CudaStepGraph(self, mode=mode)
         state = self.state
-        try:
-            while state.step < self._run_end:
-                step = state.step + 1
-                ordinary = self._next_report_step(step) - step     # steps before the next report
-                if graph is not None and ordinary > 1:
-                    graph.advance(ordinary)
-                else:
-                    self._one_step(step)
+        while state.step < until:
+            step = state.step + 1
+            ordinary = min(self._next_report_step(step), until) - step     # steps before the next stop
+            if graph is not None and ordinary > 1:
+                graph.advance(ordinary)
+            else:
+                self._one_step(step)
+            if bar is not None:
                 bar.update(state.step - self._run_start)
-                self._stop_if_asked()
-            self.book.check_finite()
-        finally:
-            self.backend.synchronize()
-            bar.close()
+            self._stop_if_asked()
 
     def _one_step(self, step: int) -> None:
         """One step on the host-driven path: the phases of :data:`pycumd.step_order.STEP_ORDER`, in
