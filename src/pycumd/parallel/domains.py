@@ -42,6 +42,7 @@ from ..contracts import ForceEvaluatorBase, NeighborStructureBase
 from ..neighbors.counting_sort import cell_index, compact, counting_sort
 from ..neighbors.cpu_builder import build_list_cpu
 from ..neighbors.verlet import OverlapError, capacity_for
+from ..precision import c_type_name
 from ..bookkeeping import SimulationError
 from ..system import System
 from .decomposition import Decomposition
@@ -51,6 +52,8 @@ from .grid import choose_domain_grid
 MIGRATING = ("positions", "velocities", "per_atom_mass", "types", "images", "ids")
 #: bins after the cells into which a build's cell order puts the departed rows (cut off after the sort)
 DEPARTED_BINS = 1024
+#: threads per block of domains.cu's row copies
+ROW_THREADS = 256
 
 
 class DomainDecomposition(Decomposition):
@@ -408,19 +411,11 @@ class DomainNeighborList(NeighborStructureBase):
         edge or a corner arrives in two or three hops).  The arrivals are appended to the State's
         per-atom arrays; the departed rows stay until :meth:`_cell_order` drops them.  Returns the
         boolean array of the rows that stay (None when no atom moved)."""
-        d, comm, xp = self.d, self.d.comm, self.xp
+        comm, xp = self.d.comm, self.xp
         self.migrated = 0
         alive = None
         for dim in self.decomposed:
-            p, own = int(d.grid[dim]), int(d.coords[dim])
-            x = state.positions[:, dim].astype(np.float64)
-            cell = xp.clip(xp.floor(x * (p / d.L[dim])).astype(np.int64), 0, p - 1)
-            low, high = (own - 1) % p, (own + 1) % p
-            away = cell != own
-            if alive is not None:                       # gone along an earlier direction: stays put
-                away &= alive
-            to_low = away & (cell == low)
-            to_high = away & (cell == high) & ~to_low    # with two domains both faces lead to the other
+            to_low, to_high, away, stays = self._migration_flags(state, dim, alive)
             (low_rows, low_count), (high_rows, high_count) = compact(to_low, self.backend), compact(to_high, self.backend)
             peers = self.face_peers(dim)
             # one synchronisation: how many leave low and high, strayed further, and arrive
@@ -433,15 +428,45 @@ class DomainNeighborList(NeighborStructureBase):
             self.migrated += n_low + n_high
             if not n_low and not n_high and not any(arriving):
                 continue
-            packed = [_pack_rows(state, rows, xp) for rows in leaving]
+            packed = [_pack_rows(state, rows, self.backend) for rows in leaving]
             width = packed[0].shape[1]
             received = [xp.empty((rows, width), np.uint8) for rows in arriving]
             comm.exchange([(packed[k], peers[k][0], received[k], peers[k][1]) for k in range(2)])
-            stays = ~away if alive is None else alive & ~away
             alive = xp.concatenate([stays, xp.ones(sum(arriving), dtype=bool)])
-            _append_rows(state, received, xp)
+            _append_rows(state, received, self.backend)
         self.migrated_total += self.migrated
         return alive
+
+    def _migration_flags(self, state, dim: int, alive) -> tuple:
+        """``(to_low, to_high, away, stays)``, boolean per owned row: whether it leaves along ``dim``
+        for the low or the high face neighbour (low first: with two domains both faces lead to the
+        other), leaves at all, or stays (``alive``: the rows not gone along an earlier direction, or
+        None).  Its domain along ``dim`` is ``clamp(floor(x p / L), 0, p - 1)`` in float64 on both
+        backends (GPU: one launch of domains.cu's ``migration_flags``)."""
+        d, xp = self.d, self.xp
+        p, own = int(d.grid[dim]), int(d.coords[dim])
+        low, high = (own - 1) % p, (own + 1) % p
+        scale = p / d.L[dim]
+        n = state.n_atoms
+        if self.backend.is_gpu:
+            positions = state.positions
+            flags = [xp.empty(n, dtype=bool) for _ in range(4)]
+            if n:
+                real = positions.dtype
+                module = self.backend.kernel_module("parallel/domains.cu", {"real_t": c_type_name(real)})
+                module.get_function("migration_flags")(
+                    ((n + ROW_THREADS - 1) // ROW_THREADS,), (ROW_THREADS,),
+                    (positions, np.int32(n), np.int32(positions.shape[1]), np.int32(dim), np.float64(scale),
+                     np.int32(p), np.int32(own), np.int32(low), np.int32(high),
+                     alive if alive is not None else np.uint64(0), *flags))
+            return tuple(flags)
+        x = state.positions[:, dim].astype(np.float64)
+        cell = np.clip(np.floor(x * scale).astype(np.int64), 0, p - 1)
+        live = np.ones(n, dtype=bool) if alive is None else alive
+        away = live & (cell != own)
+        to_low = away & (cell == low)
+        to_high = away & (cell == high) & ~to_low
+        return to_low, to_high, away, live & ~away
 
     def exchange_ghosts(self, state) -> None:
         """Choose the ghosts along each decomposed direction (see the class docstring), fill the
@@ -478,39 +503,37 @@ class DomainNeighborList(NeighborStructureBase):
             _, rows, parts = self._tally([sum(count for _, count in pair) for pair in firsts], peers,
                                          [count for pair in firsts for _, count in pair])
             chosen = []                             # per face: rows of the extended array (owned, then ghosts)
-            payload = []
-            for k, step in enumerate((-1, +1)):
-                shift = 0.0
-                if step < 0 and d.coords[dim] == 0:
-                    shift = d.L[dim]
-                elif step > 0 and d.coords[dim] == d.grid[dim] - 1:
-                    shift = -d.L[dim]
+            sends = []
+            like = None
+            for k in range(2):
                 selected = [order[:parts[k * len(coordinates) + part]] for part, (order, _) in enumerate(firsts[k])]
-                own_rows = selected[0]
-
-                def gather(own_part, ghost_part):
-                    if not has_ghosts:
-                        return own_part[own_rows]
-                    return xp.concatenate([own_part[own_rows], ghost_part[selected[1]]])
-
-                chosen.append(own_rows if not has_ghosts else xp.concatenate([own_rows, selected[1] + n]))
-                raw_rows = gather(owned, raw_g)
-                image_rows = gather(owned, images_g) if has_ghosts else raw_rows.copy()
-                if shift:
-                    image_rows[:, dim] += shift
-                columns = [image_rows, raw_rows, gather(state.ids, ids_g)]
-                if not self.backend.is_gpu:
-                    types_g = np.concatenate(ghost_types) if ghost_types else state.types[:0]
-                    columns.append(gather(state.types, types_g))
-                payload.append(columns)
-            # one message per face: the image row, the owner's row, the id (CPU: and the type), as bytes
-            sends = [_pack_columns(payload[k], xp) for k in range(2)]
+                chosen.append(selected[0] if not has_ghosts else xp.concatenate([selected[0], selected[1] + n]))
+                # one message per face: the image row, the owner's row, the id (CPU: and the type), as bytes
+                own_columns = [owned, owned, state.ids] + ([] if self.backend.is_gpu else [state.types])
+                message_parts = [(own_columns, selected[0])]
+                if has_ghosts:
+                    ghost_columns = [images_g, raw_g, ids_g]
+                    if not self.backend.is_gpu:
+                        ghost_columns.append(np.concatenate(ghost_types) if ghost_types else state.types[:0])
+                    message_parts.append((ghost_columns, selected[1]))
+                sends.append(_pack_parts(self.backend, message_parts))
+                like = own_columns
             recvs = [xp.empty((rows[k], sends[k].shape[1]), np.uint8) for k in range(2)]
             comm.exchange([(sends[k], peers[k][0], recvs[k], peers[k][1]) for k in range(2)])
             offset = n + sum(len(part) for part in ghost_ids)
             previous = old.get(dim)
             for k in range(2):
-                columns = _unpack_columns(recvs[k], payload[k], xp)
+                columns = _unpack_columns(recvs[k], like, xp, self.backend)
+                # the image next to this domain: the sender's rows moved across the periodic boundary
+                # (face 0 comes from the high neighbour, which sends its low layer: +L when that
+                # neighbour is the first domain, so when this one is the last; face 1 the converse)
+                shift = 0.0
+                if k == 0 and d.coords[dim] == d.grid[dim] - 1:
+                    shift = d.L[dim]
+                elif k == 1 and d.coords[dim] == 0:
+                    shift = -d.L[dim]
+                if shift and rows[k]:
+                    columns[0][:, dim] += shift
                 ghost_images.append(columns[0])
                 ghost_raw.append(columns[1])
                 ghost_ids.append(columns[2])
@@ -575,36 +598,113 @@ def _pack_columns(arrays, xp):
     return xp.ascontiguousarray(xp.concatenate(parts, axis=1))
 
 
-def _unpack_columns(block, like, xp) -> list:
+def _row_kernel(backend, name):
+    """A kernel of domains.cu (row copies between per-atom arrays and packed messages)."""
+    return backend.kernel_module("parallel/domains.cu").get_function(name)
+
+
+def _word_launch(n_rows: int, row_words: int) -> tuple:
+    return ((max(1, -(-n_rows * row_words // ROW_THREADS)),), (ROW_THREADS,))
+
+
+def _pack_parts(backend, parts) -> object:
+    """One packed message: for each ``(columns, rows)`` of ``parts`` (the per-atom arrays of the
+    message's columns, all with the same row sizes from part to part, and the backend int array of
+    the rows to take), those rows of each column side by side; the parts' rows one after another.
+    Returns (total rows, bytes per row) uint8.  GPU: one gather launch per column and part."""
+    xp = backend.xp
+    if not backend.is_gpu:
+        columns = [np.concatenate([cols[j][rows] for cols, rows in parts]) for j in range(len(parts[0][0]))]
+        return _pack_columns(columns, xp)
+    widths = [_row_bytes(c) for c in parts[0][0]]
+    total = sum(len(rows) for _, rows in parts)
+    out = xp.empty((total, sum(widths)), np.uint8)
+    out_words = sum(widths) // 4
+    first = 0
+    for columns, rows in parts:
+        k = len(rows)
+        if k:
+            rows32 = rows.astype(np.int32, copy=False)
+            column = 0
+            for array, width in zip(columns, widths):
+                words = width // 4
+                _row_kernel(backend, "gather_row_words")(
+                    *_word_launch(k, words),
+                    (xp.ascontiguousarray(array), rows32, np.int32(k), np.int32(words), out, np.int32(out_words),
+                     np.int32(column), np.int32(first)))
+                column += words
+        first += k
+    return out
+
+
+def _unpack_columns(block, like, xp, backend=None) -> list:
     """The arrays :func:`_pack_columns` packed into ``block``, each of the dtype and row shape of
-    the corresponding array of ``like``."""
+    the corresponding array of ``like``.  GPU (``backend`` given): one scatter launch per column."""
+    rows = len(block)
+    if backend is not None and backend.is_gpu:
+        out, column = [], 0
+        packed_words = block.shape[1] // 4
+        for a in like:
+            words = _row_bytes(a) // 4
+            values = xp.empty((rows,) + tuple(a.shape[1:]), dtype=a.dtype)
+            if rows:
+                _row_kernel(backend, "scatter_row_words")(
+                    *_word_launch(rows, words),
+                    (block, np.int32(rows), np.int32(packed_words), np.int32(column), np.int32(words), values,
+                     np.int32(0)))
+            out.append(values)
+            column += words
+        return out
     out, start = [], 0
     for a in like:
         width = _row_bytes(a)
         values = xp.ascontiguousarray(block[:, start:start + width]).view(a.dtype)
-        out.append(values.reshape((len(block),) + tuple(a.shape[1:])))
+        out.append(values.reshape((rows,) + tuple(a.shape[1:])))
         start += width
     return out
 
 
-def _pack_rows(state, rows, xp):
+def _pack_rows(state, rows, backend):
     """The per-atom rows ``rows`` of the migrating arrays, packed side by side as bytes:
-    (len(rows), bytes per atom) uint8 (:func:`_pack_columns`)."""
-    return _pack_columns([getattr(state, name)[rows] for name in MIGRATING], xp)
+    (len(rows), bytes per atom) uint8 (:func:`_pack_parts`)."""
+    return _pack_parts(backend, [([getattr(state, name) for name in MIGRATING], rows)])
 
 
-def _append_rows(state, received, xp) -> None:
+def _append_rows(state, received, backend) -> None:
     """Append the packed ``received`` rows (each a (rows, bytes per atom) uint8 array of
-    :func:`_pack_rows`) to the migrating arrays."""
+    :func:`_pack_rows`) to the migrating arrays.  GPU: each array allocated at its new length once,
+    the received rows scattered into place (one launch per array and message)."""
+    xp = backend.xp
     arrays = [getattr(state, name) for name in MIGRATING]
-    parts = [[a] for a in arrays]
-    for block in received:
-        if len(block):
-            for part, values in zip(parts, _unpack_columns(block, arrays, xp)):
-                part.append(values)
-    for name, part in zip(MIGRATING, parts):
-        if len(part) > 1:
+    arriving = sum(len(block) for block in received)
+    if not arriving:
+        return
+    if not backend.is_gpu:
+        parts = [[a] for a in arrays]
+        for block in received:
+            if len(block):
+                for part, values in zip(parts, _unpack_columns(block, arrays, xp)):
+                    part.append(values)
+        for name, part in zip(MIGRATING, parts):
             setattr(state, name, xp.concatenate(part))
+        return
+    n = len(arrays[0])
+    packed_words = sum(_row_bytes(a) for a in arrays) // 4
+    column = 0
+    for name, a in zip(MIGRATING, arrays):
+        words = _row_bytes(a) // 4
+        grown = xp.empty((n + arriving,) + tuple(a.shape[1:]), dtype=a.dtype)
+        grown[:n] = a
+        first = n
+        for block in received:
+            if len(block):
+                _row_kernel(backend, "scatter_row_words")(
+                    *_word_launch(len(block), words),
+                    (block, np.int32(len(block)), np.int32(packed_words), np.int32(column), np.int32(words), grown,
+                     np.int32(first)))
+                first += len(block)
+        setattr(state, name, grown)
+        column += words
 
 
 class DomainForces(ForceEvaluatorBase):
