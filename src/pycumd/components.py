@@ -13,7 +13,7 @@ import numpy as np
 
 from . import backend as _backend
 from .contracts import Communicator, ForceEvaluator, Integrator, NeighborStructure
-from .forces import PairForces
+from .eam_forces import list_forces_class
 from .neighbors.allpairs import AllPairsForces, AllPairsNeighbors, choose_pair_method
 from .neighbors.verlet import NeighborList
 from .parallel.comm import communicator
@@ -120,14 +120,16 @@ class Components:
     cpu_threads: str = ""             # CPU: the threads of this process, in the run header's words
 
 
-def _half_list(backend, precision, decomposed: bool) -> bool:
+def _half_list(backend, precision, decomposed: bool, many_body: bool = False) -> bool:
     """Whether the neighbour list is a half list (each pair once, Newton's third law in the forces).
 
     On the CPU in one process, unless ``deterministic``: that keeps the full list and the GPU's
     summation order, so that double-precision runs give the GPU's bits (``tests/test_determinism.py``).
     Spatial domains (``decomposed``) use full lists over their ghost atoms (no reverse communication).
+    Many-body potentials (EAM, :mod:`pycumd.eam_forces`) take the full list everywhere: each atom's
+    density and force are its own sums, with no reverse communication of densities.
     """
-    return not backend.is_gpu and not precision.deterministic and not decomposed
+    return not backend.is_gpu and not precision.deterministic and not decomposed and not many_body
 
 
 def build_components(system: System, potential, integrator, neighbor: NeighborOptions,
@@ -152,6 +154,8 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     skin = neighbor.resolved_skin(system.units.name)
     r_cut = potential.max_cutoff(system.n_types)
     pair_method = choose_pair_method(engine.pair_method, r_cut, skin, system.box.L)
+    if potential.many_body:
+        pair_method = _many_body_pair_method(engine.pair_method, potential)
     if precision.composite:
         _check_composite_supported(pair_method, integrator.thermostat)
     if pair_method == "all_pairs":
@@ -161,9 +165,10 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
         neighbors = NeighborList(backend, r_cut, skin, every=neighbor.every, delay=neighbor.delay,
                                  check=neighbor.check, cuda_options=precision.cuda_options,
                                  position_error=_storage_rounding(precision, system.box.L),
-                                 list_dtype=precision.list_dtype, half=_half_list(backend, precision, decomposed),
+                                 list_dtype=precision.list_dtype,
+                                 half=_half_list(backend, precision, decomposed, potential.many_body),
                                  canonical_order=precision.deterministic)
-        forces_class = PairForces
+        forces_class = list_forces_class(potential)
     if decomposed:
         from .parallel import decompose
         parts = decompose(system, potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor, engine,
@@ -174,6 +179,16 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     state = State.from_system(system, backend, precision)
     forces = forces_class(potential, system.n_types, backend, precision)
     return Components(backend, precision, state, integrator, neighbors, forces, pair_method, comm, None, cpu_threads)
+
+
+def _many_body_pair_method(pair_method: str, potential) -> str:
+    """A many-body potential runs over the neighbour list (``auto`` takes it whenever the box holds
+    it; a box too short says so at ``check_box``); all pairs are not implemented for it."""
+    if pair_method == "all_pairs":
+        raise NotImplementedError(f"pair_method 'all_pairs' is not implemented for pair_style {potential.name} "
+                                  f"(a many-body potential): use 'neighbor' or 'auto', on a box of at least "
+                                  f"2 (r_cut + skin)")
+    return "neighbor"
 
 
 def _check_composite_supported(pair_method: str, thermostat) -> None:
