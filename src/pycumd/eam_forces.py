@@ -225,7 +225,8 @@ class EAMForces(ForceEvaluatorBase):
         common = (state.control, state.positions, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
                   np.int32(self.n_types), np.int32(t.nr), pair(t.rdr), pair(t.cutsq), *box)
         suffix = "_energy" if with_energy else ""
-        self._kernels["eam_density" + suffix](*grid, (*common, np.int32(t.nrho), pair(t.rdrho), pair(t.rhomax),
+        accum = self.precision.accum_dtype
+        self._kernels["eam_density" + suffix](*grid, (*common, np.int32(t.nrho), accum(t.rdrho), accum(t.rhomax),
                                                       self._rhor, self._maps[1], self._frho, self._maps[0],
                                                       fp, state.energy))
         neighbors.forward(fp)
