@@ -362,3 +362,15 @@ def test_gpu_in_eam_prints_lammps_log(monkeypatch, tmp_path, precision, determin
                 assert float(f"{row[key]:.8g}") == log[key][k], (row["Step"], key)
             else:
                 assert row[key] == pytest.approx(log[key][k], rel=2e-7, abs=1e-6), (row["Step"], key)
+
+
+@needs_wheel
+def test_melting_copper_example_reads_cu_u3_from_a_given_path(tmp_path, monkeypatch):
+    """examples/metals/in.cu_melt with ``-var potfile PATH``: 864 Cu atoms, Cu_u3.eam's mass, NPT at
+    2000 K (the run itself: docs/user-guide.md, about 40 s on two CPU cores)."""
+    monkeypatch.chdir(tmp_path)
+    example = Path(__file__).resolve().parents[1] / "examples" / "metals" / "in.cu_melt"
+    plan = plan_from_lammps_script(path=example, variables={"potfile": str(POTENTIALS / "Cu_u3.eam")}, screen=False)
+    stage = plan.stages[0]
+    assert stage.system.n_atoms == 864 and list(stage.system.masses) == [63.55]
+    assert stage.potential.max_cutoff(1) == pytest.approx(4.95) and stage.steps == 4000
