@@ -168,8 +168,9 @@ def test_forces_are_minus_the_gradient_of_the_energy(name, tmp_path):
     from pycumd.ase import Calculator, system_to_atoms
 
     _, potential, _, system = _case(name, tmp_path)
-    atoms = system_to_atoms(system, numbers=[13, 29])
-    atoms.calc = Calculator(potential, type_map={13: 0, 29: 1}, device="cpu", skin=0.5)
+    numbers = sorted(potential.atomic_number_types(), key=potential.atomic_number_types().get)
+    atoms = system_to_atoms(system, numbers=numbers)           # fs: Al, Fe; funcfl: Cu, Ni
+    atoms.calc = Calculator(potential, device="cpu", skin=0.5)  # type_map: the files' atomic numbers
     forces = atoms.get_forces()
     h = 1e-4
     for i in (0, 1, 2, 5):
@@ -182,7 +183,10 @@ def test_forces_are_minus_the_gradient_of_the_energy(name, tmp_path):
             e_minus = probe.get_potential_energy()
             fd = -(e_plus - e_minus) / (2 * h)
             assert fd == pytest.approx(forces[i, c], rel=1e-6, abs=1e-7 * np.abs(forces).max()), (i, c)
-    assert isinstance(ase.Atoms, type)
+    # the calculator's energy is the engine's, types taken from the files' atomic numbers
+    sim = Simulation(system, potential, VelocityVerlet(0.002), device="cpu", skin=0.5)
+    assert atoms.get_potential_energy() == pytest.approx(sim.potential_energy(), rel=1e-13)
+    assert numbers == ([13, 26] if name == "fs" else [29, 28]) and isinstance(ase.Atoms, type)
 
 
 # -- reading files: LAMMPS' conventions and the errors --------------------------------------------------

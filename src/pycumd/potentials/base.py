@@ -226,6 +226,11 @@ class PairPotential:
             pot.pair_coeff(i, j, **dict(zip(names, values)))
         return pot
 
+    def atomic_number_types(self) -> dict | None:
+        """Atomic number -> 0-based type where the potential knows its elements (EAM files), for the
+        ASE calculator's default ``type_map``; None for a pair potential."""
+        return None
+
     @classmethod
     def lammps_pair_coeff(cls, style: str, types_i, types_j, values: list, both_all: bool, n_types: int,
                           directory=None) -> dict:
@@ -296,6 +301,9 @@ class ManyBodyPotential:
         raise NotImplementedError(f"{type(self).__name__} does not implement table")
 
     def kernel_cache_key(self):
+        return None
+
+    def atomic_number_types(self) -> dict | None:
         return None
 
     def describe(self) -> str:

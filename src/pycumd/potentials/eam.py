@@ -144,6 +144,7 @@ class Funcfl:
     """A DYNAMO funcfl file (one element): ``frho`` (nrho + 1,), ``zr``, ``rhor`` (nr + 1,), 1-based."""
 
     path: str
+    number: int
     mass: float
     grid: FileGrid
     frho: np.ndarray
@@ -156,7 +157,7 @@ def read_funcfl(path) -> Funcfl:
     reader = _Reader(path)
     reader.skip(1, "the line 'Z mass'")
     words, line = reader.words(2, "the line 'atomic-number mass'")
-    reader.number(words[0], line, "atomic number", integer=True)
+    number = reader.number(words[0], line, "atomic number", integer=True)
     mass = reader.number(words[1], line, "mass")
     if not (math.isfinite(mass) and mass > 0):
         raise reader.fail(line, f"mass = {mass}: must be positive")
@@ -164,7 +165,7 @@ def read_funcfl(path) -> Funcfl:
     frho = reader.values(grid.nrho, "F(rho)")
     zr = reader.values(grid.nr, "Z(r)")
     rhor = reader.values(grid.nr, "rho(r)")
-    return Funcfl(str(path), mass, grid, frho, zr, rhor)
+    return Funcfl(str(path), number, mass, grid, frho, zr, rhor)
 
 
 @dataclass
@@ -177,6 +178,7 @@ class Setfl:
 
     path: str
     elements: list
+    numbers: list
     masses: list
     grid: FileGrid
     frho: np.ndarray
@@ -201,10 +203,10 @@ def read_setfl(path, fs: bool = False) -> Setfl:
     grid = _read_grid(reader)
     frho = np.zeros((n, grid.nrho + 1))
     rhor = np.zeros((n, n, grid.nr + 1) if fs else (n, grid.nr + 1))
-    masses = []
+    masses, numbers = [], []
     for i, element in enumerate(elements):
         words, line = reader.words(2, f"the line 'Z mass ...' of element {element}")
-        reader.number(words[0], line, f"atomic number of {element}", integer=True)
+        numbers.append(reader.number(words[0], line, f"atomic number of {element}", integer=True))
         mass = reader.number(words[1], line, f"mass of {element}")
         if not (math.isfinite(mass) and mass > 0):
             raise reader.fail(line, f"mass of {element} = {mass}: must be positive")
@@ -219,7 +221,7 @@ def read_setfl(path, fs: bool = False) -> Setfl:
     for i in range(n):
         for j in range(i + 1):
             z2r[i, j] = reader.values(grid.nr, f"r*phi(r) of {elements[i]}-{elements[j]}")
-    return Setfl(str(path), elements, masses, grid, frho, rhor, z2r, fs)
+    return Setfl(str(path), elements, numbers, masses, grid, frho, rhor, z2r, fs)
 
 
 # -- LAMMPS' grids and splines ------------------------------------------------------------------------
@@ -457,6 +459,16 @@ class EAM(ManyBodyPotential):
         if STYLE_KINDS[self.style] == "funcfl":
             return [None if k is None else self.files[k].path for k in self.type_map]
         return [None if k is None else self.files[0].elements[k] for k in self.type_map]
+
+    def atomic_number_types(self) -> dict | None:
+        """Atomic number (as the files give it) -> 0-based type, for the ASE calculator's default
+        ``type_map``; None where two types share an atomic number or a type has none."""
+        funcfl = STYLE_KINDS[self.style] == "funcfl"
+        numbers = [None if k is None else (self.files[k].number if funcfl else self.files[0].numbers[k])
+                   for k in self.type_map]
+        if None in numbers or len(set(numbers)) != len(numbers):
+            return None
+        return {int(z): t for t, z in enumerate(numbers)}
 
     def masses(self, n_types: int) -> dict:
         """0-based type -> the mass its file gives (the types with a file or element)."""
