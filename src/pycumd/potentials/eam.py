@@ -441,7 +441,7 @@ class EAM(ManyBodyPotential):
                     type_map[i] = files.index(path)
             return cls(style, files, type_map)
         if not pair_coeffs:
-            return cls(style, [], [])
+            raise ValueError(f"pair_style {style}: no pair_coeff line (pair_coeff * * FILE El1 .. ElN)")
         values = pair_coeffs[-1][2]
         path = resolve_potential_file(values[0], context.directory)
         return cls._from_setfl(style, path, [None if e == "NULL" else e for e in values[1:]])
