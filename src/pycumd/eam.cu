@@ -47,7 +47,7 @@ __device__ __forceinline__ const pair_t* eam_r_point(const pair_t* __restrict__ 
     int m = (int)p;
     m = min(m, nr - 1);
     p -= (pair_t)m;
-    p = fmin(p, (pair_t)1.0);
+    p = p > (pair_t)1.0 ? (pair_t)1.0 : p;          // LAMMPS: p = MIN(p, 1.0)
     return tables + ((size_t)table * (nr + 1) + m) * EAM_COLUMNS;
 }
 
@@ -83,7 +83,7 @@ __device__ __forceinline__ void eam_density_body(
     int m = (int)p;
     m = max(1, min(m, nrho - 1));
     p -= (accum_t)m;
-    p = fmin(p, (accum_t)1.0);
+    p = p > (accum_t)1.0 ? (accum_t)1.0 : p;
     const pair_t* c = frho + ((size_t)__ldg(type2frho + ti) * (nrho + 1) + m) * EAM_COLUMNS;
     const accum_t fpi = ((accum_t)c[0] * p + (accum_t)c[1]) * p + (accum_t)c[2];
     fp[i] = fpi;
