@@ -342,6 +342,7 @@ def test_gpu_single_and_mixed_follow_double(precision, force_tol, thermo_tol):
         assert run[3][key] == pytest.approx(ref[3][key], rel=thermo_tol)
 
 
+@needs_wheel
 @needs_gpu
 @pytest.mark.cuda
 def test_gpu_composite_is_refused_clearly():
