@@ -358,15 +358,21 @@ def test_gpu_composite_is_refused_clearly():
 @pytest.mark.parametrize("precision, deterministic", [("double", True), ("mixed", False)])
 def test_gpu_in_eam_prints_lammps_log(monkeypatch, tmp_path, precision, deterministic):
     """in.eam on the GPU: deterministic double prints the log's digits; mixed precision (the GPU's
-    default) within 2e-7 relative (its float32 splines and pairs)."""
+    default: float32 splines and pairs, float64 sums) within MIXED_TOLERANCE of them (relative)."""
     log = _log_rows()
     rows = _in_eam_rows(monkeypatch, tmp_path, "cuda", precision, deterministic)
+    assert [r["Step"] for r in rows] == [0, 50, 100]
     for k, row in enumerate(rows):
         for key in THERMO_KEYS:
             if deterministic:
                 assert float(f"{row[key]:.8g}") == log[key][k], (row["Step"], key)
             else:
-                assert row[key] == pytest.approx(log[key][k], rel=2e-7, abs=1e-6), (row["Step"], key)
+                assert row[key] == pytest.approx(log[key][k], rel=MIXED_TOLERANCE[key]), (row["Step"], key)
+
+
+#: in.eam in mixed precision against LAMMPS' log: the energies from float32 pair terms summed in
+#: float64; the pressure, a sum of virial terms of both signs, looser
+MIXED_TOLERANCE = {"Temp": 1e-5, "E_pair": 5e-6, "TotEng": 5e-6, "Press": 2e-4}
 
 
 @needs_wheel
