@@ -278,6 +278,18 @@ def test_gpu_deterministic_domains_are_bit_identical_to_one_rank(precision):
 @pytest.mark.cuda
 @needs_gpu
 @needs_mpi
+@needs_eam_file
+@pytest.mark.parametrize("precision", ["double", "mixed"])
+def test_gpu_eam_domains_are_bit_identical_to_one_rank(precision):
+    """EAM on the GPU over 2 ranks (sharing the GPU; the ghosts' F'(rho) through the exchange)
+    against 1 rank, deterministic: the same bits."""
+    r = _result(2, "eam", "--device", "cuda", "--precision", precision, "--deterministic")
+    assert r["bit_identical"], r
+
+
+@pytest.mark.cuda
+@needs_gpu
+@needs_mpi
 @pytest.mark.parametrize("ranks, grid", [(2, "2x1"), (4, "2x2")])
 def test_gpu_force_matrix_matches_one_rank(ranks, grid):
     r = _result(ranks, "ions", "--device", "cuda", "--grid", grid)
