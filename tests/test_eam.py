@@ -146,16 +146,21 @@ def test_agrees_with_lammps_over_100_nve_steps(name, tmp_path, monkeypatch):
 @pytest.mark.parametrize("name", list(CASES))
 def test_forces_of_every_atom_at_step_0_match_lammps(name, tmp_path):
     """The Python API (EAM.alloy / EAM.fs / EAM.funcfl and Simulation) against LAMMPS' forces of
-    every atom, its energy and its pressure's virial at step 0."""
+    every atom, its energy and its pressure at step 0, over the CPU's half list (the default) and
+    its full list (deterministic, the GPU's algorithm)."""
     style, potential, coeffs, system = _case(name, tmp_path)
     oracle = run_lammps(_script(style, coeffs, "run 0"), dump_atoms=True, workdir=tmp_path)
-    sim = Simulation(system, potential, VelocityVerlet(0.002), device="cpu", skin=0.5)
-    row = sim.thermo_row()
-    b, s = sim.backend, sim.state
-    forces = np.asarray(b.to_host(s.forces))[np.argsort(b.to_host(s.ids), kind="stable")]
     scale = np.abs(oracle.atoms["f"]).max()
-    assert np.abs(forces - oracle.atoms["f"]).max() < 1e-10 * scale
-    assert row["E_pair"] == pytest.approx(oracle.runs[0]["PotEng"][0], rel=1e-12)
+    system.velocities = oracle.atoms["v"]          # LAMMPS' velocity create (the pressure's kinetic part)
+    for deterministic in (False, True):
+        sim = Simulation(system, potential, VelocityVerlet(0.002), device="cpu", skin=0.5, deterministic=deterministic)
+        assert sim.neighbors.half is not deterministic
+        row = sim.thermo_row()
+        b, s = sim.backend, sim.state
+        forces = np.asarray(b.to_host(s.forces))[np.argsort(b.to_host(s.ids), kind="stable")]
+        assert np.abs(forces - oracle.atoms["f"]).max() < 1e-10 * scale, deterministic
+        assert row["E_pair"] == pytest.approx(oracle.runs[0]["PotEng"][0], rel=1e-12), deterministic
+        assert row["Press"] == pytest.approx(oracle.runs[0]["Press"][0], rel=1e-10), deterministic
 
 
 # -- forces are -grad E ---------------------------------------------------------------------------------

@@ -120,16 +120,16 @@ class Components:
     cpu_threads: str = ""             # CPU: the threads of this process, in the run header's words
 
 
-def _half_list(backend, precision, decomposed: bool, many_body: bool = False) -> bool:
+def _half_list(backend, precision, decomposed: bool) -> bool:
     """Whether the neighbour list is a half list (each pair once, Newton's third law in the forces).
 
     On the CPU in one process, unless ``deterministic``: that keeps the full list and the GPU's
     summation order, so that double-precision runs give the GPU's bits (``tests/test_determinism.py``).
     Spatial domains (``decomposed``) use full lists over their ghost atoms (no reverse communication).
-    Many-body potentials (EAM, :mod:`pycumd.eam_forces`) take the full list everywhere: each atom's
-    density and force are its own sums, with no reverse communication of densities.
+    Many-body potentials (EAM, :mod:`pycumd.eam_forces`) follow the same rule: over spatial domains
+    the full list keeps each atom's density its own sum (no reverse communication of densities).
     """
-    return not backend.is_gpu and not precision.deterministic and not decomposed and not many_body
+    return not backend.is_gpu and not precision.deterministic and not decomposed
 
 
 def build_components(system: System, potential, integrator, neighbor: NeighborOptions,
@@ -166,7 +166,7 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                  check=neighbor.check, cuda_options=precision.cuda_options,
                                  position_error=_storage_rounding(precision, system.box.L),
                                  list_dtype=precision.list_dtype,
-                                 half=_half_list(backend, precision, decomposed, potential.many_body),
+                                 half=_half_list(backend, precision, decomposed),
                                  canonical_order=precision.deterministic)
         forces_class = list_forces_class(potential)
     if decomposed:

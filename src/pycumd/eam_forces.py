@@ -9,12 +9,14 @@ Verlet neighbour list, in two passes as LAMMPS' ``PairEAM::compute``:
    ``psi' = F'(rho_i) rho_ab'(r) + F'(rho_j) rho_ba'(r) + phi_ab'(r)``, ``f_i += -psi'/r r_ij``,
    and with energies ``e_i += 1/2 sum_j phi_ab(r_ij)``, ``W_i = 1/2 sum_j r_ij (x) r_ij (-psi'/r)``.
 
-Every sum is one atom's, in list order, on one thread (CPU: Numba ``prange`` over the atoms; GPU:
-``eam.cu``, a thread per atom) and both backends do the same operations in the same order, so
-double precision with ``deterministic=True`` (no fused multiply-add on the GPU) gives the same bits
-on both.  The list is full on both backends (each pair in the lists of both atoms: the density and
-the force of an atom are then its own sums, with no scatter to j and no per-thread copies), which
-evaluates every pair twice per pass where LAMMPS' half list evaluates it once.
+Over a full list (the GPU; the CPU with ``deterministic=True`` or over MPI ranks) every sum is one
+atom's, in list order, on one thread (CPU: Numba ``prange`` over the atoms; GPU: ``eam.cu``, a
+thread per atom) and both backends do the same operations in the same order, so double precision
+with ``deterministic=True`` (no fused multiply-add on the GPU) gives the same bits on both.  The
+CPU's default half list (each pair once, as LAMMPS' ``newton on``) evaluates each pair once per
+pass: its density and force go to both atoms, into the sums of the chunk of targets that owns the
+pair (:func:`pycumd.forces.half_list_chunks`), added in chunk order afterwards (as
+:class:`~pycumd.forces.PairForces` does): the same bits for the same thread count.
 
 Precisions: the splines and the pair arithmetic in the pair type (float32 in single and mixed), the
 densities, ``fp``, forces, energies and virials in the accumulation type.  Composite precision is
@@ -29,7 +31,7 @@ import numba
 import numpy as np
 
 from .contracts import ForceEvaluatorBase
-from .forces import BLOCK, PairForces
+from .forces import BLOCK, PairForces, half_list_chunks, sum_chunks
 
 #: CUDA source of the two passes (beside forces.cu)
 SOURCE = "eam.cu"
@@ -148,6 +150,151 @@ def eam_forces_cpu(positions, types, L, invL, nbr, nbr_count, n_types, nr, rdr, 
             virial[i, 5] = 0.5 * w5
 
 
+@numba.njit(inline="always")
+def _half_separation(positions, i, j, k, plain, L, invL):
+    """r_i - r_j and its square for entry k of a half list: the minimum image only past the
+    ``plain`` entries that need none (the CPU builder puts those first)."""
+    dx = positions[i, 0] - positions[j, 0]
+    dy = positions[i, 1] - positions[j, 1]
+    dz = positions[i, 2] - positions[j, 2]
+    if k >= plain:
+        dx -= L[0] * np.rint(dx * invL[0])
+        dy -= L[1] * np.rint(dy * invL[1])
+        dz -= L[2] * np.rint(dz * invL[2])
+    return dx, dy, dz, dx * dx + dy * dy + dz * dz
+
+
+@numba.njit(parallel=True, cache=True)
+def eam_density_half_cpu(positions, types, L, invL, nbr, nbr_count, nbr_plain, n_types, nr, rdr, cutsq, rhor,
+                         type2rhor, bounds, acc):
+    """Pass 1 over a half list: each pair's two densities, rho_ba to i and rho_ab to j, into
+    ``acc[t]`` (chunks, N) of the chunk t that owns the pair (it touches and first zeroes only the
+    rows from ``bounds[t]`` on)."""
+    n = nbr_count.shape[0]
+    for t in numba.prange(bounds.shape[0] - 1):
+        a = acc[t]
+        for i in range(bounds[t], n):
+            a[i] = 0.0
+        for i in range(bounds[t], bounds[t + 1]):
+            ti = types[i]
+            rho = 0.0
+            for k in range(nbr_count[i]):
+                j = nbr[i, k]
+                dx, dy, dz, rsq = _half_separation(positions, i, j, k, nbr_plain[i], L, invL)
+                if rsq < cutsq:
+                    tj = types[j]
+                    m, p = _grid_point(math.sqrt(rsq), rdr, nr)
+                    c = rhor[type2rhor[tj * n_types + ti], m]
+                    rho += ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
+                    c = rhor[type2rhor[ti * n_types + tj], m]
+                    a[j] += ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
+            a[i] += rho
+
+
+@numba.njit(parallel=True, cache=True)
+def eam_embedding_half_cpu(bounds, acc, types, nrho, rdrho, rhomax, frho, type2frho, fp, embedding, with_energy):
+    """The densities as the chunks' sums in chunk order (the chunks that touched row i), then
+    ``fp[i] = F'(rho_i)`` and with ``with_energy`` ``embedding[i] = F(rho_i)``."""
+    n_chunks = bounds.shape[0] - 1
+    for i in numba.prange(fp.shape[0]):
+        top = 0
+        while top + 1 < n_chunks and bounds[top + 1] <= i:
+            top += 1
+        rho = acc[0, i]
+        for t in range(1, top + 1):
+            rho += acc[t, i]
+        p = rho * rdrho + 1.0
+        m = int(p)
+        m = max(1, min(m, nrho - 1))
+        p -= m
+        p = min(p, 1.0)
+        c = frho[type2frho[types[i]], m]
+        fpi = (c[0] * p + c[1]) * p + c[2]
+        fp[i] = fpi
+        if with_energy:
+            phi = ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
+            if rho > rhomax:
+                phi += fpi * (rho - rhomax)
+            embedding[i] = phi
+
+
+@numba.njit(parallel=True, cache=True)
+def eam_forces_half_cpu(positions, types, L, invL, nbr, nbr_count, nbr_plain, n_types, nr, rdr, cutsq, rhor,
+                        type2rhor, z2r, type2z2r, fp, bounds, acc, vir, with_energy):
+    """Pass 2 over a half list: each pair's force ``f_ij`` added to i and subtracted from j, and with
+    ``with_energy`` half its energy phi and half its virial to each, into chunk t's ``acc[t]``
+    (N, 4: fx, fy, fz, e) and ``vir[t]`` (N, 6), as :func:`pycumd.forces.sum_chunks` adds them."""
+    n = nbr_count.shape[0]
+    for t in numba.prange(bounds.shape[0] - 1):
+        f = acc[t]
+        w = vir[t]
+        for i in range(bounds[t], n):
+            for q in range(4):
+                f[i, q] = 0.0
+            if with_energy:
+                for q in range(6):
+                    w[i, q] = 0.0
+        for i in range(bounds[t], bounds[t + 1]):
+            ti = types[i]
+            fpi = fp[i]
+            fx = fy = fz = e = 0.0
+            w0 = w1 = w2 = w3 = w4 = w5 = 0.0
+            for k in range(nbr_count[i]):
+                j = nbr[i, k]
+                dx, dy, dz, rsq = _half_separation(positions, i, j, k, nbr_plain[i], L, invL)
+                if rsq < cutsq:
+                    tj = types[j]
+                    r = math.sqrt(rsq)
+                    m, p = _grid_point(r, rdr, nr)
+                    c = rhor[type2rhor[ti * n_types + tj], m]
+                    rhoip = (c[0] * p + c[1]) * p + c[2]
+                    c = rhor[type2rhor[tj * n_types + ti], m]
+                    rhojp = (c[0] * p + c[1]) * p + c[2]
+                    c = z2r[type2z2r[ti * n_types + tj], m]
+                    z2p = (c[0] * p + c[1]) * p + c[2]
+                    z2 = ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
+                    recip = 1.0 / r
+                    phi = z2 * recip
+                    phip = z2p * recip - phi * recip
+                    fpair = -(fpi * rhojp + fp[j] * rhoip + phip) * recip
+                    px, py, pz = dx * fpair, dy * fpair, dz * fpair
+                    fx += px
+                    fy += py
+                    fz += pz
+                    f[j, 0] -= px
+                    f[j, 1] -= py
+                    f[j, 2] -= pz
+                    if with_energy:
+                        eh = 0.5 * phi
+                        e += eh
+                        f[j, 3] += eh
+                        v0, v1, v2 = 0.5 * dx * px, 0.5 * dy * py, 0.5 * dz * pz
+                        v3, v4, v5 = 0.5 * dx * py, 0.5 * dx * pz, 0.5 * dy * pz
+                        w0 += v0
+                        w1 += v1
+                        w2 += v2
+                        w3 += v3
+                        w4 += v4
+                        w5 += v5
+                        w[j, 0] += v0
+                        w[j, 1] += v1
+                        w[j, 2] += v2
+                        w[j, 3] += v3
+                        w[j, 4] += v4
+                        w[j, 5] += v5
+            f[i, 0] += fx
+            f[i, 1] += fy
+            f[i, 2] += fz
+            if with_energy:
+                f[i, 3] += e
+                w[i, 0] += w0
+                w[i, 1] += w1
+                w[i, 2] += w2
+                w[i, 3] += w3
+                w[i, 4] += w4
+                w[i, 5] += w5
+
+
 class EAMForces(ForceEvaluatorBase):
     """Evaluates an :class:`~pycumd.potentials.eam.EAM` potential over a full
     :class:`~pycumd.neighbors.verlet.NeighborList` (or a spatial domain's list, whose ghosts'
@@ -180,6 +327,9 @@ class EAMForces(ForceEvaluatorBase):
         self.precision = precision
         self.tables = t = potential.table(n_types)
         self.fp = None
+        #: CPU half list: per-chunk densities (chunks, N), forces and energies (chunks, N, 4), virials
+        #: (chunks, N, 6), and the embedding energies (N,)
+        self._chunks = None
         if backend.is_gpu:
             xp = backend.xp
             defines = {**precision.cuda_defines}
@@ -207,6 +357,9 @@ class EAMForces(ForceEvaluatorBase):
         L = np.asarray(state.box_lengths, dtype=np.float64)
         invL = 1.0 / L
         fp = self._fp_of(state.positions.shape[0])
+        if neighbors.half:
+            self._compute_cpu_half(state, neighbors, with_energy, L, invL, fp)
+            return
         eam_density_cpu(state.positions, state.types, L, invL, neighbors.nbr, neighbors.nbr_count, self.n_types,
                         t.nr, t.rdr, t.nrho, t.rdrho, t.rhomax, t.cutsq, t.rhor, t.type2rhor, t.frho, t.type2frho,
                         fp, state.energy, with_energy)
@@ -232,3 +385,26 @@ class EAMForces(ForceEvaluatorBase):
         neighbors.forward(fp)
         self._kernels["eam_forces" + suffix](*grid, (*common, self._rhor, self._maps[1], self._z2r, self._maps[2],
                                                      fp, state.forces, state.energy, state.virial))
+
+    def _compute_cpu_half(self, state, neighbors, with_energy: bool, L, invL, fp) -> None:
+        """The CPU's half list (one process): one chunk of targets per thread with its own sums,
+        added in chunk order (the same bits for the same thread count)."""
+        t, n = self.tables, state.n_atoms
+        n_chunks = max(1, min(numba.get_num_threads(), n))
+        bounds = half_list_chunks(neighbors.nbr_count, n_chunks)
+        if self._chunks is None or self._chunks[0].shape[:2] != (n_chunks, n):
+            self._chunks = None
+            self._chunks = (np.empty((n_chunks, n)), np.empty((n_chunks, n, 4)), np.empty((n_chunks, n, 6)),
+                            np.empty(n))
+        rho_acc, acc, vir, embedding = self._chunks
+        eam_density_half_cpu(state.positions, state.types, L, invL, neighbors.nbr, neighbors.nbr_count,
+                             neighbors.nbr_plain, self.n_types, t.nr, t.rdr, t.cutsq, t.rhor, t.type2rhor, bounds,
+                             rho_acc)
+        eam_embedding_half_cpu(bounds, rho_acc, state.types, t.nrho, t.rdrho, t.rhomax, t.frho, t.type2frho, fp,
+                               embedding, with_energy)
+        eam_forces_half_cpu(state.positions, state.types, L, invL, neighbors.nbr, neighbors.nbr_count,
+                            neighbors.nbr_plain, self.n_types, t.nr, t.rdr, t.cutsq, t.rhor, t.type2rhor, t.z2r,
+                            t.type2z2r, fp, bounds, acc, vir, with_energy)
+        sum_chunks(bounds, acc, vir, state.forces, state.energy, state.virial, with_energy)
+        if with_energy:
+            state.energy[:n] += embedding
