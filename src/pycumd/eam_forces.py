@@ -1,5 +1,5 @@
-"""Many-body forces of the embedded-atom method (:class:`~pycumd.potentials.eam.EAM`) over a full
-Verlet neighbour list, in two passes as LAMMPS' ``PairEAM::compute``:
+"""Many-body forces of the embedded-atom method (:class:`~pycumd.potentials.eam.EAM`) over a Verlet
+neighbour list, in two passes as LAMMPS' ``PairEAM::compute``:
 
 1. density and embedding (``eam_density``): for each target atom i, in list order,
    ``rho_i = sum_j rho_ba(r_ij)``; then ``F'(rho_i)`` into ``fp`` and, with energies,
@@ -296,9 +296,10 @@ def eam_forces_half_cpu(positions, types, L, invL, nbr, nbr_count, nbr_plain, n_
 
 
 class EAMForces(ForceEvaluatorBase):
-    """Evaluates an :class:`~pycumd.potentials.eam.EAM` potential over a full
-    :class:`~pycumd.neighbors.verlet.NeighborList` (or a spatial domain's list, whose ghosts'
-    ``F'(rho)`` it refreshes between the passes through ``neighbors.forward``).
+    """Evaluates an :class:`~pycumd.potentials.eam.EAM` potential over a
+    :class:`~pycumd.neighbors.verlet.NeighborList` (full, or the CPU's half list: ``neighbors.half``)
+    or a spatial domain's full list, whose ghosts' ``F'(rho)`` it refreshes between the passes
+    through ``neighbors.forward``.
 
     Parameters
     ----------
