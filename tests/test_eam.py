@@ -86,7 +86,7 @@ def _two_type_system(constant: float, masses, seed: int = 7) -> System:
 def _write_data(path: Path, system: System) -> None:
     L = system.box.L
     lines = ["pycumd EAM test", "", f"{system.n_atoms} atoms", f"{system.n_types} atom types", ""]
-    lines += [f"0 {float(L[0])!r} xlo xhi", f"0 {float(L[1])!r} ylo yhi", f"0 {float(L[2])!r} zlo zhi", "", "Masses", ""]
+    lines += [f"0 {float(L[k])!r} {a}lo {a}hi" for k, a in enumerate("xyz")] + ["", "Masses", ""]
     lines += [f"{t + 1} {float(m)!r}" for t, m in enumerate(system.masses)]
     lines += ["", "Atoms # atomic", ""]
     lines += [f"{i + 1} {t + 1} {float(x)!r} {float(y)!r} {float(z)!r}" for i, (t, (x, y, z)) in

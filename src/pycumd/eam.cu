@@ -155,7 +155,8 @@ __device__ __forceinline__ void eam_forces_body(
     const int* __restrict__ control, const real_t* __restrict__ pos4, const int* __restrict__ nbr,      \
     const int* __restrict__ nbr_count, int n_local, int stride, int n_types, int nr, pair_t rdr,        \
     pair_t cutsq, real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz
-#define EAM_COMMON_PASS control, pos4, nbr, nbr_count, n_local, stride, n_types, nr, rdr, cutsq, Lx, Ly, Lz, invLx, invLy, invLz
+#define EAM_COMMON_PASS \
+    control, pos4, nbr, nbr_count, n_local, stride, n_types, nr, rdr, cutsq, Lx, Ly, Lz, invLx, invLy, invLz
 #define EAM_DENSITY_ARGS EAM_COMMON_ARGS, int nrho, accum_t rdrho, accum_t rhomax,                   \
     const pair_t* __restrict__ rhor, const int* __restrict__ type2rhor, const pair_t* __restrict__ frho, \
     const int* __restrict__ type2frho, accum_t* __restrict__ fp, accum_t* __restrict__ energy
