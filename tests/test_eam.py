@@ -293,6 +293,13 @@ def test_funcfl_sets_masses_and_resolves_files_next_to_the_script(tmp_path, monk
 
 
 @needs_wheel
+def test_a_box_too_small_for_the_list_says_what_to_do():
+    small = System(Box([10.845] * 3), np.zeros((1, 3)), [63.55], "metal")
+    with pytest.raises(ValueError, match="2 \\* \\(4.95 \\+ 1\\) = 11.9, which pair_style eam needs .* larger box"):
+        Simulation(small, EAM.funcfl(POTENTIALS / "Cu_u3.eam"), device="cpu", skin=1.0)
+
+
+@needs_wheel
 def test_all_pairs_is_refused_clearly():
     system = _two_type_system(3.6, [63.55, 58.71])
     with pytest.raises(NotImplementedError, match="all_pairs' is not implemented for pair_style eam"):

@@ -155,7 +155,7 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     r_cut = potential.max_cutoff(system.n_types)
     pair_method = choose_pair_method(engine.pair_method, r_cut, skin, system.box.L)
     if potential.many_body:
-        pair_method = _many_body_pair_method(engine.pair_method, potential)
+        pair_method = _many_body_pair_method(engine.pair_method, potential, r_cut, skin, system.box.L)
     if precision.composite:
         _check_composite_supported(pair_method, integrator.thermostat)
     if pair_method == "all_pairs":
@@ -181,13 +181,20 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     return Components(backend, precision, state, integrator, neighbors, forces, pair_method, comm, None, cpu_threads)
 
 
-def _many_body_pair_method(pair_method: str, potential) -> str:
-    """A many-body potential runs over the neighbour list (``auto`` takes it whenever the box holds
-    it; a box too short says so at ``check_box``); all pairs are not implemented for it."""
+def _many_body_pair_method(pair_method: str, potential, r_cut: float, skin: float, L) -> str:
+    """A many-body potential runs over the neighbour list, whatever ``auto`` would take; all pairs
+    (and so boxes shorter than twice the list radius) are not implemented for it."""
     if pair_method == "all_pairs":
         raise NotImplementedError(f"pair_method 'all_pairs' is not implemented for pair_style {potential.name} "
                                   f"(a many-body potential): use 'neighbor' or 'auto', on a box of at least "
                                   f"2 (r_cut + skin)")
+    short = [(axis, float(length)) for axis, length in zip("xyz", L) if length < 2.0 * (r_cut + skin)]
+    if short:
+        axis, length = short[0]
+        raise InputError(f"box length {axis} = {length:g} is smaller than twice the cutoff plus skin "
+                         f"2 * ({r_cut:g} + {skin:g}) = {2.0 * (r_cut + skin):g}, which pair_style {potential.name} "
+                         f"needs (its neighbour list; all pairs are not implemented for many-body potentials): "
+                         f"use a larger box (more cells) or a smaller skin")
     return "neighbor"
 
 
