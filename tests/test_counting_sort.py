@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from pycumd.neighbors.counting_sort import SPARE_ALIGN, cell_index, counting_sort, reorder, reorder_in_place, spare_layout
+from pycumd.neighbors.counting_sort import SPARE_ALIGN, cell_index, compact, counting_sort, reorder, reorder_in_place, spare_layout
 
 
 def _check_sorted(keys, n_bins, result, backend):
@@ -42,6 +42,18 @@ def test_stable_with_large_bins(backend, rng):
     keys = np.concatenate([np.full(100, 5), np.full(40, 33), np.full(33, 62), rng.integers(0, 1000, 2000)])
     keys = rng.permutation(keys).astype(np.int32)
     _check_sorted(keys, 1000, counting_sort(backend.asarray(keys), 1000), backend)
+
+
+@pytest.mark.parametrize("n,fraction", [(0, 0.5), (1, 1.0), (1, 0.0), (1000, 0.01), (200003, 0.5), (200003, 1.0)])
+def test_compact_selects_in_increasing_order(backend, rng, n, fraction):
+    """compact: the true entries' indices first, in increasing order, and their count (one large
+    selection included: the use a two-bin counting sort would make O(k^2))."""
+    mask = rng.random(n) < fraction
+    indices, count = compact(backend.asarray(mask))
+    count = int(backend.to_host(count))
+    expected = np.flatnonzero(mask)
+    assert count == len(expected)
+    np.testing.assert_array_equal(backend.to_host(indices)[:count], expected)
 
 
 def test_presorted_and_reversed_keys(backend):

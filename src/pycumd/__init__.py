@@ -7,6 +7,7 @@ The public API, flat::
     VelocityVerlet, Langevin, NoseHoover                how they move
     MTKBarostat, CRescale                               at constant pressure
     Simulation, ThermoReporter, ExtXYZWriter            running and reporting
+    Ensemble, ReplicaExchange                           many systems at once, parallel tempering
     RunPlan, Stage, execute, OutputSettings             one run description, one driver (every front-end)
     EngineOptions, NeighborOptions, Reporter
     prefix_sum, counting_sort, cell_index, reorder      the scan library
@@ -38,7 +39,8 @@ _PUBLIC = {
     "LennardJones": (".potentials", "LennardJones"), "NuclearPasta": (".potentials.pasta", "NuclearPasta"),
     "Yukawa": (".potentials.yukawa", "Yukawa"), "RunPlan": (".run_plan", "RunPlan"),
     "RunResult": (".run_plan", "RunResult"), "Stage": (".run_plan", "Stage"), "execute": (".run_plan", "execute"),
-    "Simulation": (".simulation", "Simulation"), "SimulationError": (".simulation", "SimulationError"),
+    "Simulation": (".simulation", "Simulation"), "Ensemble": (".ensemble", "Ensemble"),
+    "ReplicaExchange": (".tempering", "ReplicaExchange"), "SimulationError": (".simulation", "SimulationError"),
     "InputError": (".system", "InputError"), "System": (".system", "System"),
     "create_velocities": (".system", "create_velocities"), "lattice_system": (".system", "lattice_system"),
     "get_units": (".units", "get_units"),

@@ -116,6 +116,10 @@ def _run(args) -> int:
     from .outputs.settings import TrajectoryOutput
     from .run_plan import execute
 
+    if args.partition:
+        from .inputs.lammps_script import MULTI_PARTITION
+
+        raise NotImplementedError(f"-partition {args.partition}: {MULTI_PARTITION}")
     resume = None
     if args.restart:
         from .inputs.checkpoint import plan_from_checkpoint, read_checkpoint
@@ -123,10 +127,16 @@ def _run(args) -> int:
         if args.file or args.example:
             raise ValueError("--restart continues the checkpoint's own input: give no input file")
         resume = read_checkpoint(args.restart)
+        if resume.meta.get("ensemble"):             # a batch's checkpoint (pycumd.ensemble)
+            return _run_ensemble(_ensemble_plan_of_checkpoint(resume), args, resume=args.restart)
         plan = plan_from_checkpoint(resume)
         print(f"pycumd: continuing from {args.restart} at step {resume.step}", flush=True)
     else:
         plan = _plan(args)
+    from .ensemble import EnsemblePlan
+
+    if isinstance(plan, EnsemblePlan):              # a TOML sweep: a batch of runs
+        return _run_ensemble(plan, args)
     if args.steps is not None:
         if args.restart:
             raise ValueError("--steps sets the length of a new run: a run continued with --restart keeps "
@@ -179,6 +189,80 @@ def _run(args) -> int:
           f"(including set-up and compilation)", flush=True)
     print(_where_the_files_are(plan.outputs), flush=True)
     return 0
+
+
+def _run_ensemble(plan, args, resume=None) -> int:
+    """``pycumd run`` of a batch (a TOML ``sweep``): the command line's options that apply to one
+    (--device, --precision, --deterministic, --threads, --steps, --log: one CSV with a system column,
+    --trajectory: a pattern with {system} or a path numbered per system, --checkpoint[-every]); the
+    others are refused."""
+    from .ensemble import execute_ensemble
+    from .outputs.settings import check_writable
+
+    from .parallel import launched_size
+
+    if launched_size() > 1:
+        raise NotImplementedError("a batch of runs (a TOML sweep) runs in one process: start it without "
+                                  "mpirun/srun")
+    for option, value in (("--walltime", args.walltime), ("--progress", args.progress)):
+        if value is not None:
+            raise ValueError(f"{option} is not implemented for a batch of runs (a TOML sweep)")
+    if args.steps is not None:
+        if resume is not None:
+            raise ValueError("--steps sets the length of a new run: a run continued with --restart keeps its own length")
+        plan.steps = args.steps
+    if args.device != "auto":
+        plan.engine.device = args.device
+    if args.precision != "auto":
+        plan.engine.precision = args.precision
+    plan.engine.deterministic = plan.engine.deterministic or args.deterministic
+    if args.threads is not None:
+        plan.engine.threads = args.threads
+    for option, path in (("--log", args.log), ("--checkpoint", args.checkpoint)):
+        if path is not None:
+            check_writable(path, option)
+    if args.log is not None:
+        plan.thermo_log = args.log
+    if args.trajectory:
+        path = args.trajectory
+        if "{system}" not in path:
+            stem, dot, suffix = path.rpartition(".")
+            path = f"{stem}.{{system}}.{suffix}" if dot else path + ".{system}"
+        plan.trajectory, plan.trajectory_every = path, args.trajectory_every
+    if args.checkpoint:
+        plan.checkpoint = args.checkpoint
+    if args.checkpoint_every is not None:
+        if args.checkpoint_every < 1:
+            raise ValueError(f"--checkpoint-every {args.checkpoint_every}: give a whole number of steps >= 1")
+        plan.checkpoint_every = args.checkpoint_every
+    import time
+
+    start = time.perf_counter()
+    ens = execute_ensemble(plan, resume=resume)
+    atoms = sum(s.n_atoms for s in plan.systems)
+    print(f"Total wall time {time.perf_counter() - start:.2f} s for {ens.step} steps of {len(plan.systems)} "
+          f"systems ({atoms} atoms; including set-up and compilation)", flush=True)
+    files = [p for p in (plan.thermo_log, plan.trajectory, plan.checkpoint) if p]
+    print(f"pycumd: files written: {', '.join(files)}" if files else
+          "pycumd: no files written; add --log thermo.csv for one thermo CSV with a system column", flush=True)
+    return 1 if ens.failures else 0
+
+
+def _ensemble_plan_of_checkpoint(checkpoint):
+    """The batch a batch checkpoint was written by: its TOML read again, with the options it ran with."""
+    from .inputs.config import load_config, plan_from_config
+    from .system import InputError
+
+    context = checkpoint.meta.get("context") or {}
+    source = context.get("source")
+    if not source or source.get("kind") != "toml":
+        raise InputError(f"checkpoint {checkpoint.path}: a batch built in Python (no TOML stored); continue it "
+                         f"with Ensemble.restore_checkpoint")
+    plan = plan_from_config(load_config(source["text"]), device=context["device"], precision=context["precision"],
+                            deterministic=context["deterministic"])
+    plan.thermo_log, plan.trajectory = context.get("thermo_log"), context.get("trajectory")
+    plan.checkpoint, plan.checkpoint_every = context.get("checkpoint"), context.get("checkpoint_every", 0)
+    return plan
 
 
 def _where_the_files_are(outputs) -> str:
@@ -257,6 +341,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                    help="stop cleanly (checkpoint, flushed outputs) before this much wall time has passed")
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: on a terminal, for runs longer than a few seconds)")
+    r.add_argument("-partition", "--partition", metavar="NxM",
+                   help="LAMMPS' multi-partition runs: not implemented for scripts (a TOML sweep with [tempering] "
+                        "runs replicas as one batch)")
     listing = "\n".join(f"  {name:<14} {line}" for name, line in BENCHMARKS.items())
     b = sub.add_parser("bench", help="benchmarks (pycumd bench --help lists them)",
                        description=f"benchmarks:\n{listing}\n\npycumd bench NAME --help: one benchmark's options",

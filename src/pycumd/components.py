@@ -12,7 +12,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from . import backend as _backend
-from .contracts import Communicator, ForceEvaluator, Integrator, NeighborStructure
+from .contracts import STEP_CONTROL_SIZE, Communicator, ForceEvaluator, Integrator, NeighborStructure
 from .eam_forces import list_forces_class
 from .neighbors.allpairs import AllPairsForces, AllPairsNeighbors, choose_pair_method
 from .neighbors.verlet import NeighborList
@@ -118,6 +118,10 @@ class Components:
     comm: Communicator
     decomposition: object = None      # pycumd.parallel decomposition of a run over MPI ranks, or None
     cpu_threads: str = ""             # CPU: the threads of this process, in the run header's words
+    #: GPU: the step-control array (contracts.STEP_CONTROL_SIZE int32, zero outside captured steps)
+    #: that the integrator's and the force evaluator's kernels read and the CUDA-graph step steers
+    #: (:func:`with_step_control`); None on the CPU
+    control: object = None
 
 
 def _half_list(backend, precision, decomposed: bool) -> bool:
@@ -173,12 +177,23 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
         from .parallel import decompose
         parts = decompose(system, potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor, engine,
                           serial_list=neighbors)
-        return Components(backend, precision, parts.state, integrator, parts.neighbors, parts.forces, pair_method,
-                          parts.decomposition.comm, parts.decomposition, cpu_threads)
+        return with_step_control(Components(backend, precision, parts.state, integrator, parts.neighbors,
+                                            parts.forces, pair_method, parts.decomposition.comm,
+                                            parts.decomposition, cpu_threads))
     neighbors.check_box(system.box.L)
     state = State.from_system(system, backend, precision)
     forces = forces_class(potential, system.n_types, backend, precision)
-    return Components(backend, precision, state, integrator, neighbors, forces, pair_method, comm, None, cpu_threads)
+    return with_step_control(Components(backend, precision, state, integrator, neighbors, forces, pair_method, comm,
+                                        None, cpu_threads))
+
+
+def with_step_control(parts: Components) -> Components:
+    """``parts`` with the step-control array allocated (GPU) and handed to the integrator and the force
+    evaluator, whose kernels read its freeze flag."""
+    if parts.backend.is_gpu:
+        parts.control = parts.backend.xp.zeros(STEP_CONTROL_SIZE, dtype=np.int32)
+    parts.integrator.control = parts.forces.control = parts.control
+    return parts
 
 
 def _many_body_pair_method(pair_method: str, potential, r_cut: float, skin: float, L) -> str:

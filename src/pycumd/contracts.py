@@ -15,6 +15,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+#: int32 entries of the step-control array of the GPU kernels (control_layout.cuh's layout: the freeze
+#: flag, the steps a captured block completed, the build statistics, the device loop's counters)
+STEP_CONTROL_SIZE = 32
+
 
 # -- the neighbour structure --------------------------------------------------------------------
 @runtime_checkable
@@ -133,11 +137,16 @@ class ForceEvaluator(Protocol):
     reads_fixed_image : bool
         It reads a fixed-point image of the positions (mixed precision) that the fused half steps
         may write (:meth:`image_of`, ``compute(..., image_current=True)``).
+    control : array or None
+        GPU: the step-control array (:data:`STEP_CONTROL_SIZE` int32, layout control_layout.cuh) whose
+        freeze flag its kernels read, shared with the integrator and steered by the CUDA-graph step;
+        given by :func:`pycumd.components.build_components`.  None on the CPU.
     """
 
     potential: Any
     capturable: bool
     reads_fixed_image: bool
+    control: Any
 
     def compute(self, state, neighbors, with_energy: bool) -> None:
         """Forces into ``state.forces``; with ``with_energy`` also ``state.energy`` and ``state.virial``."""
@@ -152,6 +161,7 @@ class ForceEvaluatorBase:
     potential = None
     capturable = False
     reads_fixed_image = False
+    control = None
 
     def compute(self, state, neighbors, with_energy: bool) -> None:
         raise NotImplementedError(f"{type(self).__name__} does not implement compute")
@@ -164,7 +174,7 @@ class ForceEvaluatorBase:
 @runtime_checkable
 class StepHooks(Protocol):
     """What runs around the integrator's half steps (LAMMPS fix hooks), in the order of
-    :data:`pycumd.simulation.STEP_PHASES`.
+    :data:`pycumd.step_order.STEP_ORDER`.
 
     Attributes
     ----------
@@ -174,11 +184,15 @@ class StepHooks(Protocol):
         Correct over MPI ranks (its reductions summed over the decomposition).
     runs_in_composite : bool
         Implemented in composite precision.
+    has_target_temperature : bool
+        ``reset_target(T)`` changes the temperature it holds (replica exchange,
+        :mod:`pycumd.tempering`).
     """
 
     needs_virial: bool
     runs_over_ranks: bool
     runs_in_composite: bool
+    has_target_temperature: bool
 
     def bind(self, sim) -> None: ...
 
@@ -189,6 +203,8 @@ class StepHooks(Protocol):
     def end_step(self, sim) -> None: ...
 
     def checkpoint_state(self) -> dict: ...
+
+    def reset_target(self, temperature: float) -> None: ...
 
     def restore_checkpoint_state(self, state: dict) -> None: ...
 
@@ -202,9 +218,15 @@ class StepHooksBase:
     needs_virial = False
     runs_over_ranks = False
     runs_in_composite = True
+    #: a thermostat whose target temperature :meth:`reset_target` changes (replica exchange)
+    has_target_temperature = False
 
     def bind(self, sim) -> None:
         pass
+
+    def reset_target(self, temperature: float) -> None:
+        """Hold ``temperature`` (temperature units) from now on (LAMMPS ``Fix::reset_target``)."""
+        raise NotImplementedError(f"{self.describe()} has no target temperature to reset")
 
     def begin_step(self, sim) -> None:
         pass
@@ -241,12 +263,15 @@ class Integrator(Protocol):
         one (one kernel), for graph-captured steps; None where the phases are not fusable.
     final_then_initial_integrate_check : callable or None
         The same, also doing the displacement check; None where not available.
+    control : array or None
+        GPU: the step-control array its kernels read (as :attr:`ForceEvaluator.control`).
     """
 
     dt: float
     thermostat: Any
     final_then_initial_integrate: Any
     final_then_initial_integrate_check: Any
+    control: Any
 
     def bind(self, backend, precision, units) -> None: ...
 
@@ -264,6 +289,7 @@ class IntegratorBase:
     thermostat = None
     final_then_initial_integrate = None
     final_then_initial_integrate_check = None
+    control = None
 
     def bind(self, backend, precision, units) -> None:
         raise NotImplementedError(f"{type(self).__name__} does not implement bind")

@@ -376,7 +376,7 @@ class EAMForces(ForceEvaluatorBase):
         fp = self._fp_of(int(state.positions.shape[0]))
         grid = ((n + BLOCK - 1) // BLOCK,), (BLOCK,)
         box = (*[real(x) for x in L], *[real(x) for x in 1.0 / L])
-        common = (state.control, state.positions, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
+        common = (self.control, state.positions, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
                   np.int32(self.n_types), np.int32(t.nr), pair(t.rdr), pair(t.cutsq), *box)
         suffix = "_energy" if with_energy else ""
         accum = self.precision.accum_dtype

@@ -442,7 +442,7 @@ class PairForces(ForceEvaluatorBase):
         lanes = self._lanes(n)
         self._kernel[bool(with_energy)](
             ((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
-            (state.control, state.positions, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
+            (self.control, state.positions, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
              self._table, np.int32(self.n_types), *[real(x) for x in L], *[real(x) for x in 1.0 / L],
              state.forces, state.energy, state.virial, np.int32(lanes)))
 
@@ -460,7 +460,7 @@ class PairForces(ForceEvaluatorBase):
         rows = int(state.positions.shape[0])
         L = np.asarray(state.box_lengths, dtype=np.float64)
         self._image_kernel(((rows + BLOCK - 1) // BLOCK,), (BLOCK,),
-                           (state.control, state.positions, self.image_of(state), np.int32(rows),
+                           (self.control, state.positions, self.image_of(state), np.int32(rows),
                             *[np.float64(2.0**32 / x) for x in L]))
 
     def _compute_fixed(self, state, neighbors, with_energy: bool, image_current: bool = False) -> None:
@@ -478,7 +478,7 @@ class PairForces(ForceEvaluatorBase):
         kernels = self._split_kernel if lanes <= SPLIT_CONVERSION_MAX_LANES else self._kernel
         kernels[bool(with_energy)](
             ((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
-            (state.control, self.image, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
+            (self.control, self.image, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
              self._table, np.int32(self.n_types), *[np.float32(x / 2.0**32) for x in L],
              state.forces, state.energy, state.virial, np.int32(lanes)))
 
@@ -494,13 +494,13 @@ class PairForces(ForceEvaluatorBase):
             self.image = self.backend.xp.empty((rows, 4), np.uint32)    # outside graph capture: the first call
         scale_hi, scale_lo = zip(*(ff_parts(2.0**32 / x) for x in L))
         self._image_kernel(((rows + BLOCK - 1) // BLOCK,), (BLOCK,),
-                           (state.control, state.positions, state.lo["positions"], self.image, np.int32(rows),
+                           (self.control, state.positions, state.lo["positions"], self.image, np.int32(rows),
                             *scale_hi, *scale_lo))
         lo = state.lo
         lanes = self._lanes(n)
         self._kernel[bool(with_energy)](
             ((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
-            (state.control, self.image, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
+            (self.control, self.image, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
              self._table, np.int32(self.n_types), *[np.float32(x / 2.0**32) for x in L],
              state.forces, lo["forces"], state.energy, lo["energy"], state.virial, lo["virial"], np.int32(lanes)))
 

@@ -20,6 +20,7 @@ from .outputs.progress import Progress
 from .outputs.reporter import Snapshot
 from .observables import temperature
 from .step_graph import CudaStepGraph
+from .step_order import STEP_ORDER
 from .system import System
 
 
@@ -96,6 +97,8 @@ class Simulation:
         parts = build_components(system, potential, integrator or VelocityVerlet(), neighbor, engine)
         self.backend, self.precision, self.state = parts.backend, parts.precision, parts.state
         self.integrator, self.neighbors, self.forces = parts.integrator, parts.neighbors, parts.forces
+        #: GPU: the step-control array the kernels read and the CUDA-graph step steers (None on the CPU)
+        self.control = parts.control
         self.pair_method = parts.pair_method
         #: the ranks of the run (pycumd.parallel.comm.SerialCommunicator on one process)
         self.comm = parts.comm
@@ -103,6 +106,8 @@ class Simulation:
         #: pycumd.parallel decomposition over MPI ranks (a comm of several ranks given), else None
         self.decomposition = d = parts.decomposition
         self.book = (d.bookkeeping if d else Bookkeeping)(parts, system.units, system.box.volume)
+        #: the bound ``_phase_<name>`` methods of a host-driven step, in STEP_ORDER's order
+        self._step_phases = tuple(getattr(self, f"_phase_{phase.name}") for phase in STEP_ORDER)
         if use_graphs not in (True, False, "loop", "blocks"):
             raise ValueError(f"use_graphs must be True, False, 'loop' or 'blocks', got {use_graphs!r}")
         self.use_graphs = use_graphs if d is None else False
@@ -195,7 +200,8 @@ class Simulation:
     def run(self, steps: int, progress: bool | None = None) -> None:
         """Advance ``steps`` time steps.
 
-        Each step, in this order (LAMMPS' ``Verlet::run`` order):
+        Each step runs the phases of :data:`pycumd.step_order.STEP_ORDER` (LAMMPS' ``Verlet::run``
+        order), which the CUDA-graph step reads too:
 
         1. thermostat ``begin_step`` (Nose-Hoover: chain half step, velocity scaling);
         2. ``v += dt/2 f/m``, ``x += dt v`` (initial integrate; with a barostat,
@@ -227,6 +233,20 @@ class Simulation:
         A run that produces non-finite positions, velocities or energies stops with
         :class:`SimulationError` naming the step and the atom; reporters keep what they wrote.
         """
+        self.begin_run(steps)
+        bar = Progress(steps, enabled=progress)
+        try:
+            self.advance(self._run_end, bar)
+            self.book.check_finite()
+        finally:
+            self.backend.synchronize()
+            bar.close()
+
+    def begin_run(self, steps: int) -> None:
+        """The start of :meth:`run` without its steps: set-up (or a restored checkpoint's), the
+        reporters' ``begin_run`` and those due at the run's first step, and a stop asked for before
+        the first step.  :meth:`advance` then runs the steps; :class:`~pycumd.ensemble.Ensemble`
+        drives its members through these two calls so that they advance in lockstep."""
         if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
             raise ValueError(f"run length must be a whole number of steps >= 0, got {steps!r}")
         if self._resume is not None:     # a restored checkpoint: the run it was written in goes on
@@ -247,45 +267,78 @@ class Simulation:
             self._report(self._due(self.state.step))
         self._next_stop_check = self.state.step + 1     # decomposed runs: the first step decides (_stop_if_asked)
         self._stop_if_asked(wall_time=False)      # a signal before the first step: no step is run
-        bar = Progress(steps, enabled=progress)
+
+    @property
+    def run_end(self) -> int:
+        """The last step of the current run (set by :meth:`begin_run`)."""
+        return self._run_end
+
+    def next_report_step(self, step: int) -> int:
+        """The first step >= ``step`` that some reporter reports (the run's last step at the latest)."""
+        return self._next_report_step(step)
+
+    def advance(self, until: int, bar=None) -> None:
+        """Run the steps of the current run (:meth:`begin_run`) up to step ``until`` (<= its end),
+        in stretches between reports (graph blocks on the GPU where they apply).  Stopping at any
+        step leaves the bits of the trajectory as they are: a stretch ends at a step, never
+        inside one, and nothing is set up again."""
+        if until > self._run_end:
+            raise ValueError(f"advance to step {until} is past the run's end {self._run_end}")
         graph = None
         if self.use_graphs and CudaStepGraph.applicable(self):
             mode = "auto" if self.use_graphs is True else self.use_graphs
             graph = self._step_graph = self._step_graph or CudaStepGraph(self, mode=mode)
         state = self.state
-        try:
-            while state.step < self._run_end:
-                step = state.step + 1
-                ordinary = self._next_report_step(step) - step     # steps before the next report
-                if graph is not None and ordinary > 1:
-                    graph.advance(ordinary)
-                else:
-                    self._one_step(step)
+        while state.step < until:
+            step = state.step + 1
+            ordinary = min(self._next_report_step(step), until) - step     # steps before the next stop
+            if graph is not None and ordinary > 1:
+                graph.advance(ordinary)
+            else:
+                self._one_step(step)
+            if bar is not None:
                 bar.update(state.step - self._run_start)
-                self._stop_if_asked()
-            self.book.check_finite()
-        finally:
-            self.backend.synchronize()
-            bar.close()
+            self._stop_if_asked()
 
     def _one_step(self, step: int) -> None:
-        """One step on the host-driven path (the order of :meth:`run`'s docstring)."""
-        integ, th, nl, forces, state = self.integrator, self.thermostat, self.neighbors, self.forces, self.state
+        """One step on the host-driven path: the phases of :data:`pycumd.step_order.STEP_ORDER`, in
+        its order (the order of :meth:`run`'s docstring)."""
         due = self._due(step)
         # a barostat reads the virial every step
+        th = self.thermostat
         with_energy = any(r.needs.energy for r in due) or (th is not None and th.needs_virial)
-        state.step = step              # as LAMMPS, the step number advances first
-        if th is not None:
-            th.begin_step(self)
-        integ.initial_integrate(state)
-        if nl.needs_rebuild(state):
-            nl.build(state)
-        forces.compute(state, nl, with_energy)
-        if th is not None:
-            th.post_force(self)
-        integ.final_integrate(state)
-        if th is not None:
-            th.end_step(self)
+        self.state.step = step              # as LAMMPS, the step number advances first
+        for phase in self._step_phases:
+            phase(due, with_energy)
+
+    # the phases of a host-driven step (each takes the reporters due this step and whether the
+    # forces compute energies and virials)
+    def _phase_begin_step(self, due, with_energy) -> None:
+        if self.thermostat is not None:
+            self.thermostat.begin_step(self)
+
+    def _phase_initial_integrate(self, due, with_energy) -> None:
+        self.integrator.initial_integrate(self.state)
+
+    def _phase_neighbor_decision(self, due, with_energy) -> None:
+        if self.neighbors.needs_rebuild(self.state):
+            self.neighbors.build(self.state)
+
+    def _phase_forces(self, due, with_energy) -> None:
+        self.forces.compute(self.state, self.neighbors, with_energy)
+
+    def _phase_post_force(self, due, with_energy) -> None:
+        if self.thermostat is not None:
+            self.thermostat.post_force(self)
+
+    def _phase_final_integrate(self, due, with_energy) -> None:
+        self.integrator.final_integrate(self.state)
+
+    def _phase_end_step(self, due, with_energy) -> None:
+        if self.thermostat is not None:
+            self.thermostat.end_step(self)
+
+    def _phase_report(self, due, with_energy) -> None:
         if with_energy:
             self.book.mark_energy_current()
         if due:

@@ -13,7 +13,8 @@ from .system import System
 
 @dataclass
 class State:
-    """Arrays the kernels read and write, on one backend.
+    """Arrays the kernels read and write, on one backend: the physics a checkpoint writes (engine
+    scratch, such as the step-control array of the CUDA-graph steps, belongs to the parts that use it).
 
     Attributes
     ----------
@@ -33,12 +34,6 @@ class State:
     virial : array, (N, 6) ``accum_t``: per-atom virial xx, yy, zz, xy, xz, yz
     box_lengths : tuple of 3 floats
     step : int
-    control : array, (32,) int32
-        Device flags of captured step blocks and of the device loop: ``[frozen, steps completed,
-        list overflowed, largest count, smallest r^2 as float bits, builds, displacement flag,
-        loop steps completed, loop steps]``, then the largest counts of the last 20 builds of a
-        device-loop launch, and at 29 the count of a fused half-step kernel's blocks done with
-        their check (layout: control_layout.cuh; see step_graph.py and step_control.cu); zero outside them.
     lo : dict or None
         Composite precision only: the float32 low parts of ``positions`` ((N, 4), the type
         column 0), ``velocities``, ``per_atom_mass``, ``forces``, ``energy`` and ``virial``,
@@ -62,7 +57,6 @@ class State:
     virial: object
     box_lengths: tuple
     step: int = 0
-    control: object = None
     lo: dict | None = None
     mass_of_type: object = None
 
@@ -91,7 +85,7 @@ class State:
         """Bytes held by each array of the state, by name (composite low parts as ``lo.<name>``)."""
         out = {}
         for name in ("positions", "velocities", "forces", "per_atom_mass", "types", "images", "ids",
-                     "positions_at_build", "energy", "virial", "control", "mass_of_type"):
+                     "positions_at_build", "energy", "virial", "mass_of_type"):
             array = getattr(self, name)
             if array is not None:
                 out[name] = int(array.nbytes)
@@ -146,7 +140,6 @@ class State:
             energy=xp.zeros(n, dtype=accum),
             virial=xp.zeros((n, 6), dtype=accum),
             box_lengths=tuple(system.box.lengths),
-            control=xp.zeros(32, dtype=np.int32),
             lo=lo,
             mass_of_type=(xp.asarray(np.asarray(system.masses, dtype=real))
                           if backend.is_gpu and not precision.composite else None),

@@ -7,6 +7,9 @@ block of ``K`` steps, launched with one call::
 
     per step k = 1..K:  initial_integrate -> displacement check -> pair forces -> final_integrate
 
+(the phases of :data:`pycumd.step_order.STEP_ORDER` that an ordinary NVE step has, in that order:
+:func:`pycumd.step_order.graph_launches` gives the launch sequence both graph forms capture)
+
 (with final_integrate of step k and initial_integrate of step k + 1 as one kernel,
 ``final_then_initial_integrate``, where the integrator has it: the same operations in one pass)
 
@@ -63,6 +66,7 @@ import numpy as np
 
 from .conditional_graph import ConditionalGraphUnavailable, GraphChain
 from .neighbors.verlet import CAPACITY_WINDOW
+from .step_order import FINAL_THEN_INITIAL, FINAL_THEN_INITIAL_CHECK, graph_launches
 
 #: Indices into the state's control array: control_layout.cuh's CONTROL_* (tests/test_conditional_graph.py
 #: checks that the two agree).
@@ -135,29 +139,34 @@ class CudaStepGraph:
             sim, state = self.sim, self.sim.state
             limit2 = nl.displacement_limit2
             kernels = self._kernels()
+            integrator = sim.integrator
+            fused = integrator.final_then_initial_integrate
+            launches = graph_launches(k, fuse=fused is not None, fuse_check=fused_check is not None)
             with self.stream:
                 self.stream.begin_capture()
                 # control[1] = 0: a block frozen at its first step completed none
-                self.cp.cuda.runtime.memsetAsync(state.control.data.ptr + 4, 0, 4, self.stream.ptr)
-                integrator = sim.integrator
-                fused = integrator.final_then_initial_integrate
-                for step_in_block in range(1, k + 1):
-                    if step_in_block == 1 or fused is None:
+                self.cp.cuda.runtime.memsetAsync(sim.control.data.ptr + 4, 0, 4, self.stream.ptr)
+                checked = False          # the last half steps did the displacement check (and mixed: the image)
+                for kind, step in launches:
+                    if kind == "initial_integrate":
                         integrator.initial_integrate(state)
-                    elif fused_check is not None:
-                        # the half steps, the displacement check (and mixed: the next force kernel's image)
-                        fused_check(state, step_in_block - 1, limit2, image)
-                        kernels["freeze_if_moved"]((1,), (1,), (state.control,))
-                        self._forces_after_fused_check(image)
-                        if step_in_block == k:
-                            integrator.final_integrate(state, step_in_block)
-                        continue
-                    else:            # the final half step of the previous step and this one's first
-                        fused(state, step_in_block - 1)
-                    nl.builder.displacement_exceeds(state, limit2, flag=state.control)
-                    sim.forces.compute(state, nl, False)
-                    if step_in_block == k or fused is None:
-                        integrator.final_integrate(state, step_in_block)
+                    elif kind == "neighbor_decision":
+                        if checked:      # the fused half steps' flag, turned into the freeze
+                            kernels["freeze_if_moved"]((1,), (1,), (sim.control,))
+                        else:
+                            nl.builder.displacement_exceeds(state, limit2, flag=sim.control)
+                    elif kind == "forces":
+                        if checked:
+                            self._forces_after_fused_check(image)
+                        else:
+                            sim.forces.compute(state, nl, False)
+                    elif kind == "final_integrate":
+                        integrator.final_integrate(state, step)
+                    elif kind == FINAL_THEN_INITIAL:
+                        fused(state, step)
+                    elif kind == FINAL_THEN_INITIAL_CHECK:
+                        fused_check(state, step, limit2, image)
+                    checked = kind == FINAL_THEN_INITIAL_CHECK or (checked and kind == "neighbor_decision")
                 graph = self.stream.end_capture()
             self._graphs[k] = graph
         return graph
@@ -174,8 +183,8 @@ class CudaStepGraph:
             cp = self.cp
             with self.stream:
                 self.stream.begin_capture()
-                cp.cuda.runtime.memsetAsync(state.control.data.ptr, 0, 3 * 4, self.stream.ptr)
-                impl.enqueue(state, plan, nl, control=state.control)
+                cp.cuda.runtime.memsetAsync(sim.control.data.ptr, 0, 3 * 4, self.stream.ptr)
+                impl.enqueue(state, plan, nl, control=sim.control)
                 sim.forces.compute(state, nl, False)
                 sim.integrator.final_integrate(state, 0)
                 # a weak reference: the plan holds views of the list storage, which a capacity
@@ -195,7 +204,7 @@ class CudaStepGraph:
         if nl.finish_build(state, max_count, min_r2):
             return True
         self.overflows += 1
-        state.control.fill(0)
+        sim.control.fill(0)
         nl.build(state)
         sim.forces.compute(state, nl, False)
         sim.integrator.final_integrate(state)
@@ -265,13 +274,13 @@ class CudaStepGraph:
             return exe
         kernels = self._kernels()
         nl.builder.compile_build_kernels(state)        # compiled before, not during, a capture
-        control = state.control
+        control = sim.control
         limit2 = nl.displacement_limit2
         integrator = sim.integrator
         one = ((1,), (1,))
         fused = integrator.final_then_initial_integrate
 
-        def head():
+        def head():             # step 1's initial half step (the passes of graph_launches start at the decision)
             kernels["loop_start"](*one, (control, np.uint64(again), np.int32(unroll)))
             integrator.initial_integrate(state)
             if fused_check is not None:     # the first step's check (and image); later ones: fused_check's
@@ -297,22 +306,21 @@ class CudaStepGraph:
             else:
                 sim.forces.compute(state, nl, False)
 
-        def forces_then_next_step(step_in_pass, next_rebuild=None):
+        def launch(group, handles):
+            """The launches of ``group`` (graph_launches' (kind, step) between two decisions), with
+            the fused check setting the condition of the next step's IF node in the same chain."""
             def enqueue():
-                forces()
-                if fused_check is not None:
-                    fused_check(state, step_in_pass, limit2, image, rebuild=next_rebuild)
-                elif fused is not None:
-                    fused(state, step_in_pass)
-                else:
-                    integrator.final_integrate(state, step_in_pass)
-                    integrator.initial_integrate(state)
-            return enqueue
-
-        def forces_then_final(step_in_pass):
-            def enqueue():
-                forces()
-                integrator.final_integrate(state, step_in_pass)
+                for kind, step in group:
+                    if kind == "forces":
+                        forces()
+                    elif kind == FINAL_THEN_INITIAL_CHECK:
+                        fused_check(state, step, limit2, image, rebuild=handles[step] if step < len(handles) else None)
+                    elif kind == FINAL_THEN_INITIAL:
+                        fused(state, step)
+                    elif kind == "final_integrate":
+                        integrator.final_integrate(state, step)
+                    else:                    # initial_integrate (not fused): into the next step
+                        integrator.initial_integrate(state)
             return enqueue
 
         # steps 1 .. n-1 end with the fused half steps: whole passes of `unroll` steps in the
@@ -320,21 +328,29 @@ class CudaStepGraph:
         rebuild_graph = self._capture(rebuild)
 
         def add_steps(chain, count, last_is_final=False):
-            """``count`` steps in ``chain``, numbered 1.. in it: each the rebuild decision, the IF
-            node of the build, then the forces and the half steps into the next step (the last,
-            with ``last_is_final``: the final half step).  With the fused check the decision of
-            each step after the chain's first is made by the half-step kernel before it (its
-            last block sets the next IF node's condition): one graph node fewer per step."""
+            """``count`` steps in ``chain``, numbered 1.. in it, in graph_launches' order from each
+            step's rebuild decision: the decision (a check node), the IF node of the build, then the
+            launches up to the next decision (the forces and the half steps into the next step; the
+            last, with ``last_is_final``: the final half step) as one child graph.  With the fused
+            check the decision of each step after the chain's first is made by the half-step kernel
+            before it (its last block sets the next IF node's condition): one graph node fewer per step."""
             handles = [chain.handle(default=0) for _ in range(count)]
-            for k in range(count):
-                if k == 0 or fused_check is None:
-                    chain.child(self._capture(check(handles[k])))
-                chain.if_then(handles[k]).child(rebuild_graph)
-                if last_is_final and k == count - 1:
-                    chain.child(self._capture(forces_then_final(k + 1)))
-                else:
-                    folded = handles[k + 1] if fused_check is not None and k + 1 < count else None
-                    chain.child(self._capture(forces_then_next_step(k + 1, folded)))
+            launches = graph_launches(count, fuse=fused is not None, fuse_check=fused_check is not None,
+                                      first="neighbor_decision",
+                                      last="final_integrate" if last_is_final else "initial_integrate")
+            group: list = []
+            for kind, step in launches:
+                if kind != "neighbor_decision":
+                    group.append((kind, step))
+                    continue
+                if group:
+                    chain.child(self._capture(launch(group, handles)))
+                    group = []
+                if step == 1 or fused_check is None:
+                    chain.child(self._capture(check(handles[step - 1])))
+                chain.if_then(handles[step - 1]).child(rebuild_graph)
+            if group:
+                chain.child(self._capture(launch(group, handles)))
 
         root = GraphChain.create()
         again = root.handle()                        # set by loop_start
@@ -367,10 +383,10 @@ class CudaStepGraph:
             return self._advance_in_blocks(n_steps)
         plan = nl.builder.prepare(state, nl.cells_per_dimension(L), nl.r_list, nl.capacity, nl)
         executable = self._loop_graph(n_steps, plan)
-        state.control[LOOP_STEPS:LOOP_STEPS + 1].set(np.asarray([n_steps], np.int32), stream=self.stream)
+        sim.control[LOOP_STEPS:LOOP_STEPS + 1].set(np.asarray([n_steps], np.int32), stream=self.stream)
         executable.launch(self.stream)
         self.launches += 1
-        control = state.control.get(stream=self.stream)
+        control = sim.control.get(stream=self.stream)
         completed, builds = int(control[LOOP_DONE]), int(control[BUILDS])
         state.step += completed
         overflowed = bool(control[FROZEN])
@@ -389,7 +405,7 @@ class CudaStepGraph:
         state.step += 1
         ok = nl.finish_build(state, int(control[MAX_COUNT]), float("inf"))
         assert not ok, "the device loop froze without an overflowing build"
-        state.control.fill(0)
+        sim.control.fill(0)
         nl.build(state)
         sim.forces.compute(state, nl, False)
         sim.integrator.final_integrate(state)
@@ -402,7 +418,7 @@ class CudaStepGraph:
         Blocks and rebuild steps follow one another with one synchronisation per block; the call
         returns with no rebuild step left unread.
         """
-        state = self.sim.state
+        sim, state = self.sim, self.sim.state
         completed = 0
         pending = False           # a rebuild step launched, its statistics not yet read
         while True:
@@ -413,7 +429,7 @@ class CudaStepGraph:
                 k = min(remaining, self.block_steps, max(expected, 2))
                 self._graph(k).launch(self.stream)
                 self.blocks += 1
-            control = state.control.get(stream=self.stream)
+            control = sim.control.get(stream=self.stream)
             if pending:
                 pending = False
                 completed += 1

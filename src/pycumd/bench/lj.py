@@ -208,7 +208,7 @@ def graph_block_step(sim, k: int = 4, reps: int = 5):
     for _ in range(reps):
         nl.build(state)
         sim.forces.compute(state, nl, False)
-        state.control.fill(0)
+        sim.control.fill(0)
         block = graph._graph(k)
         cp.cuda.Device().synchronize()
         start, stop = cp.cuda.Event(), cp.cuda.Event()
@@ -216,9 +216,9 @@ def graph_block_step(sim, k: int = 4, reps: int = 5):
         block.launch(graph.stream)
         stop.record(graph.stream)
         stop.synchronize()
-        if int(state.control[0].get()) == 0:           # no step of the block was frozen
+        if int(sim.control[0].get()) == 0:           # no step of the block was frozen
             times.append(cp.cuda.get_elapsed_time(start, stop) / 1e3 / k)
-    state.control.fill(0)
+    sim.control.fill(0)
     return float(np.median(times)) if times else None
 
 

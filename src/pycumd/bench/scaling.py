@@ -106,7 +106,8 @@ def _phases(sim, world) -> dict:
     cell and Verlet lists), ``forces_s`` (the force computation, with the ghost refresh in a
     decomposed run), ``halo_s`` (the ghost refresh alone: the send buffers gathered, the grouped
     exchange), ``decide_s`` (the rebuild decision: displacement check, all-reduce, one
-    synchronisation) and ``step_no_decision_s`` (a whole step with the decision skipped).  The
+    synchronisation) and ``step_no_decision_s`` (a whole step with the decision skipped); for spatial
+    domains also ``build_phases_s`` (a build's phases, each ended by a synchronisation).  The
     timed steps advance the run (a few tens of steps)."""
     state, nl, forces = sim.state, sim.neighbors, sim.forces
     out = {"forces_s": _timed(sim, world, 20, lambda: forces.compute(state, nl, False))}
@@ -122,6 +123,13 @@ def _phases(sim, world) -> dict:
         nl.every, nl.steps_since_build = every, steps
     if getattr(nl, "nbr", None) is not None:
         out["build_s"] = _timed(sim, world, 3, lambda: nl.build(state))
+        if hasattr(nl, "phase_seconds"):          # a domain build by phases (synchronised at each end)
+            nl.phase_seconds = {}
+            reps = 3
+            for _ in range(reps):
+                nl.build(state)
+            phases, nl.phase_seconds = nl.phase_seconds, None
+            out["build_phases_s"] = {name: world.allreduce(t / reps, op=_mpi_max()) for name, t in phases.items()}
         forces.compute(state, nl, False)          # the forces of the rebuilt list (the run may go on)
     return out
 
@@ -211,6 +219,8 @@ def main(argv=None) -> int:
         extra = f", forces {record['forces_s'] * 1e6:.0f} us"
         if "build_s" in record:
             extra += f", build {record['build_s'] * 1e6:.0f} us ({record['builds']} builds)"
+        if "build_phases_s" in record:
+            extra += " [" + ", ".join(f"{name} {t * 1e6:.0f}" for name, t in record["build_phases_s"].items()) + " us]"
         if "decide_s" in record:
             extra += (f", decision {record['decide_s'] * 1e6:.0f} us, step without it "
                       f"{record['step_no_decision_s'] * 1e6:.0f} us")

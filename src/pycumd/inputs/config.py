@@ -77,6 +77,21 @@ error names the file's line that holds it.
     trajectory = ""                   # .xyz, .gsd or .lammpstrj path, empty for none
     trajectory_every = 100
 
+    # optional: a batch of runs (pycumd.ensemble), one per combination of the listed values (the
+    # last key varying fastest); short names: density, cells, mass, constant, seed (velocity.seed and,
+    # with Langevin, integrator.seed), temperature (velocity.temperature and the thermostat's),
+    # epsilon, sigma (every pair.coeff), r_cut, dt, damping; or a dotted key (system.density,
+    # pair.coeff.epsilon, integrator.temperature, ...).  Written before the first [section] (or as
+    # a [sweep] table).  The trajectory path gets the system number ("traj.gsd" -> "traj.{system}.gsd");
+    # --log writes one thermo CSV with a system column.
+    sweep = {density = [0.7, 0.75], seed = [1, 2, 3]}
+
+    [tempering]                       # optional, with sweep = {temperature = [T0, T1, ...]} (increasing)
+    every = required                  # steps between exchange attempts (LAMMPS temper N M: M)
+    seed = required                   # seed of the acceptance draws
+    random_pairs = false              # false: even and odd pairs alternate (LAMMPS' default)
+    log = ""                          # CSV of the walk: step, each replica's temperature index
+
 Unknown keys and missing required keys raise :class:`ConfigError` naming them.
 :func:`plan_from_config` turns a checked config into a :class:`~pycumd.run_plan.RunPlan`.
 """
@@ -158,10 +173,14 @@ def load_config(text: str) -> dict:
         raise ConfigError("describe the particles with exactly one of [system] + [pair], [ions] or [pasta]")
     kind = kinds[0] if kinds else "lattice"
     skipped = {name for k, names in SYSTEM_SECTIONS.items() if k != kind for name in names}
+    sweep, tempering = data.pop("sweep", None), data.pop("tempering", None)
+    if tempering is not None and sweep is None:
+        raise ConfigError("[tempering] needs a sweep over the temperature ladder: sweep = {temperature = [...]}")
     config = _fill(data, {k: v for k, v in SCHEMA.items() if k not in skipped}, "")
     config["kind"] = kind
     config["text"] = text
     _check_values(config)
+    config["sweep"], config["tempering"] = _check_sweep(sweep, tempering, config) if sweep is not None else (None, None)
     return config
 
 
@@ -289,14 +308,33 @@ def _thermostat(ic: dict):
 
 
 def plan_from_config(config: dict, device=None, precision=None, deterministic: bool = False):
-    """The :class:`~pycumd.run_plan.RunPlan` a checked config describes (one stage).
+    """The :class:`~pycumd.run_plan.RunPlan` a checked config describes (one stage), or for a config
+    with a ``sweep`` the :class:`~pycumd.ensemble.EnsemblePlan` of its batch.
 
     ``device`` and ``precision`` (e.g. from the command line) override the config's when given.
     """
-    from ..components import EngineOptions, NeighborOptions
-    from ..integrators import VelocityVerlet
+    from ..components import EngineOptions
     from ..outputs.settings import OutputSettings, TrajectoryOutput
     from ..run_plan import RunPlan, Stage
+
+    engine = EngineOptions(device=device or config["device"], precision=precision or config["precision"],
+                           deterministic=deterministic)
+    if config.get("sweep"):
+        return _ensemble_plan(config, engine)
+    system, potential, integrator, neighbor = _stage_parts(config)
+    rc = config["run"]
+    stage = Stage(steps=rc["steps"], potential=potential, integrator=integrator, neighbor=neighbor,
+                  thermo_every=rc["thermo"], system=system)
+    outputs = OutputSettings()
+    if rc["trajectory"]:
+        outputs.trajectories.append(TrajectoryOutput(rc["trajectory"], rc["trajectory_every"]))
+    return RunPlan([stage], engine, outputs, source={"kind": "toml", "text": config["text"]})
+
+
+def _stage_parts(config: dict):
+    """The system, potential, integrator and neighbour options of a checked config."""
+    from ..components import NeighborOptions
+    from ..integrators import VelocityVerlet
     from ..units import get_units
 
     if config["kind"] == "lattice":
@@ -307,18 +345,126 @@ def plan_from_config(config: dict, device=None, precision=None, deterministic: b
             raise ConfigError(f"[{config['kind']}] systems are in nuclear units; units = {config['units']!r}")
         system, potential, default_dt = _nuclear_system_and_pair(config)
         default_skin = 2.0
-    ic, nc, rc = config["integrator"], config["neighbor"], config["run"]
+    ic, nc = config["integrator"], config["neighbor"]
     neighbor = NeighborOptions(nc["skin"] if nc["skin"] is not None else default_skin,
                                nc["every"], nc["delay"], nc["check"])
     dt = ic["dt"] or default_dt or get_units(system.units.name).dt
-    stage = Stage(steps=rc["steps"], potential=potential, integrator=VelocityVerlet(dt, _thermostat(ic)), neighbor=neighbor,
-                  thermo_every=rc["thermo"], system=system)
-    outputs = OutputSettings()
-    if rc["trajectory"]:
-        outputs.trajectories.append(TrajectoryOutput(rc["trajectory"], rc["trajectory_every"]))
-    engine = EngineOptions(device=device or config["device"], precision=precision or config["precision"],
-                           deterministic=deterministic)
-    return RunPlan([stage], engine, outputs, source={"kind": "toml", "text": config["text"]})
+    return system, potential, VelocityVerlet(dt, _thermostat(ic)), neighbor
+
+
+#: the short names of swept keys: name -> the (section, key) pairs it sets (``pair.coeff``: every
+#: coefficient table); a pair whose section the config leaves out (no [velocity]) or whose thermostat
+#: has no such key is skipped
+SWEEP_ALIASES = {
+    "density": [("system", "density")], "cells": [("system", "cells")], "mass": [("system", "mass")],
+    "constant": [("system", "constant")],
+    "seed": [("velocity", "seed"), ("integrator", "seed")],
+    "temperature": [("velocity", "temperature"), ("integrator", "temperature")],
+    "epsilon": [("pair.coeff", "epsilon")], "sigma": [("pair.coeff", "sigma")], "r_cut": [("pair", "r_cut")],
+    "dt": [("integrator", "dt")], "damping": [("integrator", "damping")],
+}
+TEMPERING_SCHEMA = {"every": REQUIRED, "seed": REQUIRED, "random_pairs": False, "log": ""}
+
+
+def _sweep_targets(name: str, config: dict) -> list:
+    """The (section, key) pairs the swept ``name`` sets in ``config`` (a short name of
+    :data:`SWEEP_ALIASES` or a dotted ``section.key``)."""
+    if name in SWEEP_ALIASES:
+        targets = []
+        for section, key in SWEEP_ALIASES[name]:
+            table = config.get(section.split(".")[0])
+            if table is None:
+                continue
+            if section == "integrator" and (table["thermostat"] == "none" or
+                                            (key == "seed" and table["thermostat"] != "langevin")):
+                continue
+            targets.append((section, key))
+        if not targets:
+            raise ConfigError(f"sweep.{name}: the config has no section it applies to "
+                              f"({', '.join(s + '.' + k for s, k in SWEEP_ALIASES[name])})")
+        return targets
+    section, _, key = name.rpartition(".")
+    if (section, key) not in VALUE_TYPES or section in ("", None):
+        raise ConfigError(f"sweep.{name}: not a key that can be swept; give one of {', '.join(SWEEP_ALIASES)} "
+                          f"or a dotted key such as system.density or pair.coeff.epsilon")
+    return [(section, key)]
+
+
+def _set(config: dict, section: str, key: str, value) -> None:
+    if section == "pair.coeff":
+        for coeff in config["pair"]["coeff"]:
+            coeff[key] = value
+    else:
+        config[section][key] = value
+
+
+def _check_sweep(sweep, tempering, config: dict):
+    """The checked sweep: a list of (name, targets, values), in the order written (the last varies
+    fastest); and the tempering table filled in, or None."""
+    if not isinstance(sweep, dict) or not sweep:
+        raise ConfigError("sweep must be a table of lists, e.g. sweep = {density = [0.7, 0.75], seed = [1, 2]}")
+    out = []
+    for name, values in sweep.items():
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"sweep.{name} = {_toml(values)}: expected a non-empty list of values")
+        out.append((name, _sweep_targets(name, config), values))
+    if tempering is not None:
+        tempering = _fill(tempering, TEMPERING_SCHEMA, "tempering.")
+        for key in ("every", "seed"):
+            if not _fits(tempering[key], "positive_int"):
+                raise ConfigError(f"tempering.{key} = {_toml(tempering[key])}: expected a whole number >= 1")
+        if not isinstance(tempering["log"], str):
+            raise ConfigError(f"tempering.log = {_toml(tempering['log'])}: expected a string (a CSV path)")
+        if not isinstance(tempering["random_pairs"], bool):
+            raise ConfigError(f"tempering.random_pairs = {_toml(tempering['random_pairs'])}: expected true or false")
+        names = [name for name, _, _ in out]
+        if config["integrator"]["thermostat"] == "none":
+            raise ConfigError("[tempering] needs a thermostat: integrator.thermostat = \"langevin\" or \"nose-hoover\"")
+        if "temperature" not in names or len(names) != 1:
+            raise ConfigError(f"[tempering]: sweep over temperature only (the ladder), got sweep keys {', '.join(names)}")
+    return out, tempering
+
+
+def _ensemble_plan(config: dict, engine):
+    """The :class:`~pycumd.ensemble.EnsemblePlan` of a config with a sweep: one member per combination of
+    the swept values (the last key varying fastest), each built as the config with those values."""
+    import copy
+    import itertools
+
+    from ..ensemble import EnsemblePlan
+
+    sweep, tempering = config["sweep"], config["tempering"]
+    base = {k: v for k, v in config.items() if k not in ("text", "sweep", "tempering")}
+    systems, potentials, integrators, labels = [], [], [], []
+    for values in itertools.product(*[v for _, _, v in sweep]):
+        member = copy.deepcopy(base)
+        label = {}
+        for (name, targets, _), value in zip(sweep, values):
+            label[name] = value
+            for section, key in targets:
+                _set(member, section, key, value)
+        try:
+            _check_values(member)
+            system, potential, integrator, neighbor = _stage_parts(member)
+        except (ConfigError, ValueError) as exc:
+            raise ConfigError(f"sweep {', '.join(f'{k} = {_toml(v)}' for k, v in label.items())}: {exc}") from None
+        systems.append(system)
+        potentials.append(potential)
+        integrators.append(integrator)
+        labels.append(label)
+    rc = config["run"]
+    trajectory = rc["trajectory"] or None
+    if trajectory and "{system}" not in trajectory:
+        stem, dot, suffix = trajectory.rpartition(".")
+        trajectory = f"{stem}.{{system}}.{suffix}" if dot else trajectory + ".{system}"
+    exchange = None
+    if tempering is not None:
+        exchange = {"temperatures": [label["temperature"] for label in labels], "every": tempering["every"],
+                    "seed": tempering["seed"], "random_pairs": tempering["random_pairs"]}
+    return EnsemblePlan(systems, potentials, integrators, labels, rc["steps"], neighbor, engine,
+                        thermo_every=rc["thermo"], trajectory=trajectory, trajectory_every=rc["trajectory_every"],
+                        exchange=exchange, exchange_log=(tempering or {}).get("log") or None,
+                        source={"kind": "toml", "text": config["text"]})
 
 
 def _lattice_system_and_pair(config: dict):

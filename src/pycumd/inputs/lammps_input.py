@@ -189,6 +189,13 @@ class LammpsPlanner:
 
         self.processors = parse_processors(a[:3])
 
+    def _cmd_temper(self, a):
+        """``temper N M temp fix-ID seed1 seed2``: replica exchange over LAMMPS partitions, which pycumd
+        does not map from a script (one script here is one partition)."""
+        from .lammps_script import MULTI_PARTITION
+
+        raise NotImplementedError(MULTI_PARTITION)
+
     def _cmd_package(self, a):
         """``package gpu|kokkos|omp|intel|cuda ...``: settings of LAMMPS' accelerator packages (threads,
         GPUs, neighbour-list layout, their precision). They do not change the model; pycumd picks its

@@ -59,6 +59,12 @@ from typing import Mapping
 from ..outputs.lammps_variables import (_IMMEDIATE_FORMAT, LammpsScriptError, VariableTable, _Error,
                                         _NeedsRun, _skip_quoted, _Variable, evaluate_expression)
 
+#: what a multi-partition script (temper, world variables of several values) is told
+MULTI_PARTITION = ("multi-partition runs (LAMMPS -partition Nx1, temper, world variables of several values) "
+                   "are not implemented for LAMMPS scripts; run the replicas as a TOML sweep with a "
+                   "[tempering] table, or with pycumd.Ensemble and pycumd.tempering.ReplicaExchange in Python "
+                   "(docs/user-guide.md, Many systems at once)")
+
 __all__ = [
     "Command",
     "LammpsScriptError",
@@ -261,6 +267,8 @@ class ScriptReader(VariableTable):
                 raise _Error(f"illegal variable {style} command: no values")
             if existing is not None:
                 return  # LAMMPS keeps the first definition (e.g. from -var)
+            if style == "world" and len(rest) != 1:
+                raise _Error(f"variable {name} world has {len(rest)} values, one per partition: {MULTI_PARTITION}")
             if style == "loop":
                 values = self._loop_values(rest)
             elif style == "uloop":

@@ -59,6 +59,8 @@ class Langevin(StepHooksBase):
 
     #: its noise is keyed by atom id and step, so each rank draws its own atoms' numbers
     runs_over_ranks = True
+    #: replica exchange resets its target (reset_target)
+    has_target_temperature = True
     #: its noise kernel works in float64
     runs_in_composite = False
 
@@ -90,6 +92,10 @@ class Langevin(StepHooksBase):
                 _langevin_forces_cpu(state.velocities, state.forces, state.per_atom_mass, state.ids,
                                      g1, g2, self.seed, state.step)
         self._apply = apply
+
+    def reset_target(self, temperature: float) -> None:
+        """Hold ``temperature`` from now on, start and stop (LAMMPS ``reset_target``: replica exchange)."""
+        self.t_start = self.t_stop = float(temperature)
 
     def target(self, sim) -> float:
         return self.t_start + (self.t_stop - self.t_start) * sim.run_fraction()

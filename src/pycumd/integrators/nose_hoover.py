@@ -36,6 +36,8 @@ class NoseHoover(StepHooksBase):
 
     #: its chain sees the kinetic energy summed over the ranks (DistributedBookkeeping)
     runs_over_ranks = True
+    #: replica exchange resets its target (reset_target)
+    has_target_temperature = True
 
     def __init__(self, temperature, damping: float, chain: int = 3):
         self.t_start, self.t_stop = _temperature_pair(temperature)
@@ -65,6 +67,10 @@ class NoseHoover(StepHooksBase):
 
     def _temperature(self, sim) -> float:
         return 2.0 * sim.kinetic_energy() / (self._dof * sim.units.boltz)
+
+    def reset_target(self, temperature: float) -> None:
+        """Hold ``temperature`` from now on, start and stop (LAMMPS ``reset_target``: replica exchange)."""
+        self.t_start = self.t_stop = float(temperature)
 
     def target(self, sim) -> float:
         return self.t_start + (self.t_stop - self.t_start) * sim.run_fraction()

@@ -49,7 +49,7 @@ class VelocityVerlet(IntegratorBase):
     final_then_initial_integrate = None
     #: GPU, not composite: ``final_then_initial_integrate_check(state, step_in_block, limit2, image=None,
     #: rebuild=None)``, the same two half steps doing also the displacement check (``limit2``; its
-    #: flag to ``state.control[6]``) and, with ``image`` (mixed precision), writing the forces'
+    #: flag to the step-control array's [6]) and, with ``image`` (mixed precision), writing the forces'
     #: fixed-point image of the new positions (integrate.cu); with ``rebuild`` (a conditional handle
     #: of the device loop, :mod:`pycumd.step_graph`) the kernel's last block sets that IF node's
     #: condition from the check, as ``decide_rebuild`` would; else None
@@ -85,17 +85,17 @@ class VelocityVerlet(IntegratorBase):
 
             def initial(state):
                 n = state.n_atoms
-                k1(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (state.control, state.positions, state.velocities, state.forces,
+                k1(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (self.control, state.positions, state.velocities, state.forces,
                    state.per_atom_mass, np.int32(n), real(self.dtf), real(self.dt)))
 
             def final(state, step_in_block=0):
                 n = state.n_atoms
-                k2(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (state.control, np.int32(step_in_block), state.velocities, state.forces,
+                k2(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (self.control, np.int32(step_in_block), state.velocities, state.forces,
                    state.per_atom_mass, np.int32(n), real(self.dtf)))
 
             def final_then_initial(state, step_in_block):
                 n = state.n_atoms
-                k12(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (state.control, np.int32(step_in_block), state.positions,
+                k12(((n + BLOCK - 1) // BLOCK,), (BLOCK,), (self.control, np.int32(step_in_block), state.positions,
                     state.velocities, state.forces, state.per_atom_mass, np.int32(n), real(self.dtf), real(self.dt)))
             self.final_then_initial_integrate = final_then_initial
             # [image][decide]: the kernels with mixed's image, and with the next step's rebuild decision
@@ -106,7 +106,7 @@ class VelocityVerlet(IntegratorBase):
             def final_then_initial_check(state, step_in_block, limit2, image=None, rebuild=None):
                 n = state.n_atoms
                 L = np.asarray(state.box_lengths, dtype=np.float64)
-                args = (state.control, np.int32(step_in_block), state.positions, state.velocities, state.forces,
+                args = (self.control, np.int32(step_in_block), state.positions, state.velocities, state.forces,
                         state.per_atom_mass,
                         state.mass_of_type if state.mass_of_type is not None else np.uint64(0),
                         np.int32(n), real(self.dtf), real(self.dt), state.positions_at_build,
@@ -153,19 +153,19 @@ class VelocityVerlet(IntegratorBase):
 
         def initial(state):
             n, lo = state.n_atoms, state.lo
-            k1(grid(n), (BLOCK,), (state.control, state.positions, lo["positions"], state.velocities,
+            k1(grid(n), (BLOCK,), (self.control, state.positions, lo["positions"], state.velocities,
                                    lo["velocities"], state.forces, lo["forces"], state.per_atom_mass,
                                    lo["per_atom_mass"], np.int32(n), *dtf, *dtv))
 
         def final(state, step_in_block=0):
             n, lo = state.n_atoms, state.lo
-            k2(grid(n), (BLOCK,), (state.control, np.int32(step_in_block), state.velocities, lo["velocities"],
+            k2(grid(n), (BLOCK,), (self.control, np.int32(step_in_block), state.velocities, lo["velocities"],
                                    state.forces, lo["forces"], state.per_atom_mass, lo["per_atom_mass"],
                                    np.int32(n), *dtf))
 
         def final_then_initial(state, step_in_block):
             n, lo = state.n_atoms, state.lo
-            k12(grid(n), (BLOCK,), (state.control, np.int32(step_in_block), state.positions, lo["positions"],
+            k12(grid(n), (BLOCK,), (self.control, np.int32(step_in_block), state.positions, lo["positions"],
                                     state.velocities, lo["velocities"], state.forces, lo["forces"],
                                     state.per_atom_mass, lo["per_atom_mass"], np.int32(n), *dtf, *dtv))
         self.final_then_initial_integrate = final_then_initial

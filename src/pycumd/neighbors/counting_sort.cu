@@ -119,3 +119,44 @@ iota(int* out, int n)
     int k = blockIdx.x * blockDim.x + threadIdx.x;
     if (k < n) out[k] = k;
 }
+
+// Stable compaction: out[offset[i]] = i for every i with flags[i] != 0 (offset: the exclusive prefix
+// sum of the flags), so that out holds the selected indices in increasing order.
+extern "C" __global__ void
+compact_scatter(const int* __restrict__ flags, const int* __restrict__ offset, int n, int* __restrict__ out)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && flags[i] != 0) out[offset[i]] = i;
+}
+
+// A batch of systems (docs/batch.md): the cell of each particle in its own system's grid, offset by
+// the system's first cell, so that one counting sort bins every system at once and leaves each
+// system's particles in their own segment, in the order the system's own sort gives.  Per system s:
+// box (lx, ly, lz) = box[3 s ..], cells (nx, ny, nz) = cells[3 s ..], first cell cell_offset[s].
+// The key is binning.cuh's cell_key with the same operands as a single system's: the same bits.
+template <typename REAL>
+__device__ __forceinline__ void cell_index_batched(const REAL* pos, int n, int stride, const int* system,
+                                                   const REAL* box, const int* cells, const int* cell_offset,
+                                                   int* keys)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const REAL* p = pos + (long long)i * stride;
+    const int s = system[i];
+    keys[i] = cell_offset[s] + cell_key(p[0], p[1], p[2], box[3 * s], box[3 * s + 1], box[3 * s + 2],
+                                        cells[3 * s], cells[3 * s + 1], cells[3 * s + 2]);
+}
+
+extern "C" __global__ void
+cell_index_batched_f32(const float* pos, int n, int stride, const int* system, const float* box,
+                       const int* cells, const int* cell_offset, int* keys)
+{
+    cell_index_batched<float>(pos, n, stride, system, box, cells, cell_offset, keys);
+}
+
+extern "C" __global__ void
+cell_index_batched_f64(const double* pos, int n, int stride, const int* system, const double* box,
+                       const int* cells, const int* cell_offset, int* keys)
+{
+    cell_index_batched<double>(pos, n, stride, system, box, cells, cell_offset, keys);
+}

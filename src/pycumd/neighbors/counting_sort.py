@@ -35,7 +35,7 @@ import numpy as np
 from pycumd.backend import Backend, array_backend, select
 from pycumd.neighbors.scan import _exclusive_scan_cpu, prefix_sum
 
-__all__ = ["CountingSortResult", "counting_sort", "cell_index", "reorder"]
+__all__ = ["CountingSortResult", "batch_cell_index", "counting_sort", "compact", "cell_index", "reorder"]
 
 THREADS = 256
 #: blocks of a gated gather (enqueue_gather_rows with `enabled`): a grid-stride loop, so that a
@@ -105,6 +105,26 @@ def _cell_index_cpu(positions, lengths, cells, cells_real, keys):
         keys[i] = c0 + nx * (c1 + ny * c2)
 
 
+@numba.njit(cache=True)
+def _cell_index_batched_cpu(positions, system, lengths, cells, cells_real, cell_offset, keys):
+    # per particle: _cell_index_cpu's operations with its system's box and grid, plus the first cell
+    for i in range(positions.shape[0]):
+        s = system[i]
+        key = 0
+        scale = 1
+        for d in range(3):
+            u = positions[i, d] / lengths[s, d]
+            u = u - np.floor(u)
+            v = int(u * cells_real[s, d])
+            if v < 0:
+                v = 0
+            elif v >= cells[s, d]:
+                v = cells[s, d] - 1
+            key += scale * v
+            scale *= cells[s, d]
+        keys[i] = cell_offset[s] + key
+
+
 # --------------------------------------------------------------------------- API
 
 
@@ -116,8 +136,43 @@ def _grid(n: int) -> tuple:
     return (max(1, -(-n // THREADS)),)
 
 
+def compact(mask, backend=None) -> tuple:
+    """The indices of the true entries of ``mask`` in increasing order, without a host synchronisation.
+
+    Parameters
+    ----------
+    mask : numpy.ndarray or cupy.ndarray, shape (N,), bool
+    backend : Backend, optional (the array's)
+
+    Returns
+    -------
+    (indices, count)
+        ``indices`` (N,) int32, whose first ``count`` entries are the selected indices; ``count`` is a
+        backend scalar (a 0-d array on the GPU, read it when a synchronisation comes anyway).  On the
+        GPU: the exclusive prefix sum of the flags (:func:`~pycumd.neighbors.scan.prefix_sum`) and
+        one scatter.  (Use this, not a counting sort into two bins: the counting sort ranks each bin's
+        members by one warp, O(k^2 / 32) for a bin of k, which is for cells of a few atoms.)
+    """
+    backend = array_backend(mask) if backend is None else select(backend)
+    if not backend.is_gpu:
+        selected = np.flatnonzero(mask).astype(np.int32)
+        indices = np.empty(len(mask), np.int32)
+        indices[:len(selected)] = selected
+        return indices, np.int64(len(selected))
+    xp = backend.xp
+    n = int(mask.shape[0])
+    flags = xp.zeros(n + 1, np.int32)
+    flags[:n] = mask
+    offset = prefix_sum(flags, exclusive=True)
+    indices = xp.empty(n, np.int32)
+    if n > 0:
+        _module(backend).get_function("compact_scatter")(_grid(n), (THREADS,), (flags, offset, np.int32(n), indices))
+    return indices, offset[n]
+
+
 def counting_sort(keys, n_bins: int, backend=None, validate: bool | None = None):
-    """Stable counting sort of particle indices by bin.
+    """Stable counting sort of particle indices by bin (bins of a few members each, as cells: the GPU
+    ranks a bin of k members in O(k^2 / 32) warp steps; for a few large bins use :func:`compact`).
 
     Parameters
     ----------
@@ -306,6 +361,67 @@ def cell_index(positions, box_lengths, cells_per_dim, out=None):
          real(lengths[0]), real(lengths[1]), real(lengths[2]),
          np.int32(cells[0]), np.int32(cells[1]), np.int32(cells[2]), keys))
     return keys
+
+
+def batch_cell_index(positions, system, box_lengths, cells_per_dim, out=None):
+    """Cell index of each particle of a batch of systems (docs/batch.md): the particle's cell in its
+    own system's grid (:func:`cell_index`'s rule and operations) plus the system's first cell.
+
+    Parameters
+    ----------
+    positions : array, shape (N, 3) or (N, 4), float32 or float64
+    system : array, shape (N,), int32: each particle's system, in ``[0, S)``
+    box_lengths : array-like, shape (S, 3): each system's box (length units), > 0
+    cells_per_dim : array-like, shape (S, 3) of ints: each system's cells, >= 1
+    out : array, shape (N,), int32, optional
+
+    Returns
+    -------
+    keys : array, shape (N,), int32, on the backend of ``positions``
+        ``cell_offset[s] + cx + nx (cy + ny cz)``, in ``[0, n_bins)``.
+    cell_offset : ndarray, shape (S + 1,), int64 (host)
+        System ``s``'s cells are bins ``cell_offset[s] .. cell_offset[s + 1] - 1``.
+
+    A stable :func:`counting_sort` of these keys over ``cell_offset[-1]`` bins sorts every system at
+    once: since every key of system ``s`` lies in its own range, a batch whose systems are stored in
+    consecutive segments keeps each system in its segment, in the order the system's own sort of
+    :func:`cell_index` keys gives (``tests/test_ensemble.py`` checks it).
+    """
+    backend = array_backend(positions)
+    dtype = np.dtype(positions.dtype)
+    if dtype not in (np.float32, np.float64):
+        raise TypeError(f"batch_cell_index expects float32 or float64 positions, got {dtype}")
+    if positions.ndim != 2 or positions.shape[1] not in (3, 4):
+        raise ValueError(f"positions must have shape (N, 3) or (N, 4), got {positions.shape}")
+    lengths = np.asarray(box_lengths, dtype=np.float64)
+    cells = np.asarray(cells_per_dim, dtype=np.int64)
+    if lengths.ndim != 2 or lengths.shape[1] != 3 or cells.shape != lengths.shape:
+        raise ValueError(f"box_lengths and cells_per_dim must both have shape (S, 3), got {lengths.shape}, "
+                         f"{cells.shape}")
+    if np.any(lengths <= 0) or np.any(cells < 1):
+        raise ValueError("need positive box_lengths and cells_per_dim for every system")
+    cell_offset = np.concatenate([[0], np.cumsum(np.prod(cells, axis=1))]).astype(np.int64)
+    if cell_offset[-1] >= 2**31:
+        raise ValueError(f"{int(cell_offset[-1])} cells do not fit in int32 bin indices")
+    xp = backend.xp
+    n = positions.shape[0]
+    if system.shape != (n,):
+        raise ValueError(f"system must have shape ({n},), got {system.shape}")
+    keys = xp.empty(n, dtype=np.int32) if out is None else out
+    if n == 0:
+        return keys, cell_offset
+    system = xp.ascontiguousarray(system, dtype=np.int32)
+    positions = xp.ascontiguousarray(positions)
+    if not backend.is_gpu:
+        _cell_index_batched_cpu(positions, system, lengths.astype(dtype), cells.astype(np.int32),
+                                cells.astype(dtype), cell_offset.astype(np.int32), keys)
+        return keys, cell_offset
+    name = "cell_index_batched_f32" if dtype == np.float32 else "cell_index_batched_f64"
+    _module(backend).get_function(name)(
+        _grid(n), (THREADS,),
+        (positions, np.int32(n), np.int32(positions.shape[1]), system, xp.asarray(lengths.astype(dtype).ravel()),
+         xp.asarray(cells.astype(np.int32).ravel()), xp.asarray(cell_offset[:-1].astype(np.int32)), keys))
+    return keys, cell_offset
 
 
 def reorder(order, *arrays):

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..composite import ff_parts
 from ..precision import c_type_name
-from .counting_sort import (SPARE_ALIGN, CountingSortBuffers, byte_view, cell_index, counting_sort, enqueue_counting_sort,
+from .counting_sort import (SPARE_ALIGN, CountingSortBuffers, byte_view, cell_index, enqueue_counting_sort,
                             enqueue_gather_rows, gather_plan, spare_layout)
 from .cpu_builder import CpuListBuilder
 from .scan import CapturableScan
@@ -304,14 +304,27 @@ class CudaListBuilder:
     def build_targets(self, positions, n_targets, box_lengths, n_cells, r_list, capacity, nbr, nbr_count):
         """An uncaptured list build over ``positions`` ((M, 4) rows in ``[0, box_lengths)``) for the
         first ``n_targets`` rows (a spatial domain's owned atoms; all M rows are sources): cell index,
-        counting sort (no reorder) and the list kernel; returns ``(largest count, smallest r^2)``
-        (one synchronisation).  The storage ``nbr`` must hold ``capacity * n_targets`` entries."""
+        counting sort whose last pass (``sort_bins_rows``) writes the rows in cell order with their
+        row index in ``w``, and the list kernel reading those rows contiguously (ROWS_INDEX_IN_W:
+        the lists hold row indices, as with ROWS_VIA_ORDER, and are the same lists); returns
+        ``(largest count, smallest r^2)`` (one synchronisation).  The storage ``nbr`` must hold
+        ``capacity * n_targets`` entries."""
         cp = self.cp
+        m = int(positions.shape[0])
+        n_bins = int(np.prod(n_cells))
         keys = cell_index(positions, np.asarray(box_lengths, dtype=np.float64), n_cells)
-        sort = counting_sort(keys, int(np.prod(n_cells)), self.backend)
+        sort = CountingSortBuffers(*(cp.empty(size, dtype=np.int32) for size in CountingSortBuffers.sizes(m, n_bins)))
+        enqueue_counting_sort(self.backend, keys, sort, sort_within_bins=False)
+        rows = cp.empty_like(positions)
+        if m > 0:
+            not_reordering = cp.zeros(1, np.uint32)      # w carries the row index, not the slot
+            self._kernel(None, "sort_bins_rows", positions.dtype)(
+                ((n_bins + BLOCK - 1) // BLOCK,), (BLOCK,),
+                (sort.slots, sort.bin_start, np.int32(n_bins), sort.order, sort.count, positions,
+                 not_reordering, rows))
         stats = cp.asarray([0, 0x7F7FFFFF], dtype=np.uint32)
         if n_targets > 0:
-            self.launch_list_kernel(positions, n_targets, keys, sort.bin_start, sort.order, ROWS_VIA_ORDER, n_cells,
+            self.launch_list_kernel(rows, n_targets, keys, sort.bin_start, sort.order, ROWS_INDEX_IN_W, n_cells,
                                     box_lengths, r_list, capacity, nbr, nbr_count, stats)
         host = stats.get()
         return int(host[0]), float(host[1:2].view(np.float32)[0])

@@ -33,12 +33,13 @@ Forces are the full-list gather on owned atoms only: no reverse communication.
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 
 import numpy as np
 
 from ..contracts import ForceEvaluatorBase, NeighborStructureBase
-from ..neighbors.counting_sort import cell_index, counting_sort
+from ..neighbors.counting_sort import cell_index, compact, counting_sort
 from ..neighbors.cpu_builder import build_list_cpu
 from ..neighbors.verlet import OverlapError, capacity_for
 from ..bookkeeping import SimulationError
@@ -48,6 +49,8 @@ from .grid import choose_domain_grid
 
 #: per-atom State arrays that travel with a migrating atom
 MIGRATING = ("positions", "velocities", "per_atom_mass", "types", "images", "ids")
+#: bins after the cells into which a build's cell order puts the departed rows (cut off after the sort)
+DEPARTED_BINS = 1024
 
 
 class DomainDecomposition(Decomposition):
@@ -208,6 +211,10 @@ class DomainNeighborList(NeighborStructureBase):
         self._flag = None               # GPU: the displacement flag all-reduced between the devices
         self.migrated = 0               # atoms that left this rank at the last build
         self.migrated_total = 0         # ... at all builds
+        #: set to a dict to time the phases of the builds (``pycumd bench scaling``): wall seconds
+        #: per phase name, summed over builds, the device synchronised at each phase's end
+        self.phase_seconds: dict | None = None
+        self._phase_start = 0.0
 
     @property
     def n_ghost(self) -> int:
@@ -272,13 +279,26 @@ class DomainNeighborList(NeighborStructureBase):
         (checkpoint steps, so that it continues with the same bits)."""
         self.build(state, by_id=True)
 
+    def _phase(self, name: str | None) -> None:
+        """With :attr:`phase_seconds` set: synchronise and add the time since the previous mark to
+        phase ``name`` (None: only start the clock)."""
+        if self.phase_seconds is None:
+            return
+        self.backend.synchronize()
+        now = time.perf_counter()
+        if name is not None:
+            self.phase_seconds[name] = self.phase_seconds.get(name, 0.0) + now - self._phase_start
+        self._phase_start = now
+
     def build(self, state, by_id: bool = False) -> None:
         """Wrap, migrate, order, exchange ghosts, build the list (growing its storage as needed)."""
         L = np.asarray(state.box_lengths, dtype=np.float64)
         self.check_box(L)
+        self._phase(None)
         if state.n_atoms:
             self.serial.builder.wrap(state)
         alive = self.migrate(state)
+        self._phase("migrate")
         origin, extent = self.frame(L)
         n_cells = self.serial.cells_per_dimension(extent)
         if by_id:                                        # the departed rows out, then id order
@@ -287,7 +307,9 @@ class DomainNeighborList(NeighborStructureBase):
                 alive = None
             self._permute(state, self.xp.argsort(state.ids))
         self._cell_order(state, origin, extent, n_cells, alive)
+        self._phase("cell order")
         self.exchange_ghosts(state)
+        self._phase("ghosts")
         n = state.n_atoms
         if self.capacity is None:
             volume = float(np.prod(self.d.hi - self.d.lo))
@@ -314,8 +336,10 @@ class DomainNeighborList(NeighborStructureBase):
             if max_count <= self.capacity:
                 break
             self.capacity = capacity_for(int(max_count), len(self.extended))
+        self._phase("list")
         if self.serial.canonical_order:                 # deterministic mode: sums in global-id order
             self.serial.builder.sort_by_id(self.nbr, self.nbr_count, self.extended_ids, n, self.capacity)
+            self._phase("sort by id")
         if self.n_builds == 0:                          # every rank has built as often: all decide together
             overlap = n > 0 and min_r2 < self.overlap_distance ** 2
             if self.d.comm.any(overlap):
@@ -343,7 +367,7 @@ class DomainNeighborList(NeighborStructureBase):
     def _cell_order(self, state, origin, extent, n_cells, alive=None) -> None:
         """Put the owned atoms in the order of the domain's cells, stably (atoms of one cell keep
         their order); with ``alive`` (a boolean per row, :meth:`migrate`'s) the rows of departed
-        atoms are dropped in the same gather (they sort into a last bin, cut off)."""
+        atoms are dropped in the same gather (they sort into bins after the cells, cut off)."""
         n = state.n_atoms
         if n < 2 and alive is None:
             return
@@ -353,11 +377,14 @@ class DomainNeighborList(NeighborStructureBase):
         keys = cell_index(rows, extent, n_cells)
         n_bins = int(np.prod(n_cells))
         if alive is not None:
-            keys = xp.where(alive, keys, np.int32(n_bins)).astype(np.int32)
-            n_bins += 1
+            # the departed rows after every cell, spread over DEPARTED_BINS bins (their order does not
+            # matter, and the counting sort ranks a bin's members in O(k^2))
+            spread = n_bins + xp.arange(len(keys), dtype=np.int32) % np.int32(DEPARTED_BINS)
+            keys = xp.where(alive, keys, spread).astype(np.int32)
+            n_bins += DEPARTED_BINS
         order = counting_sort(keys, n_bins, self.backend).order
-        if alive is not None:
-            order = order[:int(self.backend.to_host(alive.sum()))]
+        if alive is not None:                           # the departed rows sorted last: cut them off
+            order = order[:len(alive) - self.migrated]
         self._permute(state, order)
 
     def _tally(self, counts: list, peers: list, extra: list = ()) -> tuple:
@@ -390,22 +417,21 @@ class DomainNeighborList(NeighborStructureBase):
             cell = xp.clip(xp.floor(x * (p / d.L[dim])).astype(np.int64), 0, p - 1)
             low, high = (own - 1) % p, (own + 1) % p
             away = cell != own
-            if alive is not None:                       # gone along an earlier direction
+            if alive is not None:                       # gone along an earlier direction: stays put
                 away &= alive
             to_low = away & (cell == low)
             to_high = away & (cell == high) & ~to_low    # with two domains both faces lead to the other
+            (low_rows, low_count), (high_rows, high_count) = compact(to_low, self.backend), compact(to_high, self.backend)
             peers = self.face_peers(dim)
             # one synchronisation: how many leave low and high, strayed further, and arrive
-            (n_low, n_high), arriving, (n_away,) = self._tally([to_low.sum(), to_high.sum()], peers, [away.sum()])
+            (n_low, n_high), arriving, (n_away,) = self._tally([low_count, high_count], peers, [away.sum()])
             if n_away != n_low + n_high:
                 raise SimulationError(f"an atom of rank {comm.rank} moved more than one domain along "
                                       f"{'xyz'[dim]} between two neighbour-list builds: the time step "
                                       f"is too long or the system blew up")
-            empty = xp.empty(0, np.int64)
-            leaving = [xp.nonzero(to_low)[0] if n_low else empty, xp.nonzero(to_high)[0] if n_high else empty]
-            counts = [n_low, n_high]
+            leaving = [low_rows[:n_low], high_rows[:n_high]]
             self.migrated += n_low + n_high
-            if not any(counts) and not any(arriving):
+            if not n_low and not n_high and not any(arriving):
                 continue
             packed = [_pack_rows(state, rows, xp) for rows in leaving]
             width = packed[0].shape[1]
@@ -446,8 +472,11 @@ class DomainNeighborList(NeighborStructureBase):
                 coordinates.append(images_g[:, dim].astype(np.float64))
             masks = [[x < d.lo[dim] + d.r_ghost for x in coordinates],
                      [x >= d.hi[dim] - d.r_ghost for x in coordinates]]
-            # one synchronisation: how many rows each face sends and receives
-            _, rows, _ = self._tally([sum(m.sum() for m in pair) for pair in masks], peers)
+            # per face and part (owned, ghosts): the rows in the layer first, in row order
+            firsts = [[compact(mask, self.backend) for mask in pair] for pair in masks]
+            # one synchronisation: how many rows each face sends and receives, and of each part
+            _, rows, parts = self._tally([sum(count for _, count in pair) for pair in firsts], peers,
+                                         [count for pair in firsts for _, count in pair])
             chosen = []                             # per face: rows of the extended array (owned, then ghosts)
             payload = []
             for k, step in enumerate((-1, +1)):
@@ -456,7 +485,7 @@ class DomainNeighborList(NeighborStructureBase):
                     shift = d.L[dim]
                 elif step > 0 and d.coords[dim] == d.grid[dim] - 1:
                     shift = -d.L[dim]
-                selected = [xp.nonzero(mask)[0] for mask in masks[k]]
+                selected = [order[:parts[k * len(coordinates) + part]] for part, (order, _) in enumerate(firsts[k])]
                 own_rows = selected[0]
 
                 def gather(own_part, ghost_part):
@@ -597,11 +626,20 @@ class DomainForces(ForceEvaluatorBase):
         self.potential = pair_forces.potential
         self.d = decomposition
 
+    @property
+    def control(self):
+        """The serial kernel's step-control array (:attr:`pycumd.contracts.ForceEvaluator.control`)."""
+        return self.pair_forces.control
+
+    @control.setter
+    def control(self, array) -> None:
+        self.pair_forces.control = array
+
     def compute(self, state, neighbors: DomainNeighborList, with_energy: bool) -> None:
         neighbors.refresh_ghosts(state)
         view = SimpleNamespace(positions=neighbors.extended, types=neighbors.extended_types,
                                box_lengths=state.box_lengths, forces=state.forces, energy=state.energy,
-                               virial=state.virial, n_atoms=state.n_atoms, control=state.control)
+                               virial=state.virial, n_atoms=state.n_atoms)
         self.pair_forces.compute(view, neighbors, with_energy)
 
 

@@ -1,0 +1,166 @@
+"""Throughput of batches of small systems (issue 38): aggregate atom-steps/s.
+
+Two cases, each against its baselines in the same process (same device, precision and steps):
+
+independent: S systems of N atoms of LAMMPS' bench/in.lj (fcc at density 0.8442, T 1.44, cutoff
+2.5, skin 0.3, NVE, dt 0.005), each with its own velocity seed, run as one pycumd.Ensemble;
+against one system of S x N atoms (the rate a batch should approach) and against the S systems run
+one after another (each its own Simulation.run).
+
+tempering: M replicas of N atoms (Langevin, temperatures 1.2 .. 2.0 geometric) with replica
+exchange every K steps (pycumd.tempering), against the replicas run one after another.
+
+    pycumd bench batch                                   # 1,024 x 1,000 and 64 x 4,000 (the issue's sizes)
+    pycumd bench batch --case independent --systems 64 --atoms 1000 --steps 200
+
+The ensemble today advances each member with its own kernels (docs/batch.md: the batched engine of
+one launch per kernel over all systems is designed, not built), so its rate is that of the members
+one after another, less what lockstep saves; the table says which engine ran.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+
+from pycumd.bench import argument_parser, default_out_dir
+
+#: atoms -> fcc cells (4 atoms per cell) of the sizes the issue names
+CELLS = {1000: (5, 5, 10), 4000: (10, 10, 10), 32000: (20, 20, 20), 256000: (40, 40, 40),
+         1_024_000: (80, 80, 40), 500: (5, 5, 5), 108: (3, 3, 3)}
+
+
+def _cells(n_atoms: int):
+    if n_atoms in CELLS:
+        return CELLS[n_atoms]
+    side = round((n_atoms / 4) ** (1 / 3))
+    if 4 * side**3 != n_atoms:
+        raise ValueError(f"--atoms {n_atoms}: give 4 k^3 atoms or one of {sorted(CELLS)}")
+    return (side, side, side)
+
+
+def _member(n_atoms: int, seed: int, device: str, precision: str, integrator=None):
+    from pycumd import LennardJones, Simulation, create_velocities, lattice_system
+
+    system = lattice_system("fcc", _cells(n_atoms), density=0.8442)
+    create_velocities(system, 1.44, seed)
+    pot = LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
+    return Simulation(system, pot, integrator, skin=0.3, device=device, precision=precision)
+
+
+def _timed(run, steps: int, warmup: int, sync) -> float:
+    """Seconds of ``run(steps)`` after ``run(warmup)`` (compilation, first captures)."""
+    if warmup:
+        run(warmup)
+    sync()
+    t0 = time.perf_counter()
+    run(steps)
+    sync()
+    return time.perf_counter() - t0
+
+
+def independent(systems: int, atoms: int, steps: int, warmup: int, device: str, precision: str,
+                baselines=("one_big", "one_at_a_time")) -> dict:
+    from pycumd.ensemble import Ensemble
+
+    members = [_member(atoms, 1000 + i, device, precision) for i in range(systems)]
+    sync = members[0].backend.synchronize
+    ens = Ensemble(members, verbose=False, check_every=0)
+    out = {"case": "independent", "systems": systems, "atoms": atoms, "steps": steps,
+           "device": members[0].backend.device_name, "precision": members[0].precision.name,
+           "engine": "members (one set of launches per system)"}
+    seconds = _timed(ens.run, steps, warmup, sync)
+    out["batch_atom_steps_per_s"] = systems * atoms * steps / seconds
+    if "one_at_a_time" in baselines:
+        def one_by_one(n):
+            for m in members:
+                m.run(n)
+        seconds = _timed(one_by_one, steps, 0, sync)
+        out["one_at_a_time_atom_steps_per_s"] = systems * atoms * steps / seconds
+    del ens, members
+    if "one_big" in baselines:
+        try:
+            big = _member(systems * atoms, 87287, device, precision)
+        except ValueError:                    # S x N atoms not a block of fcc cells: no such baseline
+            big = None
+        if big is not None:
+            seconds = _timed(big.run, steps, warmup, sync)
+            out["one_big_atom_steps_per_s"] = systems * atoms * steps / seconds
+            out["batch_over_one_big"] = out["batch_atom_steps_per_s"] / out["one_big_atom_steps_per_s"]
+    return out
+
+
+def tempering(replicas: int, atoms: int, steps: int, warmup: int, every: int, device: str, precision: str) -> dict:
+    from pycumd import VelocityVerlet
+    from pycumd.ensemble import Ensemble
+    from pycumd.integrators import Langevin
+    from pycumd.tempering import ReplicaExchange
+
+    temperatures = list(np.geomspace(1.2, 2.0, replicas))
+
+    def build():
+        return [_member(atoms, 1000 + i, device, precision, VelocityVerlet(0.005, Langevin(t, 0.5, 77 + i)))
+                for i, t in enumerate(temperatures)]
+    members = build()
+    sync = members[0].backend.synchronize
+    exchange = ReplicaExchange(temperatures, every=every, seed=5)
+    ens = Ensemble(members, exchange=exchange, verbose=False, check_every=0)
+    out = {"case": "tempering", "replicas": replicas, "atoms": atoms, "steps": steps, "every": every,
+           "device": members[0].backend.device_name, "precision": members[0].precision.name,
+           "engine": "members (one set of launches per system)"}
+    seconds = _timed(ens.run, steps, warmup, sync)
+    out["batch_atom_steps_per_s"] = replicas * atoms * steps / seconds
+    out["acceptance"] = [float(a) for a in exchange.acceptance_ratios()]
+    alone = build()
+
+    def one_by_one(n):
+        for m in alone:
+            m.run(n)
+    seconds = _timed(one_by_one, steps, warmup, sync)
+    out["one_at_a_time_atom_steps_per_s"] = replicas * atoms * steps / seconds
+    out["batch_over_one_at_a_time"] = out["batch_atom_steps_per_s"] / out["one_at_a_time_atom_steps_per_s"]
+    return out
+
+
+def main(argv=None) -> int:
+    p = argument_parser("batch", __doc__)
+    p.add_argument("--case", choices=("independent", "tempering", "both"), default="both")
+    p.add_argument("--systems", type=int, default=1024, help="independent: systems (default 1024)")
+    p.add_argument("--atoms", type=int, default=1000, help="independent: atoms per system (default 1000)")
+    p.add_argument("--replicas", type=int, default=64, help="tempering: replicas (default 64)")
+    p.add_argument("--replica-atoms", type=int, default=4000, help="tempering: atoms per replica (default 4000)")
+    p.add_argument("--every", type=int, default=100, help="tempering: steps between exchange attempts")
+    p.add_argument("--steps", type=int, default=500)
+    p.add_argument("--warmup", type=int, default=100)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--precision", default="single")
+    p.add_argument("--no-big", action="store_true", help="independent: skip the one-big-system baseline")
+    p.add_argument("--out-dir", default=None)
+    args = p.parse_args(argv)
+    results = []
+    if args.case in ("independent", "both"):
+        baselines = ("one_at_a_time",) if args.no_big else ("one_big", "one_at_a_time")
+        results.append(independent(args.systems, args.atoms, args.steps, args.warmup, args.device, args.precision,
+                                   baselines))
+    if args.case in ("tempering", "both"):
+        results.append(tempering(args.replicas, args.replica_atoms, args.steps, args.warmup, args.every,
+                                 args.device, args.precision))
+    for r in results:
+        print(f"{r['case']}: {r.get('systems', r.get('replicas'))} x {r['atoms']} atoms, {r['steps']} steps, "
+              f"{r['device']}, {r['precision']}, engine: {r['engine']}")
+        for key, value in r.items():
+            if key.endswith("_per_s"):
+                print(f"  {key:<34} {value:.4g}")
+            elif key.startswith("batch_over"):
+                print(f"  {key:<34} {value:.3f}")
+        if "acceptance" in r:
+            print(f"  acceptance per pair: {' '.join(f'{a:.2f}' for a in r['acceptance'])}")
+    out_dir = default_out_dir("batch") if args.out_dir is None else args.out_dir
+    from pathlib import Path
+
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    (Path(out_dir) / "batch.json").write_text(json.dumps(results, indent=1))
+    print(f"results: {Path(out_dir) / 'batch.json'}")
+    return 0
