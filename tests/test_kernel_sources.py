@@ -82,3 +82,14 @@ def test_compiles_with_the_table_potential(source, precision, arch, tmp_path):
     table = Table("linear", 100).pair_values(0, 0, r, 4 * (r ** -12 - r ** -6), 24 * (2 * r ** -13 - r ** -7))
     defines = {**get_precision(precision, "cuda").cuda_defines, **potential_defines(table)}
     _compile(PACKAGE / source, arch, tmp_path, [f"-D{k}={v}" for k, v in defines.items()])
+
+
+#: eam.cu's types in single and mixed precision (its default compile above is double)
+EAM_PRECISION_DEFINES = {"single": ["-Dreal_t=float", "-Dpair_t=float", "-Daccum_t=float"],
+                         "mixed": ["-Dreal_t=double", "-Dpair_t=float", "-Daccum_t=double"]}
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("precision", list(EAM_PRECISION_DEFINES))
+def test_eam_compiles_in_single_and_mixed(precision, tmp_path):
+    _compile(PACKAGE / "eam.cu", "sm_90", tmp_path, EAM_PRECISION_DEFINES[precision])

@@ -38,6 +38,7 @@ RUNS_UNCHANGED = [
     pytest.param("bench/FERMI/in.lj.titan", marks=[pytest.mark.slow, pytest.mark.ci_only]),          # pair_style lj/cut/gpu
     pytest.param("bench/GPU/in.lj.gpu", marks=[pytest.mark.slow, pytest.mark.ci_only]),
     pytest.param("bench/POTENTIALS/in.lj", marks=[pytest.mark.slow, pytest.mark.ci_only]),      # 32,000 atoms, no size variable
+    pytest.param("bench/in.eam", marks=[pytest.mark.slow, pytest.mark.ci_only]),  # 32,000 atoms; its log: tests/test_eam.py
     "examples/UNITS/in.ar.lj",
     "examples/UNITS/in.ar.metal",
     "examples/UNITS/in.ar.real",
@@ -77,11 +78,11 @@ def test_script_still_runs_unchanged(script):
 
 
 def test_a_stopping_script_names_command_file_and_line():
-    lines = lammps_script("bench/in.eam").read_text().splitlines()
-    line = next(k for k, text in enumerate(lines, 1) if text.split()[:2] == ["pair_style", "eam"])
-    outcome = coverage.run_script("bench/in.eam")
-    assert (outcome.status, outcome.command, outcome.where) == ("stops", "pair_style eam", f"in.eam:{line}")
-    assert "pair_style eam is not supported" in outcome.reason
+    lines = lammps_script("bench/in.chute").read_text().splitlines()
+    line = next(k for k, text in enumerate(lines, 1) if text.split()[:2] == ["atom_style", "sphere"])
+    outcome = coverage.run_script("bench/in.chute")
+    assert (outcome.status, outcome.command, outcome.where) == ("stops", "atom_style sphere", f"in.chute:{line}")
+    assert "atom_style sphere is not supported" in outcome.reason
 
 
 @pytest.mark.skipif(not lammps_available(), reason="LAMMPS Python module not available")

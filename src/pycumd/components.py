@@ -13,7 +13,7 @@ import numpy as np
 
 from . import backend as _backend
 from .contracts import STEP_CONTROL_SIZE, Communicator, ForceEvaluator, Integrator, NeighborStructure
-from .forces import PairForces
+from .eam_forces import list_forces_class
 from .neighbors.allpairs import AllPairsForces, AllPairsNeighbors, choose_pair_method
 from .neighbors.verlet import NeighborList
 from .parallel.comm import communicator
@@ -130,6 +130,8 @@ def _half_list(backend, precision, decomposed: bool) -> bool:
     On the CPU in one process, unless ``deterministic``: that keeps the full list and the GPU's
     summation order, so that double-precision runs give the GPU's bits (``tests/test_determinism.py``).
     Spatial domains (``decomposed``) use full lists over their ghost atoms (no reverse communication).
+    Many-body potentials (EAM, :mod:`pycumd.eam_forces`) follow the same rule: over spatial domains
+    the full list keeps each atom's density its own sum (no reverse communication of densities).
     """
     return not backend.is_gpu and not precision.deterministic and not decomposed
 
@@ -156,6 +158,8 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     skin = neighbor.resolved_skin(system.units.name)
     r_cut = potential.max_cutoff(system.n_types)
     pair_method = choose_pair_method(engine.pair_method, r_cut, skin, system.box.L)
+    if potential.many_body:
+        pair_method = _many_body_pair_method(engine.pair_method, potential, r_cut, skin, system.box.L)
     if precision.composite:
         _check_composite_supported(pair_method, integrator.thermostat)
     if pair_method == "all_pairs":
@@ -165,9 +169,10 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
         neighbors = NeighborList(backend, r_cut, skin, every=neighbor.every, delay=neighbor.delay,
                                  check=neighbor.check, cuda_options=precision.cuda_options,
                                  position_error=_storage_rounding(precision, system.box.L),
-                                 list_dtype=precision.list_dtype, half=_half_list(backend, precision, decomposed),
+                                 list_dtype=precision.list_dtype,
+                                 half=_half_list(backend, precision, decomposed),
                                  canonical_order=precision.deterministic)
-        forces_class = PairForces
+        forces_class = list_forces_class(potential)
     if decomposed:
         from .parallel import decompose
         parts = decompose(system, potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor, engine,
@@ -189,6 +194,23 @@ def with_step_control(parts: Components) -> Components:
         parts.control = parts.backend.xp.zeros(STEP_CONTROL_SIZE, dtype=np.int32)
     parts.integrator.control = parts.forces.control = parts.control
     return parts
+
+
+def _many_body_pair_method(pair_method: str, potential, r_cut: float, skin: float, L) -> str:
+    """A many-body potential runs over the neighbour list, whatever ``auto`` would take; all pairs
+    (and so boxes shorter than twice the list radius) are not implemented for it."""
+    if pair_method == "all_pairs":
+        raise NotImplementedError(f"pair_method 'all_pairs' is not implemented for pair_style {potential.name} "
+                                  f"(a many-body potential): use 'neighbor' or 'auto', on a box of at least "
+                                  f"2 (r_cut + skin)")
+    short = [(axis, float(length)) for axis, length in zip("xyz", L) if length < 2.0 * (r_cut + skin)]
+    if short:
+        axis, length = short[0]
+        raise InputError(f"box length {axis} = {length:g} is smaller than twice the cutoff plus skin "
+                         f"2 * ({r_cut:g} + {skin:g}) = {2.0 * (r_cut + skin):g}, which pair_style {potential.name} "
+                         f"needs (its neighbour list; all pairs are not implemented for many-body potentials): "
+                         f"use a larger box (more cells) or a smaller skin")
+    return "neighbor"
 
 
 def _check_composite_supported(pair_method: str, thermostat) -> None:

@@ -71,6 +71,11 @@ class NeighborStructure(Protocol):
     def schedule_reorder(self) -> None:
         """Make the next build put the particles in cell order, whatever its schedule."""
 
+    def forward(self, values) -> None:
+        """Fill the ghost rows of a per-atom array (the targets' rows first, then the ghosts', as the
+        positions the forces read) with their owners' values: LAMMPS' forward communication (the
+        EAM's F'(rho) between its passes).  Nothing where there are no ghosts."""
+
     def checkpoint_state(self) -> dict:
         """What a checkpoint writes of the structure: plain numbers and lists, and backend arrays
         where the list itself must travel."""
@@ -107,6 +112,9 @@ class NeighborStructureBase:
         self.build(state)
 
     def schedule_reorder(self) -> None:
+        pass
+
+    def forward(self, values) -> None:
         pass
 
     def checkpoint_state(self) -> dict:

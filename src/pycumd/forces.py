@@ -15,7 +15,7 @@ CPU half lists (the CPU default, ``NeighborList(half=True)``; not with ``determi
 each pair once, its force added to atom i and subtracted from atom j (Newton's third law, half
 the pair evaluations).  The targets are cut into one chunk per thread with about equal pair
 counts (:func:`half_list_chunks`); each chunk sums into its own arrays, which are then added in
-chunk order (:func:`_sum_chunks`).  Bits: the same list and thread count give the same bits on
+chunk order (:func:`sum_chunks`).  Bits: the same list and thread count give the same bits on
 every run; another thread count gives other chunks, hence other last bits (forces agree to
 about 1e-15 relative, and trajectories then part like any rounding difference in a chaotic
 liquid).  The full-list kernel's bits depend on no thread count.
@@ -187,7 +187,7 @@ def _make_cpu_half_kernel(pair_function):
     ``acc[t]`` (N, 4) holds chunk t's ``fx, fy, fz, e``, ``vir[t]`` (N, 6) its virial.  Every ``j``
     of chunk t's lists is > ``bounds[t]``, so chunk t only touches (and first zeroes) rows
     ``bounds[t]:``.  Chunks run in parallel, one sum array each: no race, and an order that does not
-    depend on which thread runs which chunk.  :func:`_sum_chunks` then adds the chunks in chunk order.
+    depend on which thread runs which chunk.  :func:`sum_chunks` then adds the chunks in chunk order.
     The first ``nbr_plain[i]`` neighbours of atom i need no minimum image (the list builder put
     them first); the others get it.
     """
@@ -273,7 +273,7 @@ def _make_cpu_half_kernel(pair_function):
 
 
 @numba.njit(parallel=True, cache=True)
-def _sum_chunks(bounds, acc, vir, forces, energy, virial, with_energy):
+def sum_chunks(bounds, acc, vir, forces, energy, virial, with_energy):
     """``forces[i] = acc[0, i] + acc[1, i] + ...`` (and energy, virial) over the chunks that touched
     row i (those with ``bounds[t] <= i``), in chunk order: the bits depend on the chunks, not on
     the threads."""
@@ -414,7 +414,7 @@ class PairForces(ForceEvaluatorBase):
 
     def _compute_cpu_half(self, state, neighbors, with_energy: bool, L) -> None:
         """Half list (Newton's third law): one chunk of targets per thread, each with its own sums
-        (:func:`_make_cpu_half_kernel`), then the chunks added in chunk order (:func:`_sum_chunks`).
+        (:func:`_make_cpu_half_kernel`), then the chunks added in chunk order (:func:`sum_chunks`).
         Same thread count, same bits; another thread count changes the chunks and the last bits."""
         if self._half_kernel is None:
             self._half_kernel = pair_kernel(self.potential, self._table, self.backend, None, "", "",
@@ -431,7 +431,7 @@ class PairForces(ForceEvaluatorBase):
         self._half_kernel(state.positions, state.types, L, 1.0 / L, neighbors.nbr, neighbors.nbr_count,
                           neighbors.nbr_plain, self._table, self.n_types, bounds, self.chunk_sums,
                           self.chunk_virials, with_energy)
-        _sum_chunks(bounds, self.chunk_sums, self.chunk_virials, state.forces, state.energy, state.virial,
+        sum_chunks(bounds, self.chunk_sums, self.chunk_virials, state.forces, state.energy, state.virial,
                     with_energy)
         self.check_pair_errors(state)
 

@@ -12,7 +12,10 @@ of a step beside it.
 
 With ``--system ions`` the liquid is the carbon-oxygen white-dwarf mixture of pycumd.ions (3,456
 ions, Gamma = 20, screening length 2 a, all pairs, dt = 0.05 / omega_p), and the drift is per
-1,000 / omega_p instead of per 1,000 tau.
+1,000 / omega_p instead of per 1,000 tau.  With ``--system eam`` it is LAMMPS' in.eam: fcc Cu
+(``--cells`` per edge, 20: 32,000 atoms) with the embedded-atom method (``--potential-file``, default
+Cu_u3.eam found as LAMMPS finds it: the working directory, then ``$LAMMPS_POTENTIALS``), velocities
+of 1600 K (about 800 K once shared with the lattice), dt = 5 fs; the drift is per 1,000 ps (a ns).
 """
 
 from __future__ import annotations
@@ -58,6 +61,26 @@ def ion_liquid(n_ions: int = 3456):
     a = (3 / (4 * math.pi * density)) ** (1 / 3)
     kT = 50.0 * E2_MEV_FM / (a * 20.0)
     return system, pot, dt, kT, dt / 0.05
+
+
+EAM_TEMPERATURE = 1600.0
+EAM_DT = 0.005
+
+
+def eam_crystal(cells: int, potential_file: str, device: str):
+    """LAMMPS' in.eam: (system, potential, dt, kT, time unit): fcc Cu, a = 3.615 A, ``cells`` per
+    edge, velocities of 1600 K (loop geom, seed 376847 as in.eam), after 1,000 NVE steps in double
+    precision (the first steps shift the integrator's shadow energy by about 7e-4 eV per atom, in
+    LAMMPS' log too: not drift); kT of the 800 K it settles at."""
+    from ..potentials.eam import EAM, resolve_potential_file
+    from ..units import get_units
+
+    pot = EAM.funcfl(resolve_potential_file(potential_file))
+    system = lattice_system("fcc", cells, units="metal", constant=3.615, mass=pot.masses(1)[0])
+    create_velocities(system, EAM_TEMPERATURE, 376847)
+    sim = Simulation(system, pot, VelocityVerlet(EAM_DT), device=device, precision="double", skin=1.0)
+    sim.run(1000)
+    return sim.system(), pot, EAM_DT, get_units("metal").boltz * EAM_TEMPERATURE / 2, 1.0
 
 
 def drift(system, pot, precision: str, deterministic: bool, steps: int, every: int, device: str,
@@ -172,13 +195,17 @@ per 1,000 tau (ions: per 1,000 / omega_p), with the cost of a step beside it.
 
     pycumd bench drift --cells 20 --steps 100000 --precision single mixed double composite
     pycumd bench drift --system ions --steps 20000
+    pycumd bench drift --system eam --cells 20 --steps 100000 --potential-file Cu_u3.eam
     pycumd bench drift --merge a/drift_lj.json b/drift_lj.json   # one table and plot of earlier runs
 """
 
 
 def main(argv=None):
     ap = argument_parser("drift", DESCRIPTION)
-    ap.add_argument("--system", choices=["lj", "ions"], default="lj")
+    ap.add_argument("--system", choices=["lj", "ions", "eam"], default="lj")
+    ap.add_argument("--potential-file", default="Cu_u3.eam",
+                    help="--system eam: the funcfl file (default Cu_u3.eam, in the working directory or "
+                         "$LAMMPS_POTENTIALS)")
     ap.add_argument("--cells", type=int, default=20, help="fcc cells per edge (20: 32,000 atoms)")
     ap.add_argument("--steps", type=int, default=100_000)
     ap.add_argument("--every", type=int, default=1000, help="steps between energy samples")
@@ -206,6 +233,8 @@ def main(argv=None):
         return
     if args.system == "ions":
         system, pot, dt, kT, unit = ion_liquid()
+    elif args.system == "eam":
+        system, pot, dt, kT, unit = eam_crystal(args.cells, args.potential_file, args.device)
     else:
         (system, pot), dt, kT, unit = equilibrated_liquid(args.cells, args.device), DT, TEMPERATURE, 1.0
     modes = {"both": (False, True), "off": (False,), "on": (True,)}[args.deterministic]
@@ -214,7 +243,8 @@ def main(argv=None):
     results = []
     if args.precision is None:
         on_gpu = select_backend(args.device).is_gpu
-        args.precision = ["single", "mixed", "double", "composite"] if on_gpu else ["double"]
+        args.precision = ["single", "mixed", "double"] + (["composite"] if args.system != "eam" else []) \
+            if on_gpu else ["double"]
     for precision in args.precision:
         for deterministic in modes:
             results.append(drift(system, pot, precision, deterministic, args.steps, args.every, args.device,

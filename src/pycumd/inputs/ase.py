@@ -152,7 +152,7 @@ def _make_calculator_class():
                      skin: float | None = None, pair_method: str = "auto", **kwargs):
             super().__init__(**kwargs)
             self.potential = potential
-            self.type_map = type_map
+            self.type_map = type_map if type_map is not None else potential.atomic_number_types()
             self.options = dict(device=device, precision=precision, skin=skin, pair_method=pair_method)
 
         def calculate(self, atoms=None, properties=("energy",), system_changes=all_changes):
@@ -182,8 +182,9 @@ class Calculator(metaclass=_Lazy):
     potential : PairPotential
         Parameters in eV and Angstrom (metal units), types as in ``type_map``.
     type_map : dict, optional
-        Chemical symbol or atomic number -> 0-based type; default the distinct atomic numbers in
-        increasing order.
+        Chemical symbol or atomic number -> 0-based type; default the potential's own where it
+        knows its elements (EAM: the atomic numbers its files give each type), else the distinct
+        atomic numbers in increasing order.
     device : {"cpu", "cuda", "auto"}
     precision : str
         Default ``double``.
@@ -212,8 +213,10 @@ def run(atoms, potential, steps: int, timestep: float, *, thermostat=None, type_
     ----------
     atoms : ase.Atoms
         Orthorhombic periodic cell; velocities as ASE stores them.
-    potential : PairPotential
+    potential : PairPotential or EAM
         eV and Angstrom.
+    type_map : dict, optional
+        As :class:`Calculator`'s.
     steps : int
     timestep : float
         In ASE time units (``2 * ase.units.fs``), as ``ase.md.VelocityVerlet`` takes it.
@@ -226,6 +229,7 @@ def run(atoms, potential, steps: int, timestep: float, *, thermostat=None, type_
         raise InputError(f"ase.run: steps must be a non-negative integer, got {steps}")
     if not timestep > 0:
         raise InputError(f"ase.run: timestep must be positive, got {timestep}")
+    type_map = type_map if type_map is not None else potential.atomic_number_types()
     system = atoms_to_system(atoms, type_map)
     sim = Simulation(system, potential, VelocityVerlet(dt=timestep / _ps(), thermostat=thermostat),
                      device=device, precision=precision, skin=skin)

@@ -66,6 +66,7 @@ from ..outputs.thermo_keywords import (COMPUTE_STYLES, Compute, MSDReference, Na
 from ..integrators.barostats import lammps_fix_nh
 from ..minimize import MIN_STYLES, MinimizeSettings
 from ..potentials.lammps_styles import check_pair_style, potential_from_lammps
+from ..potentials.registry import lammps_pair_styles
 from ..system import System, create_velocities, lattice_positions, lattice_spacing
 from ..units import get_units
 from .lammps_script import Command, LammpsScriptError, read_script
@@ -365,8 +366,18 @@ class LammpsPlanner:
             from ..potentials.formula import lepton_pair
             lepton_pair(_type_range(a[0], self.setup.n_types)[0], _type_range(a[1], self.setup.n_types)[0],
                         list(a[2:]))
-        for i in _type_range(a[0], self.setup.n_types):
-            for j in _type_range(a[1], self.setup.n_types):
+        style = self.setup.pair[0]
+        types_i, types_j = _type_range(a[0], self.setup.n_types), _type_range(a[1], self.setup.n_types)
+        # files read at the line, as LAMMPS does (errors name it); their masses set, as LAMMPS' coeff does
+        masses = lammps_pair_styles()[style][0].lammps_pair_coeff(
+            style, list(types_i), list(types_j), list(a[2:]), a[0] == "*" and a[1] == "*", self.setup.n_types,
+            self.base_dir)
+        self.setup.masses.update(masses)
+        if masses and self._system is not None:
+            for t, mass in masses.items():
+                self._system.masses[t] = mass
+        for i in types_i:
+            for j in types_j:
                 if i <= j:
                     self.setup.pair_coeffs.append((i, j, list(a[2:])))
         self._dirty = True
@@ -1305,10 +1316,10 @@ def _load_fix_state(fix: tuple, state: dict) -> None:
 
 
 #: pair styles whose settings and coefficients LAMMPS does not write to restart files (restartinfo = 0)
-PAIR_STYLES_NOT_IN_RESTART = ("table",)
+PAIR_STYLES_NOT_IN_RESTART = ("table", "eam", "eam/alloy", "eam/fs")
 #: pair styles whose coefficients pycumd's write_data leaves out (table: LAMMPS writes none; lepton:
 #: its expressions hold spaces, which a data file line cannot)
-PAIR_STYLES_NOT_IN_DATA = ("table", "lepton")
+PAIR_STYLES_NOT_IN_DATA = ("table", "lepton", "eam", "eam/alloy", "eam/fs")
 
 
 @dataclass

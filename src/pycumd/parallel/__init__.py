@@ -45,7 +45,8 @@ def decompose(system, potential, integrator, backend, precision, pair_method: st
     the precision's kernel options and position error) lends its kernels to the domains' list.  Raises NotImplementedError for what is not decomposed yet (barostats, per-step fixes,
     composite precision) and InputError for a grid the box cannot hold.
     """
-    from ..forces import PairForces, default_lanes
+    from ..eam_forces import list_forces_class
+    from ..forces import default_lanes
     from ..neighbors.allpairs import AllPairsForces, AllPairsNeighbors
     from ..state import State
     from .domains import DomainDecomposition, DomainForces, DomainNeighborList
@@ -80,8 +81,8 @@ def decompose(system, potential, integrator, backend, precision, pair_method: st
                                    check=neighbor.check, serial=serial_list)
     neighbors.check_box(system.box.L)
     state = State.from_system(d.local_system(), backend, precision)
-    forces = DomainForces(PairForces(potential, system.n_types, backend, precision,
-                                     lanes=default_lanes(max(1, system.n_atoms // comm.size))), d)
+    forces = DomainForces(list_forces_class(potential)(potential, system.n_types, backend, precision,
+                                                       lanes=default_lanes(max(1, system.n_atoms // comm.size))), d)
     return DecomposedParts(d, state, neighbors, forces)
 
 

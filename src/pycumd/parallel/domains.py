@@ -575,6 +575,16 @@ class DomainNeighborList(NeighborStructureBase):
                 messages.append((send, dest, ext[offset:offset + rows], source))
             comm.exchange(messages)
 
+    def forward(self, values) -> None:
+        """LAMMPS' forward communication of a per-atom array over the extended rows (EAM's
+        F'(rho) between its passes): the ghost rows of ``values`` get their owners' values along
+        the build's send lists, direction by direction as :meth:`refresh_ghosts` sends positions
+        (a later direction's ghosts include the earlier ones')."""
+        comm, xp = self.d.comm, self.xp
+        for stage in self.stages:
+            comm.exchange([(xp.take(values, indices, axis=0), dest, values[offset:offset + rows], source)
+                           for indices, dest, source, offset, rows in stage.sends])
+
     def halo_bytes(self) -> dict:
         """Bytes per step of the ghost refresh on this rank: ``{"sent": rows sent to other ranks
         times the row size, "local": the owned rows copied into the extended array}``."""

@@ -74,6 +74,8 @@ class PairPotential:
     """
 
     name = "pair"
+    #: a pair potential: the pair force evaluator (:class:`~pycumd.forces.PairForces`) runs it
+    many_body = False
     parameter_names: tuple = ()
     #: the CUDA header beside the module that defines ``pair_raw`` (path from the package directory)
     cuda_header: str = ""
@@ -224,6 +226,18 @@ class PairPotential:
             pot.pair_coeff(i, j, **dict(zip(names, values)))
         return pot
 
+    def atomic_number_types(self) -> dict | None:
+        """Atomic number -> 0-based type where the potential knows its elements (EAM files), for the
+        ASE calculator's default ``type_map``; None for a pair potential."""
+        return None
+
+    @classmethod
+    def lammps_pair_coeff(cls, style: str, types_i, types_j, values: list, both_all: bool, n_types: int,
+                          directory=None) -> dict:
+        """What a ``pair_coeff`` line sets besides the coefficients: the masses (0-based type ->
+        mass) of styles whose files give them (EAM); none for a pair potential."""
+        return {}
+
     # -- for subclasses ---------------------------------------------------------------------
     def _pair_parameter_names(self, type_i: int, type_j: int) -> tuple:
         """The parameter names of the pair (type_i, type_j): :attr:`parameter_names` unless a
@@ -248,3 +262,49 @@ class PairPotential:
 
     def describe(self) -> str:
         return f"{self.name} (cutoff {self.r_cut}, {self.cutoff}, mixing {self.mixing})"
+
+
+class ManyBodyPotential:
+    """Base class of the potentials whose energy is not a sum over pairs (EAM): a many-body force
+    evaluator runs them (:func:`pycumd.eam_forces.list_forces_class`), over the same neighbour
+    list as the pair potentials.  A subclass in this package that declares :attr:`lammps_styles`
+    is registered (:func:`pycumd.potentials.registry.lammps_pair_styles`).
+
+    Members the engine uses: :meth:`max_cutoff`, :meth:`table` (what the kernels read; it raises
+    for a type without coefficients), :meth:`describe`; the LAMMPS front-end's
+    :meth:`check_lammps_args`, :meth:`from_lammps` and :meth:`lammps_pair_coeff`.
+    """
+
+    name = "many-body"
+    many_body = True
+    cutoff = "truncate"
+    #: LAMMPS ``pair_style`` names this class runs -> (fewest, most) global arguments
+    lammps_styles: dict = {}
+
+    @classmethod
+    def check_lammps_args(cls, style: str, global_args: list) -> None:
+        """The argument count is checked before; nothing else by default."""
+
+    @classmethod
+    def from_lammps(cls, style: str, global_args: list, pair_coeffs: list, context):
+        raise NotImplementedError(f"{cls.__name__} does not implement from_lammps")
+
+    @classmethod
+    def lammps_pair_coeff(cls, style: str, types_i, types_j, values: list, both_all: bool, n_types: int,
+                          directory=None) -> dict:
+        return {}
+
+    def max_cutoff(self, n_types: int) -> float:
+        raise NotImplementedError(f"{type(self).__name__} does not implement max_cutoff")
+
+    def table(self, n_types: int):
+        raise NotImplementedError(f"{type(self).__name__} does not implement table")
+
+    def kernel_cache_key(self):
+        return None
+
+    def atomic_number_types(self) -> dict | None:
+        return None
+
+    def describe(self) -> str:
+        return self.name

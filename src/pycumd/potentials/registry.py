@@ -22,7 +22,7 @@ import importlib
 import pkgutil
 from pathlib import Path
 
-from .base import PairPotential
+from .base import ManyBodyPotential, PairPotential
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PAIR_SELECT = PACKAGE_DIR / "pair_select.cuh"
@@ -57,10 +57,25 @@ def header_ids() -> dict:
 
 
 @functools.lru_cache(maxsize=None)
+def many_body_classes() -> tuple:
+    """The registered many-body potential classes (:class:`~pycumd.potentials.base.ManyBodyPotential`
+    subclasses of this package that declare their own ``lammps_styles``), by name."""
+    potential_classes()                         # imports every module of the package
+    found, pending = [], list(ManyBodyPotential.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls.__dict__.get("lammps_styles") and cls.__module__.startswith(f"{__package__}."):
+            found.append(cls)
+    return tuple(sorted(found, key=lambda c: c.__name__))
+
+
+@functools.lru_cache(maxsize=None)
 def lammps_pair_styles() -> dict:
-    """LAMMPS ``pair_style`` name -> (potential class, (fewest, most) global arguments)."""
+    """LAMMPS ``pair_style`` name -> (potential class, (fewest, most) global arguments): the pair
+    potentials' and the many-body potentials' styles."""
     styles: dict = {}
-    for cls in potential_classes():
+    for cls in potential_classes() + many_body_classes():
         for style, counts in cls.lammps_styles.items():
             if style in styles:
                 raise TypeError(f"{styles[style][0].__name__} and {cls.__name__} both declare pair_style {style}")

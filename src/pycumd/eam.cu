@@ -1,0 +1,172 @@
+// The embedded-atom method's two passes over a full Verlet neighbour list (pycumd.eam_forces, whose
+// Numba kernels are the CPU twins: the same operations in the same order, so that double precision
+// built without fused multiply-add gives the same bits on both).  A thread per target atom; its
+// neighbours in list order.  LAMMPS' splines (pycumd.potentials.eam): 7 coefficients per grid point,
+// table t's point m at ((t * (n + 1)) + m) * 7; a value at x is read at p = x / delta + 1,
+// m = (int)p clamped, p -= m, p = min(p, 1): value ((c3 p + c4) p + c5) p + c6, derivative
+// (c0 p + c1) p + c2.
+//
+//   eam_density[_energy]:  rho_i = sum_j rho_{t_j t_i}(r_ij);  fp_i = F'_{t_i}(rho_i);
+//                          (energy) e_i = F_{t_i}(rho_i) (+ fp_i (rho_i - rhomax) beyond the table)
+//   eam_forces[_energy]:   f_i = sum_j -(fp_i rho'_{t_j t_i} + fp_j rho'_{t_i t_j} + phi'_{t_i t_j}) / r * r_ij
+//                          (energy) e_i += 1/2 sum_j phi(r_ij);  W_i = 1/2 sum_j r_ij (x) r_ij (f_pair / r)
+//
+// Types (compile-time, pycumd.precision): real_t positions (N, 4) rows x, y, z, type; pair_t the
+// splines and the pair arithmetic; accum_t densities, fp, forces, energies and virials.  Neighbour
+// storage is column-major: neighbour k of atom i is nbr[k * stride + i].  128 threads per block
+// (pycumd.forces.BLOCK).
+#ifndef real_t
+#define real_t double
+#endif
+#ifndef pair_t
+#define pair_t double
+#endif
+#ifndef accum_t
+#define accum_t double
+#endif
+#include "positions.cuh"
+
+#define EAM_COLUMNS 7
+
+// r_i - r_j with the minimum image (real_t), then in pair_t, and its square.
+__device__ __forceinline__ pair_t eam_separation(real_t xi, real_t yi, real_t zi, real_t xj, real_t yj, real_t zj,
+                                                 real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy,
+                                                 real_t invLz, pair_t& dx, pair_t& dy, pair_t& dz) {
+    real_t a = xi - xj, b = yi - yj, c = zi - zj;
+    a -= Lx * rint(a * invLx);
+    b -= Ly * rint(b * invLy);
+    c -= Lz * rint(c * invLz);
+    dx = (pair_t)a; dy = (pair_t)b; dz = (pair_t)c;
+    return dx * dx + dy * dy + dz * dz;
+}
+
+// LAMMPS' lookup on the r grid: the row of grid point m of a table, and p.
+__device__ __forceinline__ const pair_t* eam_r_point(const pair_t* __restrict__ tables, int table, int nr,
+                                                     pair_t r, pair_t rdr, pair_t& p) {
+    p = r * rdr + (pair_t)1.0;
+    int m = (int)p;
+    m = min(m, nr - 1);
+    p -= (pair_t)m;
+    p = p > (pair_t)1.0 ? (pair_t)1.0 : p;          // LAMMPS: p = MIN(p, 1.0)
+    return tables + ((size_t)table * (nr + 1) + m) * EAM_COLUMNS;
+}
+
+template <int WITH_ENERGY>
+__device__ __forceinline__ void eam_density_body(
+    const int* __restrict__ control, const real_t* __restrict__ pos4, const int* __restrict__ nbr,
+    const int* __restrict__ nbr_count, int n_local, int stride, int n_types, int nr, pair_t rdr, pair_t cutsq,
+    real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, int nrho, accum_t rdrho,
+    accum_t rhomax, const pair_t* __restrict__ rhor, const int* __restrict__ type2rhor,
+    const pair_t* __restrict__ frho, const int* __restrict__ type2frho, accum_t* __restrict__ fp,
+    accum_t* __restrict__ energy)
+{
+    if (control[0]) return;                     // control[0]: the step block is frozen (see step_graph.py)
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_local) return;
+    real_t xi, yi, zi; int ti;
+    load_position(pos4, i, xi, yi, zi, ti);
+    accum_t rho = 0;
+    const int count = nbr_count[i];
+    for (int k = 0; k < count; ++k) {
+        const int j = __ldg(nbr + (size_t)k * stride + i);
+        real_t xj, yj, zj; int tj;
+        load_position(pos4, j, xj, yj, zj, tj);
+        pair_t dx, dy, dz;
+        const pair_t rsq = eam_separation(xi, yi, zi, xj, yj, zj, Lx, Ly, Lz, invLx, invLy, invLz, dx, dy, dz);
+        if (rsq < cutsq) {
+            pair_t p;
+            const pair_t* c = eam_r_point(rhor, __ldg(type2rhor + tj * n_types + ti), nr, sqrt(rsq), rdr, p);
+            rho += (accum_t)(((c[3] * p + c[4]) * p + c[5]) * p + c[6]);
+        }
+    }
+    accum_t p = rho * rdrho + (accum_t)1.0;
+    int m = (int)p;
+    m = max(1, min(m, nrho - 1));
+    p -= (accum_t)m;
+    p = p > (accum_t)1.0 ? (accum_t)1.0 : p;
+    const pair_t* c = frho + ((size_t)__ldg(type2frho + ti) * (nrho + 1) + m) * EAM_COLUMNS;
+    const accum_t fpi = ((accum_t)c[0] * p + (accum_t)c[1]) * p + (accum_t)c[2];
+    fp[i] = fpi;
+    if (WITH_ENERGY) {
+        accum_t phi = (((accum_t)c[3] * p + (accum_t)c[4]) * p + (accum_t)c[5]) * p + (accum_t)c[6];
+        if (rho > rhomax) phi += fpi * (rho - rhomax);
+        energy[i] = phi;
+    }
+}
+
+template <int WITH_ENERGY>
+__device__ __forceinline__ void eam_forces_body(
+    const int* __restrict__ control, const real_t* __restrict__ pos4, const int* __restrict__ nbr,
+    const int* __restrict__ nbr_count, int n_local, int stride, int n_types, int nr, pair_t rdr, pair_t cutsq,
+    real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz,
+    const pair_t* __restrict__ rhor, const int* __restrict__ type2rhor, const pair_t* __restrict__ z2r,
+    const int* __restrict__ type2z2r, const accum_t* __restrict__ fp, accum_t* __restrict__ force,
+    accum_t* __restrict__ energy, accum_t* __restrict__ virial)
+{
+    if (control[0]) return;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_local) return;
+    real_t xi, yi, zi; int ti;
+    load_position(pos4, i, xi, yi, zi, ti);
+    const pair_t fpi = (pair_t)fp[i];
+    accum_t fx = 0, fy = 0, fz = 0, e = 0, w0 = 0, w1 = 0, w2 = 0, w3 = 0, w4 = 0, w5 = 0;
+    const int count = nbr_count[i];
+    for (int k = 0; k < count; ++k) {
+        const int j = __ldg(nbr + (size_t)k * stride + i);
+        real_t xj, yj, zj; int tj;
+        load_position(pos4, j, xj, yj, zj, tj);
+        pair_t dx, dy, dz;
+        const pair_t rsq = eam_separation(xi, yi, zi, xj, yj, zj, Lx, Ly, Lz, invLx, invLy, invLz, dx, dy, dz);
+        if (rsq < cutsq) {
+            const pair_t r = sqrt(rsq);
+            pair_t p;
+            const pair_t* c = eam_r_point(rhor, __ldg(type2rhor + ti * n_types + tj), nr, r, rdr, p);
+            const pair_t rhoip = (c[0] * p + c[1]) * p + c[2];
+            c = eam_r_point(rhor, __ldg(type2rhor + tj * n_types + ti), nr, r, rdr, p);
+            const pair_t rhojp = (c[0] * p + c[1]) * p + c[2];
+            c = eam_r_point(z2r, __ldg(type2z2r + ti * n_types + tj), nr, r, rdr, p);
+            const pair_t z2p = (c[0] * p + c[1]) * p + c[2];
+            const pair_t z2 = ((c[3] * p + c[4]) * p + c[5]) * p + c[6];
+            const pair_t recip = (pair_t)1.0 / r;
+            const pair_t phi = z2 * recip;
+            const pair_t phip = z2p * recip - phi * recip;
+            const pair_t psip = fpi * rhojp + (pair_t)fp[j] * rhoip + phip;
+            const pair_t fpair = -psip * recip;
+            fx += (accum_t)(dx * fpair);
+            fy += (accum_t)(dy * fpair);
+            fz += (accum_t)(dz * fpair);
+            if (WITH_ENERGY) {
+                e += (accum_t)phi;
+                w0 += (accum_t)(dx * dx * fpair); w1 += (accum_t)(dy * dy * fpair); w2 += (accum_t)(dz * dz * fpair);
+                w3 += (accum_t)(dx * dy * fpair); w4 += (accum_t)(dx * dz * fpair); w5 += (accum_t)(dy * dz * fpair);
+            }
+        }
+    }
+    force[3 * (size_t)i + 0] = fx; force[3 * (size_t)i + 1] = fy; force[3 * (size_t)i + 2] = fz;
+    if (WITH_ENERGY) {
+        energy[i] += (accum_t)0.5 * e;
+        accum_t* v = virial + 6 * (size_t)i;
+        v[0] = (accum_t)0.5 * w0; v[1] = (accum_t)0.5 * w1; v[2] = (accum_t)0.5 * w2;
+        v[3] = (accum_t)0.5 * w3; v[4] = (accum_t)0.5 * w4; v[5] = (accum_t)0.5 * w5;
+    }
+}
+
+#define EAM_COMMON_ARGS                                                                                 \
+    const int* __restrict__ control, const real_t* __restrict__ pos4, const int* __restrict__ nbr,      \
+    const int* __restrict__ nbr_count, int n_local, int stride, int n_types, int nr, pair_t rdr,        \
+    pair_t cutsq, real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz
+#define EAM_COMMON_PASS \
+    control, pos4, nbr, nbr_count, n_local, stride, n_types, nr, rdr, cutsq, Lx, Ly, Lz, invLx, invLy, invLz
+#define EAM_DENSITY_ARGS EAM_COMMON_ARGS, int nrho, accum_t rdrho, accum_t rhomax,                   \
+    const pair_t* __restrict__ rhor, const int* __restrict__ type2rhor, const pair_t* __restrict__ frho, \
+    const int* __restrict__ type2frho, accum_t* __restrict__ fp, accum_t* __restrict__ energy
+#define EAM_DENSITY_PASS EAM_COMMON_PASS, nrho, rdrho, rhomax, rhor, type2rhor, frho, type2frho, fp, energy
+#define EAM_FORCES_ARGS EAM_COMMON_ARGS, const pair_t* __restrict__ rhor, const int* __restrict__ type2rhor, \
+    const pair_t* __restrict__ z2r, const int* __restrict__ type2z2r, const accum_t* __restrict__ fp,          \
+    accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial
+#define EAM_FORCES_PASS EAM_COMMON_PASS, rhor, type2rhor, z2r, type2z2r, fp, force, energy, virial
+
+extern "C" __global__ void eam_density(EAM_DENSITY_ARGS) { eam_density_body<0>(EAM_DENSITY_PASS); }
+extern "C" __global__ void eam_density_energy(EAM_DENSITY_ARGS) { eam_density_body<1>(EAM_DENSITY_PASS); }
+extern "C" __global__ void eam_forces(EAM_FORCES_ARGS) { eam_forces_body<0>(EAM_FORCES_PASS); }
+extern "C" __global__ void eam_forces_energy(EAM_FORCES_ARGS) { eam_forces_body<1>(EAM_FORCES_PASS); }

@@ -1,0 +1,411 @@
+"""Many-body forces of the embedded-atom method (:class:`~pycumd.potentials.eam.EAM`) over a Verlet
+neighbour list, in two passes as LAMMPS' ``PairEAM::compute``:
+
+1. density and embedding (``eam_density``): for each target atom i, in list order,
+   ``rho_i = sum_j rho_ba(r_ij)``; then ``F'(rho_i)`` into ``fp`` and, with energies,
+   ``e_i = F_a(rho_i)`` (extended linearly beyond ``rhomax``);
+2. forces (``eam_forces``), after the ghosts' ``fp`` is refreshed (a spatial domain's
+   ``neighbors.forward``; nothing in one process), for each target atom i, in list order:
+   ``psi' = F'(rho_i) rho_ab'(r) + F'(rho_j) rho_ba'(r) + phi_ab'(r)``, ``f_i += -psi'/r r_ij``,
+   and with energies ``e_i += 1/2 sum_j phi_ab(r_ij)``, ``W_i = 1/2 sum_j r_ij (x) r_ij (-psi'/r)``.
+
+Over a full list (the GPU; the CPU with ``deterministic=True`` or over MPI ranks) every sum is one
+atom's, in list order, on one thread (CPU: Numba ``prange`` over the atoms; GPU: ``eam.cu``, a
+thread per atom) and both backends do the same operations in the same order, so double precision
+with ``deterministic=True`` (no fused multiply-add on the GPU) gives the same bits on both.  The
+CPU's default half list (each pair once, as LAMMPS' ``newton on``) evaluates each pair once per
+pass: its density and force go to both atoms, into the sums of the chunk of targets that owns the
+pair (:func:`pycumd.forces.half_list_chunks`), added in chunk order afterwards (as
+:class:`~pycumd.forces.PairForces` does): the same bits for the same thread count.
+
+Precisions: the splines and the pair arithmetic in the pair type (float32 in single and mixed), the
+densities, ``fp``, forces, energies and virials in the accumulation type.  Composite precision is
+not implemented (a clear error).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .contracts import ForceEvaluatorBase
+from .forces import BLOCK, PairForces, half_list_chunks, sum_chunks
+
+#: CUDA source of the two passes (beside forces.cu)
+SOURCE = "eam.cu"
+
+
+def list_forces_class(potential):
+    """The force evaluator over a neighbour list for ``potential``: :class:`EAMForces` for a
+    many-body potential (``potential.many_body``), :class:`~pycumd.forces.PairForces` otherwise."""
+    return EAMForces if potential.many_body else PairForces
+
+
+@numba.njit(inline="always")
+def _separation(positions, i, j, L, invL):
+    """r_i - r_j (minimum image) and its square."""
+    dx = positions[i, 0] - positions[j, 0]
+    dy = positions[i, 1] - positions[j, 1]
+    dz = positions[i, 2] - positions[j, 2]
+    dx -= L[0] * np.rint(dx * invL[0])
+    dy -= L[1] * np.rint(dy * invL[1])
+    dz -= L[2] * np.rint(dz * invL[2])
+    return dx, dy, dz, dx * dx + dy * dy + dz * dz
+
+
+@numba.njit(inline="always")
+def _grid_point(x, rdx, n):
+    """LAMMPS' lookup of x on the r grid: (m, p) with ``p = x rdx + 1``, ``m = min(int(p), n - 1)``,
+    ``p = min(p - m, 1)``."""
+    p = x * rdx + 1.0
+    m = int(p)
+    m = min(m, n - 1)
+    p -= m
+    p = min(p, 1.0)
+    return m, p
+
+
+@numba.njit(parallel=True, cache=True)
+def eam_density_cpu(positions, types, L, invL, nbr, nbr_count, n_types, nr, rdr, nrho, rdrho, rhomax, cutsq,
+                    rhor, type2rhor, frho, type2frho, fp, energy, with_energy):
+    """Pass 1 (see the module docstring): ``fp[i] = F'(rho_i)`` for the targets (the first
+    ``len(nbr_count)`` rows), and ``energy[i] = F(rho_i)`` with ``with_energy``."""
+    for i in numba.prange(nbr_count.shape[0]):
+        ti = types[i]
+        rho = 0.0
+        for k in range(nbr_count[i]):
+            j = nbr[i, k]
+            dx, dy, dz, rsq = _separation(positions, i, j, L, invL)
+            if rsq < cutsq:
+                m, p = _grid_point(math.sqrt(rsq), rdr, nr)
+                c = rhor[type2rhor[types[j] * n_types + ti], m]
+                rho += ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
+        p = rho * rdrho + 1.0
+        m = int(p)
+        m = max(1, min(m, nrho - 1))
+        p -= m
+        p = min(p, 1.0)
+        c = frho[type2frho[ti], m]
+        fpi = (c[0] * p + c[1]) * p + c[2]
+        fp[i] = fpi
+        if with_energy:
+            phi = ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
+            if rho > rhomax:
+                phi += fpi * (rho - rhomax)
+            energy[i] = phi
+
+
+@numba.njit(parallel=True, cache=True)
+def eam_forces_cpu(positions, types, L, invL, nbr, nbr_count, n_types, nr, rdr, cutsq, rhor, type2rhor, z2r,
+                   type2z2r, fp, forces, energy, virial, with_energy):
+    """Pass 2 (see the module docstring): forces of the targets; with ``with_energy`` half the pair
+    energies added to ``energy`` (which pass 1 set to the embedding energies) and the virial."""
+    for i in numba.prange(nbr_count.shape[0]):
+        ti = types[i]
+        fx = fy = fz = e = 0.0
+        w0 = w1 = w2 = w3 = w4 = w5 = 0.0
+        fpi = fp[i]
+        for k in range(nbr_count[i]):
+            j = nbr[i, k]
+            dx, dy, dz, rsq = _separation(positions, i, j, L, invL)
+            if rsq < cutsq:
+                tj = types[j]
+                r = math.sqrt(rsq)
+                m, p = _grid_point(r, rdr, nr)
+                c = rhor[type2rhor[ti * n_types + tj], m]
+                rhoip = (c[0] * p + c[1]) * p + c[2]
+                c = rhor[type2rhor[tj * n_types + ti], m]
+                rhojp = (c[0] * p + c[1]) * p + c[2]
+                c = z2r[type2z2r[ti * n_types + tj], m]
+                z2p = (c[0] * p + c[1]) * p + c[2]
+                z2 = ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
+                recip = 1.0 / r
+                phi = z2 * recip
+                phip = z2p * recip - phi * recip
+                psip = fpi * rhojp + fp[j] * rhoip + phip
+                fpair = -psip * recip
+                fx += dx * fpair
+                fy += dy * fpair
+                fz += dz * fpair
+                if with_energy:
+                    e += phi
+                    w0 += dx * dx * fpair
+                    w1 += dy * dy * fpair
+                    w2 += dz * dz * fpair
+                    w3 += dx * dy * fpair
+                    w4 += dx * dz * fpair
+                    w5 += dy * dz * fpair
+        forces[i, 0] = fx
+        forces[i, 1] = fy
+        forces[i, 2] = fz
+        if with_energy:
+            energy[i] += 0.5 * e
+            virial[i, 0] = 0.5 * w0
+            virial[i, 1] = 0.5 * w1
+            virial[i, 2] = 0.5 * w2
+            virial[i, 3] = 0.5 * w3
+            virial[i, 4] = 0.5 * w4
+            virial[i, 5] = 0.5 * w5
+
+
+@numba.njit(inline="always")
+def _half_separation(positions, i, j, k, plain, L, invL):
+    """r_i - r_j and its square for entry k of a half list: the minimum image only past the
+    ``plain`` entries that need none (the CPU builder puts those first)."""
+    dx = positions[i, 0] - positions[j, 0]
+    dy = positions[i, 1] - positions[j, 1]
+    dz = positions[i, 2] - positions[j, 2]
+    if k >= plain:
+        dx -= L[0] * np.rint(dx * invL[0])
+        dy -= L[1] * np.rint(dy * invL[1])
+        dz -= L[2] * np.rint(dz * invL[2])
+    return dx, dy, dz, dx * dx + dy * dy + dz * dz
+
+
+@numba.njit(parallel=True, cache=True)
+def eam_density_half_cpu(positions, types, L, invL, nbr, nbr_count, nbr_plain, n_types, nr, rdr, cutsq, rhor,
+                         type2rhor, bounds, acc):
+    """Pass 1 over a half list: each pair's two densities, rho_ba to i and rho_ab to j, into
+    ``acc[t]`` (chunks, N) of the chunk t that owns the pair (it touches and first zeroes only the
+    rows from ``bounds[t]`` on)."""
+    n = nbr_count.shape[0]
+    for t in numba.prange(bounds.shape[0] - 1):
+        a = acc[t]
+        for i in range(bounds[t], n):
+            a[i] = 0.0
+        for i in range(bounds[t], bounds[t + 1]):
+            ti = types[i]
+            rho = 0.0
+            for k in range(nbr_count[i]):
+                j = nbr[i, k]
+                dx, dy, dz, rsq = _half_separation(positions, i, j, k, nbr_plain[i], L, invL)
+                if rsq < cutsq:
+                    tj = types[j]
+                    m, p = _grid_point(math.sqrt(rsq), rdr, nr)
+                    c = rhor[type2rhor[tj * n_types + ti], m]
+                    rho += ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
+                    c = rhor[type2rhor[ti * n_types + tj], m]
+                    a[j] += ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
+            a[i] += rho
+
+
+@numba.njit(parallel=True, cache=True)
+def eam_embedding_half_cpu(bounds, acc, types, nrho, rdrho, rhomax, frho, type2frho, fp, embedding, with_energy):
+    """The densities as the chunks' sums in chunk order (the chunks that touched row i), then
+    ``fp[i] = F'(rho_i)`` and with ``with_energy`` ``embedding[i] = F(rho_i)``."""
+    n_chunks = bounds.shape[0] - 1
+    for i in numba.prange(fp.shape[0]):
+        top = 0
+        while top + 1 < n_chunks and bounds[top + 1] <= i:
+            top += 1
+        rho = acc[0, i]
+        for t in range(1, top + 1):
+            rho += acc[t, i]
+        p = rho * rdrho + 1.0
+        m = int(p)
+        m = max(1, min(m, nrho - 1))
+        p -= m
+        p = min(p, 1.0)
+        c = frho[type2frho[types[i]], m]
+        fpi = (c[0] * p + c[1]) * p + c[2]
+        fp[i] = fpi
+        if with_energy:
+            phi = ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
+            if rho > rhomax:
+                phi += fpi * (rho - rhomax)
+            embedding[i] = phi
+
+
+@numba.njit(parallel=True, cache=True)
+def eam_forces_half_cpu(positions, types, L, invL, nbr, nbr_count, nbr_plain, n_types, nr, rdr, cutsq, rhor,
+                        type2rhor, z2r, type2z2r, fp, bounds, acc, vir, with_energy):
+    """Pass 2 over a half list: each pair's force ``f_ij`` added to i and subtracted from j, and with
+    ``with_energy`` half its energy phi and half its virial to each, into chunk t's ``acc[t]``
+    (N, 4: fx, fy, fz, e) and ``vir[t]`` (N, 6), as :func:`pycumd.forces.sum_chunks` adds them."""
+    n = nbr_count.shape[0]
+    for t in numba.prange(bounds.shape[0] - 1):
+        f = acc[t]
+        w = vir[t]
+        for i in range(bounds[t], n):
+            for q in range(4):
+                f[i, q] = 0.0
+            if with_energy:
+                for q in range(6):
+                    w[i, q] = 0.0
+        for i in range(bounds[t], bounds[t + 1]):
+            ti = types[i]
+            fpi = fp[i]
+            fx = fy = fz = e = 0.0
+            w0 = w1 = w2 = w3 = w4 = w5 = 0.0
+            for k in range(nbr_count[i]):
+                j = nbr[i, k]
+                dx, dy, dz, rsq = _half_separation(positions, i, j, k, nbr_plain[i], L, invL)
+                if rsq < cutsq:
+                    tj = types[j]
+                    r = math.sqrt(rsq)
+                    m, p = _grid_point(r, rdr, nr)
+                    c = rhor[type2rhor[ti * n_types + tj], m]
+                    rhoip = (c[0] * p + c[1]) * p + c[2]
+                    c = rhor[type2rhor[tj * n_types + ti], m]
+                    rhojp = (c[0] * p + c[1]) * p + c[2]
+                    c = z2r[type2z2r[ti * n_types + tj], m]
+                    z2p = (c[0] * p + c[1]) * p + c[2]
+                    z2 = ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
+                    recip = 1.0 / r
+                    phi = z2 * recip
+                    phip = z2p * recip - phi * recip
+                    fpair = -(fpi * rhojp + fp[j] * rhoip + phip) * recip
+                    px, py, pz = dx * fpair, dy * fpair, dz * fpair
+                    fx += px
+                    fy += py
+                    fz += pz
+                    f[j, 0] -= px
+                    f[j, 1] -= py
+                    f[j, 2] -= pz
+                    if with_energy:
+                        eh = 0.5 * phi
+                        e += eh
+                        f[j, 3] += eh
+                        v0, v1, v2 = 0.5 * dx * px, 0.5 * dy * py, 0.5 * dz * pz
+                        v3, v4, v5 = 0.5 * dx * py, 0.5 * dx * pz, 0.5 * dy * pz
+                        w0 += v0
+                        w1 += v1
+                        w2 += v2
+                        w3 += v3
+                        w4 += v4
+                        w5 += v5
+                        w[j, 0] += v0
+                        w[j, 1] += v1
+                        w[j, 2] += v2
+                        w[j, 3] += v3
+                        w[j, 4] += v4
+                        w[j, 5] += v5
+            f[i, 0] += fx
+            f[i, 1] += fy
+            f[i, 2] += fz
+            if with_energy:
+                f[i, 3] += e
+                w[i, 0] += w0
+                w[i, 1] += w1
+                w[i, 2] += w2
+                w[i, 3] += w3
+                w[i, 4] += w4
+                w[i, 5] += w5
+
+
+class EAMForces(ForceEvaluatorBase):
+    """Evaluates an :class:`~pycumd.potentials.eam.EAM` potential over a
+    :class:`~pycumd.neighbors.verlet.NeighborList` (full, or the CPU's half list: ``neighbors.half``)
+    or a spatial domain's full list, whose ghosts' ``F'(rho)`` it refreshes between the passes
+    through ``neighbors.forward``.
+
+    Parameters
+    ----------
+    potential : EAM
+    n_types : int
+    backend, precision : as chosen by the Simulation
+    lanes : ignored (one thread per target atom); accepted as :class:`~pycumd.forces.PairForces`
+        takes it.
+
+    Attributes
+    ----------
+    fp : array, (rows,) ``accum_t``
+        ``F'(rho)`` of every row of the positions (targets, then a domain's ghosts), eV per density
+        unit, of the last evaluation.
+    """
+
+    capturable = True
+
+    def __init__(self, potential, n_types: int, backend, precision, lanes: int | None = None):
+        if precision.composite:
+            raise NotImplementedError(f"composite precision is not implemented for pair_style {potential.name} "
+                                      f"(EAM); use precision 'single', 'mixed' or 'double'")
+        self.potential = potential
+        self.n_types = n_types
+        self.backend = backend
+        self.precision = precision
+        self.tables = t = potential.table(n_types)
+        self.fp = None
+        #: CPU half list: per-chunk densities (chunks, N), forces and energies (chunks, N, 4), virials
+        #: (chunks, N, 6), and the embedding energies (N,)
+        self._chunks = None
+        if backend.is_gpu:
+            xp = backend.xp
+            defines = {**precision.cuda_defines}
+            module = backend.kernel_module(SOURCE, defines, options=precision.cuda_options)
+            self._kernels = {name: module.get_function(name) for name in
+                             ("eam_density", "eam_density_energy", "eam_forces", "eam_forces_energy")}
+            pair = precision.pair_dtype
+            self._frho, self._rhor, self._z2r = (xp.asarray(a, dtype=pair) for a in (t.frho, t.rhor, t.z2r))
+            self._maps = tuple(xp.asarray(a, dtype=np.int32) for a in (t.type2frho, t.type2rhor, t.type2z2r))
+            self._pair = pair
+            self.compute = self._compute_cuda
+        else:
+            self.compute = self._compute_cpu
+
+    def _fp_of(self, rows: int):
+        """The ``fp`` array for ``rows`` rows, allocated at the first call of a size (outside any
+        graph capture: the setup's evaluation comes first)."""
+        if self.fp is None or self.fp.shape[0] != rows:
+            self.fp = None
+            self.fp = self.backend.xp.zeros(rows, dtype=self.precision.accum_dtype)
+        return self.fp
+
+    def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
+        t = self.tables
+        L = np.asarray(state.box_lengths, dtype=np.float64)
+        invL = 1.0 / L
+        fp = self._fp_of(state.positions.shape[0])
+        if neighbors.half:
+            self._compute_cpu_half(state, neighbors, with_energy, L, invL, fp)
+            return
+        eam_density_cpu(state.positions, state.types, L, invL, neighbors.nbr, neighbors.nbr_count, self.n_types,
+                        t.nr, t.rdr, t.nrho, t.rdrho, t.rhomax, t.cutsq, t.rhor, t.type2rhor, t.frho, t.type2frho,
+                        fp, state.energy, with_energy)
+        neighbors.forward(fp)
+        eam_forces_cpu(state.positions, state.types, L, invL, neighbors.nbr, neighbors.nbr_count, self.n_types,
+                       t.nr, t.rdr, t.cutsq, t.rhor, t.type2rhor, t.z2r, t.type2z2r, fp, state.forces,
+                       state.energy, state.virial, with_energy)
+
+    def _compute_cuda(self, state, neighbors, with_energy: bool) -> None:
+        t, n = self.tables, state.n_atoms
+        real, pair = self.precision.state_dtype, self._pair
+        L = np.asarray(state.box_lengths)
+        fp = self._fp_of(int(state.positions.shape[0]))
+        grid = ((n + BLOCK - 1) // BLOCK,), (BLOCK,)
+        box = (*[real(x) for x in L], *[real(x) for x in 1.0 / L])
+        common = (self.control, state.positions, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
+                  np.int32(self.n_types), np.int32(t.nr), pair(t.rdr), pair(t.cutsq), *box)
+        suffix = "_energy" if with_energy else ""
+        accum = self.precision.accum_dtype
+        self._kernels["eam_density" + suffix](*grid, (*common, np.int32(t.nrho), accum(t.rdrho), accum(t.rhomax),
+                                                      self._rhor, self._maps[1], self._frho, self._maps[0],
+                                                      fp, state.energy))
+        neighbors.forward(fp)
+        self._kernels["eam_forces" + suffix](*grid, (*common, self._rhor, self._maps[1], self._z2r, self._maps[2],
+                                                     fp, state.forces, state.energy, state.virial))
+
+    def _compute_cpu_half(self, state, neighbors, with_energy: bool, L, invL, fp) -> None:
+        """The CPU's half list (one process): one chunk of targets per thread with its own sums,
+        added in chunk order (the same bits for the same thread count)."""
+        t, n = self.tables, state.n_atoms
+        n_chunks = max(1, min(numba.get_num_threads(), n))
+        bounds = half_list_chunks(neighbors.nbr_count, n_chunks)
+        if self._chunks is None or self._chunks[0].shape[:2] != (n_chunks, n):
+            self._chunks = None
+            self._chunks = (np.empty((n_chunks, n)), np.empty((n_chunks, n, 4)), np.empty((n_chunks, n, 6)),
+                            np.empty(n))
+        rho_acc, acc, vir, embedding = self._chunks
+        eam_density_half_cpu(state.positions, state.types, L, invL, neighbors.nbr, neighbors.nbr_count,
+                             neighbors.nbr_plain, self.n_types, t.nr, t.rdr, t.cutsq, t.rhor, t.type2rhor, bounds,
+                             rho_acc)
+        eam_embedding_half_cpu(bounds, rho_acc, state.types, t.nrho, t.rdrho, t.rhomax, t.frho, t.type2frho, fp,
+                               embedding, with_energy)
+        eam_forces_half_cpu(state.positions, state.types, L, invL, neighbors.nbr, neighbors.nbr_count,
+                            neighbors.nbr_plain, self.n_types, t.nr, t.rdr, t.cutsq, t.rhor, t.type2rhor, t.z2r,
+                            t.type2z2r, fp, bounds, acc, vir, with_energy)
+        sum_chunks(bounds, acc, vir, state.forces, state.energy, state.virial, with_energy)
+        if with_energy:
+            state.energy[:n] += embedding
