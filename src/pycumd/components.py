@@ -164,6 +164,9 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                  list_dtype=precision.list_dtype, half=_half_list(backend, precision, decomposed),
                                  canonical_order=precision.deterministic)
         forces_class = PairForces
+    topology = system.topology
+    if topology is not None and decomposed:
+        raise NotImplementedError("molecular topology over MPI ranks is not implemented yet; run on one rank")
     if decomposed:
         from .parallel import decompose
         parts = decompose(system, potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor, engine,
@@ -173,7 +176,21 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     neighbors.check_box(system.box.L)
     state = State.from_system(system, backend, precision)
     forces = forces_class(potential, system.n_types, backend, precision)
+    if topology is not None:
+        forces = _molecular_forces(forces, topology, backend, precision, pair_method)
     return Components(backend, precision, state, integrator, neighbors, forces, pair_method, comm, None, cpu_threads)
+
+
+def _molecular_forces(forces, topology, backend, precision, pair_method: str):
+    """The pair evaluator with the molecular terms (:class:`pycumd.molecular.bonded.MolecularForces`);
+    the all-pairs kernel has no list to exclude special pairs from."""
+    from .molecular.bonded import MolecularForces
+
+    if pair_method == "all_pairs" and len(topology.excluded_pairs()[1]):
+        raise NotImplementedError("excluded special pairs (special_bonds) need the neighbour list, and this run "
+                                  "computes all pairs (a box shorter than about 3 (r_cut + skin) along an edge, "
+                                  "or pair_method='all_pairs'); use a larger box")
+    return MolecularForces(forces, topology, backend, precision)
 
 
 def _check_composite_supported(pair_method: str, thermostat) -> None:

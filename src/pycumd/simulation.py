@@ -93,6 +93,7 @@ class Simulation:
         self.n_types = system.n_types
         self.box = system.box
         self._masses = system.masses.copy()
+        self._topology = system.topology      # in atom ids: unchanged by the run
         parts = build_components(system, potential, integrator or VelocityVerlet(), neighbor, engine)
         self.backend, self.precision, self.state = parts.backend, parts.precision, parts.state
         self.integrator, self.neighbors, self.forces = parts.integrator, parts.neighbors, parts.forces
@@ -150,7 +151,8 @@ class Simulation:
         return System(self.box, s.host_positions(b)[by_id], self._masses, self.units,
                       types=b.to_host(s.types)[by_id],
                       velocities=s.host_values("velocities", b)[by_id],
-                      images=b.to_host(s.images)[by_id], ids=b.to_host(s.ids)[by_id])
+                      images=b.to_host(s.images)[by_id], ids=b.to_host(s.ids)[by_id],
+                      topology=None if self._topology is None else self._topology.copy())
 
     # -- observables (kept by self.book) -----------------------------------------------------
     def kinetic_energy(self) -> float:

@@ -1,0 +1,9 @@
+// improper_style harmonic: E = K (|phi| - chi0)^2.  row: [K, chi0 (radians)]
+#pragma once
+__device__ __forceinline__ void improper_style(double phi, const double* row, double& e, double& dedphi) {
+    double chi = fabs(phi);
+    double dchi = chi - row[1];
+    double sign = phi >= 0.0 ? 1.0 : -1.0;
+    e = row[0] * dchi * dchi;
+    dedphi = 2.0 * row[0] * dchi * sign;
+}
