@@ -14,15 +14,19 @@ Supported commands and keywords::
     pair_style lj/cut RC           pair_coeff I J EPS SIGMA [RC]   (I, J may be *)
     pair_style yukawa KAPPA RC     pair_coeff I J A [RC]
     pair_style coul/debye KAPPA RC pair_coeff * *   (charges per type from read_data)
-    atom_style atomic|charge       read_data FILE (Masses, Atoms, Velocities, Pair Coeffs, PairIJ Coeffs;
+    atom_style atomic|charge|bond|angle|molecular|full
+                                   read_data FILE (Masses, Atoms, Velocities, Pair Coeffs, PairIJ Coeffs;
+                                   Bonds, Angles, Dihedrals, Impropers and their Coeffs;
                                    atoms outside the box wrapped with image flags; a later mass overrides)
+    bond_style|angle_style|dihedral_style|improper_style STYLE   bond_coeff|angle_coeff|... T COEFFS (T may be *)
+    special_bonds fene|charmm|amber|lj/coul A B C|lj A B C|coul A B C [angle yes|no] [dihedral yes|no]
     pair_modify shift yes|no mix geometric|arithmetic|sixthpower tail no
     package gpu|kokkos|omp|intel|cuda ...  (accelerator settings: accepted, not used)
     pair styles with an accelerator suffix (lj/cut/gpu, /omp, /opt, /kk, /intel): the base style
     neighbor SKIN bin              neigh_modify every N delay N check yes|no binsize B (not used)
     timestep DT                    fix ID all nve | nvt temp T0 T1 TDAMP [tchain N] |
                                               langevin T0 T1 DAMP SEED
-    unfix ID                       thermo N            thermo_style one
+    unfix ID                       thermo N            thermo_style one|multi
     run N [upto] [start S] [stop S] [pre yes|no] [post yes|no]   (run 0: no integration fix needed)
     print TEXT                     echo/log/newton/processors (ignored)
     restart N FILE | restart 0     write_restart FILE  read_restart FILE   (pycumd checkpoints, carrying
@@ -61,10 +65,13 @@ from ..integrators import Langevin, NoseHoover, VelocityVerlet
 from ..integrators.fixes import FixChain, Momentum, Recenter, TempRescale
 from ..outputs.ave_time import AveTimeOutput
 from ..outputs.dump import DumpOutput
-from ..outputs.thermo_keywords import (COMPUTE_STYLES, Compute, MSDReference, Names, ThermoState, ThermoStyle,
-                                       formula_value, one_style, parse_column)
+from ..outputs.thermo_keywords import (COMPUTE_STYLES, MULTI, Compute, MSDReference, Names, ThermoState,
+                                       ThermoStyle, formula_value, one_style, parse_column)
 from ..integrators.barostats import lammps_fix_nh
 from ..minimize import MIN_STYLES, MinimizeSettings
+from ..molecular.styles.base import KINDS
+from ..molecular.styles.registry import make_style
+from ..molecular.topology import SpecialBonds, Topology
 from ..potentials.lammps_styles import check_pair_style, potential_from_lammps
 from ..system import System, create_velocities, lattice_positions, lattice_spacing
 from ..units import get_units
@@ -118,6 +125,9 @@ class _Setup:
     thermo_style_where: str = ""              # its FILE:LINE, for errors met while running
     computes: dict = field(default_factory=dict)   # compute ID -> thermo_keywords.Compute
     groups: dict = field(default_factory=dict)     # group ID -> _Group
+    bonded: dict = field(default_factory=dict)     # kind -> BondedStyle (bond_style ... with its coefficients)
+    special: SpecialBonds = field(default_factory=SpecialBonds)   # special_bonds
+    n_term_types: dict = field(default_factory=dict)   # kind -> types declared (read_data header)
 
 
 class LammpsPlanner:
@@ -177,9 +187,80 @@ class LammpsPlanner:
         self.setup.units = a[0]
 
     def _cmd_atom_style(self, a):
-        if a[0] not in ("atomic", "charge"):
-            raise ValueError(f"atom_style {a[0]} is not supported (atomic or charge)")
+        if a[0] not in ("atomic", "charge", "bond", "angle", "molecular", "full"):
+            raise ValueError(f"atom_style {a[0]} is not supported (atomic, charge, bond, angle, molecular, full)")
+        if len(a) > 1:
+            raise ValueError(f"atom_style {a[0]} takes no arguments")
         self.setup.atom_style = a[0]
+
+    # -- molecular topology --------------------------------------------------------------------
+    def _bonded_style(self, kind: str, a) -> None:
+        """``bond_style STYLE`` (and angle_, dihedral_, improper_): a new style without coefficients."""
+        if not a:
+            raise ValueError(f"{kind}_style needs a style name")
+        if a[0] == "none":
+            self.setup.bonded.pop(kind, None)
+        elif a[0] in ("hybrid", "zero", "table"):
+            raise NotImplementedError(f"{kind}_style {a[0]} is not supported")
+        else:
+            if len(a) > 1:
+                raise ValueError(f"{kind}_style {a[0]} takes no global arguments (got {' '.join(a[1:])})")
+            self.setup.bonded[kind] = make_style(kind, _without_accelerator_suffix(a[0]))
+        self._dirty = True
+
+    def _bonded_coeff(self, kind: str, a) -> None:
+        """``bond_coeff T COEFFS`` (T: N, *, N*, *N, M*N): the coefficients of the types."""
+        style = self.setup.bonded.get(kind)
+        if style is None:
+            raise ValueError(f"{kind}_coeff before {kind}_style")
+        n_types = self.setup.n_term_types.get(kind, 0)
+        if n_types == 0:
+            raise ValueError(f"{kind}_coeff: the system has no {kind} types (read_data declares them)")
+        for t in _type_range(a[0], n_types):
+            style.coeff(t, a[1:])
+        self._dirty = True
+
+    def _cmd_bond_style(self, a):
+        self._bonded_style("bond", a)
+
+    def _cmd_angle_style(self, a):
+        self._bonded_style("angle", a)
+
+    def _cmd_dihedral_style(self, a):
+        self._bonded_style("dihedral", a)
+
+    def _cmd_improper_style(self, a):
+        self._bonded_style("improper", a)
+
+    def _cmd_bond_coeff(self, a):
+        self._bonded_coeff("bond", a)
+
+    def _cmd_angle_coeff(self, a):
+        self._bonded_coeff("angle", a)
+
+    def _cmd_dihedral_coeff(self, a):
+        self._bonded_coeff("dihedral", a)
+
+    def _cmd_improper_coeff(self, a):
+        self._bonded_coeff("improper", a)
+
+    def _cmd_special_bonds(self, a):
+        self.setup.special = SpecialBonds.from_lammps(a)
+        self._dirty = True
+
+    def _molecular_edit(self):
+        """The edit that gives a stage's system the styles and special_bonds set now (None without them)."""
+        s = self.setup
+        if not s.bonded and s.special == SpecialBonds() and not s.n_term_types:
+            return None
+        styles, special = dict(s.bonded), s.special
+
+        def attach(system):
+            if system.topology is None:
+                return
+            system.topology.styles = dict(styles)
+            system.topology.special = special
+        return attach
 
     def _cmd_processors(self, a):
         """``processors Px Py Pz`` (``*`` free): the grid of spatial domains of a run over MPI ranks
@@ -462,13 +543,17 @@ class LammpsPlanner:
         s.thermo_norm = None                    # as LAMMPS: thermo_style resets thermo_modify
         if a == ["one"]:
             s.thermo_style = None
+        elif a == ["multi"]:
+            s.thermo_style = ThermoStyle(list(MULTI), self._names())
+            s.thermo_style_line = self._command.line if self._command is not None else None
+            s.thermo_style_where = _where(self._command)
         elif a and a[0] == "custom":
             words = self._expand_wildcards(a[1:], "thermo_style custom")
             s.thermo_style = ThermoStyle(words, self._names())   # v_name are checked at 'run'
             s.thermo_style_line = self._command.line if self._command is not None else None
             s.thermo_style_where = _where(self._command)
         else:
-            raise ValueError(f"thermo_style {a[0] if a else ''} is not supported (one, custom)")
+            raise ValueError(f"thermo_style {a[0] if a else ''} is not supported (one, multi, custom)")
 
     def _cmd_thermo_modify(self, a):
         k = 0
@@ -975,6 +1060,9 @@ class LammpsPlanner:
             previous = self.stages[-1]
             stage = Stage(steps, previous.potential, previous.integrator, previous.neighbor, s.thermo_every,
                           rebuild=False)
+        molecular = self._molecular_edit()
+        if molecular is not None and stage.rebuild:
+            stage.system_edits = [*stage.system_edits, molecular]
         stage.ramp, stage.pre = ramp, pre
         style, names = s.thermo_style, self._names()
         if style is not None or s.thermo_norm is not None:
@@ -1181,6 +1269,21 @@ class LammpsPlanner:
             path = Path(self.base_dir) / path
         data = read_lammps_data(path, self.setup.atom_style)
         s = self.setup
+        topology = None
+        if "terms" in data:
+            s.n_term_types = dict(data["n_term_types"])
+            for kind in KINDS:
+                if s.n_term_types.get(kind, 0) and kind in s.bonded:
+                    s.bonded[kind] = make_style(kind, s.bonded[kind].lammps_style)   # new types: no coefficients
+                for t, words, line in data["term_coeffs"][kind]:     # as a bond_coeff command each (LAMMPS)
+                    if kind not in s.bonded:
+                        raise ValueError(f"{path}:{line}: {kind.capitalize()} Coeffs need a {kind}_style command "
+                                         f"before read_data (as in LAMMPS)")
+                    s.bonded[kind].coeff(t, words)
+            max_id = int(data["ids"].max(initial=0))
+            molecule = np.zeros(max_id + 1, np.int64)
+            molecule[data["ids"]] = data["molecules"]
+            topology = Topology(molecule, dict(data["terms"]), dict(data["term_types"]), dict(data["n_term_types"]))
         s.box, s.n_types = data["box"], data["n_types"]
         s.masses.update(data["masses"])
         s.charges = data["charges"]
@@ -1198,7 +1301,7 @@ class LammpsPlanner:
             self.outputs.type_names = [names.get(t) for t in range(s.n_types)]
         self._set_system(System(s.box, data["positions"] - np.asarray(s.box.origin), masses, s.units,
                                 types=data["types"], velocities=data["velocities"], images=data["images"],
-                                ids=data["ids"]))
+                                ids=data["ids"], topology=topology))
 
     # -- helpers -----------------------------------------------------------------------------
     def _current_system(self) -> System:
@@ -1453,6 +1556,9 @@ def _replicate(system: System, counts, id_groups) -> None:
     """LAMMPS ``replicate`` in place (see ``LammpsPlanner._cmd_replicate``); ``id_groups``: groups of
     ids, which gain the copies of their atoms. Wrapping is LAMMPS' ``Domain::remap`` (whole box
     lengths added or subtracted one at a time), so the positions are LAMMPS' bits."""
+    if system.topology is not None and system.topology.has_terms():
+        raise NotImplementedError("replicate of a system with bonds is not supported yet")
+
     old_L, lo = np.asarray(system.box.L), np.asarray(system.box.origin)
     new_box = Box(old_L * counts, lo)
     hi = lo + old_L * np.asarray(counts)
@@ -1496,6 +1602,9 @@ def _delete_overlaps(system: System, cutoff: float, group1, group2) -> None:
     atom I of G1, in id order, is deleted if an atom J of G2 lies within the cutoff (minimum image)
     that is not deleted yet; a pair across the periodic boundary (J a ghost in LAMMPS) with both
     atoms in both groups deletes only the lower id. Ids are then renumbered 1..N (``compress yes``)."""
+    if system.topology is not None and system.topology.has_terms():
+        raise NotImplementedError("delete_atoms of a system with bonds is not supported yet")
+
     from scipy.spatial import cKDTree
 
     def member(group):
