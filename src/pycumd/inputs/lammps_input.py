@@ -1200,7 +1200,8 @@ class LammpsPlanner:
         path, style, charges = a[0], self.setup.atom_style, dict(self.setup.charges)
         pair_coeffs = None if "nocoeff" in a[1:] else self._pair_coeffs_section()
         self._after_last_run("write_data", lambda sim, plan, index: write_lammps_data(
-            path, sim.system(), atom_style=style, charges=charges, pair_coeffs=pair_coeffs))
+            path, sim.system(), atom_style=style, charges=charges, pair_coeffs=pair_coeffs,
+            bonded_coeffs="nocoeff" not in a[1:]))
 
     def _pair_coeffs_section(self):
         """The pair coefficients as a data file section (LAMMPS ``write_data``): ``Pair Coeffs`` when

@@ -278,3 +278,46 @@ class Topology:
 def empty_topology(ids) -> Topology:
     """A topology with no terms and molecule 0 for atoms ``ids``."""
     return Topology(np.zeros(int(np.max(ids, initial=0)) + 1, np.int64))
+
+
+#: prefix of a checkpoint's topology arrays
+CHECKPOINT_PREFIX = "topology."
+
+
+def checkpoint_arrays(topology: Topology) -> dict:
+    """The topology's arrays for a checkpoint (host arrays): ``topology.molecule``, ``topology.KIND.atoms``,
+    ``topology.KIND.types``."""
+    out = {f"{CHECKPOINT_PREFIX}molecule": topology.molecule}
+    for kind in KINDS:
+        out[f"{CHECKPOINT_PREFIX}{kind}.atoms"] = topology.terms[kind]
+        out[f"{CHECKPOINT_PREFIX}{kind}.types"] = topology.types[kind]
+    return out
+
+
+def checkpoint_record(topology: Topology) -> dict:
+    """The topology's JSON part for a checkpoint: type counts, styles with their coefficients, special_bonds."""
+    return {"n_types": dict(topology.n_types),
+            "styles": {kind: {"style": s.lammps_style, "coefficients": {str(t): list(v) for t, v in s.coefficients.items()}}
+                       for kind, s in topology.styles.items()},
+            "special": {"lj": list(topology.special.lj), "coul": list(topology.special.coul),
+                        "angle": topology.special.angle, "dihedral": topology.special.dihedral}}
+
+
+def from_checkpoint(record: dict | None, arrays: dict) -> Topology | None:
+    """The topology of a checkpoint (None if it has none): the inverse of :func:`checkpoint_arrays` and
+    :func:`checkpoint_record`."""
+    if record is None:
+        return None
+    from .styles.registry import make_style
+
+    styles = {}
+    for kind, s in record["styles"].items():
+        styles[kind] = make_style(kind, s["style"])
+        for t, values in s["coefficients"].items():
+            styles[kind].coeff(int(t), values)
+    sp = record["special"]
+    return Topology(arrays[f"{CHECKPOINT_PREFIX}molecule"],
+                    {k: arrays[f"{CHECKPOINT_PREFIX}{k}.atoms"] for k in KINDS},
+                    {k: arrays[f"{CHECKPOINT_PREFIX}{k}.types"] for k in KINDS},
+                    {k: int(v) for k, v in record["n_types"].items()}, styles,
+                    SpecialBonds(tuple(sp["lj"]), tuple(sp["coul"]), bool(sp["angle"]), bool(sp["dihedral"])))
