@@ -82,3 +82,24 @@ def test_compiles_with_the_table_potential(source, precision, arch, tmp_path):
     table = Table("linear", 100).pair_values(0, 0, r, 4 * (r ** -12 - r ** -6), 24 * (2 * r ** -13 - r ** -7))
     defines = {**get_precision(precision, "cuda").cuda_defines, **potential_defines(table)}
     _compile(PACKAGE / source, arch, tmp_path, [f"-D{k}={v}" for k, v in defines.items()])
+
+
+#: the bonded styles' device functions, each compiled into molecular/bonded.cu for its kind
+BONDED_STYLE_HEADERS = sorted(PACKAGE.glob("molecular/styles/*.cuh"))
+BONDED_KINDS = {"bond": 0, "angle": 1, "dihedral": 2, "improper": 3}
+
+
+def test_bonded_style_headers_found():
+    assert len(BONDED_STYLE_HEADERS) >= 14
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("header", BONDED_STYLE_HEADERS, ids=lambda p: p.stem)
+def test_bonded_styles_compile(header, tmp_path):
+    """Each style in its kind's term kernel (sm_80; bonded.cu itself compiles for both architectures above);
+    bonds and dihedrals with single precision's state types, the others with double's."""
+    kind = BONDED_KINDS[header.stem.split("_")[0]]
+    real = "float" if kind in (0, 2) else "double"
+    _compile(PACKAGE / "molecular" / "bonded.cu", "sm_80", tmp_path,
+             [f"-DTERM_KIND={kind}", f'-DSTYLE_HEADER="{header.relative_to(PACKAGE)}"', f"-Dreal_t={real}",
+              f"-Daccum_t={real}"])

