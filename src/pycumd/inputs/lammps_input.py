@@ -1261,6 +1261,9 @@ class LammpsPlanner:
             s.pair_cutoff_mode, s.pair_mixing = pair["shift"], pair["mix"]
         s.groups.update({gid: _Group.from_record(g) for gid, g in record.get("groups", {}).items()})
         self._restart_fix_states = dict(record.get("fixes", {}))
+        if system.topology is not None:     # bond_style ... and special_bonds, as LAMMPS' restart files
+            s.n_term_types = dict(system.topology.n_types)
+            s.bonded, s.special = dict(system.topology.styles), system.topology.special
 
     def _cmd_read_data(self, a):
         if len(a) != 1:
