@@ -103,3 +103,10 @@ def test_bonded_styles_compile(header, tmp_path):
     _compile(PACKAGE / "molecular" / "bonded.cu", "sm_80", tmp_path,
              [f"-DTERM_KIND={kind}", f'-DSTYLE_HEADER="{header.relative_to(PACKAGE)}"', f"-Dreal_t={real}",
               f"-Daccum_t={real}"])
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+def test_special_pair_kernel_compiles(tmp_path):
+    """molecular/bonded.cu's scaled special pairs (TERM_KIND 4: the pair potential through pair_sums.cuh), with
+    mixed precision's float pair arithmetic."""
+    _compile(PACKAGE / "molecular" / "bonded.cu", "sm_80", tmp_path, ["-DTERM_KIND=4", "-Dpair_t=float"])

@@ -142,8 +142,11 @@ def test_special_bonds_presets_and_errors():
     top.terms["bond"] = np.array([[1, 2], [2, 3], [3, 4]])
     top.types["bond"] = np.zeros(3, np.int32)
     top.special = SpecialBonds.from_lammps(["amber"])
-    with pytest.raises(NotImplementedError, match="1-4"):
-        top.excluded_pairs()
+    atoms, factors = top.scaled_pairs()
+    assert atoms.tolist() == [[1, 4]] and factors.tolist() == [0.5]
+    assert top.excluded_pairs()[1].tolist() == [2, 3, 4, 1, 3, 4, 1, 2, 4, 1, 2, 3]   # 1-2, 1-3 and the scaled 1-4
+    with pytest.raises(NotImplementedError, match="different lj and coul factors for the 1-4 pairs"):
+        top.scaled_pairs(has_charges=True)
 
 
 def test_topology_errors_name_the_problem():
@@ -243,6 +246,9 @@ COMBOS = {
     "fene": dict(special="fene", bond="fene", bond1="30.0 1.5 1.0 1.0", bond2="25.0 1.6 1.0 1.0",
                  angle="cosine/squared", angle1="10.0 115.0", dihedral="opls", dihedral1="1.0 -0.5 0.3 0.1",
                  dihedral2="0.7 0.2 -0.3 0.0", improper="cvff", improper1="2.0 -1 2"),
+    "amber": dict(special="amber", bond="morse", bond1="20.0 2.0 0.9", bond2="25.0 1.8 0.95",
+                  angle="harmonic", angle1="30.0 110.0", dihedral="harmonic", dihedral1="1.0 -1 3",
+                  dihedral2="0.5 1 2", improper="cvff", improper1="2.0 1 2"),
 }
 
 
@@ -251,7 +257,8 @@ COMBOS = {
 @pytest.mark.parametrize("combo", sorted(COMBOS))
 def test_molecules_match_lammps_step_for_step(tmp_path, combo):
     """NVE of 36 atoms in 6 chains with bonds, angles, dihedrals and impropers (two types each), special
-    pairs excluded: every 20th step of 200 equals LAMMPS to 1e-10 (relative, energies and pressure)."""
+    pairs excluded (lj/coul 0 0 0, fene) or scaled (amber: 1-4 pairs at 0.5): every 20th step of 200 equals
+    LAMMPS to 1e-10 (relative, energies and pressure)."""
     data = tmp_path / "chains.data"
     _chains_data(data)
     script = MOLECULE_SCRIPT.format(data=data, **COMBOS[combo])

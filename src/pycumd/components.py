@@ -177,20 +177,20 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     state = State.from_system(system, backend, precision)
     forces = forces_class(potential, system.n_types, backend, precision)
     if topology is not None:
-        forces = _molecular_forces(forces, topology, backend, precision, pair_method)
+        forces = _molecular_forces(forces, topology, backend, precision, pair_method, system.n_types)
     return Components(backend, precision, state, integrator, neighbors, forces, pair_method, comm, None, cpu_threads)
 
 
-def _molecular_forces(forces, topology, backend, precision, pair_method: str):
+def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_types: int):
     """The pair evaluator with the molecular terms (:class:`pycumd.molecular.bonded.MolecularForces`);
     the all-pairs kernel has no list to exclude special pairs from."""
     from .molecular.bonded import MolecularForces
 
     if pair_method == "all_pairs" and len(topology.excluded_pairs()[1]):
-        raise NotImplementedError("excluded special pairs (special_bonds) need the neighbour list, and this run "
+        raise NotImplementedError("special pairs (special_bonds factors other than 1) need the neighbour list, and this run "
                                   "computes all pairs (a box shorter than about 3 (r_cut + skin) along an edge, "
                                   "or pair_method='all_pairs'); use a larger box")
-    return MolecularForces(forces, topology, backend, precision)
+    return MolecularForces(forces, topology, backend, precision, n_types)
 
 
 def _check_composite_supported(pair_method: str, thermostat) -> None:

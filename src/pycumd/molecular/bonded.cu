@@ -6,6 +6,7 @@
 //   bonded_terms:     one thread per term of the kind TERM_KIND (0 bond, 1 angle, 2 dihedral,
 //                     3 improper) with the style function of STYLE_HEADER; the term's force on each of
 //                     its atoms to its own slots of contrib, its energy and virial to its own row
+//   special_pair_terms (TERM_KIND 4): the scaled special pairs, factor x the pair potential
 //   bonded_gather:    one thread per atom row: its slots summed in the gather list's order, added to
 //                     the pair force (and energy, virial shares) already in the state's arrays
 //   exclude_special_pairs: drop excluded special partners from a column-major neighbour list (in place,
@@ -52,6 +53,7 @@ extern "C" __global__ void bonded_row_map(const long long* ids, int* row_of, int
     if (i < n) row_of[ids[i]] = i;
 }
 
+#if TERM_KIND <= 3
 #define KIND_ATOMS (TERM_KIND == 0 ? 2 : TERM_KIND == 1 ? 3 : 4)
 
 extern "C" __global__ void bonded_terms(const real_t* pos, const int* row_of, const long long* atoms, const int* types,
@@ -151,6 +153,41 @@ extern "C" __global__ void bonded_terms(const real_t* pos, const int* row_of, co
         for (int k = 0; k < 6; ++k) virial[6 * (term0 + t) + k] = w[k];
     }
 }
+
+#endif  // TERM_KIND <= 3
+
+#if TERM_KIND == 4
+// The scaled special pairs: each once, factor x the pair potential with its cutoff treatment (zero beyond
+// the cutoff; pair_sums.cuh's pair_energy_force in pair_t arithmetic), as a bond of F/r = factor (F/r).
+#include "pair_sums.cuh"
+
+extern "C" __global__ void special_pair_terms(const real_t* pos, const int* row_of, const long long* atoms,
+                                              const double* factors, const int* types, const pair_t* table, int n_types,
+                                              int n_terms, double Lx, double Ly, double Lz, long long slot0,
+                                              long long term0, double* contrib, double* energy, double* virial,
+                                              int with_energy) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= n_terms) return;
+    int i = row_of[atoms[2 * t]], j = row_of[atoms[2 * t + 1]];
+    Vec3 d = delta(pos, i, j, Lx, Ly, Lz);
+    double r2 = d.x * d.x + d.y * d.y + d.z * d.z;
+    const pair_t* row = table + ((long long)types[i] * n_types + types[j]) * PAIR_TABLE_COLUMNS;
+    double e = 0.0, fr = 0.0;
+    pair_t ep, fp;
+    if (pair_energy_force((pair_t)r2, row, ep, fp)) {
+        e = (double)ep * factors[t];
+        fr = (double)fp * factors[t];
+    }
+    long long s = slot0 + 2LL * t;
+    put(contrib, s, d.x * fr, d.y * fr, d.z * fr);
+    put(contrib, s + 1, -(d.x * fr), -(d.y * fr), -(d.z * fr));
+    if (with_energy) {
+        energy[term0 + t] = e;
+        double w[6] = {d.x * d.x * fr, d.y * d.y * fr, d.z * d.z * fr, d.x * d.y * fr, d.x * d.z * fr, d.y * d.z * fr};
+        for (int k = 0; k < 6; ++k) virial[6 * (term0 + t) + k] = w[k];
+    }
+}
+#endif
 
 extern "C" __global__ void bonded_gather(const long long* ids, const long long* start, const int* slot, const int* term,
                                          const double* share, const double* contrib, const double* term_energy,

@@ -163,6 +163,34 @@ def _make_dihedral_kernel(fn):
     return kernel
 
 
+def _make_special_kernel(pair_function):
+    """The scaled special pairs (special_bonds factors strictly between 0 and 1): each pair once, its
+    factor times the pair potential (with its cutoff treatment, zero beyond the cutoff), as a bond of
+    ``F/r = factor (F/r)(r^2)``."""
+    @numba.njit(parallel=True)
+    def kernel(positions, row_of, atoms, factors, types, table, n_types, L, invL, slot0, term0, contrib, energy,
+               virial, with_energy):
+        for t in numba.prange(atoms.shape[0]):
+            i, j = row_of[atoms[t, 0]], row_of[atoms[t, 1]]
+            dx, dy, dz = _delta(positions, i, j, L, invL)
+            r2 = dx * dx + dy * dy + dz * dz
+            row = table[types[i] * n_types + types[j]]
+            e = fr = 0.0
+            if r2 < row[0]:
+                e, fr = pair_function(r2, row)
+                e *= factors[t]
+                fr *= factors[t]
+            s = slot0 + 2 * t
+            contrib[s, 0], contrib[s, 1], contrib[s, 2] = dx * fr, dy * fr, dz * fr
+            contrib[s + 1, 0], contrib[s + 1, 1], contrib[s + 1, 2] = -(dx * fr), -(dy * fr), -(dz * fr)
+            if with_energy:
+                energy[term0 + t] = e
+                w = virial[term0 + t]
+                w[0], w[1], w[2] = dx * dx * fr, dy * dy * fr, dz * dz * fr
+                w[3], w[4], w[5] = dx * dy * fr, dx * dz * fr, dy * dz * fr
+    return kernel
+
+
 _KERNEL_MAKERS = {"bond": _make_bond_kernel, "angle": _make_angle_kernel, "dihedral": _make_dihedral_kernel,
                   "improper": _make_dihedral_kernel}
 
@@ -248,15 +276,27 @@ class BondedForces:
     ``compute(state, with_energy)`` adds the bonded forces (and, with energies, per-atom energies and
     virials) to the state's arrays, which must hold the pair terms already.  :meth:`energies` gives the
     total of each kind (energy units) of the last evaluation with energies.
+
+    ``pair``: ``(potential, n_types)`` of the run's pair potential, for the scaled special pairs
+    (:meth:`~pycumd.molecular.topology.Topology.scaled_pairs`: a fifth kind of terms, "special", whose
+    energy is pair energy, not bonded); None: no special pairs are computed here.
     """
 
-    def __init__(self, topology, backend, precision):
+    def __init__(self, topology, backend, precision, pair=None):
         self.backend = backend
         self.topology = topology
         xp = backend.xp
         tables = topology.tables()
         self.kinds = [k for k in KINDS if k in tables]
-        lists = topology.gather_lists()
+        extra, self.special = {}, None
+        if pair is not None:
+            potential, n_types = pair
+            atoms, factors = topology.scaled_pairs(getattr(potential, "type_charges", None) is not None)
+            if len(atoms):
+                extra["special"] = atoms
+                self.special = {"atoms": xp.asarray(atoms), "factors": xp.asarray(factors), "n_types": n_types,
+                                "count": len(atoms), "potential": potential}
+        lists = topology.gather_lists(extra)
         self.slot_offset, self.term_offset = lists["slot_offset"], lists["term_offset"]
         self.n_terms = lists["n_terms"]
         self.start = xp.asarray(lists["start"])
@@ -283,11 +323,25 @@ class BondedForces:
             self._row_map = common.get_function("bonded_row_map")
             self._gather = common.get_function("bonded_gather")
             self._real = precision.state_dtype
+            if self.special is not None:
+                from ..forces import potential_defines
+
+                sp = self.special
+                sp["table"] = xp.asarray(sp["potential"].table(sp["n_types"]), dtype=precision.pair_dtype)
+                sp["kernel"] = backend.kernel_module("molecular/bonded.cu", {
+                    **defines, **potential_defines(sp["potential"]), "TERM_KIND": 4},
+                    options=precision.cuda_options).get_function("special_pair_terms")
         else:
             self._kernels = {k: cpu_term_kernel(self.styles[k]) for k in self.kinds}
+            if self.special is not None:
+                sp = self.special
+                sp["table"] = sp["potential"].table(sp["n_types"])
+                key = sp["potential"].kernel_cache_key()
+                sp["kernel"] = cache_kernel(_make_special_kernel(sp["potential"].pair_function()),
+                                            None if key is None else ("_make_special_kernel", *key))
 
     def compute(self, state, with_energy: bool) -> None:
-        if not self.kinds:
+        if not self.kinds and self.special is None:
             return
         if self.backend.is_gpu:
             self._compute_gpu(state, with_energy)
@@ -298,6 +352,11 @@ class BondedForces:
             self._kernels[k](state.positions, self.row_of, self.atoms[k], self.types[k], self.tables[k], L, 1.0 / L,
                              self.slot_offset[k], self.term_offset[k], self.contrib, self.term_energy,
                              self.term_virial, self.errors, with_energy)
+        if self.special is not None:
+            sp = self.special
+            sp["kernel"](state.positions, self.row_of, sp["atoms"], sp["factors"], state.types, sp["table"],
+                         sp["n_types"], L, 1.0 / L, self.slot_offset["special"], self.term_offset["special"],
+                         self.contrib, self.term_energy, self.term_virial, with_energy)
         _gather(state.ids, self.start, self.slot, self.term, self.share, self.contrib, self.term_energy,
                 self.term_virial, state.forces, state.energy, state.virial, with_energy)
         self.check_errors(state)
@@ -315,6 +374,13 @@ class BondedForces:
                  np.int32(self.tables[k].shape[1]), np.int32(count), *L,
                  np.int64(self.slot_offset[k]), np.int64(self.term_offset[k]), self.contrib, self.term_energy,
                  self.term_virial, self.errors, np.int32(with_energy)))
+        if self.special is not None:
+            sp = self.special
+            sp["kernel"](grid(sp["count"]), (BLOCK,),
+                         (state.positions, self.row_of, sp["atoms"], sp["factors"], state.types, sp["table"],
+                          np.int32(sp["n_types"]), np.int32(sp["count"]), *L, np.int64(self.slot_offset["special"]),
+                          np.int64(self.term_offset["special"]), self.contrib, self.term_energy, self.term_virial,
+                          np.int32(with_energy)))
         self._gather(grid(n), (BLOCK,),
                      (state.ids, self.start, self.slot, self.term, self.share, self.contrib, self.term_energy,
                       self.term_virial, state.forces, state.energy, state.virial, np.int32(n), np.int32(with_energy)))
@@ -346,14 +412,16 @@ class BondedForces:
         (0 for kinds without terms)."""
         host = self.backend.to_host(self.term_energy)
         out = {}
-        for k in KINDS:
+        for k in KINDS:                               # not "special": the scaled pairs' energy is pair energy
             n = len(self.topology.terms[k]) if k in self.kinds else 0
             out[k] = float(host[self.term_offset[k]:self.term_offset[k] + n].sum()) if n else 0.0
         return out
 
 
 class SpecialExclusions:
-    """Removes the excluded special pairs (LAMMPS ``special_bonds`` factors 0 0 0) from a neighbour list.
+    """Removes the special pairs (LAMMPS ``special_bonds``) whose factors are not 1 from a neighbour list: those
+    of factor 0 are excluded, the scaled ones are computed with their factor by :class:`BondedForces`
+    (the pair kernels stay as they are).
 
     Run before every pair evaluation (also inside CUDA graphs, which replay it): a list that has been
     filtered since its build is left as it is (the excluded pairs are gone), so the pass is idempotent.
@@ -387,12 +455,12 @@ class SpecialExclusions:
 
 
 class MolecularForces(ForceEvaluatorBase):
-    """A pair force evaluator with the molecular terms: excluded special pairs removed from the list
-    before the pairs (:class:`SpecialExclusions`), then the pairs, then the bonded terms
+    """A pair force evaluator with the molecular terms: special pairs removed from the list before the
+    pairs (:class:`SpecialExclusions`), then the pairs, then the bonded terms and the scaled special pairs
     (:class:`BondedForces`) added.  Capturable where the pair evaluator is: every launch has fixed
     addresses and sizes."""
 
-    def __init__(self, pair_forces, topology, backend, precision):
+    def __init__(self, pair_forces, topology, backend, precision, n_types: int):
         self.pair = pair_forces
         self.potential = pair_forces.potential
         self.capturable = pair_forces.capturable
@@ -404,7 +472,7 @@ class MolecularForces(ForceEvaluatorBase):
                 raise NotImplementedError(f"{style.describe()} with a 1-4 weight w other than 0 (the weighted 1-4 "
                                           f"pairs of lj/charmm pair styles) is not implemented yet")
         self.exclusions = SpecialExclusions(topology, backend, precision.cuda_options)
-        self.bonded = BondedForces(topology, backend, precision)
+        self.bonded = BondedForces(topology, backend, precision, pair=(pair_forces.potential, n_types))
 
     def compute(self, state, neighbors, with_energy: bool, **options) -> None:
         self.exclusions.apply(state, neighbors)

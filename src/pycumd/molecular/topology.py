@@ -206,17 +206,13 @@ class Topology:
 
     def excluded_pairs(self) -> tuple:
         """``(start, partners)``: for each atom ID ``a``, ``partners[start[a]:start[a + 1]]`` are the IDs whose
-        pair interaction with ``a`` is excluded (special factors 0 for both lj and coul), sorted.  A
-        NotImplementedError names a special factor other than 0 or 1 (scaled pairs are not implemented yet)."""
+        pair interaction with ``a`` is taken out of the neighbour list, sorted: the special pairs whose
+        factors are not both 1 (those of factor 0 are excluded; the scaled ones are computed with their
+        factor as terms of their own, :meth:`scaled_pairs`)."""
         kinds = self.special.kinds()
-        scaled = [w for w, k in zip(("1-2", "1-3", "1-4"), kinds) if k == "scale"]
         pairs = self.special_pairs() if any(k != "plain" for k in kinds) else {1: ([], []), 2: ([], []), 3: ([], [])}
-        if scaled and any(len(pairs[w][0]) for w, k in zip((1, 2, 3), kinds) if k == "scale"):
-            raise NotImplementedError(f"special_bonds factors other than 0 and 1 (here for the {', '.join(scaled)} "
-                                      f"pairs: lj {list(self.special.lj)}, coul {list(self.special.coul)}) are not "
-                                      f"implemented yet; pycumd excludes pairs (factor 0) or keeps them (factor 1)")
-        a = [np.asarray(pairs[w][0], np.int64) for w, k in zip((1, 2, 3), kinds) if k == "exclude"]
-        b = [np.asarray(pairs[w][1], np.int64) for w, k in zip((1, 2, 3), kinds) if k == "exclude"]
+        a = [np.asarray(pairs[w][0], np.int64) for w, k in zip((1, 2, 3), kinds) if k != "plain"]
+        b = [np.asarray(pairs[w][1], np.int64) for w, k in zip((1, 2, 3), kinds) if k != "plain"]
         a = np.concatenate(a) if a else np.empty(0, np.int64)
         b = np.concatenate(b) if b else np.empty(0, np.int64)
         order = np.lexsort((b, a))
@@ -225,9 +221,32 @@ class Topology:
         np.add.at(start, a + 1, 1)
         return np.cumsum(start), b
 
-    def gather_lists(self) -> dict:
+    def scaled_pairs(self, has_charges: bool = False) -> tuple:
+        """``(atoms, factors)``: the special pairs whose factor lies strictly between 0 and 1, once each
+        ((n, 2) atom IDs, lower first) and their factor (n,) (the lj factor; with charges, ``has_charges``,
+        the lj and coul factors must agree: a NotImplementedError names them otherwise)."""
+        kinds = self.special.kinds()
+        if "scale" not in kinds:
+            return np.empty((0, 2), np.int64), np.empty(0)
+        pairs = self.special_pairs()
+        atoms, factors = [], []
+        for w, kind in zip((1, 2, 3), kinds):
+            if kind != "scale":
+                continue
+            lj, coul = self.special.lj[w - 1], self.special.coul[w - 1]
+            if has_charges and lj != coul:
+                raise NotImplementedError(f"special_bonds with different lj and coul factors for the 1-{w + 1} pairs "
+                                          f"({lj} and {coul}) and a pair style with charges is not implemented yet")
+            a, b = pairs[w]
+            once = a < b
+            atoms.append(np.stack([a[once], b[once]], axis=1))
+            factors.append(np.full(int(once.sum()), lj))
+        return np.concatenate(atoms).astype(np.int64), np.concatenate(factors)
+
+    def gather_lists(self, extra: dict | None = None) -> dict:
         """The fixed-order per-atom lists of the bonded force sums (:mod:`pycumd.molecular.bonded`).
 
+        ``extra``: more kinds of terms ({name: (n, k) atom IDs}, after the four: the scaled special pairs).
         Slots: each term of each kind has one slot per atom, kinds in :data:`KINDS` order, terms in
         order, atoms in order (``slot_offset[kind] + t k + a``); term indices likewise
         (``term_offset[kind] + t``).  Returns ``start`` (max_id + 2,) int64: atom ID ``a``'s entries
@@ -237,8 +256,9 @@ class Topology:
         """
         ids, slots, terms, shares = [], [], [], []
         slot_offset, term_offset, ns, nt = {}, {}, 0, 0
-        for kind in KINDS:
-            atoms = self.terms[kind]
+        terms_of = {**self.terms, **(extra or {})}
+        for kind in [*KINDS, *(extra or {})]:
+            atoms = terms_of[kind]
             n, k = atoms.shape
             slot_offset[kind], term_offset[kind] = ns, nt
             ids.append(atoms.reshape(-1))
