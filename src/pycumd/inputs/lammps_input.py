@@ -465,16 +465,48 @@ class LammpsPlanner:
         self._dirty = True
 
     def _cmd_neigh_modify(self, a):
-        for key, value in zip(a[0::2], a[1::2]):
+        k = 0
+        while k < len(a):
+            key = a[k]
+            value = a[k + 1] if k + 1 < len(a) else ""
             if key in ("every", "delay"):
                 self.setup.neigh[key] = int(value)
             elif key == "check":
                 self.setup.neigh["check"] = value == "yes"
             elif key == "binsize":          # LAMMPS' binning of its own neighbour build: not a model setting
                 float(value)
+            elif key == "exclude":
+                k += self._neigh_exclude(a[k + 1:]) - 2
             else:
                 raise ValueError(f"neigh_modify {key} is not supported")
+            k += 2
         self._dirty = True
+
+    def _neigh_exclude(self, a) -> int:
+        """``neigh_modify exclude type I J | molecule/intra all | molecule/inter all | none`` (LAMMPS
+        accumulates them; ``none`` clears); returns the words taken, ``exclude`` included."""
+        rules = self.setup.neigh.setdefault("exclude", [])
+        if not a:
+            raise ValueError("neigh_modify exclude needs type I J, molecule/intra all, molecule/inter all or none")
+        if a[0] == "none":
+            rules.clear()
+            return 2
+        if a[0] == "type" and len(a) >= 3:
+            i, j = int(a[1]), int(a[2])
+            if not (1 <= i <= self.setup.n_types and 1 <= j <= self.setup.n_types):
+                raise ValueError(f"neigh_modify exclude type {i} {j}: atom types are 1..{self.setup.n_types}")
+            rules.append(("type", i - 1, j - 1))
+            return 4
+        if a[0] in ("molecule/intra", "molecule/inter") and len(a) >= 2:
+            if a[1] != "all":
+                raise NotImplementedError(f"neigh_modify exclude {a[0]} of group {a[1]}: only group all is supported")
+            rules.append((a[0],))
+            return 3
+        if a[0] in ("group", "molecule"):
+            raise NotImplementedError(f"neigh_modify exclude {a[0]} is not supported (type, molecule/intra all, "
+                                      f"molecule/inter all, none)")
+        raise ValueError(f"neigh_modify exclude {' '.join(a[:3])}: expected type I J, molecule/intra all, "
+                         f"molecule/inter all or none")
 
     # -- dynamics ----------------------------------------------------------------------------
     def _cmd_timestep(self, a):
@@ -1054,7 +1086,8 @@ class LammpsPlanner:
             potential = self._potential()
             potential.table(s.n_types)          # every type pair has coefficients (named here, at 'run')
             stage = Stage(steps, potential, self._integrator(), NeighborOptions(
-                s.skin, s.neigh["every"], s.neigh["delay"], s.neigh["check"]), s.thermo_every,
+                s.skin, s.neigh["every"], s.neigh["delay"], s.neigh["check"], tuple(s.neigh.get("exclude", ()))),
+                s.thermo_every,
                 system=system, system_edits=self._edits)
         else:                                                               # the same simulation goes on
             previous = self.stages[-1]

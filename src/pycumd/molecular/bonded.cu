@@ -220,19 +220,26 @@ extern "C" __global__ void bonded_gather(const long long* ids, const long long* 
 }
 
 extern "C" __global__ void exclude_special_pairs(int* nbr, int* nbr_count, const long long* ids, const long long* start,
-                                                 const long long* partners, int n) {
+                                                 const long long* partners, const int* types, const int* type_excluded,
+                                                 int n_types, const long long* molecule, int molecule_rule, int rules,
+                                                 int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     long long a = ids[i];
     long long lo = start[a], hi = start[a + 1];
-    if (lo == hi) return;
+    if (lo == hi && !rules) return;
     int count = nbr_count[i], keep = 0;
+    int ti = types[i];
     for (int k = 0; k < count; ++k) {
         int j = nbr[(long long)k * n + i];
         long long b = ids[j];
         bool excluded = false;
         for (long long q = lo; q < hi; ++q) {
             if (partners[q] == b) { excluded = true; break; }
+        }
+        if (rules && !excluded) {     // neigh_modify exclude type I J, molecule/intra, molecule/inter
+            excluded = type_excluded[ti * n_types + types[j]] != 0 || (molecule_rule == 1 && molecule[a] == molecule[b])
+                       || (molecule_rule == 2 && molecule[a] != molecule[b]);
         }
         if (excluded) continue;
         nbr[(long long)keep * n + i] = j;

@@ -240,17 +240,21 @@ def _gather(ids, start, slot, term, share, contrib, term_energy, term_virial, fo
 
 
 @numba.njit(parallel=True, cache=True)
-def _exclude_cpu(nbr, nbr_count, nbr_plain, has_plain, ids, start, partners):
-    """Remove from each atom's list the neighbours whose IDs are among its excluded partners (in place,
-    keeping the order of the others; the half list's count of entries without image shift follows)."""
+def _exclude_cpu(nbr, nbr_count, nbr_plain, has_plain, ids, start, partners, types, type_excluded, molecule,
+                 molecule_rule, rules):
+    """Remove from each atom's list the neighbours whose IDs are among its special partners, and (``rules``)
+    those of an excluded type pair (``type_excluded[ti, tj]``) or of the same molecule (``molecule_rule``
+    1) or another (2) (in place, keeping the order of the others; the half list's count of entries
+    without image shift follows)."""
     for i in numba.prange(nbr_count.shape[0]):
         a = ids[i]
         lo, hi = start[a], start[a + 1]
-        if lo == hi:
+        if lo == hi and not rules:
             continue
         keep = 0
         plain = nbr_plain[i] if has_plain else 0
         new_plain = plain
+        ti = types[i]
         for k in range(nbr_count[i]):
             j = nbr[i, k]
             b = ids[j]
@@ -259,6 +263,10 @@ def _exclude_cpu(nbr, nbr_count, nbr_plain, has_plain, ids, start, partners):
                 if partners[q] == b:
                     excluded = True
                     break
+            if rules and not excluded:
+                excluded = (type_excluded[ti, types[j]] != 0
+                            or (molecule_rule == 1 and molecule[a] == molecule[b])
+                            or (molecule_rule == 2 and molecule[a] != molecule[b]))
             if excluded:
                 if k < plain:
                     new_plain -= 1
@@ -428,12 +436,29 @@ class SpecialExclusions:
     Only simulations with excluded pairs run it; the list builders and the pair kernels are untouched.
     """
 
-    def __init__(self, topology, backend, cuda_options=()):
+    def __init__(self, topology, backend, cuda_options=(), exclude=(), n_types: int = 1):
         start, partners = topology.excluded_pairs()
         self.backend = backend
-        self.active = len(partners) > 0
+        self.rules = bool(exclude)
+        self.active = len(partners) > 0 or self.rules
         xp = backend.xp
         self.start, self.partners = xp.asarray(start), xp.asarray(partners if len(partners) else np.zeros(1, np.int64))
+        type_excluded = np.zeros((n_types, n_types), np.int32)
+        molecule_rule = 0
+        for rule in exclude:                     # LAMMPS neigh_modify exclude
+            if rule[0] == "type":
+                type_excluded[rule[1], rule[2]] = type_excluded[rule[2], rule[1]] = 1
+            elif rule[0] in ("molecule/intra", "molecule/inter"):
+                new = 1 if rule[0] == "molecule/intra" else 2
+                if molecule_rule not in (0, new):     # both: every pair excluded
+                    raise NotImplementedError("neigh_modify exclude molecule/intra and molecule/inter together "
+                                              "exclude every pair")
+                molecule_rule = new
+            else:
+                raise ValueError(f"unknown neighbour exclusion {rule}")
+        self.type_excluded, self.molecule_rule = xp.asarray(type_excluded), molecule_rule
+        self.molecule = xp.asarray(topology.molecule)
+        self.n_types = n_types
         if backend.is_gpu and self.active:
             self._kernel = backend.kernel_module("molecular/bonded.cu", {"real_t": "double", "accum_t": "double"},
                                                  options=cuda_options).get_function("exclude_special_pairs")
@@ -446,12 +471,15 @@ class SpecialExclusions:
         if self.backend.is_gpu:
             n = state.n_atoms
             self._kernel(((n + BLOCK - 1) // BLOCK,), (BLOCK,),
-                         (neighbors.nbr, neighbors.nbr_count, state.ids, self.start, self.partners, np.int32(n)))
+                         (neighbors.nbr, neighbors.nbr_count, state.ids, self.start, self.partners, state.types,
+                          self.type_excluded, np.int32(self.n_types), self.molecule, np.int32(self.molecule_rule),
+                          np.int32(self.rules), np.int32(n)))
             return
         plain = neighbors.nbr_plain
         has_plain = bool(getattr(neighbors, "half", False) and plain is not None)
         _exclude_cpu(neighbors.nbr, neighbors.nbr_count, plain if has_plain else neighbors.nbr_count, has_plain,
-                     state.ids, self.start, self.partners)
+                     state.ids, self.start, self.partners, state.types, self.type_excluded, self.molecule,
+                     self.molecule_rule, self.rules)
 
 
 class MolecularForces(ForceEvaluatorBase):
@@ -460,7 +488,7 @@ class MolecularForces(ForceEvaluatorBase):
     (:class:`BondedForces`) added.  Capturable where the pair evaluator is: every launch has fixed
     addresses and sizes."""
 
-    def __init__(self, pair_forces, topology, backend, precision, n_types: int):
+    def __init__(self, pair_forces, topology, backend, precision, n_types: int, exclude=()):
         self.pair = pair_forces
         self.potential = pair_forces.potential
         self.capturable = pair_forces.capturable
@@ -471,7 +499,7 @@ class MolecularForces(ForceEvaluatorBase):
             if kind in topology.tables() and weights is not None and any(w != 0.0 for w in weights().values()):
                 raise NotImplementedError(f"{style.describe()} with a 1-4 weight w other than 0 (the weighted 1-4 "
                                           f"pairs of lj/charmm pair styles) is not implemented yet")
-        self.exclusions = SpecialExclusions(topology, backend, precision.cuda_options)
+        self.exclusions = SpecialExclusions(topology, backend, precision.cuda_options, exclude, n_types)
         self.bonded = BondedForces(topology, backend, precision, pair=(pair_forces.potential, n_types))
 
     def compute(self, state, neighbors, with_energy: bool, **options) -> None:
