@@ -93,3 +93,31 @@ EAM_PRECISION_DEFINES = {"single": ["-Dreal_t=float", "-Dpair_t=float", "-Daccum
 @pytest.mark.parametrize("precision", list(EAM_PRECISION_DEFINES))
 def test_eam_compiles_in_single_and_mixed(precision, tmp_path):
     _compile(PACKAGE / "eam.cu", "sm_90", tmp_path, EAM_PRECISION_DEFINES[precision])
+
+
+#: the bonded styles' device functions, each compiled into molecular/bonded.cu for its kind
+BONDED_STYLE_HEADERS = sorted(PACKAGE.glob("molecular/styles/*.cuh"))
+BONDED_KINDS = {"bond": 0, "angle": 1, "dihedral": 2, "improper": 3}
+
+
+def test_bonded_style_headers_found():
+    assert len(BONDED_STYLE_HEADERS) >= 14
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("header", BONDED_STYLE_HEADERS, ids=lambda p: p.stem)
+def test_bonded_styles_compile(header, tmp_path):
+    """Each style in its kind's term kernel (sm_80; bonded.cu itself compiles for both architectures above);
+    bonds and dihedrals with single precision's state types, the others with double's."""
+    kind = BONDED_KINDS[header.stem.split("_")[0]]
+    real = "float" if kind in (0, 2) else "double"
+    _compile(PACKAGE / "molecular" / "bonded.cu", "sm_80", tmp_path,
+             [f"-DTERM_KIND={kind}", f'-DSTYLE_HEADER="{header.relative_to(PACKAGE)}"', f"-Dreal_t={real}",
+              f"-Daccum_t={real}"])
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+def test_special_pair_kernel_compiles(tmp_path):
+    """molecular/bonded.cu's scaled special pairs (TERM_KIND 4: the pair potential through pair_sums.cuh), with
+    mixed precision's float pair arithmetic."""
+    _compile(PACKAGE / "molecular" / "bonded.cu", "sm_80", tmp_path, ["-DTERM_KIND=4", "-Dpair_t=float"])

@@ -172,7 +172,7 @@ run 10
     ("dump 1 all cfg 10 x.cfg", "dump style cfg is not supported"),
     ("dump 1 all custom 10 x.txt id mass", "column"),
     ("thermo_style custom step f_x", "fix ID 'x' in f_x is not a fix ave/time"),
-    ("thermo_style multi", "thermo_style multi is not supported"),
+    ("thermo_style yaml", "thermo_style yaml is not supported"),
     ("compute 1 all vacf", "compute style vacf is not supported"),
     ("group g type 1\nfix 2 g momentum 1", "on group g: pycumd applies it to group all only"),
     ("velocity all zero angular", "angular is not supported"),

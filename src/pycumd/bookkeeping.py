@@ -71,6 +71,11 @@ class Bookkeeping:
         """Sum over pairs of r_ij . f_ij (energy units); per-atom virials must be current."""
         return float(self.c.state.values("virial", self.c.backend)[:, :3].sum())
 
+    def bonded_energies(self) -> dict:
+        """Bond, angle, dihedral and improper energies (energy units; per-atom energies must be current;
+        empty without molecular terms)."""
+        return self.c.forces.bonded_energies()
+
     @property
     def n_atoms(self) -> int:
         """Atoms of the whole system (a decomposed run's bookkeeping counts every rank's)."""
@@ -84,7 +89,8 @@ class Bookkeeping:
         pe = self.potential_energy()
         p = pressure(t, self.virial_trace(), n, self.volume, self.units)
         norm = n if self.units.normalize_thermo else 1
-        return {"Step": self.c.state.step, "Temp": t, "E_pair": pe / norm, "E_mol": 0.0,
+        emol = sum(self.bonded_energies().values())
+        return {"Step": self.c.state.step, "Temp": t, "E_pair": (pe - emol) / norm, "E_mol": emol / norm,
                 "TotEng": (ke + pe) / norm, "Press": p}
 
     # -- checks ------------------------------------------------------------------------------

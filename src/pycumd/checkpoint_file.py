@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from .box import Box
+from .molecular.topology import from_checkpoint as topology_from_checkpoint
 from .system import InputError, System
 from .units import get_units
 
@@ -104,4 +105,5 @@ def system_from_checkpoint(checkpoint: Checkpoint) -> System:
         velocities = velocities + arrays["lo.velocities"]
     box = Box(np.asarray(meta["box_lengths"]), np.asarray(meta["box_origin"]))
     return System(box, positions[by_id], meta["masses"], get_units(meta["units"]), types=arrays["types"][by_id],
-                  velocities=velocities[by_id], images=arrays["images"][by_id], ids=arrays["ids"][by_id])
+                  velocities=velocities[by_id], images=arrays["images"][by_id], ids=arrays["ids"][by_id],
+                  topology=topology_from_checkpoint(meta.get("topology"), arrays))

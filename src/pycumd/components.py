@@ -31,12 +31,16 @@ class NeighborOptions:
         Length units; None: 0.3 sigma in lj units, 2.0 A otherwise (LAMMPS' defaults).
     every, delay, check :
         Default: check every step, rebuild when an atom has moved half the skin.
+    exclude : tuple of rules
+        Pairs left out of the list (LAMMPS ``neigh_modify exclude``): ``("type", i, j)`` (0-based types),
+        ``("molecule/intra",)``, ``("molecule/inter",)`` (over all atoms).
     """
 
     skin: float | None = None
     every: int = 1
     delay: int = 0
     check: bool = True
+    exclude: tuple = ()
 
     def resolved_skin(self, units_name: str) -> float:
         if self.skin is not None:
@@ -173,6 +177,14 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                  half=_half_list(backend, precision, decomposed),
                                  canonical_order=precision.deterministic)
         forces_class = list_forces_class(potential)
+    topology = system.topology
+    if topology is not None and decomposed:
+        raise NotImplementedError("molecular topology over MPI ranks is not implemented yet; run on one rank")
+    if neighbor.exclude and decomposed:
+        raise NotImplementedError("neigh_modify exclude over MPI ranks is not implemented yet; run on one rank")
+    if (topology is not None or neighbor.exclude) and potential.many_body:
+        raise NotImplementedError(f"molecular topology and neigh_modify exclude with pair_style {potential.name} "
+                                  f"(a many-body potential) are not implemented")
     if decomposed:
         from .parallel import decompose
         parts = decompose(system, potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor, engine,
@@ -183,6 +195,15 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     neighbors.check_box(system.box.L)
     state = State.from_system(system, backend, precision)
     forces = forces_class(potential, system.n_types, backend, precision)
+    if topology is not None or neighbor.exclude:
+        if topology is None:
+            from .molecular.topology import empty_topology
+            if any(rule[0].startswith("molecule") for rule in neighbor.exclude):
+                raise InputError("neigh_modify exclude molecule/intra or molecule/inter needs molecule IDs (atom style "
+                                 "bond, angle, molecular or full)")
+            topology = empty_topology(system.ids)
+        forces = _molecular_forces(forces, topology, backend, precision, pair_method, system.n_types,
+                                   tuple(neighbor.exclude))
     return with_step_control(Components(backend, precision, state, integrator, neighbors, forces, pair_method, comm,
                                         None, cpu_threads))
 
@@ -211,6 +232,18 @@ def _many_body_pair_method(pair_method: str, potential, r_cut: float, skin: floa
                          f"needs (its neighbour list; all pairs are not implemented for many-body potentials): "
                          f"use a larger box (more cells) or a smaller skin")
     return "neighbor"
+
+
+def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_types: int, exclude=()):
+    """The pair evaluator with the molecular terms (:class:`pycumd.molecular.bonded.MolecularForces`);
+    the all-pairs kernel has no list to exclude special pairs from."""
+    from .molecular.bonded import MolecularForces
+
+    if pair_method == "all_pairs" and (len(topology.excluded_pairs()[1]) or exclude):
+        raise NotImplementedError("special pairs (special_bonds factors other than 1) need the neighbour list, and this run "
+                                  "computes all pairs (a box shorter than about 3 (r_cut + skin) along an edge, "
+                                  "or pair_method='all_pairs'); use a larger box")
+    return MolecularForces(forces, topology, backend, precision, n_types, exclude)
 
 
 def _check_composite_supported(pair_method: str, thermostat) -> None:

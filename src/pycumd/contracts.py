@@ -154,6 +154,10 @@ class ForceEvaluator(Protocol):
     def image_of(self, state):
         """The fixed-point image array of ``state`` (only where :attr:`reads_fixed_image`)."""
 
+    def bonded_energies(self) -> dict:
+        """``{"bond", "angle", "dihedral", "improper": energy}`` of the last evaluation with energies
+        (energy units, whole system); empty without molecular terms."""
+
 
 class ForceEvaluatorBase:
     """Every member of :class:`ForceEvaluator`; not capturable, no fixed-point image."""
@@ -168,6 +172,9 @@ class ForceEvaluatorBase:
 
     def image_of(self, state):
         raise NotImplementedError(f"{type(self).__name__} reads no fixed-point image")
+
+    def bonded_energies(self) -> dict:
+        return {}
 
 
 # -- the step hooks (thermostats, barostats, fixes) --------------------------------------------

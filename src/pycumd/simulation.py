@@ -19,6 +19,7 @@ from .integrators import VelocityVerlet
 from .outputs.progress import Progress
 from .outputs.reporter import Snapshot
 from .observables import temperature
+from .molecular.topology import CHECKPOINT_PREFIX as TOPOLOGY_PREFIX, checkpoint_record
 from .step_graph import CudaStepGraph
 from .step_order import STEP_ORDER
 from .system import System
@@ -94,6 +95,7 @@ class Simulation:
         self.n_types = system.n_types
         self.box = system.box
         self._masses = system.masses.copy()
+        self._topology = system.topology      # in atom ids: unchanged by the run
         parts = build_components(system, potential, integrator or VelocityVerlet(), neighbor, engine)
         self.backend, self.precision, self.state = parts.backend, parts.precision, parts.state
         self.integrator, self.neighbors, self.forces = parts.integrator, parts.neighbors, parts.forces
@@ -155,7 +157,13 @@ class Simulation:
         return System(self.box, s.host_positions(b)[by_id], self._masses, self.units,
                       types=b.to_host(s.types)[by_id],
                       velocities=s.host_values("velocities", b)[by_id],
-                      images=b.to_host(s.images)[by_id], ids=b.to_host(s.ids)[by_id])
+                      images=b.to_host(s.images)[by_id], ids=b.to_host(s.ids)[by_id],
+                      topology=None if self._topology is None else self._topology.copy())
+
+    @property
+    def topology(self):
+        """The molecular topology (:class:`pycumd.molecular.topology.Topology`, in atom ids) or None."""
+        return self._topology
 
     # -- observables (kept by self.book) -----------------------------------------------------
     def kinetic_energy(self) -> float:
@@ -433,6 +441,10 @@ class Simulation:
         for name, value in self.neighbors.checkpoint_state().items():
             if hasattr(value, "shape"):
                 arrays[f"neighbors.{name}"] = value
+        if self._topology is not None:
+            from .molecular.topology import checkpoint_arrays
+
+            arrays.update({k: self.backend.xp.asarray(v) for k, v in checkpoint_arrays(self._topology).items()})
         return arrays
 
     def checkpoint_scalars(self) -> dict:
@@ -450,7 +462,8 @@ class Simulation:
                 "ranks": self.comm.size,
                 "precision": self.precision.name, "dt": self.integrator.dt,
                 "thermostat": th.checkpoint_state() if th is not None else None,
-                "neighbors": neighbors, "energy_current": serial and self.book.energy_is_current()}
+                "neighbors": neighbors, "energy_current": serial and self.book.energy_is_current(),
+                "topology": None if self._topology is None else checkpoint_record(self._topology)}
 
     def restore_checkpoint(self, scalars: dict, arrays: dict) -> None:
         """Put a checkpoint's state into this simulation (built with the same components, device and
@@ -492,7 +505,7 @@ class Simulation:
         scratch = self._STEP_ARRAYS[1:] + ("energy", "virial")      # the build's scratch: put back after it
         later = {}
         for name, host in arrays.items():
-            if name.startswith("neighbors."):
+            if name.startswith("neighbors.") or name.startswith(TOPOLOGY_PREFIX):
                 continue
             if name.split(".")[-1] in scratch:
                 later[name] = host

@@ -44,6 +44,9 @@ class System:
         Periodic image counters: unwrapped = positions + images * L.
     ids : ndarray, shape (N,), int64
         Particle ids, 1-based as in LAMMPS, kept with each particle.
+    topology : Topology or None
+        Molecules, bonds, angles, dihedrals, impropers, their styles and the special pairs
+        (:class:`pycumd.molecular.topology.Topology`, in atom ids); None for atoms without topology.
     """
 
     box: Box
@@ -54,6 +57,7 @@ class System:
     velocities: np.ndarray | None = None
     images: np.ndarray | None = None
     ids: np.ndarray | None = None
+    topology: object = None
 
     def __post_init__(self):
         self.units = get_units(self.units)
@@ -108,15 +112,30 @@ class System:
         for t, m in enumerate(self.masses):
             if not np.isfinite(m) or m <= 0:
                 raise InputError(f"mass of type {t + 1} must be positive and finite, got {m}")
+        if self.topology is not None:
+            try:
+                self.topology.check(self.ids)
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
 
     def copy(self) -> "System":
         return System(self.box, self.positions, self.masses, self.units, self.types,
-                      self.velocities, self.images, self.ids)
+                      self.velocities, self.images, self.ids,
+                      None if self.topology is None else self.topology.copy())
+
+    @property
+    def molecules(self) -> np.ndarray:
+        """Molecule ID of each particle, shape (N,) int64 (0 without topology, as LAMMPS)."""
+        if self.topology is None:
+            return np.zeros(self.n_atoms, np.int64)
+        return self.topology.molecules_of(self.ids)
 
     def select(self, centre, radius: float) -> "System":
         """The particles within ``radius`` of ``centre`` (LAMMPS ``region sphere``: sqrt(d.d) <= radius)."""
         d = self.positions - np.asarray(centre, dtype=float)
         keep = np.sqrt(d[:, 0] * d[:, 0] + d[:, 1] * d[:, 1] + d[:, 2] * d[:, 2]) <= radius
+        if self.topology is not None and self.topology.has_terms():
+            raise InputError("selecting a sphere of a system with bonds is not supported (the bonds would be cut)")
         return System(self.box, self.positions[keep], self.masses, self.units, self.types[keep],
                       self.velocities[keep], self.images[keep], np.arange(1, keep.sum() + 1))
 

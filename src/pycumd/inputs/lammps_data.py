@@ -1,4 +1,6 @@
-"""Read LAMMPS data files (``read_data``) of atom style ``atomic`` or ``charge``, orthorhombic boxes."""
+"""Read LAMMPS data files (``read_data``) of atom style ``atomic``, ``charge``, ``bond``, ``angle``,
+``molecular`` or ``full``, orthorhombic boxes; with a molecular style, the Bonds, Angles, Dihedrals and
+Impropers sections and their Coeffs sections."""
 
 from __future__ import annotations
 
@@ -8,9 +10,23 @@ import numpy as np
 
 from ..box import Box
 
-HEADER_KEYS = {"atoms": "n_atoms", "atom types": "n_types"}
-SECTIONS = {"Masses", "Atoms", "Velocities", "Pair", "PairIJ"}
-COLUMNS = {"atomic": ("id", "type", "x", "y", "z"), "charge": ("id", "type", "q", "x", "y", "z")}
+HEADER_KEYS = {"atoms": "n_atoms", "atom types": "n_types", "bonds": "n_bond", "angles": "n_angle",
+               "dihedrals": "n_dihedral", "impropers": "n_improper", "bond types": "n_bond_types",
+               "angle types": "n_angle_types", "dihedral types": "n_dihedral_types",
+               "improper types": "n_improper_types"}
+#: the topology sections: section title -> (kind, atoms per term)
+TERM_SECTIONS = {"Bonds": ("bond", 2), "Angles": ("angle", 3), "Dihedrals": ("dihedral", 4),
+                 "Impropers": ("improper", 4)}
+#: the first word of the ``... Coeffs`` sections
+COEFF_SECTIONS = {"Pair", "PairIJ", "Bond", "Angle", "Dihedral", "Improper"}
+SECTIONS = {"Masses", "Atoms", "Velocities", *TERM_SECTIONS, *COEFF_SECTIONS}
+MOLECULAR = ("id", "mol", "type", "x", "y", "z")
+COLUMNS = {"atomic": ("id", "type", "x", "y", "z"), "charge": ("id", "type", "q", "x", "y", "z"),
+           "bond": MOLECULAR, "angle": MOLECULAR, "molecular": MOLECULAR,
+           "full": ("id", "mol", "type", "q", "x", "y", "z")}
+#: the kinds of terms each molecular atom style holds (LAMMPS' atom styles)
+STYLE_KINDS = {"bond": ("bond",), "angle": ("bond", "angle"), "molecular": ("bond", "angle", "dihedral", "improper"),
+               "full": ("bond", "angle", "dihedral", "improper")}
 
 
 class DataFileError(ValueError):
@@ -33,7 +49,7 @@ def type_names_of_masses(path) -> dict:
     return names
 
 
-def read_lammps_data(path, atom_style: str = "atomic") -> dict:
+def read_lammps_data(path, atom_style: str = "atomic", per_type_charges: bool = True) -> dict:
     """Parse a LAMMPS data file.
 
     Returns a dict with ``box`` (Box), ``n_types``, ``masses`` {type0: mass}, ``ids`` (N,),
@@ -41,7 +57,11 @@ def read_lammps_data(path, atom_style: str = "atomic") -> dict:
     without a Velocities section), ``charges`` {type0: q} (atom style charge; every atom of a
     type must carry the same charge, as pycumd's Coulomb potentials take charges per type) and
     ``pair_coeffs``: ``(type0_i, type0_j, words, line)`` of the ``Pair Coeffs`` (i = j) and
-    ``PairIJ Coeffs`` sections, in file order.
+    ``PairIJ Coeffs`` sections, in file order.  Molecular atom styles (bond, angle, molecular, full)
+    add ``molecules`` (N,) int64, ``terms`` {kind: (n, k) atom IDs}, ``term_types`` {kind: (n,) 0-based},
+    ``n_term_types`` {kind: count} and ``term_coeffs`` {kind: [(type0, words, line)]} (the Coeffs
+    sections).  ``per_type_charges=False`` (atom style full) skips the per-type charge check and
+    returns ``atom_charges`` (N,) instead.
 
     Atoms given outside the periodic box are put back into it with their image flags counted, as
     LAMMPS' ``read_data`` does (``Domain::remap``): positions in ``[lo, hi)``.
@@ -76,7 +96,7 @@ def read_lammps_data(path, atom_style: str = "atomic") -> dict:
             k += 1
             continue
         name = title.split()[0]
-        if name not in SECTIONS or (name in ("Pair", "PairIJ") and title.split()[1:2] != ["Coeffs"]):
+        if name not in SECTIONS or (name in COEFF_SECTIONS and title.split()[1:2] != ["Coeffs"]):
             raise DataFileError(f"{path}:{k + 1}: section '{title}' is not supported")
         k += 1
         while k < len(lines) and not lines[k]:
@@ -85,6 +105,8 @@ def read_lammps_data(path, atom_style: str = "atomic") -> dict:
         while k < len(lines) and lines[k]:
             rows.append((k + 1, lines[k].split()))
             k += 1
+        if name in sections:
+            raise DataFileError(f"{path}:{k + 1}: section '{title}' appears twice")
         sections[name] = rows
     n, n_types = header["n_atoms"], header["n_types"]
     masses = {}
@@ -97,6 +119,7 @@ def read_lammps_data(path, atom_style: str = "atomic") -> dict:
     ids = np.empty(n, np.int64)
     types = np.empty(n, np.int32)
     q = np.zeros(n)
+    molecules = np.zeros(n, np.int64)
     pos = np.empty((n, 3))
     img = np.zeros((n, 3), np.int32)
     for a, (line_no, words) in enumerate(atoms):
@@ -105,6 +128,8 @@ def read_lammps_data(path, atom_style: str = "atomic") -> dict:
                                 f"columns: {' '.join(cols)}")
         values = dict(zip(cols, words))
         ids[a], types[a] = int(values["id"]), int(values["type"]) - 1
+        if "mol" in values:
+            molecules[a] = int(values["mol"])
         pos[a] = [float(values[c]) for c in "xyz"]
         q[a] = float(values.get("q", 0.0))
         if len(words) == len(cols) + 3:
@@ -129,7 +154,7 @@ def read_lammps_data(path, atom_style: str = "atomic") -> dict:
         for line_no, words in sections["Velocities"]:
             vel[index[int(words[0])]] = [float(w) for w in words[1:4]]
     charges = {}
-    if atom_style == "charge":
+    if atom_style in ("charge", "full") and per_type_charges:
         for t in range(n_types):
             qt = np.unique(q[types == t])
             if len(qt) > 1:
@@ -137,8 +162,56 @@ def read_lammps_data(path, atom_style: str = "atomic") -> dict:
                                     "pycumd takes charges per type")
             if len(qt):
                 charges[t] = float(qt[0])
-    return {"box": Box(hi - lo, lo), "n_types": n_types, "masses": masses, "ids": ids, "types": types,
-            "positions": pos, "images": img, "velocities": vel, "charges": charges, "pair_coeffs": pair_coeffs}
+    out = {"box": Box(hi - lo, lo), "n_types": n_types, "masses": masses, "ids": ids, "types": types,
+           "positions": pos, "images": img, "velocities": vel, "charges": charges, "pair_coeffs": pair_coeffs}
+    if not per_type_charges:
+        out["atom_charges"] = q
+    if atom_style in STYLE_KINDS:
+        out.update(_topology_sections(path, header, sections, atom_style, molecules))
+    else:
+        for title in (*TERM_SECTIONS, *(c for c in COEFF_SECTIONS if c not in ("Pair", "PairIJ"))):
+            if title in sections:
+                raise DataFileError(f"{path}: section {title}{' Coeffs' if title in COEFF_SECTIONS else ''} needs a "
+                                    f"molecular atom style (bond, angle, molecular or full), not {atom_style}")
+    return out
+
+
+def _topology_sections(path, header, sections, atom_style, molecules) -> dict:
+    """The molecule IDs, terms, their types and Coeffs sections of a molecular data file."""
+    terms, types, n_types, coeffs = {}, {}, {}, {}
+    allowed = STYLE_KINDS[atom_style]
+    for title, (kind, k) in TERM_SECTIONS.items():
+        count = header.get(f"n_{kind}", 0)
+        n_types[kind] = header.get(f"n_{kind}_types", 0)
+        rows = sections.get(title, [])
+        if (count or rows) and kind not in allowed:
+            raise DataFileError(f"{path}: atom style {atom_style} has no {kind}s (the header declares {count}); "
+                                f"use atom style {'angle' if kind == 'angle' else 'molecular or full'}")
+        if len(rows) != count:
+            raise DataFileError(f"{path}: the header declares {count} {title.lower()} but the {title} section has "
+                                f"{len(rows)} lines")
+        atoms = np.empty((count, k), np.int64)
+        kinds = np.empty(count, np.int32)
+        for t, (line_no, words) in enumerate(rows):
+            if len(words) != k + 2:
+                raise DataFileError(f"{path}:{line_no}: a {title} line needs an index, a type and {k} atom IDs")
+            try:
+                kinds[t] = int(words[1]) - 1
+                atoms[t] = [int(w) for w in words[2:]]
+            except ValueError:
+                raise DataFileError(f"{path}:{line_no}: {title}: the type and atom IDs must be integers") from None
+            if not 0 <= kinds[t] < n_types[kind]:
+                raise DataFileError(f"{path}:{line_no}: {kind} type {kinds[t] + 1} out of range 1..{n_types[kind]}")
+        terms[kind], types[kind] = atoms, kinds
+        coeffs[kind] = []
+        for line_no, words in sections.get(kind.capitalize(), []):
+            t = int(words[0]) - 1
+            if not 0 <= t < n_types[kind]:
+                raise DataFileError(f"{path}:{line_no}: {kind.capitalize()} Coeffs: type {t + 1} out of range "
+                                    f"1..{n_types[kind]}")
+            coeffs[kind].append((t, words[1:], line_no))
+    return {"molecules": molecules, "terms": terms, "term_types": types, "n_term_types": n_types,
+            "term_coeffs": coeffs}
 
 
 def _remap_into_box(positions, images, lo, hi):

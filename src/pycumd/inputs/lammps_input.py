@@ -14,15 +14,19 @@ Supported commands and keywords::
     pair_style lj/cut RC           pair_coeff I J EPS SIGMA [RC]   (I, J may be *)
     pair_style yukawa KAPPA RC     pair_coeff I J A [RC]
     pair_style coul/debye KAPPA RC pair_coeff * *   (charges per type from read_data)
-    atom_style atomic|charge       read_data FILE (Masses, Atoms, Velocities, Pair Coeffs, PairIJ Coeffs;
+    atom_style atomic|charge|bond|angle|molecular|full
+                                   read_data FILE (Masses, Atoms, Velocities, Pair Coeffs, PairIJ Coeffs;
+                                   Bonds, Angles, Dihedrals, Impropers and their Coeffs;
                                    atoms outside the box wrapped with image flags; a later mass overrides)
+    bond_style|angle_style|dihedral_style|improper_style STYLE   bond_coeff|angle_coeff|... T COEFFS (T may be *)
+    special_bonds fene|charmm|amber|lj/coul A B C|lj A B C|coul A B C [angle yes|no] [dihedral yes|no]
     pair_modify shift yes|no mix geometric|arithmetic|sixthpower tail no
     package gpu|kokkos|omp|intel|cuda ...  (accelerator settings: accepted, not used)
     pair styles with an accelerator suffix (lj/cut/gpu, /omp, /opt, /kk, /intel): the base style
     neighbor SKIN bin              neigh_modify every N delay N check yes|no binsize B (not used)
     timestep DT                    fix ID all nve | nvt temp T0 T1 TDAMP [tchain N] |
                                               langevin T0 T1 DAMP SEED
-    unfix ID                       thermo N            thermo_style one
+    unfix ID                       thermo N            thermo_style one|multi
     run N [upto] [start S] [stop S] [pre yes|no] [post yes|no]   (run 0: no integration fix needed)
     print TEXT                     echo/log/newton/processors (ignored)
     restart N FILE | restart 0     write_restart FILE  read_restart FILE   (pycumd checkpoints, carrying
@@ -61,10 +65,13 @@ from ..integrators import Langevin, NoseHoover, VelocityVerlet
 from ..integrators.fixes import FixChain, Momentum, Recenter, TempRescale
 from ..outputs.ave_time import AveTimeOutput
 from ..outputs.dump import DumpOutput
-from ..outputs.thermo_keywords import (COMPUTE_STYLES, Compute, MSDReference, Names, ThermoState, ThermoStyle,
-                                       formula_value, one_style, parse_column)
+from ..outputs.thermo_keywords import (COMPUTE_STYLES, MULTI, Compute, MSDReference, Names, ThermoState,
+                                       ThermoStyle, formula_value, one_style, parse_column)
 from ..integrators.barostats import lammps_fix_nh
 from ..minimize import MIN_STYLES, MinimizeSettings
+from ..molecular.styles.base import KINDS
+from ..molecular.styles.registry import make_style
+from ..molecular.topology import SpecialBonds, Topology
 from ..potentials.lammps_styles import check_pair_style, potential_from_lammps
 from ..potentials.registry import lammps_pair_styles
 from ..system import System, create_velocities, lattice_positions, lattice_spacing
@@ -119,6 +126,9 @@ class _Setup:
     thermo_style_where: str = ""              # its FILE:LINE, for errors met while running
     computes: dict = field(default_factory=dict)   # compute ID -> thermo_keywords.Compute
     groups: dict = field(default_factory=dict)     # group ID -> _Group
+    bonded: dict = field(default_factory=dict)     # kind -> BondedStyle (bond_style ... with its coefficients)
+    special: SpecialBonds = field(default_factory=SpecialBonds)   # special_bonds
+    n_term_types: dict = field(default_factory=dict)   # kind -> types declared (read_data header)
 
 
 class LammpsPlanner:
@@ -178,9 +188,80 @@ class LammpsPlanner:
         self.setup.units = a[0]
 
     def _cmd_atom_style(self, a):
-        if a[0] not in ("atomic", "charge"):
-            raise ValueError(f"atom_style {a[0]} is not supported (atomic or charge)")
+        if a[0] not in ("atomic", "charge", "bond", "angle", "molecular", "full"):
+            raise ValueError(f"atom_style {a[0]} is not supported (atomic, charge, bond, angle, molecular, full)")
+        if len(a) > 1:
+            raise ValueError(f"atom_style {a[0]} takes no arguments")
         self.setup.atom_style = a[0]
+
+    # -- molecular topology --------------------------------------------------------------------
+    def _bonded_style(self, kind: str, a) -> None:
+        """``bond_style STYLE`` (and angle_, dihedral_, improper_): a new style without coefficients."""
+        if not a:
+            raise ValueError(f"{kind}_style needs a style name")
+        if a[0] == "none":
+            self.setup.bonded.pop(kind, None)
+        elif a[0] in ("hybrid", "zero", "table"):
+            raise NotImplementedError(f"{kind}_style {a[0]} is not supported")
+        else:
+            if len(a) > 1:
+                raise ValueError(f"{kind}_style {a[0]} takes no global arguments (got {' '.join(a[1:])})")
+            self.setup.bonded[kind] = make_style(kind, _without_accelerator_suffix(a[0]))
+        self._dirty = True
+
+    def _bonded_coeff(self, kind: str, a) -> None:
+        """``bond_coeff T COEFFS`` (T: N, *, N*, *N, M*N): the coefficients of the types."""
+        style = self.setup.bonded.get(kind)
+        if style is None:
+            raise ValueError(f"{kind}_coeff before {kind}_style")
+        n_types = self.setup.n_term_types.get(kind, 0)
+        if n_types == 0:
+            raise ValueError(f"{kind}_coeff: the system has no {kind} types (read_data declares them)")
+        for t in _type_range(a[0], n_types):
+            style.coeff(t, a[1:])
+        self._dirty = True
+
+    def _cmd_bond_style(self, a):
+        self._bonded_style("bond", a)
+
+    def _cmd_angle_style(self, a):
+        self._bonded_style("angle", a)
+
+    def _cmd_dihedral_style(self, a):
+        self._bonded_style("dihedral", a)
+
+    def _cmd_improper_style(self, a):
+        self._bonded_style("improper", a)
+
+    def _cmd_bond_coeff(self, a):
+        self._bonded_coeff("bond", a)
+
+    def _cmd_angle_coeff(self, a):
+        self._bonded_coeff("angle", a)
+
+    def _cmd_dihedral_coeff(self, a):
+        self._bonded_coeff("dihedral", a)
+
+    def _cmd_improper_coeff(self, a):
+        self._bonded_coeff("improper", a)
+
+    def _cmd_special_bonds(self, a):
+        self.setup.special = SpecialBonds.from_lammps(a)
+        self._dirty = True
+
+    def _molecular_edit(self):
+        """The edit that gives a stage's system the styles and special_bonds set now (None without them)."""
+        s = self.setup
+        if not s.bonded and s.special == SpecialBonds() and not s.n_term_types:
+            return None
+        styles, special = dict(s.bonded), s.special
+
+        def attach(system):
+            if system.topology is None:
+                return
+            system.topology.styles = dict(styles)
+            system.topology.special = special
+        return attach
 
     def _cmd_processors(self, a):
         """``processors Px Py Pz`` (``*`` free): the grid of spatial domains of a run over MPI ranks
@@ -402,16 +483,48 @@ class LammpsPlanner:
         self._dirty = True
 
     def _cmd_neigh_modify(self, a):
-        for key, value in zip(a[0::2], a[1::2]):
+        k = 0
+        while k < len(a):
+            key = a[k]
+            value = a[k + 1] if k + 1 < len(a) else ""
             if key in ("every", "delay"):
                 self.setup.neigh[key] = int(value)
             elif key == "check":
                 self.setup.neigh["check"] = value == "yes"
             elif key == "binsize":          # LAMMPS' binning of its own neighbour build: not a model setting
                 float(value)
+            elif key == "exclude":
+                k += self._neigh_exclude(a[k + 1:]) - 2
             else:
                 raise ValueError(f"neigh_modify {key} is not supported")
+            k += 2
         self._dirty = True
+
+    def _neigh_exclude(self, a) -> int:
+        """``neigh_modify exclude type I J | molecule/intra all | molecule/inter all | none`` (LAMMPS
+        accumulates them; ``none`` clears); returns the words taken, ``exclude`` included."""
+        rules = self.setup.neigh.setdefault("exclude", [])
+        if not a:
+            raise ValueError("neigh_modify exclude needs type I J, molecule/intra all, molecule/inter all or none")
+        if a[0] == "none":
+            rules.clear()
+            return 2
+        if a[0] == "type" and len(a) >= 3:
+            i, j = int(a[1]), int(a[2])
+            if not (1 <= i <= self.setup.n_types and 1 <= j <= self.setup.n_types):
+                raise ValueError(f"neigh_modify exclude type {i} {j}: atom types are 1..{self.setup.n_types}")
+            rules.append(("type", i - 1, j - 1))
+            return 4
+        if a[0] in ("molecule/intra", "molecule/inter") and len(a) >= 2:
+            if a[1] != "all":
+                raise NotImplementedError(f"neigh_modify exclude {a[0]} of group {a[1]}: only group all is supported")
+            rules.append((a[0],))
+            return 3
+        if a[0] in ("group", "molecule"):
+            raise NotImplementedError(f"neigh_modify exclude {a[0]} is not supported (type, molecule/intra all, "
+                                      f"molecule/inter all, none)")
+        raise ValueError(f"neigh_modify exclude {' '.join(a[:3])}: expected type I J, molecule/intra all, "
+                         f"molecule/inter all or none")
 
     # -- dynamics ----------------------------------------------------------------------------
     def _cmd_timestep(self, a):
@@ -480,13 +593,17 @@ class LammpsPlanner:
         s.thermo_norm = None                    # as LAMMPS: thermo_style resets thermo_modify
         if a == ["one"]:
             s.thermo_style = None
+        elif a == ["multi"]:
+            s.thermo_style = ThermoStyle(list(MULTI), self._names())
+            s.thermo_style_line = self._command.line if self._command is not None else None
+            s.thermo_style_where = _where(self._command)
         elif a and a[0] == "custom":
             words = self._expand_wildcards(a[1:], "thermo_style custom")
             s.thermo_style = ThermoStyle(words, self._names())   # v_name are checked at 'run'
             s.thermo_style_line = self._command.line if self._command is not None else None
             s.thermo_style_where = _where(self._command)
         else:
-            raise ValueError(f"thermo_style {a[0] if a else ''} is not supported (one, custom)")
+            raise ValueError(f"thermo_style {a[0] if a else ''} is not supported (one, multi, custom)")
 
     def _cmd_thermo_modify(self, a):
         k = 0
@@ -987,12 +1104,16 @@ class LammpsPlanner:
             potential = self._potential()
             potential.table(s.n_types)          # every type pair has coefficients (named here, at 'run')
             stage = Stage(steps, potential, self._integrator(), NeighborOptions(
-                s.skin, s.neigh["every"], s.neigh["delay"], s.neigh["check"]), s.thermo_every,
+                s.skin, s.neigh["every"], s.neigh["delay"], s.neigh["check"], tuple(s.neigh.get("exclude", ()))),
+                s.thermo_every,
                 system=system, system_edits=self._edits)
         else:                                                               # the same simulation goes on
             previous = self.stages[-1]
             stage = Stage(steps, previous.potential, previous.integrator, previous.neighbor, s.thermo_every,
                           rebuild=False)
+        molecular = self._molecular_edit()
+        if molecular is not None and stage.rebuild:
+            stage.system_edits = [*stage.system_edits, molecular]
         stage.ramp, stage.pre = ramp, pre
         style, names = s.thermo_style, self._names()
         if style is not None or s.thermo_norm is not None:
@@ -1130,7 +1251,8 @@ class LammpsPlanner:
         path, style, charges = a[0], self.setup.atom_style, dict(self.setup.charges)
         pair_coeffs = None if "nocoeff" in a[1:] else self._pair_coeffs_section()
         self._after_last_run("write_data", lambda sim, plan, index: write_lammps_data(
-            path, sim.system(), atom_style=style, charges=charges, pair_coeffs=pair_coeffs))
+            path, sim.system(), atom_style=style, charges=charges, pair_coeffs=pair_coeffs,
+            bonded_coeffs="nocoeff" not in a[1:]))
 
     def _pair_coeffs_section(self):
         """The pair coefficients as a data file section (LAMMPS ``write_data``): ``Pair Coeffs`` when
@@ -1190,6 +1312,9 @@ class LammpsPlanner:
             s.pair_cutoff_mode, s.pair_mixing = pair["shift"], pair["mix"]
         s.groups.update({gid: _Group.from_record(g) for gid, g in record.get("groups", {}).items()})
         self._restart_fix_states = dict(record.get("fixes", {}))
+        if system.topology is not None:     # bond_style ... and special_bonds, as LAMMPS' restart files
+            s.n_term_types = dict(system.topology.n_types)
+            s.bonded, s.special = dict(system.topology.styles), system.topology.special
 
     def _cmd_read_data(self, a):
         if len(a) != 1:
@@ -1199,6 +1324,21 @@ class LammpsPlanner:
             path = Path(self.base_dir) / path
         data = read_lammps_data(path, self.setup.atom_style)
         s = self.setup
+        topology = None
+        if "terms" in data:
+            s.n_term_types = dict(data["n_term_types"])
+            for kind in KINDS:
+                if s.n_term_types.get(kind, 0) and kind in s.bonded:
+                    s.bonded[kind] = make_style(kind, s.bonded[kind].lammps_style)   # new types: no coefficients
+                for t, words, line in data["term_coeffs"][kind]:     # as a bond_coeff command each (LAMMPS)
+                    if kind not in s.bonded:
+                        raise ValueError(f"{path}:{line}: {kind.capitalize()} Coeffs need a {kind}_style command "
+                                         f"before read_data (as in LAMMPS)")
+                    s.bonded[kind].coeff(t, words)
+            max_id = int(data["ids"].max(initial=0))
+            molecule = np.zeros(max_id + 1, np.int64)
+            molecule[data["ids"]] = data["molecules"]
+            topology = Topology(molecule, dict(data["terms"]), dict(data["term_types"]), dict(data["n_term_types"]))
         s.box, s.n_types = data["box"], data["n_types"]
         s.masses.update(data["masses"])
         s.charges = data["charges"]
@@ -1216,7 +1356,7 @@ class LammpsPlanner:
             self.outputs.type_names = [names.get(t) for t in range(s.n_types)]
         self._set_system(System(s.box, data["positions"] - np.asarray(s.box.origin), masses, s.units,
                                 types=data["types"], velocities=data["velocities"], images=data["images"],
-                                ids=data["ids"]))
+                                ids=data["ids"], topology=topology))
 
     # -- helpers -----------------------------------------------------------------------------
     def _current_system(self) -> System:
@@ -1470,7 +1610,11 @@ def _displace(system: System, shift) -> None:
 def _replicate(system: System, counts, id_groups) -> None:
     """LAMMPS ``replicate`` in place (see ``LammpsPlanner._cmd_replicate``); ``id_groups``: groups of
     ids, which gain the copies of their atoms. Wrapping is LAMMPS' ``Domain::remap`` (whole box
-    lengths added or subtracted one at a time), so the positions are LAMMPS' bits."""
+    lengths added or subtracted one at a time), so the positions are LAMMPS' bits.  A molecular system's
+    copies get their own terms (the atom IDs offset as the atoms') and molecule IDs (positive ones offset
+    by the copy's index times the largest molecule ID, as LAMMPS); the terms' atoms are the copies of the
+    same unwrapped image, so the image flags must be consistent (LAMMPS' condition too)."""
+
     old_L, lo = np.asarray(system.box.L), np.asarray(system.box.origin)
     new_box = Box(old_L * counts, lo)
     hi = lo + old_L * np.asarray(counts)
@@ -1504,9 +1648,30 @@ def _replicate(system: System, counts, id_groups) -> None:
     system.ids = np.concatenate([p[2] for p in parts])
     system.types = np.tile(system.types, copies)
     system.velocities = np.tile(system.velocities, (copies, 1))
+    if system.topology is not None:
+        system.topology = _replicate_topology(system.topology, offsets, max_id)
     order = np.argsort(system.ids, kind="stable")
     for name in ("positions", "images", "ids", "types", "velocities"):
         setattr(system, name, getattr(system, name)[order])
+
+
+def _replicate_topology(topology, offsets, max_id: int):
+    """The topology of ``len(offsets)`` copies whose atom IDs are ``id + offset`` (LAMMPS ``replicate``)."""
+    from ..molecular.styles.base import KINDS
+
+    old = topology.molecule
+    max_mol = int(old.max(initial=0))
+    molecule = np.zeros(max(offsets) + max_id + 1, np.int64)
+    for copy, offset in enumerate(offsets):
+        part = old[1:max_id + 1]
+        molecule[offset + 1:offset + len(part) + 1] = np.where(part > 0, part + copy * max_mol, 0)
+    new = topology.copy()
+    new.molecule = molecule
+    for kind in KINDS:
+        atoms = topology.terms[kind]
+        new.terms[kind] = np.concatenate([atoms + offset for offset in offsets]) if len(atoms) else atoms
+        new.types[kind] = np.tile(topology.types[kind], len(offsets))
+    return new
 
 
 def _delete_overlaps(system: System, cutoff: float, group1, group2) -> None:
@@ -1514,6 +1679,9 @@ def _delete_overlaps(system: System, cutoff: float, group1, group2) -> None:
     atom I of G1, in id order, is deleted if an atom J of G2 lies within the cutoff (minimum image)
     that is not deleted yet; a pair across the periodic boundary (J a ghost in LAMMPS) with both
     atoms in both groups deletes only the lower id. Ids are then renumbered 1..N (``compress yes``)."""
+    if system.topology is not None and system.topology.has_terms():
+        raise NotImplementedError("delete_atoms of a system with bonds is not supported yet")
+
     from scipy.spatial import cKDTree
 
     def member(group):

@@ -93,6 +93,12 @@ class Frame:
     types: np.ndarray
     ids: np.ndarray
     type_names: list
+    #: the molecular topology (pycumd.molecular.topology.Topology, in atom ids) or None
+    topology: object = None
+
+    def molecules(self) -> np.ndarray:
+        """Molecule ID of each atom of the frame (0 without topology, as LAMMPS)."""
+        return np.zeros(len(self.ids), np.int64) if self.topology is None else self.topology.molecules_of(self.ids)
 
 
 class Snapshot:
@@ -174,7 +180,7 @@ class PendingFrame:
         arrays = (s.positions[:, :3], s.velocities, s.images, s.types, s.ids)
         if s.lo is not None:                      # composite precision: the low parts too
             arrays += (s.lo["positions"][:, :3], s.lo["velocities"])
-        self._meta = (s.step, sim.time, sim.box, sim.n_types)
+        self._meta = (s.step, sim.time, sim.box, sim.n_types, getattr(sim, "topology", None))
         self._lock = threading.Lock()
         self._frame = None
         self._copy = HostCopy(sim.backend, arrays)
@@ -190,7 +196,7 @@ class PendingFrame:
 
 
 def _host_frame(meta, host) -> Frame:
-    step, time, box, n_types = meta
+    step, time, box, n_types, topology = meta
     positions, velocities, images, types, ids = host[:5]
     positions, velocities = positions.astype(np.float64), velocities.astype(np.float64)
     if len(host) == 7:                        # composite precision: value = hi + lo
@@ -201,4 +207,4 @@ def _host_frame(meta, host) -> Frame:
     images = images[by_id].astype(np.int32)
     wrapped = box.wrap(positions[by_id], images)   # as System does
     return Frame(step, time, box.L, origin, wrapped + origin, velocities[by_id],
-                 images, types[by_id], ids[by_id], [str(t + 1) for t in range(n_types)])
+                 images, types[by_id], ids[by_id], [str(t + 1) for t in range(n_types)], topology)

@@ -265,11 +265,30 @@ def _no_molecular(t: ThermoState) -> float:
     return 0.0
 
 
+def _bonded(t: ThermoState) -> dict:
+    """Bond, angle, dihedral and improper energies (energy units; empty without molecular terms)."""
+    t.pe()                               # per-atom energies current
+    return t._once("bonded", lambda: dict(t.sim.book.bonded_energies()))
+
+
+def _bonded_value(kind: str):
+    return lambda t: _bonded(t).get(kind, 0.0)
+
+
+def _emol(t: ThermoState) -> float:
+    return float(sum(_bonded(t).values()))
+
+
+def _epair(t: ThermoState) -> float:
+    """The pair energy: the potential energy less the bonded terms' (LAMMPS' evdwl + ecoul + elong)."""
+    return t.pe() - _emol(t)
+
+
 def _evdwl(t: ThermoState) -> float:
     if getattr(t.sim.forces, "has_coulomb", False):
         raise NotImplementedError("thermo keywords evdwl and ecoul need the pair energy split into van der "
                                   "Waals and Coulomb parts, which pycumd does not keep: use pe or epair")
-    return t.pe()
+    return _epair(t)
 
 
 def _fmax(t: ThermoState) -> float:
@@ -294,10 +313,10 @@ _VALUES = {
     "etotal": lambda t: t.pe() + t.ke(),
     "enthalpy": None,                 # set below: it needs the normalisation flag
     "evdwl": _evdwl,
-    "ecoul": lambda t: t.pe() - _evdwl(t),
-    "epair": ThermoState.pe,
-    "ebond": _no_molecular, "eangle": _no_molecular, "edihed": _no_molecular, "eimp": _no_molecular,
-    "emol": _no_molecular, "elong": _no_molecular, "etail": _no_molecular,
+    "ecoul": lambda t: _epair(t) - _evdwl(t),
+    "epair": _epair,
+    "ebond": _bonded_value("bond"), "eangle": _bonded_value("angle"), "edihed": _bonded_value("dihedral"),
+    "eimp": _bonded_value("improper"), "emol": _emol, "elong": _no_molecular, "etail": _no_molecular,
     "vol": ThermoState.volume,
     "density": ThermoState.density,
     "lx": lambda t: float(t.sim.box.lengths[0]),
@@ -629,5 +648,9 @@ def one_style(norm: bool | None = None) -> ThermoStyle:
     return ThermoStyle(list(ONE), {}, norm)
 
 
-__all__ = ["Compute", "COMPUTE_STYLES", "KEYWORDS", "MSDReference", "Names", "ONE", "ThermoState", "column_name",
+#: LAMMPS ``thermo_style multi``'s keywords (printed as columns, not in LAMMPS' multi-line layout)
+MULTI = ("step", "etotal", "ke", "temp", "pe", "ebond", "eangle", "edihed", "eimp", "evdwl", "ecoul", "elong", "press")
+
+
+__all__ = ["Compute", "COMPUTE_STYLES", "KEYWORDS", "MSDReference", "MULTI", "Names", "ONE", "ThermoState", "column_name",
            "column_value", "formula_value", "region_contains", "ThermoStyle", "one_style", "parse_column"]

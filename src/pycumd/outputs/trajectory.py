@@ -260,11 +260,28 @@ class GSDWriter(TrajectoryWriter):
         frame.particles.position = (f.positions - f.origin - 0.5 * f.lengths).astype(np.float32)
         frame.particles.velocity = f.velocities.astype(np.float32)
         frame.particles.image = f.images.astype(np.int32)
+        if f.topology is not None:
+            _gsd_topology(frame, f)
         self._file.append(frame)
         self._file.flush()
 
     def _close(self):
         self._file.close()
+
+
+def _gsd_topology(frame, f: Frame) -> None:
+    """The bond, angle, dihedral and improper groups of a GSD frame (HOOMD schema: ``N``, ``types``
+    named "1", "2", ... as LAMMPS' types, ``typeid``, ``group`` of particle indices in the frame's order,
+    the atoms in id order); the schema has no molecule IDs."""
+    t = f.topology
+    index = {"bond": frame.bonds, "angle": frame.angles, "dihedral": frame.dihedrals, "improper": frame.impropers}
+    for kind, group in index.items():
+        atoms = t.terms[kind]
+        group.N = len(atoms)
+        group.types = [str(k + 1) for k in range(t.n_types.get(kind, 0))]
+        if len(atoms):
+            group.typeid = t.types[kind].astype(np.uint32)
+            group.group = np.searchsorted(f.ids, atoms).astype(np.uint32)
 
 
 def _gsd_hoomd():

@@ -1,0 +1,1 @@
+"""Bonded styles (one module + one .cuh each) and their registry (:mod:`.registry`)."""
