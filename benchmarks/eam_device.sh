@@ -87,7 +87,7 @@ run() {
     if (( t < 20 )); then
         echo "$name: skipped ($left s of the $BUDGET s budget left)"
         error_record "$engine" "$cells" "$precision" "skipped: $left s of the $BUDGET s budget left"
-        return
+        return 3
     fi
     timeout -k 10 "$t" "$@" > "$OUT/$name.log" 2>&1; rc=$?
     local lines; lines=$(grep -E "$pattern" "$OUT/$name.log" | grep -v '^ *N ')
@@ -102,26 +102,33 @@ pycumd_run() {   # cells precision steps warmup cap
     local c=$1 p=$2 dir=$OUT/pycumd_$1_$2
     run "pycumd_${c}_$p" "$5" pycumd "$c" "$p" "^pycumd" python3 -m pycumd.bench.eam --cells "$c" --precision "$p" \
         --steps "$3" --warmup "$4" --potential-file "$POT" --out-dir "$dir"
+    local rc=$?
     if [ -f "$dir/eam.json" ]; then
         python3 -c 'import json, sys
 for r in json.load(open(sys.argv[1])):
     r.update(engine="pycumd", system="in.eam", cells=int(sys.argv[2]), warmup=int(sys.argv[3])); print(json.dumps(r))' \
             "$dir/eam.json" "$c" "$4" >> "$JSON"
-    else
+    elif [ $rc -ne 3 ]; then
         error_record pycumd "$c" "$p" "no result (see pycumd_${c}_$p.log)"
     fi
 }
+records() { if [ -f "$JSON" ]; then wc -l < "$JSON"; else echo 0; fi; }
+inner() {        # the time a run's own limit gets: 12 s under what run() will allow (at least 10 s)
+    local left=$(( BUDGET - (SECONDS - start) )); local t=$(( left < $1 ? left : $1 )); echo $(( t > 22 ? t - 12 : 10 ))
+}
 jaxmd_run() {    # cells warmup steps max_seconds cap
+    local n; n=$(records)
     run "jaxmd_$1" "$5" jaxmd "$1" single "^ +[0-9]+ +dense" python3 benchmarks/peers/jaxmd_eam.py --cells "$1" \
-        --format dense --warmup "$2" --steps "$3" --max-seconds "$4" --timeout $(( $5 - 15 )) \
+        --format dense --warmup "$2" --steps "$3" --max-seconds "$4" --timeout "$(inner "$5")" \
         --potential-file "$POT" --json "$JSON" $JAXMD_ARGS
+    [ "$(records)" -gt "$n" ] || error_record jaxmd "$1" single "no result (see jaxmd_$1.log)"
 }
 lammps_run() {   # cells warmup steps cap
-    local n; n=$(wc -l < "$JSON" 2>/dev/null || echo 0)
+    local n; n=$(records)
     run "lammps_$1" "$4" lammps "$1" double "^LAMMPS" "${LENV[@]}" python3 benchmarks/peers/lammps_eam.py \
-        --cells "$1" --ranks "$RANKS" --warmup "$2" --steps "$3" --timeout $(( $4 - 10 )) --potential-file "$POT" \
+        --cells "$1" --ranks "$RANKS" --warmup "$2" --steps "$3" --timeout "$(inner "$4")" --potential-file "$POT" \
         --json "$JSON"
-    [ "$(wc -l < "$JSON" 2>/dev/null || echo 0)" -gt "$n" ] || error_record lammps "$1" double "no result (see lammps_$1.log)"
+    [ "$(records)" -gt "$n" ] || error_record lammps "$1" double "no result (see lammps_$1.log)"
 }
 has() { [[ " $ENGINES " == *" $1 "* ]]; }
 
@@ -140,4 +147,4 @@ done
 if has jaxmd; then
     for c in $CELLS; do (( c > BIG )) && jaxmd_run "$c" 20 50 15 150; done
 fi
-echo "done in $(( SECONDS - start )) s; results: $JSON ($(wc -l < "$JSON" 2>/dev/null || echo 0) records)"
+echo "done in $(( SECONDS - start )) s; results: $JSON ($(records) records)"
