@@ -65,6 +65,7 @@ LENV=(env "PATH=$lroot/bin:$PATH" "LD_LIBRARY_PATH=$lroot/lib${LD_LIBRARY_PATH:+
     date -u +%Y-%m-%dT%H:%M:%SZ
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader
     echo "nproc $(nproc); $(grep -m1 'model name' /proc/cpuinfo); $(free -g | awk '/Mem:/ {print $2 " GiB"}')"
+    df -h /dev/shm | tail -n 1
     python3 -c 'import sys, numpy, cupy; print("python", sys.version.split()[0], "numpy", numpy.__version__, "cupy", cupy.__version__, "CUDA runtime", cupy.cuda.runtime.runtimeGetVersion())'
     python3 -m pip show jax jaxlib jax-md 2>/dev/null | grep -E '^(Name|Version)' | paste - -
     "${LENV[@]}" mpiexec --version 2>&1 | grep -m1 -i version
