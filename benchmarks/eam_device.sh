@@ -40,7 +40,8 @@ export PYTHONPATH=$here/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 
 # --- the carried pieces ------------------------------------------------------------------------
 site=/tmp/eam_site lroot=/tmp/lammps_min
-whls=$(ls .whl/peers/jax_md-*.whl .whl/peers/jraph-*.whl .whl/peers/e3nn_jax-*.whl .whl/peers/ml_collections-*.whl 2>/dev/null)
+whls=$(ls .whl/peers/jax_md-*.whl .whl/peers/jraph-*.whl .whl/peers/e3nn_jax-*.whl \
+          .whl/peers/ml_collections-*.whl 2>/dev/null)
 if [ -n "$whls" ]; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" $whls \
         && export PYTHONPATH=$PYTHONPATH:$site || echo "eam_device.sh: JAX-MD wheel install failed"
@@ -66,7 +67,8 @@ LENV=(env "PATH=$lroot/bin:$PATH" "LD_LIBRARY_PATH=$lroot/lib${LD_LIBRARY_PATH:+
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader
     echo "nproc $(nproc); $(grep -m1 'model name' /proc/cpuinfo); $(free -g | awk '/Mem:/ {print $2 " GiB"}')"
     df -h /dev/shm | tail -n 1
-    python3 -c 'import sys, numpy, cupy; print("python", sys.version.split()[0], "numpy", numpy.__version__, "cupy", cupy.__version__, "CUDA runtime", cupy.cuda.runtime.runtimeGetVersion())'
+    python3 -c 'import sys, numpy, cupy; print("python", sys.version.split()[0], "numpy", numpy.__version__,
+                 "cupy", cupy.__version__, "CUDA runtime", cupy.cuda.runtime.runtimeGetVersion())'
     python3 -m pip show jax jaxlib jax-md 2>/dev/null | grep -E '^(Name|Version)' | paste - -
     "${LENV[@]}" mpiexec --version 2>&1 | grep -m1 -i version
     "${LENV[@]}" lmp -h 2>&1 | grep -m1 'Large-scale'
@@ -93,7 +95,8 @@ run() {
     timeout -k 10 "$t" "$@" > "$OUT/$name.log" 2>&1; rc=$?
     local lines; lines=$(grep -E "$pattern" "$OUT/$name.log" | grep -v '^ *N ')
     if [ $rc -ne 0 ] || [ -z "$lines" ]; then
-        echo "$name: exit $rc after $(( SECONDS - t0 )) s (limit $t s): $(grep -v '^\s*$' "$OUT/$name.log" | tail -n 1 | cut -c1-300)"
+        local last; last=$(grep -v '^\s*$' "$OUT/$name.log" | tail -n 1 | cut -c1-300)
+        echo "$name: exit $rc after $(( SECONDS - t0 )) s (limit $t s): $last"
     else
         echo "$name ($(( SECONDS - t0 )) s, $(( SECONDS - start )) s in): $lines"
     fi

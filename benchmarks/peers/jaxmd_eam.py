@@ -116,7 +116,6 @@ def eam_functions(path, spline: str = "horner"):
     :func:`horner_spline`, whose derivative is finite on the grid points."""
     import io
 
-    import jax.numpy as jnp
     import numpy as onp
     from jax_md import energy
 
@@ -252,7 +251,8 @@ def measure(cells: int, fmt: str, steps: int, warmup: int, max_retries: int, pot
             "steps": steps, "seconds": seconds, "steps_per_s": steps / seconds, "atom_steps_per_s": n * steps / seconds,
             "device": getattr(dev, "device_kind", str(dev)), "platform": dev.platform,
             "version": v.get("jax-md"), "jax": v.get("jax"), "jaxlib": v.get("jaxlib"),
-            "potential": os.path.basename(potential), "spline": spline, "r_cutoff": float(cutoff), "dr_threshold": DR_THRESHOLD,
+            "potential": os.path.basename(potential), "spline": spline, "r_cutoff": float(cutoff),
+            "dr_threshold": DR_THRESHOLD,
             "capacity_multiplier": CAPACITY_MULTIPLIER, "max_occupancy": int(nbrs.max_occupancy),
             "overflow_retries": retries, "warmup": warmup, "steps_before_timing": done,
             "setup_s": round(setup_s, 2), "PE_per_atom_step0": pe0, "E_per_atom_step0": e0,
@@ -269,7 +269,8 @@ def child_main(args) -> int:
 def run_one(cells: int, fmt: str, args) -> dict:
     """Run one size and format in a child process; a failure becomes a record with 'error'."""
     child_args = ["--cells", str(cells), "--format", fmt, "--steps", str(args.steps), "--warmup", str(args.warmup),
-                  "--max-retries", str(args.max_retries), "--potential-file", args._potential, "--spline", args.spline] \
+                  "--max-retries", str(args.max_retries), "--potential-file", args._potential,
+                  "--spline", args.spline] \
         + (["--max-seconds", str(args.max_seconds)] if args.max_seconds is not None else []) \
         + (["--allow-cpu"] if args.allow_cpu else [])
     rec, err, _ = run_child(__file__, child_args, args.timeout)
