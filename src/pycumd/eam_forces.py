@@ -31,7 +31,7 @@ import numba
 import numpy as np
 
 from .contracts import ForceEvaluatorBase
-from .forces import BLOCK, PairForces, half_list_chunks, sum_chunks
+from .forces import BLOCK, ZERO_SUMS, PairForces, half_list_chunks, newton_pair, sum_chunks
 
 #: CUDA source of the two passes (beside forces.cu)
 SOURCE = "eam.cu"
@@ -237,8 +237,7 @@ def eam_forces_half_cpu(positions, types, L, invL, nbr, nbr_count, nbr_plain, n_
         for i in range(bounds[t], bounds[t + 1]):
             ti = types[i]
             fpi = fp[i]
-            fx = fy = fz = e = 0.0
-            w0 = w1 = w2 = w3 = w4 = w5 = 0.0
+            sums = ZERO_SUMS
             for k in range(nbr_count[i]):
                 j = nbr[i, k]
                 dx, dy, dz, rsq = _half_separation(positions, i, j, k, nbr_plain[i], L, invL)
@@ -257,42 +256,14 @@ def eam_forces_half_cpu(positions, types, L, invL, nbr, nbr_count, nbr_plain, n_
                     phi = z2 * recip
                     phip = z2p * recip - phi * recip
                     fpair = -(fpi * rhojp + fp[j] * rhoip + phip) * recip
-                    px, py, pz = dx * fpair, dy * fpair, dz * fpair
-                    fx += px
-                    fy += py
-                    fz += pz
-                    f[j, 0] -= px
-                    f[j, 1] -= py
-                    f[j, 2] -= pz
-                    if with_energy:
-                        eh = 0.5 * phi
-                        e += eh
-                        f[j, 3] += eh
-                        v0, v1, v2 = 0.5 * dx * px, 0.5 * dy * py, 0.5 * dz * pz
-                        v3, v4, v5 = 0.5 * dx * py, 0.5 * dx * pz, 0.5 * dy * pz
-                        w0 += v0
-                        w1 += v1
-                        w2 += v2
-                        w3 += v3
-                        w4 += v4
-                        w5 += v5
-                        w[j, 0] += v0
-                        w[j, 1] += v1
-                        w[j, 2] += v2
-                        w[j, 3] += v3
-                        w[j, 4] += v4
-                        w[j, 5] += v5
-            f[i, 0] += fx
-            f[i, 1] += fy
-            f[i, 2] += fz
+                    sums = newton_pair(dx, dy, dz, fpair, phi, j, f, w, with_energy, sums)
+            f[i, 0] += sums[0]
+            f[i, 1] += sums[1]
+            f[i, 2] += sums[2]
             if with_energy:
-                f[i, 3] += e
-                w[i, 0] += w0
-                w[i, 1] += w1
-                w[i, 2] += w2
-                w[i, 3] += w3
-                w[i, 4] += w4
-                w[i, 5] += w5
+                f[i, 3] += sums[3]
+                for q in range(6):
+                    w[i, q] += sums[4 + q]
 
 
 class EAMForces(ForceEvaluatorBase):

@@ -177,6 +177,42 @@ def half_list_chunks(nbr_count, n_chunks: int) -> np.ndarray:
     return np.concatenate(([0], inner, [len(nbr_count)])).astype(np.int64)
 
 
+@numba.njit(inline="always")
+def newton_pair(dx, dy, dz, fr, ep, j, f, w, with_energy, sums):
+    """One pair of a half list (Newton's third law), its force over r ``fr`` and energy ``ep`` given:
+    ``(fr dx, fr dy, fr dz)`` and (``with_energy``) half ``ep`` and half of ``r_ij (x) r_ij fr``
+    subtracted from / added to atom j's rows ``f[j]`` (fx, fy, fz, e) and ``w[j]`` (virial), and
+    returned added to atom i's running ``sums`` (fx, fy, fz, e, w0..w5).  The pair kernels and EAM's
+    second pass (:mod:`pycumd.eam_forces`) share it."""
+    px, py, pz = dx * fr, dy * fr, dz * fr
+    fx, fy, fz, e, w0, w1, w2, w3, w4, w5 = sums
+    fx += px
+    fy += py
+    fz += pz
+    f[j, 0] -= px
+    f[j, 1] -= py
+    f[j, 2] -= pz
+    if with_energy:
+        eh = 0.5 * ep
+        e += eh
+        f[j, 3] += eh
+        v0, v1, v2 = 0.5 * dx * px, 0.5 * dy * py, 0.5 * dz * pz
+        v3, v4, v5 = 0.5 * dx * py, 0.5 * dx * pz, 0.5 * dy * pz
+        w0 += v0
+        w1 += v1
+        w2 += v2
+        w3 += v3
+        w4 += v4
+        w5 += v5
+        w[j, 0] += v0
+        w[j, 1] += v1
+        w[j, 2] += v2
+        w[j, 3] += v3
+        w[j, 4] += v4
+        w[j, 5] += v5
+    return (fx, fy, fz, e, w0, w1, w2, w3, w4, w5)
+
+
 def _make_cpu_half_kernel(pair_function):
     """The CPU force kernel over a half list (each pair once, ``j > i``: Newton's third law).
 
@@ -204,33 +240,7 @@ def _make_cpu_half_kernel(pair_function):
         ep, fr = pair_function(min(r2, rc2), row)
         ep = ep if inside else 0.0
         fr = fr if inside else 0.0
-        px, py, pz = dx * fr, dy * fr, dz * fr
-        fx, fy, fz, e, w0, w1, w2, w3, w4, w5 = sums
-        fx += px
-        fy += py
-        fz += pz
-        f[j, 0] -= px
-        f[j, 1] -= py
-        f[j, 2] -= pz
-        if with_energy:
-            eh = 0.5 * ep
-            e += eh
-            f[j, 3] += eh
-            v0, v1, v2 = 0.5 * dx * px, 0.5 * dy * py, 0.5 * dz * pz
-            v3, v4, v5 = 0.5 * dx * py, 0.5 * dx * pz, 0.5 * dy * pz
-            w0 += v0
-            w1 += v1
-            w2 += v2
-            w3 += v3
-            w4 += v4
-            w5 += v5
-            w[j, 0] += v0
-            w[j, 1] += v1
-            w[j, 2] += v2
-            w[j, 3] += v3
-            w[j, 4] += v4
-            w[j, 5] += v5
-        return (fx, fy, fz, e, w0, w1, w2, w3, w4, w5)
+        return newton_pair(dx, dy, dz, fr, ep, j, f, w, with_energy, sums)
 
     @numba.njit(parallel=True)
     def kernel(positions, types, L, invL, nbr, nbr_count, nbr_plain, table, n_types, bounds, acc, vir,
