@@ -79,7 +79,7 @@ def independent(systems: int, atoms: int, steps: int, warmup: int, device: str, 
                 m.run(n)
         seconds = _timed(one_by_one, steps, 0, sync)
         out["one_at_a_time_atom_steps_per_s"] = systems * atoms * steps / seconds
-    del ens, members
+    ens = members = None                  # freed before the big baseline is made
     if "one_big" in baselines:
         try:
             big = _member(systems * atoms, 87287, device, precision)
