@@ -31,7 +31,7 @@ import numba
 import numpy as np
 
 from .contracts import ForceEvaluatorBase
-from .forces import BLOCK, ZERO_SUMS, PairForces, half_list_chunks, newton_pair, sum_chunks
+from .forces import BLOCK, ZERO_SUMS, PairForces, full_pair, half_list_chunks, newton_pair, sum_chunks
 
 #: CUDA source of the two passes (beside forces.cu)
 SOURCE = "eam.cu"
@@ -65,6 +65,25 @@ def _grid_point(x, rdx, n):
     p -= m
     p = min(p, 1.0)
     return m, p
+
+
+@numba.njit(inline="always")
+def _eam_pair(r, ti, tj, fpi, fpj, n_types, nr, rdr, rhor, type2rhor, z2r, type2z2r):
+    """``(fpair, phi)`` of the pair i-j at distance r (inside the cutoff): the force over r,
+    ``-(F'_i rho'_j + F'_j rho'_i + phi') / r``, and the pair energy ``phi = Z2(r) / r`` (LAMMPS'
+    splines; the twin of eam.cu's pass 2)."""
+    m, p = _grid_point(r, rdr, nr)
+    c = rhor[type2rhor[ti * n_types + tj], m]
+    rhoip = (c[0] * p + c[1]) * p + c[2]
+    c = rhor[type2rhor[tj * n_types + ti], m]
+    rhojp = (c[0] * p + c[1]) * p + c[2]
+    c = z2r[type2z2r[ti * n_types + tj], m]
+    z2p = (c[0] * p + c[1]) * p + c[2]
+    z2 = ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
+    recip = 1.0 / r
+    phi = z2 * recip
+    phip = z2p * recip - phi * recip
+    return -(fpi * rhojp + fpj * rhoip + phip) * recip, phi
 
 
 @numba.njit(parallel=True, cache=True)
@@ -104,50 +123,22 @@ def eam_forces_cpu(positions, types, L, invL, nbr, nbr_count, n_types, nr, rdr, 
     energies added to ``energy`` (which pass 1 set to the embedding energies) and the virial."""
     for i in numba.prange(nbr_count.shape[0]):
         ti = types[i]
-        fx = fy = fz = e = 0.0
-        w0 = w1 = w2 = w3 = w4 = w5 = 0.0
+        sums = ZERO_SUMS
         fpi = fp[i]
         for k in range(nbr_count[i]):
             j = nbr[i, k]
             dx, dy, dz, rsq = _separation(positions, i, j, L, invL)
             if rsq < cutsq:
-                tj = types[j]
-                r = math.sqrt(rsq)
-                m, p = _grid_point(r, rdr, nr)
-                c = rhor[type2rhor[ti * n_types + tj], m]
-                rhoip = (c[0] * p + c[1]) * p + c[2]
-                c = rhor[type2rhor[tj * n_types + ti], m]
-                rhojp = (c[0] * p + c[1]) * p + c[2]
-                c = z2r[type2z2r[ti * n_types + tj], m]
-                z2p = (c[0] * p + c[1]) * p + c[2]
-                z2 = ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
-                recip = 1.0 / r
-                phi = z2 * recip
-                phip = z2p * recip - phi * recip
-                psip = fpi * rhojp + fp[j] * rhoip + phip
-                fpair = -psip * recip
-                fx += dx * fpair
-                fy += dy * fpair
-                fz += dz * fpair
-                if with_energy:
-                    e += phi
-                    w0 += dx * dx * fpair
-                    w1 += dy * dy * fpair
-                    w2 += dz * dz * fpair
-                    w3 += dx * dy * fpair
-                    w4 += dx * dz * fpair
-                    w5 += dy * dz * fpair
-        forces[i, 0] = fx
-        forces[i, 1] = fy
-        forces[i, 2] = fz
+                fpair, phi = _eam_pair(math.sqrt(rsq), ti, types[j], fpi, fp[j], n_types, nr, rdr, rhor, type2rhor,
+                                       z2r, type2z2r)
+                sums = full_pair(dx, dy, dz, fpair, phi, with_energy, sums)
+        forces[i, 0] = sums[0]
+        forces[i, 1] = sums[1]
+        forces[i, 2] = sums[2]
         if with_energy:
-            energy[i] += 0.5 * e
-            virial[i, 0] = 0.5 * w0
-            virial[i, 1] = 0.5 * w1
-            virial[i, 2] = 0.5 * w2
-            virial[i, 3] = 0.5 * w3
-            virial[i, 4] = 0.5 * w4
-            virial[i, 5] = 0.5 * w5
+            energy[i] += 0.5 * sums[3]
+            for q in range(6):
+                virial[i, q] = 0.5 * sums[4 + q]
 
 
 @numba.njit(inline="always")
@@ -242,20 +233,8 @@ def eam_forces_half_cpu(positions, types, L, invL, nbr, nbr_count, nbr_plain, n_
                 j = nbr[i, k]
                 dx, dy, dz, rsq = _half_separation(positions, i, j, k, nbr_plain[i], L, invL)
                 if rsq < cutsq:
-                    tj = types[j]
-                    r = math.sqrt(rsq)
-                    m, p = _grid_point(r, rdr, nr)
-                    c = rhor[type2rhor[ti * n_types + tj], m]
-                    rhoip = (c[0] * p + c[1]) * p + c[2]
-                    c = rhor[type2rhor[tj * n_types + ti], m]
-                    rhojp = (c[0] * p + c[1]) * p + c[2]
-                    c = z2r[type2z2r[ti * n_types + tj], m]
-                    z2p = (c[0] * p + c[1]) * p + c[2]
-                    z2 = ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
-                    recip = 1.0 / r
-                    phi = z2 * recip
-                    phip = z2p * recip - phi * recip
-                    fpair = -(fpi * rhojp + fp[j] * rhoip + phip) * recip
+                    fpair, phi = _eam_pair(math.sqrt(rsq), ti, types[j], fpi, fp[j], n_types, nr, rdr, rhor,
+                                           type2rhor, z2r, type2z2r)
                     sums = newton_pair(dx, dy, dz, fpair, phi, j, f, w, with_energy, sums)
             f[i, 0] += sums[0]
             f[i, 1] += sums[1]

@@ -59,21 +59,30 @@ def make_separation_sum(pair_function):
         if not r2 < row[0]:
             return sums
         ep, fr = pair_function(r2, row)
-        fx, fy, fz, e, w0, w1, w2, w3, w4, w5 = sums
-        fx += dx * fr
-        fy += dy * fr
-        fz += dz * fr
-        if with_energy:
-            e += ep
-            w0 += dx * dx * fr
-            w1 += dy * dy * fr
-            w2 += dz * dz * fr
-            w3 += dx * dy * fr
-            w4 += dx * dz * fr
-            w5 += dy * dz * fr
-        return (fx, fy, fz, e, w0, w1, w2, w3, w4, w5)
+        return full_pair(dx, dy, dz, fr, ep, with_energy, sums)
 
     return add_separation
+
+
+@numba.njit(inline="always")
+def full_pair(dx, dy, dz, fr, ep, with_energy, sums):
+    """One pair of a full list, its force over r ``fr`` and energy ``ep`` given: atom i's running
+    ``sums`` (fx, fy, fz, e, w0..w5) with ``fr r_ij``, and (``with_energy``) ``ep`` and ``r_ij (x) r_ij fr``
+    added (the caller halves energy and virial).  The pair kernels and EAM's second pass
+    (:mod:`pycumd.eam_forces`) share it; :func:`newton_pair` is its half-list twin."""
+    fx, fy, fz, e, w0, w1, w2, w3, w4, w5 = sums
+    fx += dx * fr
+    fy += dy * fr
+    fz += dz * fr
+    if with_energy:
+        e += ep
+        w0 += dx * dx * fr
+        w1 += dy * dy * fr
+        w2 += dz * dz * fr
+        w3 += dx * dy * fr
+        w4 += dx * dz * fr
+        w5 += dy * dz * fr
+    return (fx, fy, fz, e, w0, w1, w2, w3, w4, w5)
 
 
 def make_pair_sums(pair_function):
