@@ -54,6 +54,19 @@ def _delta(positions, i, j, L, invL):
             _image(positions[i, 2] - positions[j, 2], L[2], invL[2]))
 
 
+@numba.njit(inline="always")
+def _store_two_body(contrib, s, energy, virial, term, dx, dy, dz, fr, e, with_energy):
+    """A two-body term's contributions (a bond, a scaled special pair): ``fr r_ij`` to slot s (atom i) and
+    its opposite to slot s + 1 (atom j), and with ``with_energy`` its energy and virial in row ``term``."""
+    contrib[s, 0], contrib[s, 1], contrib[s, 2] = dx * fr, dy * fr, dz * fr
+    contrib[s + 1, 0], contrib[s + 1, 1], contrib[s + 1, 2] = -(dx * fr), -(dy * fr), -(dz * fr)
+    if with_energy:
+        energy[term] = e
+        w = virial[term]
+        w[0], w[1], w[2] = dx * dx * fr, dy * dy * fr, dz * dz * fr
+        w[3], w[4], w[5] = dx * dy * fr, dx * dz * fr, dy * dz * fr
+
+
 def _make_bond_kernel(fn):
     @numba.njit(parallel=True)
     def kernel(positions, row_of, atoms, types, table, L, invL, slot0, term0, contrib, energy, virial, errors,
@@ -63,14 +76,7 @@ def _make_bond_kernel(fn):
             dx, dy, dz = _delta(positions, i, j, L, invL)
             e, fbond, err = fn(dx * dx + dy * dy + dz * dz, table[types[t]])
             errors[term0 + t] = err
-            s = slot0 + 2 * t
-            contrib[s, 0], contrib[s, 1], contrib[s, 2] = dx * fbond, dy * fbond, dz * fbond
-            contrib[s + 1, 0], contrib[s + 1, 1], contrib[s + 1, 2] = -(dx * fbond), -(dy * fbond), -(dz * fbond)
-            if with_energy:
-                energy[term0 + t] = e
-                w = virial[term0 + t]
-                w[0], w[1], w[2] = dx * dx * fbond, dy * dy * fbond, dz * dz * fbond
-                w[3], w[4], w[5] = dx * dy * fbond, dx * dz * fbond, dy * dz * fbond
+            _store_two_body(contrib, slot0 + 2 * t, energy, virial, term0 + t, dx, dy, dz, fbond, e, with_energy)
     return kernel
 
 
@@ -180,14 +186,7 @@ def _make_special_kernel(pair_function):
                 e, fr = pair_function(r2, row)
                 e *= factors[t]
                 fr *= factors[t]
-            s = slot0 + 2 * t
-            contrib[s, 0], contrib[s, 1], contrib[s, 2] = dx * fr, dy * fr, dz * fr
-            contrib[s + 1, 0], contrib[s + 1, 1], contrib[s + 1, 2] = -(dx * fr), -(dy * fr), -(dz * fr)
-            if with_energy:
-                energy[term0 + t] = e
-                w = virial[term0 + t]
-                w[0], w[1], w[2] = dx * dx * fr, dy * dy * fr, dz * dz * fr
-                w[3], w[4], w[5] = dx * dy * fr, dx * dz * fr, dy * dz * fr
+            _store_two_body(contrib, slot0 + 2 * t, energy, virial, term0 + t, dx, dy, dz, fr, e, with_energy)
     return kernel
 
 
