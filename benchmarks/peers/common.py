@@ -110,3 +110,28 @@ def write_record(path, record: dict, mode: str = "a") -> None:
     if path:
         with open(path, mode) as f:
             f.write(json.dumps(record) + "\n")
+
+
+def jax_device(script: str, allow_cpu: bool):
+    """``(device kind, JAX-MD version)`` of the device the JAX-MD children will run on, or None (after
+    printing why) when JAX or JAX-MD cannot start or JAX sees no GPU (unless ``allow_cpu``).  The parent
+    only looks: it keeps JAX from taking 75% of the GPU's memory (the variable is read when the backend
+    starts, and removed again so that the children run with JAX's defaults)."""
+    had = "XLA_PYTHON_CLIENT_PREALLOCATE" in os.environ
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    try:
+        import jax
+        import jax_md
+        devs = jax.devices()
+    except Exception as e:                 # ImportError, or a JAX backend failing to start
+        print(f"{script}: jax / jax_md cannot be imported or started ({type(e).__name__}: {e}); nothing measured.")
+        return None
+    finally:
+        if not had:
+            os.environ.pop("XLA_PYTHON_CLIENT_PREALLOCATE", None)
+    gpu = [d for d in devs if d.platform == "gpu"]
+    if not gpu and not allow_cpu:
+        print(f"{script}: JAX sees no GPU (devices {devs}); nothing measured.")
+        return None
+    dev = (gpu or devs)[0]
+    return getattr(dev, "device_kind", str(dev)), getattr(jax_md, "__version__", None)

@@ -45,7 +45,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "src"))      # pycumd (in.eam's start, the funcfl reader)
 
-from common import add_run_arguments, package_versions, run_child, write_record  # noqa: E402 (same folder)
+from common import add_run_arguments, jax_device, package_versions, run_child, write_record  # noqa: E402 (same folder)
 
 LATTICE = 3.615          # A, in.eam's `lattice fcc 3.615`
 TEMPERATURE = 1600.0     # K
@@ -310,27 +310,11 @@ def main(argv=None) -> int:
     if args._child:
         return child_main(args)
 
-    # The parent only looks: keep it from taking 75% of the GPU's memory (the variable is read when the
-    # backend starts, and removed again so that the children run with JAX's defaults).
-    had = "XLA_PYTHON_CLIENT_PREALLOCATE" in os.environ
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    try:
-        import jax
-        import jax_md
-        devs = jax.devices()
-    except Exception as e:                 # ImportError, or a JAX backend failing to start
-        print(f"jaxmd_eam: jax / jax_md cannot be imported or started ({type(e).__name__}: {e}); nothing measured.")
+    found = jax_device("jaxmd_eam", args.allow_cpu)
+    if found is None:
         return 0
-    finally:
-        if not had:
-            os.environ.pop("XLA_PYTHON_CLIENT_PREALLOCATE", None)
-    gpu = [d for d in devs if d.platform == "gpu"]
-    if not gpu and not args.allow_cpu:
-        print(f"jaxmd_eam: JAX sees no GPU (devices {devs}); nothing measured.")
-        return 0
-    dev = (gpu or devs)[0]
-    args._device = getattr(dev, "device_kind", str(dev))
-    args._version = versions().get("jax-md", getattr(jax_md, "__version__", None))
+    args._device, fallback_version = found
+    args._version = versions().get("jax-md", fallback_version)
     print(f"JAX-MD {args._version} ({versions()}), device {args._device}, EAM {args._potential}", flush=True)
     print(f"{'N':>10} {'format':>7} {'steps':>6} {'steps/s':>10} {'atom-steps/s':>13}  note", flush=True)
     for cells in args.cells:

@@ -29,12 +29,11 @@ pycumd) is reported at the start and end of the timed batch as a sanity check.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
-from common import (CUTOFF, DT, add_run_arguments, fcc_lattice, package_versions, random_velocities,  # noqa: E402
-                    run_child, write_record)  # (same folder)
+from common import (CUTOFF, DT, add_run_arguments, fcc_lattice, jax_device,  # noqa: E402 (same folder)
+                    package_versions, random_velocities, run_child, write_record)
 
 R_ONSET = 2.0
 DR_THRESHOLD = 0.3
@@ -179,27 +178,11 @@ def main(argv=None) -> int:
     if args._child:
         return child_main(args)
 
-    # The parent only looks: keep it from taking 75% of the GPU's memory (the variable is read when the
-    # backend starts, and removed again so that the children run with JAX's defaults).
-    had = "XLA_PYTHON_CLIENT_PREALLOCATE" in os.environ
-    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
-    try:
-        import jax
-        import jax_md
-        devs = jax.devices()
-    except Exception as e:                 # ImportError, or a JAX backend failing to start
-        print(f"jaxmd_lj: jax / jax_md cannot be imported or started ({type(e).__name__}: {e}); nothing measured.")
+    found = jax_device("jaxmd_lj", args.allow_cpu)
+    if found is None:
         return 0
-    finally:
-        if not had:
-            os.environ.pop("XLA_PYTHON_CLIENT_PREALLOCATE", None)
-    gpu = [d for d in devs if d.platform == "gpu"]
-    if not gpu and not args.allow_cpu:
-        print(f"jaxmd_lj: JAX sees no GPU (devices {devs}); nothing measured.")
-        return 0
-    dev = (gpu or devs)[0]
-    args._device = getattr(dev, "device_kind", str(dev))
-    args._version = versions().get("jax-md", getattr(jax_md, "__version__", None))
+    args._device, fallback_version = found
+    args._version = versions().get("jax-md", fallback_version)
     print(f"JAX-MD {args._version} ({versions()}), device {args._device}", flush=True)
     print(f"{'N':>10} {'format':>14} {'steps/s':>10} {'atom-steps/s':>13}  note", flush=True)
     for cells in args.cells:
