@@ -107,9 +107,9 @@ def thermostat_of(name, temperature, dt):
     return Langevin(temperature, 100 * dt, seed=4928)
 
 
-def run(case, comm, steps, device, grid, precision="double", thermostat="nve", deterministic=False):
+def run(case, comm, steps, device, grid, precision="double", thermostat="nve", deterministic=False, use_graphs=True):
     system, potential, dt, options = INPUTS[case]()
-    options = dict(options, device=device, precision=precision, deterministic=deterministic)
+    options = dict(options, device=device, precision=precision, deterministic=deterministic, use_graphs=use_graphs)
     if thermostat != "nve" and case != "lj":
         raise SystemExit("--thermostat is for the lj case (reduced units, target T = 2.4)")
     if comm is not None:
@@ -172,12 +172,17 @@ def main():
     parser.add_argument("--precision", default="double")
     parser.add_argument("--thermostat", choices=["nve", "nvt", "langevin"], default="nve")
     parser.add_argument("--deterministic", action="store_true")
+    parser.add_argument("--graphs-against-host", action="store_true",
+                        help="the reference is the same decomposed run with host-driven steps (use_graphs=False)")
     args = parser.parse_args()
     if args.case.startswith("min-"):
         return main_minimize(args)
     world = MPI.COMM_WORLD
     reference = None
-    if world.rank == 0:
+    if args.graphs_against_host:          # every rank: the decomposed run, host-driven
+        reference = run(args.case, world, args.steps, args.device, args.grid, args.precision, args.thermostat,
+                        args.deterministic, use_graphs=False)
+    elif world.rank == 0:
         reference = run(args.case, None, args.steps, args.device, None, args.precision, args.thermostat,
                         args.deterministic)
     world.Barrier()
@@ -210,6 +215,8 @@ def main():
         "local_counts": local_counts, "momentum_change": float(np.abs(p1 - p0).max() / scale),
         "migrated": int(migrated), "builds": [int(nl.n_builds), int(ref_sim.neighbors.n_builds)],
         "ids_equal": bool((final.ids == ref_final.ids).all()),
+        "step_graph": type(sim.step_graph).__name__ if sim.step_graph is not None else None,
+        "reference_step_graph": type(ref_sim.step_graph).__name__ if ref_sim.step_graph is not None else None,
         "bit_identical": bool((final.positions == ref_final.positions).all()
                               and (final.velocities == ref_final.velocities).all()
                               and (final.images == ref_final.images).all()

@@ -456,3 +456,25 @@ def test_error_on_one_rank_stops_all(tmp_path):
     assert proc.returncode != 0
     assert "rank 1" in proc.stderr and "atom 7 blew up at step 12" in proc.stderr
     assert time.monotonic() - t0 < 30
+
+
+def _two_gpus() -> bool:
+    if not cuda_available():
+        return False
+    import cupy
+
+    return cupy.cuda.runtime.getDeviceCount() >= 2
+
+
+@pytest.mark.cuda
+@needs_mpi
+@pytest.mark.skipif(not _two_gpus(), reason="needs two GPUs (one rank each, joined by NCCL)")
+@pytest.mark.parametrize("precision", ["double", "mixed", "single"])
+def test_gpu_domain_steps_in_graphs_are_bit_identical_to_host_steps(precision):
+    """Two ranks on two GPUs (NCCL): the steps between builds captured as graphs
+    (HostBuildStepGraph: forces with the ghost refresh, fused half steps with the check, the flag's
+    all-reduce) give the bits of the host-driven steps, builds and migrations included."""
+    r = _result(2, "lj", "--device", "cuda", "--precision", precision, "--graphs-against-host")
+    assert r["step_graph"] == "HostBuildStepGraph" and r["reference_step_graph"] is None, r
+    assert r["bit_identical"] and r["builds"][0] == r["builds"][1] > 5, r
+    assert r["thermo_rel"] == 0.0 and r["migrated"] > 50, r

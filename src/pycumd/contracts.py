@@ -40,6 +40,10 @@ class NeighborStructure(Protocol):
         ``every``, ``delay`` and ``check`` (LAMMPS ``neigh_modify``) exist and may be set.
     capturable : bool
         Its build and displacement check run inside a CUDA graph (:mod:`pycumd.step_graph`).
+    capturable_between_builds : bool
+        Its build runs on the host, but what an ordinary step asks of it (the displacement check's
+        collective :meth:`reduce_rebuild_flag`, the forces' ghost refresh) can be captured: the
+        steps between builds run as CUDA graphs (:class:`pycumd.step_graph.HostBuildStepGraph`).
     capacity : int or None
         Neighbour slots per atom; None where there is no list.
     recent_max_counts : sequence of int
@@ -53,6 +57,7 @@ class NeighborStructure(Protocol):
     half: bool
     has_rebuild_policy: bool
     capturable: bool
+    capturable_between_builds: bool
     capacity: Any
     recent_max_counts: Any
 
@@ -64,6 +69,11 @@ class NeighborStructure(Protocol):
 
     def build(self, state) -> None:
         """Wrap the positions into the box and build (may reorder or migrate the state's rows)."""
+
+    def reduce_rebuild_flag(self, flag) -> None:
+        """Make a device flag (int32 backend array of one entry, 1 where this rank's displacement
+        check fired) the decision of all ranks, in place and on the device: the largest over the
+        ranks of a decomposition (no host synchronisation); nothing on one rank."""
 
     def build_in_id_order(self, state) -> None:
         """:meth:`build`, leaving the rows in the order a run restored from a checkpoint starts in."""
@@ -96,6 +106,7 @@ class NeighborStructureBase:
     half = False
     has_rebuild_policy = False
     capturable = False
+    capturable_between_builds = False
     capacity = None
     recent_max_counts: tuple = ()
 
@@ -110,6 +121,9 @@ class NeighborStructureBase:
 
     def build_in_id_order(self, state) -> None:
         self.build(state)
+
+    def reduce_rebuild_flag(self, flag) -> None:
+        pass
 
     def schedule_reorder(self) -> None:
         pass

@@ -20,7 +20,7 @@ from .outputs.progress import Progress
 from .outputs.reporter import Snapshot
 from .observables import temperature
 from .molecular.topology import CHECKPOINT_PREFIX as TOPOLOGY_PREFIX, checkpoint_record
-from .step_graph import CudaStepGraph
+from .step_graph import CudaStepGraph, HostBuildStepGraph
 from .step_order import STEP_ORDER
 from .system import System
 
@@ -112,7 +112,7 @@ class Simulation:
         self._step_phases = tuple(getattr(self, f"_phase_{phase.name}") for phase in STEP_ORDER)
         if use_graphs not in (True, False, "loop", "blocks"):
             raise ValueError(f"use_graphs must be True, False, 'loop' or 'blocks', got {use_graphs!r}")
-        self.use_graphs = use_graphs if d is None else False
+        self.use_graphs = use_graphs
         self._step_graph = None
         self.reporters: list = list(reporters)
         self._run_start = self._run_end = 0
@@ -136,6 +136,12 @@ class Simulation:
     def time(self) -> float:
         """Simulated time since step 0 (time units)."""
         return self.state.step * self.integrator.dt
+
+    @property
+    def step_graph(self):
+        """The CUDA-graph runner of the ordinary steps (:mod:`pycumd.step_graph`), None before the
+        first stretch that used one or where none applies."""
+        return self._step_graph
 
     @property
     def thermostat(self):
@@ -296,6 +302,8 @@ class Simulation:
         if self.use_graphs and CudaStepGraph.applicable(self):
             mode = "auto" if self.use_graphs is True else self.use_graphs
             graph = self._step_graph = self._step_graph or CudaStepGraph(self, mode=mode)
+        elif self.use_graphs and HostBuildStepGraph.applicable(self):    # spatial domains over NCCL
+            graph = self._step_graph = self._step_graph or HostBuildStepGraph(self)
         state = self.state
         while state.step < until:
             step = state.step + 1
@@ -559,9 +567,11 @@ class Simulation:
             raise RunStopped(self.state.step, reason)
 
     def close(self) -> None:
-        """Close every reporter's files."""
+        """Close every reporter's files; drop the captured step graphs (a graph that captured NCCL
+        work keeps the NCCL communicator from being destroyed)."""
         for r in self.reporters:
             r.close()
+        self._step_graph = None
 
     def describe(self) -> str:
         return (f"{self.n_atoms} atoms, {self.n_types} type(s), box {' x '.join(f'{x:g}' for x in self.box.lengths)} "

@@ -60,6 +60,7 @@ the bits are the same as in the two other paths.
 
 from __future__ import annotations
 
+import time
 import weakref
 
 import numpy as np
@@ -452,3 +453,105 @@ class CudaStepGraph:
             self._since_build = 0
             self._rebuild_step().launch(self.stream)
             pending = True
+
+
+class HostBuildStepGraph:
+    """Ordinary steps of a run whose neighbour build runs on the host (spatial domains joined by
+    NCCL), each step between two builds one launch of a captured graph.
+
+    The decomposed build (migration, cell order, ghost selection, list) has host-side counts and
+    allocations, so it cannot be captured; what an ordinary step does between two builds can (the
+    ghost refresh is a gather into kept buffers and one NCCL group per decomposed direction, the
+    rebuild decision one NCCL all-reduce).  So after each build one step is captured::
+
+        pair forces of step k (ghost refresh, list forces) -> final half step of k and initial half
+        step of k + 1 with the displacement check (one kernel) -> the check's flag all-reduced
+        over the ranks (NeighborStructure.reduce_rebuild_flag)
+
+    and launched once per step; the host reads the flag after each launch (one synchronisation a
+    step, against the ten or so Python launches and the synchronisation of the host-driven step) and
+    builds on the host when it is set, after which the graph is captured again (the build changes
+    the rows, so the arrays the graph's launches name).  The kernels and their order are those of
+    the host-driven step (the fused half steps do the same operations as the two separate ones), so
+    the bits are the same.
+
+    Parameters
+    ----------
+    sim : Simulation
+    """
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.cp = sim.backend.xp
+        self.stream = self.cp.cuda.Stream(non_blocking=False)
+        self._graph = None
+        self._graph_build = -1            # the neighbour build the graph was captured after
+        self.captures = 0
+        self.launches = 0
+        #: wall seconds spent capturing (and instantiating) step graphs, and in the host builds
+        self.capture_seconds = 0.0
+        self.build_seconds = 0.0
+        sim.comm.on_release_graphs(self.release)    # NCCL's destroy waits for graphs holding its work
+
+    def release(self) -> None:
+        """Drop the captured graph (before the NCCL communicator is destroyed; recaptured if used again)."""
+        self._graph = None
+        self._graph_build = -1
+
+    @staticmethod
+    def applicable(sim) -> bool:
+        """Plain NVE on the GPU over a neighbour structure rebuilt on the host by the displacement
+        check, whose ordinary steps can be captured, with the fused half steps that check."""
+        nl = sim.neighbors
+        return (sim.backend.is_gpu and sim.thermostat is None and nl.capturable_between_builds
+                and nl.has_rebuild_policy and nl.check and nl.every == 1 and nl.delay == 0
+                and nl.nbr is not None and sim.forces.capturable and not sim.forces.reads_fixed_image
+                and sim.integrator.final_then_initial_integrate_check is not None)
+
+    def _step_graph(self):
+        """The captured step (forces, fused half steps with the check, the flag's all-reduce),
+        captured anew after each build."""
+        sim, state, nl = self.sim, self.sim.state, self.sim.neighbors
+        if self._graph is not None and self._graph_build == nl.n_builds:
+            return self._graph
+        self._graph = None                 # the old graph's nodes name arrays the build replaced
+        start = time.perf_counter()
+        flag = sim.control[MOVED:MOVED + 1]
+        limit2 = nl.displacement_limit2
+        fused_check = sim.integrator.final_then_initial_integrate_check
+        with self.stream:
+            self.stream.begin_capture()
+            sim.forces.compute(state, nl, False)
+            self.cp.cuda.runtime.memsetAsync(flag.data.ptr, 0, 4, self.stream.ptr)
+            fused_check(state, 0, limit2)
+            nl.reduce_rebuild_flag(flag)
+            self._graph = self.stream.end_capture()
+        self._graph_build = nl.n_builds
+        self.captures += 1
+        self.capture_seconds += time.perf_counter() - start
+        return self._graph
+
+    def advance(self, n_steps: int) -> int:
+        """Run ``n_steps`` ordinary steps (all of them; returns ``n_steps``)."""
+        sim, state, nl = self.sim, self.sim.state, self.sim.neighbors
+        flag = sim.control[MOVED:MOVED + 1]
+        # step 1 up to its decision as on the host-driven path
+        state.step += 1
+        sim.integrator.initial_integrate(state)
+        if nl.needs_rebuild(state):
+            nl.build(state)
+        with self.stream:
+            for _ in range(n_steps - 1):
+                self._step_graph().launch(self.stream)
+                self.launches += 1
+                moved = int(flag.get(stream=self.stream)[0])
+                state.step += 1
+                nl.steps_since_build += 1
+                if moved:
+                    start = time.perf_counter()
+                    nl.build(state)
+                    self.build_seconds += time.perf_counter() - start
+            sim.forces.compute(state, nl, False)      # the last step's forces and final half step
+            sim.integrator.final_integrate(state)
+        self.stream.synchronize()
+        return n_steps

@@ -48,6 +48,8 @@ def add_arguments(p) -> None:
     p.add_argument("--device", default="auto")
     p.add_argument("--steps", type=int, default=200)
     p.add_argument("--warmup", type=int, default=100)
+    p.add_argument("--no-graphs", action="store_true",
+                   help="host-driven steps (default: the steps between builds as CUDA graphs where they apply)")
     p.add_argument("--probe", action="store_true", help="measure rank 0 <-> 1 bandwidth of the transport")
     p.add_argument("--json", default=None, help="append one JSON record per run to this file (rank 0)")
     p.add_argument("--profile", default=None,
@@ -159,7 +161,7 @@ def measure(args, world) -> dict:
         options = dict(pair_method="all_pairs", matrix_grid=grid)
     comm_arg = world if world.size > 1 else None
     sim = Simulation(system, potential, VelocityVerlet(dt=dt), device=args.device, precision=args.precision,
-                     comm=comm_arg, **options)
+                     comm=comm_arg, use_graphs=not args.no_graphs, **options)
     sim.run(args.warmup)
     sim.backend.synchronize()
     world.Barrier()
@@ -193,6 +195,11 @@ def measure(args, world) -> dict:
               "TotEng": sim.thermo_row()["TotEng"], "weak": bool(args.weak)}
     nl = sim.neighbors
     record["builds"] = int(nl.n_builds)
+    graph = sim.step_graph
+    record["step_graph"] = type(graph).__name__ if graph is not None else "none (host-driven steps)"
+    for name in ("captures", "capture_seconds", "build_seconds", "launches"):    # HostBuildStepGraph's counters
+        if hasattr(graph, name):
+            record[f"graph_{name}"] = getattr(graph, name)
     record.update(_phases(sim, world))
     if sim.decomposition is not None and hasattr(nl, "refresh_ghosts"):
         comm = sim.decomposition.comm
@@ -230,6 +237,11 @@ def main(argv=None) -> int:
                       f"{record['halo_s'] * 1e6:.0f} us ({record['transport']})")
         if record.get("probe_GBps"):
             extra += f", probe {record['probe_GBps']:.0f} GB/s"
+        if record.get("graph_captures"):
+            extra += (f", steps: {record['step_graph']} ({record['graph_captures']} captures, "
+                      f"{record['graph_capture_seconds'] / record['graph_captures'] * 1e6:.0f} us each)")
+        elif record["ranks"] > 1:
+            extra += f", steps: {record['step_graph']}"
         print(f"{record['case']} N={record['N']} ranks={record['ranks']} {record['precision']}: "
               f"{record['atom_steps_per_s']:.3e} atom-steps/s ({record['steps_per_s']:.1f} steps/s; "
               f"{record['decomposition']}){extra}", flush=True)

@@ -16,8 +16,10 @@ mpi4py is optional (the ``pycumd[mpi]`` extra); nothing here is imported by a se
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
+import weakref
 
 import numpy as np
 
@@ -69,6 +71,7 @@ class Communicator:
         self.size = comm.Get_size()
         self.backend = backend
         self.nccl = None
+        self._graph_releases: list = []     # weak methods dropping CUDA graphs that captured NCCL work
         self.transport = "mpi"
         if backend is not None and backend.is_gpu:
             self.transport = "mpi-host"
@@ -88,6 +91,24 @@ class Communicator:
         self.nccl = nccl.NcclCommunicator(self.size, uid, self.rank)
         self._nccl_module = nccl
         self.transport = "nccl"
+        # before the interpreter's teardown destroys the NCCL communicator (atexit runs last-in first-out:
+        # before mpi4py's finalisation, registered at its import)
+        atexit.register(self.release_graphs)
+
+    def on_release_graphs(self, release) -> None:
+        """Call ``release()`` (a bound method, held weakly) before the NCCL communicator goes: it
+        must drop the CUDA graphs that captured NCCL work on this communicator.  NCCL's destroy
+        waits until every such graph is destroyed, so a graph still alive at the interpreter's exit
+        would hang it; :meth:`release_graphs` runs at exit."""
+        self._graph_releases.append(weakref.WeakMethod(release))
+
+    def release_graphs(self) -> None:
+        """Run the callbacks of :meth:`on_release_graphs` (once each)."""
+        releases, self._graph_releases = self._graph_releases, []
+        for ref in releases:
+            release = ref()
+            if release is not None:
+                release()
 
     # -- small host values ----------------------------------------------------------------
     def sum(self, value: float) -> float:
@@ -310,6 +331,12 @@ class SerialCommunicator:
     transport = "serial"
     comm = None
     backend = None
+
+    def on_release_graphs(self, release) -> None:
+        pass
+
+    def release_graphs(self) -> None:
+        pass
 
     def sum(self, value):
         return value

@@ -220,6 +220,24 @@ class DomainNeighborList(NeighborStructureBase):
         self._phase_start = 0.0
 
     @property
+    def displacement_limit2(self) -> float:
+        """The squared displacement (length units^2) past which an atom asks for a rebuild (the
+        serial list's: half the skin, less the position error)."""
+        return self.serial.displacement_limit2
+
+    @property
+    def capturable_between_builds(self) -> bool:
+        """GPU ranks joined by NCCL: the ghost refresh and the rebuild decision's all-reduce are
+        device work on the current stream, so the steps between builds can be captured
+        (:class:`pycumd.step_graph.HostBuildStepGraph`); through MPI they pass the host."""
+        return self.backend.is_gpu and self.d.comm.transport == "nccl"
+
+    def reduce_rebuild_flag(self, flag) -> None:
+        """The displacement flags of all ranks, their largest, into ``flag`` (one NCCL all-reduce on
+        the current stream; :meth:`capturable_between_builds`)."""
+        self.d.comm.allreduce_max(flag)
+
+    @property
     def n_ghost(self) -> int:
         return 0 if self.extended is None else len(self.extended) - len(self.nbr_count)
 
@@ -507,7 +525,8 @@ class DomainNeighborList(NeighborStructureBase):
             like = None
             for k in range(2):
                 selected = [order[:parts[k * len(coordinates) + part]] for part, (order, _) in enumerate(firsts[k])]
-                chosen.append(selected[0] if not has_ghosts else xp.concatenate([selected[0], selected[1] + n]))
+                rows_k = selected[0] if not has_ghosts else xp.concatenate([selected[0], selected[1] + n])
+                chosen.append(rows_k.astype(np.int32, copy=False))    # int32: refresh_ghosts' gather kernel
                 # one message per face: the image row, the owner's row, the id (CPU: and the type), as bytes
                 own_columns = [owned, owned, state.ids] + ([] if self.backend.is_gpu else [state.types])
                 message_parts = [(own_columns, selected[0])]
@@ -566,11 +585,17 @@ class DomainNeighborList(NeighborStructureBase):
         n = state.n_atoms
         if state.positions is not self._owned_rows:      # not the extended array's own rows
             ext[:n] = state.positions[:, :ext.shape[1]]
+        words = _row_bytes(ext) // 4
         for stage in self.stages:
             messages = []
             for (indices, dest, source, offset, rows), buffer in zip(stage.sends, stage.buffers):
-                send = buffer[:len(indices)]
-                if len(indices):
+                k = len(indices)
+                send = buffer[:k]
+                if k and self.backend.is_gpu:       # one launch, no temporary: capturable
+                    _row_kernel(self.backend, "gather_row_words")(
+                        *_word_launch(k, words),
+                        (ext, indices, np.int32(k), np.int32(words), send, np.int32(words), np.int32(0), np.int32(0)))
+                elif k:
                     xp.take(ext, indices, axis=0, out=send)
                 messages.append((send, dest, ext[offset:offset + rows], source))
             comm.exchange(messages)
@@ -719,12 +744,19 @@ def _append_rows(state, received, backend) -> None:
 
 class DomainForces(ForceEvaluatorBase):
     """Pair forces of one domain: ghosts refreshed, then the serial kernel
-    (:class:`~pycumd.forces.PairForces`) with the extended positions as sources."""
+    (:class:`~pycumd.forces.PairForces`) with the extended positions as sources.
+
+    Capturable (without energies) where the serial kernel is and the ghosts travel through NCCL:
+    the refresh is then a gather into kept buffers and one NCCL group per direction on the
+    current stream.  Not for many-body potentials: their forward communication between the passes
+    (:meth:`DomainNeighborList.forward`) allocates its messages."""
 
     def __init__(self, pair_forces, decomposition: DomainDecomposition):
         self.pair_forces = pair_forces
         self.potential = pair_forces.potential
         self.d = decomposition
+        self.capturable = bool(pair_forces.capturable and decomposition.comm.transport == "nccl"
+                               and not self.potential.many_body)
 
     @property
     def control(self):
