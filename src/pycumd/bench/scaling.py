@@ -132,6 +132,18 @@ def _phases(sim, world) -> dict:
                 nl.build(state)
             phases, nl.phase_seconds = nl.phase_seconds, None
             out["build_phases_s"] = {name: world.allreduce(t / reps, op=_mpi_max()) for name, t in phases.items()}
+            if sim.backend.is_gpu:               # unsynchronised: the host's and the GPU's time per phase
+                host, gpu = {}, {}
+                for _ in range(reps):
+                    nl.phase_marks = []
+                    nl.build(state)
+                    sim.backend.synchronize()
+                    marks, nl.phase_marks = nl.phase_marks, None
+                    for (_, t0, e0), (name, t1, e1) in zip(marks, marks[1:]):
+                        host[name] = host.get(name, 0.0) + (t1 - t0) / reps
+                        gpu[name] = gpu.get(name, 0.0) + sim.backend.xp.cuda.get_elapsed_time(e0, e1) / 1e3 / reps
+                out["build_phases_host_s"] = {k: world.allreduce(v, op=_mpi_max()) for k, v in host.items()}
+                out["build_phases_gpu_s"] = {k: world.allreduce(v, op=_mpi_max()) for k, v in gpu.items()}
         forces.compute(state, nl, False)          # the forces of the rebuilt list (the run may go on)
     return out
 

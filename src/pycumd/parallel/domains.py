@@ -218,6 +218,10 @@ class DomainNeighborList(NeighborStructureBase):
         #: per phase name, summed over builds, the device synchronised at each phase's end
         self.phase_seconds: dict | None = None
         self._phase_start = 0.0
+        #: set to a list to mark the phases without synchronising (GPU): ``(name, host seconds,
+        #: CUDA event)`` appended at each phase's end, read after the build (the GPU's time per phase
+        #: against the host's)
+        self.phase_marks: list | None = None
 
     @property
     def displacement_limit2(self) -> float:
@@ -303,6 +307,10 @@ class DomainNeighborList(NeighborStructureBase):
     def _phase(self, name: str | None) -> None:
         """With :attr:`phase_seconds` set: synchronise and add the time since the previous mark to
         phase ``name`` (None: only start the clock)."""
+        if self.phase_marks is not None and self.backend.is_gpu:
+            event = self.xp.cuda.Event()
+            event.record()
+            self.phase_marks.append((name or "start", time.perf_counter(), event))
         if self.phase_seconds is None:
             return
         self.backend.synchronize()
