@@ -190,6 +190,7 @@ def main():
                         args.deterministic)
     nl = sim.neighbors
     migrated = world.allreduce(getattr(nl, "migrated_total", 0), op=MPI.SUM)
+    hole_fills = world.allreduce(getattr(nl, "hole_fills", 0), op=MPI.SUM)
     local_counts = world.allgather(sim.state.n_atoms)
     if world.rank != 0:
         return
@@ -213,7 +214,7 @@ def main():
         "thermo_rows": [len(collect.rows), len(ref_collect.rows)], "frame_rel": frame_rel,
         "frame_ids_sorted": bool((np.diff(frame.ids) > 0).all()), "n_atoms": [int(final.n_atoms), int(system.n_atoms)],
         "local_counts": local_counts, "momentum_change": float(np.abs(p1 - p0).max() / scale),
-        "migrated": int(migrated), "builds": [int(nl.n_builds), int(ref_sim.neighbors.n_builds)],
+        "migrated": int(migrated), "hole_fills": int(hole_fills), "builds": [int(nl.n_builds), int(ref_sim.neighbors.n_builds)],
         "ids_equal": bool((final.ids == ref_final.ids).all()),
         "step_graph": type(sim.step_graph).__name__ if sim.step_graph is not None else None,
         "reference_step_graph": type(ref_sim.step_graph).__name__ if ref_sim.step_graph is not None else None,

@@ -138,6 +138,7 @@ def test_spatial_domains_match_one_rank(ranks):
     _assert_matches_one_rank(r)
     assert sum(r["local_counts"]) == r["n_atoms"][0]       # each atom owned once
     assert r["migrated"] > 50                               # atoms did change domains (T = 3, 17 builds)
+    assert r["hole_fills"] > 5          # every second build dropped the departed rows by filling their holes
 
 
 @needs_mpi

@@ -41,7 +41,7 @@ import numpy as np
 from ..contracts import ForceEvaluatorBase, NeighborStructureBase
 from ..neighbors.counting_sort import cell_index, compact, counting_sort
 from ..neighbors.cpu_builder import build_list_cpu
-from ..neighbors.verlet import OverlapError, capacity_for
+from ..neighbors.verlet import DEFAULT_REORDER_EVERY, OverlapError, capacity_for
 from ..precision import c_type_name
 from ..bookkeeping import SimulationError
 from ..system import System
@@ -197,6 +197,12 @@ class DomainNeighborList(NeighborStructureBase):
         self.overlap_distance = self.serial.overlap_distance
         self.n_builds = 0
         self.steps_since_build = 0
+        #: builds between two cell orderings of the owned atoms (the serial GPU list's schedule; the
+        #: builds in between only fill the departed rows' holes, :meth:`_fill_holes`)
+        self.reorder_every = DEFAULT_REORDER_EVERY
+        self._builds_since_order = 0
+        self._reorder_due = True
+        self.hole_fills = 0             # builds that dropped departed rows by filling their holes
         self.capacity = None
         self.nbr = self.nbr_count = None
         #: the directions cut into several domains (ghosts exchanged along these only)
@@ -335,7 +341,14 @@ class DomainNeighborList(NeighborStructureBase):
                 self._permute(state, self.xp.nonzero(alive)[0])
                 alive = None
             self._permute(state, self.xp.argsort(state.ids))
-        self._cell_order(state, origin, extent, n_cells, alive)
+        if by_id or self._reorder_due or self._builds_since_order + 1 >= self.reorder_every:
+            self._cell_order(state, origin, extent, n_cells, alive)
+            self._builds_since_order, self._reorder_due = 0, False
+        else:                                            # the departed rows' holes filled from the end
+            if alive is not None:
+                self._fill_holes(state, alive)
+                self.hole_fills += 1
+            self._builds_since_order += 1
         self._phase("cell order")
         self.exchange_ghosts(state)
         self._phase("ghosts")
@@ -383,15 +396,50 @@ class DomainNeighborList(NeighborStructureBase):
         """Put the owned atoms' per-atom arrays in ``order`` (backend int array: a permutation, or
         a selection of rows); the per-step arrays (forces, energy, virial, positions at build)
         follow the new length (their values are computed again after the build)."""
-        xp = self.xp
         for name in MIGRATING:
             setattr(state, name, getattr(state, name)[order])
-        n = len(order)
+        self._resize_step_arrays(state, len(order))
+
+    def _resize_step_arrays(self, state, n: int) -> None:
+        """The per-step arrays (forces, energy, virial, positions at build) at ``n`` rows (their
+        values are computed again after the build)."""
+        xp = self.xp
         if len(state.forces) != n:
             state.positions_at_build = xp.empty(state.positions.shape, dtype=state.positions_at_build.dtype)
             state.forces = xp.zeros((n, 3), dtype=state.forces.dtype)
             state.energy = xp.zeros(n, dtype=state.energy.dtype)
             state.virial = xp.zeros((n, 6), dtype=state.virial.dtype)
+
+    def schedule_reorder(self) -> None:
+        """Put the owned atoms in cell order at the next build, whatever the schedule."""
+        self._reorder_due = True
+
+    def _fill_holes(self, state, alive) -> None:
+        """Drop the departed rows (``alive`` False, :meth:`migrate`'s) by moving the live rows after
+        the first ``n - departed`` into their holes, in row order (LAMMPS' exchange does the same):
+        work in proportion to the departed atoms, not to the domain's.  GPU: two compactions and one
+        launch per migrating array, the count of moves read on the device."""
+        xp = self.xp
+        keep = len(alive) - self.migrated
+        if self.migrated:
+            holes, n_holes = compact(~alive[:keep], self.backend)
+            fillers, _ = compact(alive[keep:], self.backend)
+            if self.backend.is_gpu:
+                count = xp.asarray(n_holes, dtype=np.int32).reshape(1)
+                kernel = _row_kernel(self.backend, "fill_holes_words")
+                for name in MIGRATING:
+                    array = getattr(state, name)
+                    words = _row_bytes(array) // 4
+                    kernel(*_word_launch(self.migrated, words),
+                           (array, holes, fillers, count, np.int32(keep), np.int32(words), np.int32(self.migrated)))
+            else:
+                k = int(n_holes)
+                for name in MIGRATING:
+                    array = getattr(state, name)
+                    array[holes[:k]] = array[keep + fillers[:k]]
+        for name in MIGRATING:
+            setattr(state, name, getattr(state, name)[:keep])
+        self._resize_step_arrays(state, keep)
 
     def _cell_order(self, state, origin, extent, n_cells, alive=None) -> None:
         """Put the owned atoms in the order of the domain's cells, stably (atoms of one cell keep
