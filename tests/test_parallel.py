@@ -199,6 +199,18 @@ def test_thermostats_decomposed_match_one_rank(thermostat):
 
 
 @needs_mpi
+@pytest.mark.parametrize("barostat, ranks", [("npt", 3), pytest.param("nph", 4, marks=pytest.mark.ci_only)])
+def test_barostat_over_domains_matches_one_rank(barostat, ranks):
+    """MTK (aniso, with and without Nose-Hoover) over spatial domains: the pressure tensor and the kinetic
+    tensor summed over the ranks, the domains scaled with the box; every thermo row, the atoms and
+    the box after 100 steps against 1 rank (the box moves by several per cent)."""
+    r = _result(ranks, "lj", "--thermostat", barostat)
+    _assert_matches_one_rank(r, conserves_momentum=True)
+    assert r["box_rel"] < 1e-10 and r["box_change"] > 0.01, r
+    assert sum(r["local_counts"]) == r["n_atoms"][0]
+
+
+@needs_mpi
 @pytest.mark.parametrize("ranks, grid", [(2, "2x1"), (3, "1x3"), pytest.param(4, "2x2", marks=pytest.mark.ci_only)])
 def test_force_matrix_matches_one_rank(ranks, grid):
     r = _result(ranks, "ions", "--grid", grid)

@@ -47,12 +47,14 @@ def _pressure_pair(pressure):
     return float(pair[0]), float(pair[1])
 
 
-def _refuse_unsupported(sim, precision, name: str) -> None:
+def _refuse_unsupported(sim, precision, name: str, over_ranks: bool = False) -> None:
     if precision is not None and precision.composite:
         raise NotImplementedError(f"{name}: composite precision is not implemented with a barostat; "
                                   f"use precision 'mixed' or 'double'")
-    if sim is not None and sim.decomposition is not None:
-        raise NotImplementedError(f"{name}: barostats are not decomposed over MPI ranks yet; run on one process")
+    d = None if sim is None else sim.decomposition
+    if d is not None and not (over_ranks and d.follows_box_changes):
+        raise NotImplementedError(f"{name} is not decomposed over MPI ranks{' with ' + d.kind if over_ranks else ''} "
+                                  f"yet; run on one process" + (" or over spatial domains" if over_ranks else ""))
 
 
 def set_box(sim, lo: np.ndarray, hi: np.ndarray) -> None:
@@ -75,6 +77,8 @@ def set_box(sim, lo: np.ndarray, hi: np.ndarray) -> None:
     state.box_lengths = tuple(float(x) for x in new)
     sim.box = Box(new, lo)
     sim.book.volume = float(new[0] * new[1] * new[2])
+    if sim.decomposition is not None:            # the domains keep their fractions of the box
+        sim.decomposition.set_box(sim.box)
 
 
 def _scale_velocities(state, xp, factors) -> None:
@@ -92,19 +96,6 @@ def _ensure_virial(sim, steps_back: int) -> None:
     positions (it was computed ``steps_back`` steps ago in the step numbering, since the last build)."""
     if sim.book.energy_key != (sim.state.step - steps_back, sim.neighbors.n_builds):
         sim.forces.compute(sim.state, sim.neighbors, True)
-
-
-def _virial_diagonal(sim) -> np.ndarray:
-    """``sum_i W_i`` xx, yy, zz (energy units)."""
-    w = sim.state.values("virial", sim.backend)[:, :3].sum(axis=0)
-    return np.asarray(sim.backend.to_host(w), dtype=np.float64)
-
-
-def _ke_tensor(sim) -> np.ndarray:
-    """``mvv2e sum_i m_i v_id^2`` for d = x, y, z: LAMMPS ``compute temp``'s vector (no 1/2)."""
-    s, b = sim.state, sim.backend
-    v, m = s.values("velocities", b), s.values("per_atom_mass", b)
-    return sim.units.mvv2e * np.asarray(b.to_host((m[:, None] * v * v).sum(axis=0)), dtype=np.float64)
 
 
 class MTKBarostat(StepHooksBase):
@@ -140,6 +131,7 @@ class MTKBarostat(StepHooksBase):
     """
 
     needs_virial = True
+    runs_over_ranks = True          # global sums through the bookkeeping; the domains follow the box
 
     def __init__(self, pressure, damping: float, coupling: str = "iso", chain: int = 3, mtk: bool = True,
                  dims: str = "xyz"):
@@ -192,9 +184,9 @@ class MTKBarostat(StepHooksBase):
 
     def bind(self, sim) -> None:
         """LAMMPS ``FixNH::setup``: temperatures, target pressure, the masses of the cell and chains."""
-        _refuse_unsupported(sim, None, "MTKBarostat")
+        _refuse_unsupported(sim, None, "MTKBarostat", over_ranks=True)
         self._sim = sim
-        n = sim.state.n_atoms
+        n = sim.book.n_atoms                     # the whole system's (over MPI ranks too)
         u = sim.units
         self._n, self._tdof = n, degrees_of_freedom(n)
         self._boltz, self._nktv2p = u.boltz, u.nktv2p
@@ -267,12 +259,12 @@ class MTKBarostat(StepHooksBase):
         sim = self._sim
         L = self._hi - self._lo
         inv_volume = 1.0 / (L[0] * L[1] * L[2])
-        w = _virial_diagonal(sim)
+        w = sim.book.virial_diagonal()
         if self.coupling == "iso":
             t = sim.temperature()
             p = (self._tdof * self._boltz * t + w[0] + w[1] + w[2]) / 3.0 * inv_volume * self._nktv2p
             return np.full(3, p)
-        self._mvv = _ke_tensor(sim)
+        self._mvv = sim.book.kinetic_tensor()
         return (self._mvv + w) * inv_volume * self._nktv2p
 
     def _compute_press_target(self, sim) -> None:
@@ -471,7 +463,7 @@ class CRescale(StepHooksBase):
         _ensure_virial(sim, 1)
         u = sim.units
         volume = sim.book.volume
-        p_int = (2.0 * sim.kinetic_energy() + float(_virial_diagonal(sim).sum())) / (3.0 * volume) * u.nktv2p
+        p_int = (2.0 * sim.kinetic_energy() + float(sim.book.virial_diagonal().sum())) / (3.0 * volume) * u.nktv2p
         kt_over_v = u.boltz * self.thermostat.target(sim) / volume * u.nktv2p     # pressure units
         rate = self.compressibility / self.tau_p
         dt = sim.integrator.dt

@@ -44,7 +44,7 @@ from ..neighbors.cpu_builder import build_list_cpu
 from ..neighbors.verlet import DEFAULT_REORDER_EVERY, OverlapError, capacity_for
 from ..precision import c_type_name
 from ..bookkeeping import SimulationError
-from ..system import System
+from ..system import InputError, System
 from .decomposition import Decomposition
 from .grid import choose_domain_grid
 
@@ -83,6 +83,15 @@ class DomainDecomposition(Decomposition):
         self.lo = self.coords * self.L / self.grid
         self.hi = (self.coords + 1) * self.L / self.grid
         self._system = system
+
+    follows_box_changes = True
+
+    def set_box(self, box) -> None:
+        """A barostat's new box (:class:`~pycumd.box.Box`): the domains keep their fractions of it."""
+        self.box = box
+        self.L = np.asarray(box.L, dtype=np.float64)
+        self.lo = self.coords * self.L / self.grid
+        self.hi = (self.coords + 1) * self.L / self.grid
 
     def rank_of(self, coords) -> np.ndarray:
         c = np.mod(np.asarray(coords, dtype=np.int64), self.grid)
@@ -252,7 +261,16 @@ class DomainNeighborList(NeighborStructureBase):
         return 0 if self.extended is None else len(self.extended) - len(self.nbr_count)
 
     def check_box(self, L) -> None:
-        self.serial.check_box(np.asarray(L, dtype=np.float64))
+        """The serial list's check, and every decomposed direction's domains at least the ghost
+        layer thick (a barostat may shrink them)."""
+        L = np.asarray(L, dtype=np.float64)
+        self.serial.check_box(L)
+        for dim in self.decomposed:
+            thickness = L[dim] / self.d.grid[dim]
+            if thickness < self.d.r_ghost:
+                raise InputError(f"the domains along {'xyz'[dim]} are {thickness:.6g} thick ({self.d.grid[dim]} "
+                                 f"in {L[dim]:.6g}), less than the ghost layer r_cut + skin = {self.d.r_ghost:.6g}: "
+                                 f"use fewer ranks along {'xyz'[dim]} (processors) or a larger box")
 
     def face_peers(self, dim: int) -> list:
         """``[(dest, source)]`` of the two messages of direction ``dim``: to the low face's neighbour
@@ -286,9 +304,11 @@ class DomainNeighborList(NeighborStructureBase):
                 self._flag = self.xp.zeros(1, np.int32)
             self._flag.fill(0)
             if state.n_atoms:
-                self.serial.builder.displacement_exceeds(state, self.serial.displacement_limit2, flag=self._flag)
+                self.serial.builder.displacement_exceeds(state, self.serial.displacement_limit2_in_box(state),
+                                                         flag=self._flag)
             return bool(self.backend.to_host(comm.allreduce_max(self._flag))[0])
-        moved = state.n_atoms > 0 and self.serial.builder.displacement_exceeds(state, self.serial.displacement_limit2)
+        moved = state.n_atoms > 0 and self.serial.builder.displacement_exceeds(
+            state, self.serial.displacement_limit2_in_box(state))
         return comm.any(moved)
 
     # -- checkpoints ---------------------------------------------------------------------------
@@ -389,6 +409,9 @@ class DomainNeighborList(NeighborStructureBase):
                                    f"(found on rank {self.d.comm.rank if overlap else 'another'}); check the "
                                    f"input coordinates")
         state.positions_at_build[...] = state.positions
+        # the box of this build (a barostat's later changes shrink the displacement trigger, as in one rank:
+        # the ghost layer's faces scale with the box, so a ghost's distance to them changes as a pair's does)
+        self.serial.box_at_build = L.copy()
         self.n_builds += 1
         self.steps_since_build = 0
 
