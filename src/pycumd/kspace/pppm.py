@@ -258,9 +258,9 @@ class PPPM(KSpaceSolver):
         gradient = np.empty((3, nz, ny, nx))
         # grad phi(k) = i fk phi(k); the unnormalised inverse (LAMMPS' backward FFT) is M * irfftn
         m = float(nx * ny * nz)
-        gradient[0] = np.fft.irfftn(1j * fx[None, None, :] * phi_k, s=(nz, ny, nx)) * m
-        gradient[1] = np.fft.irfftn(1j * fy[None, :, None] * phi_k, s=(nz, ny, nx)) * m
-        gradient[2] = np.fft.irfftn(1j * fz[:, None, None] * phi_k, s=(nz, ny, nx)) * m
+        gradient[0] = np.fft.irfftn(1j * fx[None, None, :] * phi_k, s=(nz, ny, nx), axes=(0, 1, 2)) * m
+        gradient[1] = np.fft.irfftn(1j * fy[None, :, None] * phi_k, s=(nz, ny, nx), axes=(0, 1, 2)) * m
+        gradient[2] = np.fft.irfftn(1j * fz[:, None, None] * phi_k, s=(nz, ny, nx), axes=(0, 1, 2)) * m
         fieldforce_cpu(x, q, self.delinv, shift, shiftone, self.rho_coeff, gradient, self.qqrd2e, forces)
 
     # -- GPU ------------------------------------------------------------------------------------
