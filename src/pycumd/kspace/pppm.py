@@ -274,13 +274,18 @@ class PPPM(KSpaceSolver):
         g["fkx"], g["fky"], g["fkz"] = (cp.asarray(f) for f in self._fk)
         g["rho_coeff"] = cp.asarray(self.rho_coeff)
 
-    def _gpu_prepare(self, positions, forces):
+    def _gpu_prepare(self, positions, charges, forces):
         """Kernels for these array types, the grids and the cuFFT plans: once (first call)."""
         import cupy as cp
         from cupyx.scipy.fft import get_fft_plan
 
         from pycumd.precision import c_type_name
 
+        for name, a in (("positions", positions), ("charges", charges), ("forces", forces)):
+            if not a.flags.c_contiguous:
+                raise ValueError(f"kspace_style pppm: the {name} array must be C-contiguous on the GPU")
+        if charges.dtype != np.float64:
+            raise ValueError(f"kspace_style pppm: charges must be float64, got {charges.dtype}")
         key = (positions.dtype.str, positions.shape[1], forces.dtype.str)
         if self._gpu is not None and self._gpu["key"] == key:
             return self._gpu
@@ -310,7 +315,7 @@ class PPPM(KSpaceSolver):
         import cupy as cp
         from cupy.cuda import cufft
 
-        st = self._gpu_prepare(positions, forces)
+        st = self._gpu_prepare(positions, charges, forces)
         arrays = self._gpu_arrays
         n = positions.shape[0]
         nx, ny, nz = self.mesh
