@@ -241,3 +241,16 @@ def test_uncharged_system_needs_gewald():
     box = np.array([10.0, 10.0, 10.0])
     with pytest.raises(ValueError, match="kspace_modify gewald"):
         solver("pppm", 1e-4, box, np.zeros(4))
+
+
+def test_pppm_positions_outside_the_box(melt):
+    """Atoms that drifted out of [0, L) between neighbour-list builds (up to a period away): the same
+    forces and energy as their wrapped positions (the stencil wraps around the grid)."""
+    x, q, box = melt
+    p = solver("pppm", 1e-4, box, q, r_cut=8.0)
+    f_wrapped = kspace(p, x, q, box)
+    e_wrapped = p.energy
+    shift = np.where(np.arange(len(x))[:, None] % 2 == 0, -box, box) * (np.arange(3) == np.arange(len(x))[:, None] % 3)
+    f_out = kspace(p, x + shift, q, box)
+    np.testing.assert_allclose(f_out, f_wrapped, rtol=0, atol=1e-10 * np.abs(f_wrapped).max())
+    assert p.energy == pytest.approx(e_wrapped, rel=1e-12)

@@ -116,3 +116,40 @@ def test_same_parameters_energy_and_forces_as_lammps(system, lammps_results, cas
     lammps_kspace_forces = atoms["f"] - lammps_pair_forces(x, q, s.g_ewald)
     scale = np.sqrt((forces ** 2).sum(axis=1).mean())
     np.testing.assert_allclose(forces, lammps_kspace_forces, rtol=0, atol=1e-11 * scale)   # measured: <= 1.4e-14
+
+
+@pytest.mark.parametrize("style, accuracy", [("pppm", 1e-4), ("ewald", 1e-5)])
+def test_charged_system_in_metal_units_as_lammps(tmp_path, style, accuracy):
+    """A net charge of +3 e (the background term) in metal units (two_charge_force = qqr2e =
+    14.399645 eV/A): the same summary lines and E_long as LAMMPS."""
+    rng = np.random.default_rng(99)
+    n = 90
+    x = rng.random((n, 3)) * BOX
+    q = rng.choice([-1.0, 1.0], n) * rng.uniform(0.5, 1.5, n)
+    q += (3.0 - q.sum()) / n
+    lines = ["charged ions", "", f"{n} atoms", "1 atom types", ""]
+    lines += [f"0 {L:.17g} {a}lo {a}hi" for L, a in zip(BOX, "xyz")]
+    lines += ["", "Masses", "", "1 22.99", "", "Atoms # charge", ""]
+    lines += [f"{i + 1} 1 {q[i]:.17g} {x[i, 0]:.17g} {x[i, 1]:.17g} {x[i, 2]:.17g}" for i in range(n)]
+    (tmp_path / "data.charged").write_text("\n".join(lines) + "\n")
+    script = f"""units metal
+atom_style charge
+read_data {tmp_path / 'data.charged'}
+pair_style coul/long {R_CUT}
+pair_coeff * *
+kspace_style {style} {accuracy}
+thermo_style custom step elong
+thermo_modify format float %.15g
+run 0
+"""
+    res = run_lammps(script, dump_atoms=True)
+    log_lines = res.log.split("initialization ...", 1)[1].split("Generated", 1)[0].splitlines()
+    atoms = res.atoms
+    s = make_solver(style, accuracy)
+    s.setup(BOX, q[atoms["id"] - 1], R_CUT, 14.399645, select("cpu"), get_precision("double", "cpu"), "metal")
+    s.compute(atoms["x"], q[atoms["id"] - 1], BOX, np.zeros((n, 3)), True)
+    assert s.two_charge_force == 14.399645
+    for line in s.describe():        # table_bits=12: LAMMPS' default 'pair_modify table 12'
+        if "precision" not in line:
+            assert line in log_lines, f"{line!r} not in LAMMPS' log:\n" + "\n".join(log_lines)
+    assert s.energy == pytest.approx(res.thermo["E_long"][0], rel=1e-11)
