@@ -104,17 +104,11 @@ class PPPM(KSpaceSolver):
         self.rho_coeff = rho_coefficients(self.order)
         self.gf_b = gf_denominator_coefficients(self.order)
         abs_q = float(np.abs(np.asarray(charges, dtype=np.float64)).sum())
-        self.fixed_point_scale = 2.0 ** math.floor(FIXED_POINT_BITS - math.log2(max(abs_q, 1e-300)))
-        if backend.is_gpu:
-            gpu = precision.accum_dtype == np.float64 and not precision.composite
-            self.grid_dtype = np.float64 if gpu else np.float32
-        else:
-            self.grid_dtype = np.float64
+        self.fixed_point_scale = 2.0 ** math.floor(FIXED_POINT_BITS - math.log2(max(abs_q, 1e-12)))
+        wide = not backend.is_gpu or (precision.accum_dtype == np.float64 and not precision.composite)
+        self.grid_dtype = np.float64 if wide else np.float32
         self._gpu = None
         self._setup_box(self.box_lengths)
-
-    def _h(self, length, n):
-        return length / n
 
     def _ik_error(self, h: float, length: float) -> float:
         """LAMMPS' estimate_ik_error: the RMS force error of grid spacing ``h`` along ``length``."""
