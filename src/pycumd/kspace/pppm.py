@@ -271,7 +271,7 @@ class PPPM(KSpaceSolver):
     def _gpu_prepare(self, positions, charges, forces):
         """Kernels for these array types, the grids and the cuFFT plans: once (first call)."""
         import cupy as cp
-        from cupyx.scipy.fft import get_fft_plan
+        from cupyx.scipy.fftpack import get_fft_plan
 
         from pycumd.precision import c_type_name
 
@@ -316,7 +316,7 @@ class PPPM(KSpaceSolver):
         nxh = nx // 2 + 1
         shift, shiftone = _shifts(self.order)
         threads = 128
-        atom_blocks = ((n + threads - 1) // threads,)
+        atom_blocks = (max((n + threads - 1) // threads, 1),)
         st["fixed"].fill(0)
         st["make_rho"](atom_blocks, (threads,), (
             positions, charges, np.int32(n), np.int32(nx), np.int32(ny), np.int32(nz),
