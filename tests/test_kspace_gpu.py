@@ -131,6 +131,30 @@ def test_pppm_gpu_no_allocation_after_first_call_and_graph_capture(ions):
 
 
 @gpu_only
+def test_pppm_gpu_new_box_tables_on_the_device(ions):
+    """A compute with a new box (a barostat) after the first call: the GPU recomputes the Green's
+    function and virial tables with its influence_ik kernel; forces, energy and virial equal the
+    CPU's (host tables) to 1e-10."""
+    x, q, box = ions
+    results = {}
+    for name in ("cpu", "cuda"):
+        backend = select(name)
+        s = make_solver("pppm", 1e-4)
+        s.setup(box, q, 9.0, 1.0, backend, get_precision("double", name), "lj")
+        xp = backend.xp
+        forces = xp.zeros((len(x), 3))
+        s.compute(xp.asarray(x), xp.asarray(q), box, forces, False)
+        new_box = box * np.array([1.01, 0.995, 1.02])
+        forces.fill(0)
+        s.compute(xp.asarray(x * new_box / box), xp.asarray(q), new_box, forces, True)
+        results[name] = (backend.to_host(forces), s.energy, s.virial.copy())
+    (f_cpu, e_cpu, v_cpu), (f_gpu, e_gpu, v_gpu) = results["cpu"], results["cuda"]
+    np.testing.assert_allclose(f_gpu, f_cpu, rtol=0, atol=1e-10 * rms(f_cpu))
+    assert e_gpu == pytest.approx(e_cpu, rel=1e-10)
+    np.testing.assert_allclose(v_gpu, v_cpu, rtol=0, atol=1e-10 * np.abs(v_cpu).max())
+
+
+@gpu_only
 def test_ewald_gpu_equals_cpu(ions):
     x, q, box = ions
     cpu, f_cpu = run("ewald", "cpu", "double", x, q, box, stride=3)

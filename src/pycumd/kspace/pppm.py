@@ -177,18 +177,33 @@ class PPPM(KSpaceSolver):
                 f"  using {prec} precision {'cuFFT' if self.backend.is_gpu else 'NumPy FFT'}"]
 
     # -- box-dependent tables (LAMMPS' PPPM::setup) ----------------------------------------------
-    def _setup_box(self, box_lengths):
-        """Green's function, k-vectors and virial factors of the half spectrum for this box."""
+    def _setup_box(self, box_lengths, on_device=False):
+        """Green's function, k-vectors and virial factors of the half spectrum for this box: on the
+        host (then uploaded), or with ``on_device`` by the ``influence_ik`` kernel into the GPU's
+        arrays (a barostat's new box: no allocation, no host work on the grid)."""
         box = np.asarray(box_lengths, dtype=np.float64).reshape(3)
         self.box_lengths = box
         self.volume = float(np.prod(box))
         nx, ny, nz = self.mesh
+        m = float(nx * ny * nz)
+        nxh = nx // 2 + 1
         self.delinv = np.array([nx, ny, nz], dtype=np.float64) / box
         self.delvolinv = float(np.prod(self.delinv))
         unitk = 2.0 * math.pi / box
         fk = [unitk[d] * _periodic_index(n) for d, n in enumerate(self.mesh)]
+        # the potential gradient: i fk G rho(k) / M, the Nyquist planes left out (module docstring)
+        deriv = []
+        for d, n in enumerate(self.mesh):
+            f = fk[d].copy()
+            if n % 2 == 0:
+                f[n // 2] = 0.0
+            deriv.append(f)
+        self._fk = (deriv[0][:nxh], deriv[1], deriv[2])
+        energy_scale = 0.5 * self.volume / (m * m)
+        if on_device:
+            self._device_tables(energy_scale)
+            return
         green = influence_function_ik(self.mesh, box, self.g_ewald, self.order, self.gf_b)  # (nz, ny, nx)
-        nxh = nx // 2 + 1
         green = green[:, :, :nxh]
         weight = np.full(nxh, 2.0)
         weight[0] = 1.0
@@ -201,20 +216,24 @@ class PPPM(KSpaceSolver):
         nonzero = (sqk > 0).astype(np.float64)
         vg = np.stack([nonzero + vterm * kx * kx, nonzero + vterm * ky * ky, nonzero + vterm * kz * kz,
                        vterm * kx * ky, vterm * kx * kz, vterm * ky * kz])
-        scale = 0.5 * self.volume / float(nx * ny * nz) ** 2
-        self._energy_weight = scale * weight[None, None, :] * green       # (nz, ny, nxh)
-        self._virial_weight = self._energy_weight[None] * vg              # (6, nz, ny, nxh)
-        # the potential gradient: i fk G rho(k) / M, the Nyquist planes left out (module docstring)
-        deriv = []
-        for d, n in enumerate(self.mesh):
-            f = fk[d].copy()
-            if n % 2 == 0:
-                f[n // 2] = 0.0
-            deriv.append(f)
-        self._fk = (deriv[0][:nxh], deriv[1], deriv[2])
-        self._green_scaled = green / float(nx * ny * nz)
+        self._energy_weight = energy_scale * weight[None, None, :] * green   # (nz, ny, nxh)
+        self._virial_weight = self._energy_weight[None] * vg                 # (6, nz, ny, nxh)
+        self._green_scaled = green / m
         if self.backend.is_gpu:
             self._gpu_upload()
+
+    def _device_tables(self, energy_scale):
+        g = self._gpu_arrays
+        nx, ny, nz = self.mesh
+        mh = (nx // 2 + 1) * ny * nz
+        for name, f in zip(("fkx", "fky", "fkz"), self._fk):
+            g[name].set(f)
+        nb = _alias_counts(self.mesh, self.box_lengths, self.g_ewald)
+        self._gpu["influence_ik"](((mh + 255) // 256,), (256,), (
+            np.int32(nx), np.int32(ny), np.int32(nz), np.int32(nb[0]), np.int32(nb[1]), np.int32(nb[2]),
+            np.float64(self.box_lengths[0]), np.float64(self.box_lengths[1]), np.float64(self.box_lengths[2]),
+            np.float64(self.g_ewald), g["gf_b"], np.float64(1.0 / (nx * ny * nz)), np.float64(energy_scale),
+            g["green"], g["energy_weight"], g["virial_weight"]))
 
     # -- compute ----------------------------------------------------------------------------------
     def compute(self, positions, charges, box_lengths, forces, with_energy):
@@ -224,7 +243,8 @@ class PPPM(KSpaceSolver):
             return
         box = np.asarray(box_lengths, dtype=np.float64).reshape(3)
         if not np.array_equal(box, self.box_lengths):
-            self._setup_box(box)      # LAMMPS' PPPM::setup: same grid and g_ewald, new box
+            # LAMMPS' PPPM::setup: the same grid and g_ewald, the tables of the new box
+            self._setup_box(box, on_device=self.backend.is_gpu and self._gpu is not None)
         if self.backend.is_gpu:
             self._compute_gpu(positions, charges, forces, with_energy)
         else:
@@ -267,6 +287,7 @@ class PPPM(KSpaceSolver):
         g["green"] = cp.asarray(self._green_scaled)
         g["fkx"], g["fky"], g["fkz"] = (cp.asarray(f) for f in self._fk)
         g["rho_coeff"] = cp.asarray(self.rho_coeff)
+        g["gf_b"] = cp.asarray(self.gf_b)
 
     def _gpu_prepare(self, positions, charges, forces):
         """Kernels for these array types, the grids and the cuFFT plans: once (first call)."""
@@ -301,6 +322,7 @@ class PPPM(KSpaceSolver):
                      "fixed_to_density": module.get_function("fixed_to_density"),
                      "poisson_ik": module.get_function("poisson_ik"),
                      "fieldforce_ik": module.get_function("fieldforce_ik"),
+                     "influence_ik": module.get_function("influence_ik"),
                      "fixed": fixed, "density": density, "rho_k": rho_k, "field_k": field_k,
                      "field": field, "plan_r2c": plan_r2c, "plan_c2r": plan_c2r}
         return self._gpu
@@ -409,6 +431,12 @@ def _powsinxx(x, n):
     return y ** n
 
 
+def _alias_counts(mesh, box_lengths, g_ewald):
+    """LAMMPS' nbx, nby, nbz: the aliases |m| <= nb of the influence function's sums."""
+    return [int((g_ewald * box_lengths[d] / (math.pi * mesh[d])) * (-math.log(EPS_HOC)) ** 0.25)
+            for d in range(3)]
+
+
 def influence_function_ik(mesh, box_lengths, g_ewald, order, gf_b) -> np.ndarray:
     """The optimal influence function G(k) of ik-differentiated PPPM, shape (nz, ny, nx), as LAMMPS'
     compute_gf_ik: ``4 pi / k^2 * sum_m (k.k_m / k_m^2) U(k_m)^2 exp(-k_m^2 / 4 g^2) / denominator``
@@ -417,7 +445,7 @@ def influence_function_ik(mesh, box_lengths, g_ewald, order, gf_b) -> np.ndarray
     box = np.asarray(box_lengths, dtype=np.float64)
     unitk = 2.0 * math.pi / box
     per = [_periodic_index(n) for n in mesh]
-    nb = [int((g_ewald * box[d] / (math.pi * mesh[d])) * (-math.log(EPS_HOC)) ** 0.25) for d in range(3)]
+    nb = _alias_counts(mesh, box, g_ewald)
     sn = [np.sin(0.5 * unitk[d] * per[d] * box[d] / mesh[d]) ** 2 for d in range(3)]
     den = []
     for d in range(3):
