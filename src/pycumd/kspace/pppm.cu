@@ -111,7 +111,7 @@ extern "C" __global__ void poisson_ik(const GRID_T* __restrict__ rho_k, const do
 extern "C" __global__ void fieldforce_ik(const POS_T* __restrict__ pos, const double* __restrict__ q, int n,
                                          int nx, int ny, int nz, double dxinv, double dyinv, double dzinv,
                                          double shift, double shiftone, const double* __restrict__ coeff,
-                                         const GRID_T* __restrict__ grad, double qqrd2e,
+                                         const GRID_T* __restrict__ grad, long long grad_stride, double qqrd2e,
                                          FORCE_T* __restrict__ forces) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
@@ -119,7 +119,7 @@ extern "C" __global__ void fieldforce_ik(const POS_T* __restrict__ pos, const do
     const int x0 = stencil((double)pos[(size_t)i * POS_STRIDE + 0] * dxinv, shift, shiftone, coeff, wx);
     const int y0 = stencil((double)pos[(size_t)i * POS_STRIDE + 1] * dyinv, shift, shiftone, coeff, wy);
     const int z0 = stencil((double)pos[(size_t)i * POS_STRIDE + 2] * dzinv, shift, shiftone, coeff, wz);
-    const size_t m = (size_t)nx * ny * nz;
+    const size_t m = (size_t)grad_stride;         // between the three components (padded for cuFFT's alignment)
     double ex = 0.0, ey = 0.0, ez = 0.0;
     for (int c = 0; c < ORDER; ++c) {
         const int mz = wrap_index(z0 + c, nz);

@@ -315,7 +315,13 @@ class PPPM(KSpaceSolver):
         density = cp.zeros((nz, ny, nx), dtype=self.grid_dtype)
         rho_k = cp.zeros((nz, ny, nxh), dtype=cplx)
         field_k = cp.zeros((3, nz, ny, nxh), dtype=cplx)
-        field = cp.zeros((3, nz, ny, nx), dtype=self.grid_dtype)
+        # the three real fields in one allocation, each starting on a 512-byte boundary: cuFFT's C2R
+        # output must be aligned (an odd mesh, e.g. 15^3 doubles, would leave the second one 8 bytes off)
+        m = nx * ny * nz
+        itemsize = np.dtype(self.grid_dtype).itemsize
+        field_stride = -(-m * itemsize // 512) * 512 // itemsize
+        field_flat = cp.zeros(3 * field_stride, dtype=self.grid_dtype)
+        field = [field_flat[d * field_stride:d * field_stride + m].reshape(nz, ny, nx) for d in range(3)]
         plan_r2c = get_fft_plan(density, axes=(0, 1, 2), value_type="R2C")
         plan_c2r = get_fft_plan(field_k[0], shape=(nz, ny, nx), axes=(0, 1, 2), value_type="C2R")
         self._gpu = {"key": key, "make_rho": module.get_function("make_rho"),
@@ -324,7 +330,8 @@ class PPPM(KSpaceSolver):
                      "fieldforce_ik": module.get_function("fieldforce_ik"),
                      "influence_ik": module.get_function("influence_ik"),
                      "fixed": fixed, "density": density, "rho_k": rho_k, "field_k": field_k,
-                     "field": field, "plan_r2c": plan_r2c, "plan_c2r": plan_c2r}
+                     "field": field, "field_flat": field_flat, "field_stride": field_stride,
+                     "plan_r2c": plan_r2c, "plan_c2r": plan_c2r}
         return self._gpu
 
     def _compute_gpu(self, positions, charges, forces, with_energy):
@@ -363,8 +370,8 @@ class PPPM(KSpaceSolver):
         st["fieldforce_ik"](atom_blocks, (threads,), (
             positions, charges, np.int32(n), np.int32(nx), np.int32(ny), np.int32(nz),
             np.float64(self.delinv[0]), np.float64(self.delinv[1]), np.float64(self.delinv[2]),
-            np.float64(shift), np.float64(shiftone), arrays["rho_coeff"], st["field"],
-            np.float64(self.qqrd2e), forces))
+            np.float64(shift), np.float64(shiftone), arrays["rho_coeff"], st["field_flat"],
+            np.int64(st["field_stride"]), np.float64(self.qqrd2e), forces))
 
 
 # -- the pieces -------------------------------------------------------------------------------------
