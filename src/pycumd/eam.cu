@@ -25,6 +25,7 @@
 #define accum_t double
 #endif
 #include "positions.cuh"
+#include "list_load.cuh"   // load_list_entry: the list's entries streamed past L1 (and first out of L2 for float32 rows)
 
 #define EAM_COLUMNS 7
 
@@ -55,12 +56,41 @@ __device__ __forceinline__ const pair_t* eam_row(const pair_t* __restrict__ tabl
     return tables + ((size_t)table * (nr + 1) + m) * EAM_COLUMNS;
 }
 
-// Neighbours are taken two at a time (EAM_BATCH): both indices, then both position rows, are loaded
-// before either pair is computed, so that the two gathers are in flight together; the pairs are
-// then added in list order, so the sums are those of the one-at-a-time loop (and of the CPU twin).
+// Neighbours are taken EAM_BATCH at a time (1, 2 or 4): the batch's indices, then its position
+// rows, are loaded before any of its pairs is computed, so that the gathers are in flight together;
+// the pairs are then added in list order, so the sums are those of the one-at-a-time loop (and of
+// the CPU twin).
 #ifndef EAM_BATCH
 #define EAM_BATCH 2
 #endif
+#ifndef EAM_LIST_LOAD
+#define EAM_LIST_LOAD 1            // 1: load_list_entry (list_load.cuh); 0: __ldg
+#endif
+__device__ __forceinline__ int eam_list_entry(const int* p) {
+    return EAM_LIST_LOAD ? load_list_entry(p) : __ldg(p);
+}
+
+// The neighbour loop of a pass: add(j, x, y, z, type) for each entry of atom i's column, in list order.
+template <typename Add>
+__device__ __forceinline__ void eam_for_each_neighbour(const real_t* __restrict__ pos4, const int* __restrict__ nbr,
+                                                       int i, int count, int stride, Add add) {
+    int k = 0;
+    for (; k + EAM_BATCH <= count; k += EAM_BATCH) {
+        int j[EAM_BATCH]; real_t x[EAM_BATCH], y[EAM_BATCH], z[EAM_BATCH]; int t[EAM_BATCH];
+#pragma unroll
+        for (int b = 0; b < EAM_BATCH; ++b) j[b] = eam_list_entry(nbr + (size_t)(k + b) * stride + i);
+#pragma unroll
+        for (int b = 0; b < EAM_BATCH; ++b) load_position(pos4, j[b], x[b], y[b], z[b], t[b]);
+#pragma unroll
+        for (int b = 0; b < EAM_BATCH; ++b) add(j[b], x[b], y[b], z[b], t[b]);
+    }
+    for (; k < count; ++k) {
+        const int j = eam_list_entry(nbr + (size_t)k * stride + i);
+        real_t xj, yj, zj; int tj;
+        load_position(pos4, j, xj, yj, zj, tj);
+        add(j, xj, yj, zj, tj);
+    }
+}
 
 template <int WITH_ENERGY>
 __device__ __forceinline__ void eam_density_body(
@@ -78,7 +108,7 @@ __device__ __forceinline__ void eam_density_body(
     load_position(pos4, i, xi, yi, zi, ti);
     accum_t rho = 0;
     const int count = nbr_count[i];
-    auto add = [&](real_t xj, real_t yj, real_t zj, int tj) {
+    eam_for_each_neighbour(pos4, nbr, i, count, stride, [&](int, real_t xj, real_t yj, real_t zj, int tj) {
         pair_t dx, dy, dz;
         const pair_t rsq = eam_separation(xi, yi, zi, xj, yj, zj, Lx, Ly, Lz, invLx, invLy, invLz, dx, dy, dz);
         if (rsq < cutsq) {
@@ -87,24 +117,7 @@ __device__ __forceinline__ void eam_density_body(
             const pair_t* c = eam_row(rhor, __ldg(type2rhor + tj * n_types + ti), nr, m);
             rho += (accum_t)(((c[3] * p + c[4]) * p + c[5]) * p + c[6]);
         }
-    };
-    int k = 0;
-    if (EAM_BATCH == 2) {
-        for (; k + 1 < count; k += 2) {
-            const int j0 = __ldg(nbr + (size_t)k * stride + i), j1 = __ldg(nbr + (size_t)(k + 1) * stride + i);
-            real_t x0, y0, z0, x1, y1, z1; int t0, t1;
-            load_position(pos4, j0, x0, y0, z0, t0);
-            load_position(pos4, j1, x1, y1, z1, t1);
-            add(x0, y0, z0, t0);
-            add(x1, y1, z1, t1);
-        }
-    }
-    for (; k < count; ++k) {
-        const int j = __ldg(nbr + (size_t)k * stride + i);
-        real_t xj, yj, zj; int tj;
-        load_position(pos4, j, xj, yj, zj, tj);
-        add(xj, yj, zj, tj);
-    }
+    });
     accum_t p = rho * rdrho + (accum_t)1.0;
     int m = (int)p;
     m = max(1, min(m, nrho - 1));
@@ -137,7 +150,7 @@ __device__ __forceinline__ void eam_forces_body(
     const pair_t fpi = (pair_t)fp[i];
     accum_t fx = 0, fy = 0, fz = 0, e = 0, w0 = 0, w1 = 0, w2 = 0, w3 = 0, w4 = 0, w5 = 0;
     const int count = nbr_count[i];
-    auto add = [&](int j, real_t xj, real_t yj, real_t zj, int tj) {
+    eam_for_each_neighbour(pos4, nbr, i, count, stride, [&](int j, real_t xj, real_t yj, real_t zj, int tj) {
         pair_t dx, dy, dz;
         const pair_t rsq = eam_separation(xi, yi, zi, xj, yj, zj, Lx, Ly, Lz, invLx, invLy, invLz, dx, dy, dz);
         if (rsq < cutsq) {
@@ -169,24 +182,7 @@ __device__ __forceinline__ void eam_forces_body(
                 w3 += (accum_t)(dx * dy * fpair); w4 += (accum_t)(dx * dz * fpair); w5 += (accum_t)(dy * dz * fpair);
             }
         }
-    };
-    int k = 0;
-    if (EAM_BATCH == 2) {
-        for (; k + 1 < count; k += 2) {
-            const int j0 = __ldg(nbr + (size_t)k * stride + i), j1 = __ldg(nbr + (size_t)(k + 1) * stride + i);
-            real_t x0, y0, z0, x1, y1, z1; int t0, t1;
-            load_position(pos4, j0, x0, y0, z0, t0);
-            load_position(pos4, j1, x1, y1, z1, t1);
-            add(j0, x0, y0, z0, t0);
-            add(j1, x1, y1, z1, t1);
-        }
-    }
-    for (; k < count; ++k) {
-        const int j = __ldg(nbr + (size_t)k * stride + i);
-        real_t xj, yj, zj; int tj;
-        load_position(pos4, j, xj, yj, zj, tj);
-        add(j, xj, yj, zj, tj);
-    }
+    });
     force[3 * (size_t)i + 0] = fx; force[3 * (size_t)i + 1] = fy; force[3 * (size_t)i + 2] = fz;
     if (WITH_ENERGY) {
         energy[i] += (accum_t)0.5 * e;
