@@ -97,7 +97,8 @@ def _ensure_virial(sim, steps_back: int) -> None:
 def _virial_diagonal(sim) -> np.ndarray:
     """``sum_i W_i`` xx, yy, zz (energy units)."""
     w = sim.state.values("virial", sim.backend)[:, :3].sum(axis=0)
-    return np.asarray(sim.backend.to_host(w), dtype=np.float64)
+    return (np.asarray(sim.backend.to_host(w), dtype=np.float64)
+            + np.asarray(sim.forces.global_energy_virial()[1][:3], dtype=np.float64))
 
 
 def _ke_tensor(sim) -> np.ndarray:
