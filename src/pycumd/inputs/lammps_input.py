@@ -465,8 +465,63 @@ class LammpsPlanner:
                     self.setup.pair_coeffs.append((i, j, list(a[2:])))
         self._dirty = True
 
+    def _cmd_kspace_style(self, a):
+        """``kspace_style ewald|pppm ACC`` (``none`` removes it): the k-space solver of a ``*/coul/long``
+        pair style (:mod:`pycumd.kspace`); other styles raise naming themselves."""
+        from ..kspace.base import make_solver
+
+        if not a:
+            raise ValueError("kspace_style needs a style (ewald, pppm or none)")
+        if a[0] == "none":
+            self.setup.kspace = None
+        else:
+            if len(a) != 2:
+                raise ValueError(f"kspace_style {a[0]} takes one argument (the accuracy), got {len(a) - 1}")
+            make_solver(_without_accelerator_suffix(a[0]), float(a[1]))     # the style and accuracy checked here
+            self.setup.kspace = (_without_accelerator_suffix(a[0]), float(a[1]), self._command.line)
+        self.setup.kspace_modify = {}
+        self._dirty = True
+
+    def _cmd_kspace_modify(self, a):
+        """``kspace_modify mesh NX NY NZ | order N | gewald G | compute yes|no`` (several at once); any other
+        keyword raises naming it."""
+        if self.setup.kspace is None:
+            raise ValueError("kspace_modify before kspace_style (LAMMPS: 'KSpace style has not yet been set')")
+        k, out = 0, self.setup.kspace_modify
+        while k < len(a):
+            key = a[k]
+            if key == "mesh":
+                if len(a) < k + 4:
+                    raise ValueError("kspace_modify mesh needs three integers NX NY NZ")
+                out["mesh"] = tuple(int(w) for w in a[k + 1:k + 4])
+                k += 4
+                continue
+            if k + 1 >= len(a):
+                raise ValueError(f"kspace_modify {key} needs a value")
+            value = a[k + 1]
+            if key == "order":
+                out["order"] = int(value)
+            elif key == "gewald":
+                out["gewald"] = float(value)
+            elif key == "compute":
+                out["compute"] = _yes_no(value, "kspace_modify compute")
+            else:
+                raise NotImplementedError(f"kspace_modify {key} is not supported (mesh, order, gewald, compute)")
+            k += 2
+        from ..kspace.base import make_solver
+
+        style, accuracy, _ = self.setup.kspace
+        make_solver(style, accuracy, **out)                   # the values checked here
+        self._dirty = True
+
     def _cmd_pair_modify(self, a):
         for key, value in zip(a[0::2], a[1::2]):
+            if key == "table":
+                # LAMMPS tabulates the long-range styles' real-space Coulomb (2^N points, default 12; 0: its
+                # polynomial erfc); pycumd evaluates erfc exactly either way (docs/charged-systems.md)
+                if int(value) < 0:
+                    raise ValueError(f"pair_modify table {value}: must be >= 0")
+                continue
             if key == "tail":
                 if _yes_no(value, "pair_modify tail"):
                     raise NotImplementedError("pair_modify tail yes (long-range tail corrections) is not supported")
@@ -1204,9 +1259,28 @@ class LammpsPlanner:
         """The pair potential of ``pair_style`` + ``pair_coeff`` (+ per-type charges for Coulomb styles)."""
         s = self.setup
         style, args = s.pair
-        return potential_from_lammps(style, args, s.pair_coeffs, n_types=s.n_types, cutoff_mode=s.pair_cutoff_mode,
-                                     mixing=s.pair_mixing, charges=s.charges, units=s.units,
-                                     directory=self.base_dir)
+        try:
+            potential = potential_from_lammps(style, args, s.pair_coeffs, n_types=s.n_types,
+                                              cutoff_mode=s.pair_cutoff_mode, mixing=s.pair_mixing, charges=s.charges,
+                                              units=s.units, directory=self.base_dir)
+        except ValueError as exc:
+            if s.charges_set_per_atom and "charge" in str(exc):
+                raise ValueError(f"{exc} ('{s.charges_set_per_atom}' gave part of a type another charge; pair_style "
+                                 f"{style} takes charges per type)") from exc
+            raise
+        long_range = getattr(potential, "long_range", False)
+        if long_range and s.kspace is None:
+            raise ValueError(f"pair_style {style} requires a kspace_style (LAMMPS: 'Must use a KSpace style with "
+                             f"this pair style')")
+        if s.kspace is not None and not long_range:
+            raise ValueError(f"kspace_style {s.kspace[0]} (line {s.kspace[2]}) needs a long-range Coulomb pair style "
+                             f"(coul/long, lj/cut/coul/long, buck/coul/long, born/coul/long), not {style} (LAMMPS: "
+                             f"'KSpace style is incompatible with Pair style')")
+        if long_range:
+            from ..kspace.base import make_solver
+
+            potential.kspace = make_solver(s.kspace[0], s.kspace[1], **s.kspace_modify)
+        return potential
 
     # -- restarts and data files ------------------------------------------------------------------
     def _cmd_restart(self, a):

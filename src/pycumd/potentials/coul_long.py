@@ -111,9 +111,17 @@ class CoulombLong:
         return None
 
     def describe(self) -> str:
+        """One line for the style, then (once a simulation has set the solver up) the solver's lines as
+        LAMMPS prints them at its init (G vector, grid or k-vectors, order, accuracy)."""
         short = "" if self.short is None else f"; short range {self.short.describe()}"
         solver = "no kspace_style" if self.kspace is None else f"kspace {self.kspace.name} {self.kspace.accuracy_relative:g}"
-        return f"{self.name} (coulomb cutoff {self.r_cut_coul:g}, {solver}{short})"
+        text = f"{self.name} (coulomb cutoff {self.r_cut_coul:g}, {solver}{short})"
+        if self.kspace is not None and getattr(self.kspace, "g_ewald", 0.0) > 0.0:
+            try:
+                text += "".join(f"\n{line}" for line in self.kspace.describe())
+            except NotImplementedError:
+                pass
+        return text
 
 
 def coul_long_from_lammps(style: str, global_args: list, pair_coeffs: list, *, n_types: int, cutoff_mode: str,
