@@ -28,10 +28,10 @@ class KSpaceSolver:
         LAMMPS' ACC argument: the requested relative RMS force accuracy (the absolute accuracy is
         ``accuracy * two_charge_force``, the force between two unit charges 1 length unit apart).
     mesh : tuple of 3 int, optional
-        ``kspace_modify mesh nx ny nz`` (PPPM; 0 or None: chosen from the accuracy).  For Ewald,
-        ``kspace_modify kmax/ewald`` is not supported; a mesh raises.
+        ``kspace_modify mesh nx ny nz`` (PPPM; 0 or None: chosen from the accuracy).  Ewald
+        ignores it, as LAMMPS does (its own ``kmax/ewald`` is not implemented).
     order : int, optional
-        ``kspace_modify order`` (PPPM charge-assignment order 2..7, default 5).
+        ``kspace_modify order`` (PPPM charge-assignment order 2..7, default 5; Ewald ignores it).
     gewald : float, optional
         ``kspace_modify gewald`` (1/length; 0 or None: chosen from the accuracy).
     compute : bool
@@ -73,7 +73,7 @@ class KSpaceSolver:
         self.virial = np.zeros(6)
 
     def setup(self, box_lengths, charges, r_cut_coul: float, qqrd2e: float, backend, precision,
-              units_name: str) -> None:
+              units_name: str, *, table_bits: int = 12, dielectric: float = 1.0) -> None:
         """Choose the parameters (``g_ewald``, k-vectors or grid) for this box and these charges.
 
         Parameters
@@ -92,6 +92,11 @@ class KSpaceSolver:
             The precision policy (the grid's type).
         units_name : str
             LAMMPS' unit style (``real``, ``metal``, ``lj``, ...): the two-charge force's units.
+        table_bits : int
+            The pair style's ``pair_modify table`` bits (LAMMPS' default 12; 0: no table).  Only the
+            estimated accuracy that :meth:`describe` reports depends on it.
+        dielectric : float
+            LAMMPS' ``dielectric``: the two-charge force uses ``qqr2e = qqrd2e * dielectric``.
         """
         raise NotImplementedError
 
@@ -121,6 +126,35 @@ class KSpaceSolver:
     def describe(self) -> list[str]:
         """The lines LAMMPS prints at its init for this solver (after :meth:`setup`)."""
         raise NotImplementedError
+
+    # -- shared by the styles ------------------------------------------------------------------
+    def _common_setup(self, box_lengths, charges, r_cut_coul, qqrd2e, units_name, table_bits,
+                      dielectric):
+        """The quantities every style's parameter choice reads (LAMMPS' KSpace::qsum_qsq, two_charge)."""
+        from pycumd.kspace.accuracy import charge_sums, two_charge_force
+
+        box = np.asarray(box_lengths, dtype=np.float64).reshape(3)
+        if not np.all(np.isfinite(box)) or box.min() <= 0.0:
+            raise ValueError(f"kspace_style {self.name}: box lengths must be positive, got {box}")
+        if not r_cut_coul or r_cut_coul <= 0.0:
+            raise ValueError(f"kspace_style {self.name}: the pair style's Coulomb cutoff must be > 0, "
+                             f"got {r_cut_coul!r}")
+        self.box_lengths = box
+        self.volume = float(np.prod(box))
+        self.natoms = int(len(charges))
+        self.qsum, self.qsqsum = charge_sums(charges)
+        self.qqrd2e = float(qqrd2e)
+        self.q2 = self.qsqsum * self.qqrd2e
+        self.r_cut = float(r_cut_coul)
+        self.table_bits = int(table_bits)
+        self.two_charge_force = two_charge_force(units_name, self.qqrd2e * float(dielectric))
+        self.accuracy = self.accuracy_relative * self.two_charge_force
+
+    def _self_and_background(self) -> float:
+        """``g sum q^2 / sqrt(pi) + pi (sum q)^2 / (2 g^2 V)`` (charge^2 / length), subtracted from
+        the reciprocal sum in LAMMPS' energy."""
+        g = self.g_ewald
+        return g * self.qsqsum / np.sqrt(np.pi) + 0.5 * np.pi * self.qsum ** 2 / (g * g * self.volume)
 
 
 def _mesh_argument(style: str, mesh):
