@@ -168,10 +168,12 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     pair_method = choose_pair_method(engine.pair_method, r_cut, skin, system.box.L)
     if potential.many_body:
         pair_method = _many_body_pair_method(engine.pair_method, potential, r_cut, skin, system.box.L)
+    if long_range and engine.pair_method == "auto" and min(system.box.L) >= 2.0 * (r_cut + skin):
+        pair_method = "neighbor"         # the Coulomb pass and the special pairs run over the list
     if long_range and pair_method == "all_pairs":
         raise NotImplementedError(f"pair_style {potential.name} needs the neighbour list, and this run computes all "
-                                  f"pairs (a box shorter than about 3 (r_cut + skin) along an edge, or "
-                                  f"pair_method='all_pairs'); use a larger box or pair_method='neighbor'")
+                                  f"pairs (a box shorter than 2 (r_cut + skin) = {2.0 * (r_cut + skin):g} along an edge, or "
+                                  f"pair_method='all_pairs'); use a larger box, a shorter cutoff or a smaller skin")
     if precision.composite:
         _check_composite_supported(pair_method, integrator.thermostat)
     if pair_method == "all_pairs":
