@@ -418,3 +418,25 @@ run 0
     rows = run_lammps_script(path=tmp_path / "in.water", screen=False, device="cuda", precision="double").thermo.rows
     _compare(rows, ref, [("E_coul", 1e-5, "E_coul"), ("E_long", 1e-8, "E_long"), ("PotEng", 1e-6, "PotEng"),
                          ("Press", 1e-5, "Press")])
+
+
+# -- trajectories and ASE ----------------------------------------------------------------------
+def test_charges_in_gsd_frames_dumps_and_ase(rng, tmp_path):
+    gsd_hoomd = pytest.importorskip("gsd.hoomd")
+    from pycumd.inputs.ase import atoms_to_system, system_to_atoms
+    from pycumd.outputs.dump import column_values, stored_frame
+    from pycumd.outputs.trajectory import GSDWriter
+
+    system = ion_system(rng, n=216, units="metal")
+    pot = LennardJones(5.0).pair_coeff(0, 0, epsilon=0.0, sigma=1.0).pair_coeff(1, 1, epsilon=0.0, sigma=1.0)
+    sim = Simulation(system, pot, device="cpu", pair_method="neighbor", skin=1.0,
+                     reporters=[GSDWriter(tmp_path / "t.gsd", every=5)])
+    sim.run(5)
+    sim.close()
+    with gsd_hoomd.open(str(tmp_path / "t.gsd"), "r") as traj:
+        assert np.array_equal(traj[-1].particles.charge, system.charges.astype(np.float32))
+    frame, _ = stored_frame(sim, False)
+    assert np.array_equal(column_values("q", frame, None), system.charges)
+    atoms = system_to_atoms(sim.system(), numbers=[8, 11])
+    assert np.array_equal(atoms.get_initial_charges(), system.charges)
+    assert np.array_equal(atoms_to_system(atoms, type_map={8: 0, 11: 1}).charges, system.charges)
