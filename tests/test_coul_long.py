@@ -200,6 +200,25 @@ def test_forces_are_minus_the_energy_gradient_with_ewald(rng):
     assert worst <= 1e-6 * np.abs(f).max()
 
 
+def test_lj_charmm_switch_is_minus_the_energy_gradient():
+    """CHARMM's switched LJ (lj/charmm/coul/long's short-range part): F = -dE/dr across the inner cutoff,
+    E and F zero at the outer one, the plain LJ inside the inner one; unlike pairs mixed arithmetically."""
+    from pycumd.potentials.lj_charmm import LJCharmm
+    pot = LJCharmm(6.0, 8.0).pair_coeff(0, 0, epsilon=0.15, sigma=3.0).pair_coeff(1, 1, epsilon=0.1, sigma=2.0)
+    assert pot.coefficients(0, 1)["sigma"] == pytest.approx(2.5)
+    r = np.linspace(2.8, 8.0 * (1 - 1e-9), 500)
+    h = 1e-6
+    e, f = pot.energy_and_force(r, 0, 1, n_types=2)
+    ep, _ = pot.energy_and_force(r + h, 0, 1, n_types=2)
+    em, _ = pot.energy_and_force(r - h, 0, 1, n_types=2)
+    assert np.abs(f + (ep - em) / (2 * h)).max() <= 1e-6 * np.abs(f).max()
+    assert abs(e[-1]) < 1e-12 and abs(f[-1]) < 1e-9
+    plain = LennardJones(8.0, mixing="arithmetic").pair_coeff(0, 0, epsilon=0.15, sigma=3.0).pair_coeff(
+        1, 1, epsilon=0.1, sigma=2.0)
+    inside = r < 6.0
+    assert np.allclose(e[inside], plain.energy_and_force(r[inside], 0, 1, n_types=2)[0], rtol=1e-14, atol=0)
+
+
 def test_lammps_polynomial_erfc_difference_is_small(rng):
     """pycumd's exact erfc against LAMMPS' table-0 polynomial on the same pairs: the energy moves by
     less than 1e-5 relative (the difference the LAMMPS comparisons below see in ecoul)."""
@@ -250,6 +269,25 @@ def test_coul_long_step_zero_matches_lammps(rng, tmp_path, kspace):
     rows = run_lammps_script(path=tmp_path / "in.ions", screen=False, device="cpu", precision="double").thermo.rows
     _compare(rows, ref, [("E_long", 1e-10, "E_long"), ("E_coul", 1e-5, "E_coul"), ("PotEng", 5e-7, "PotEng"),
                          ("Press", 5e-7, "Press")] + [(p, 1e-6, "Press") for p in ("Pxx", "Pyy", "Pzz", "Pxy", "Pxz", "Pyz")])
+
+
+@needs_lammps
+@pytest.mark.lammps
+@pytest.mark.parametrize("pair, coeffs", [
+    ("lj/charmm/coul/long 6.0 8.0 9.0", ["1 1 0.15 3.0", "2 2 0.1 2.8 0.05 2.5"]),   # switched LJ, arithmetic mixing
+    ("buck/coul/long 7.0 9.0", ["1 1 20000.0 0.3 100.0", "2 2 15000.0 0.28 80.0 6.0", "1 2 18000.0 0.29 90.0"]),
+    ("born/coul/long 7.0", ["1 1 5.0 0.3 2.0 100.0 50.0", "2 2 4.0 0.3 2.2 80.0 40.0", "1 2 4.5 0.3 2.1 90.0 45.0"]),
+], ids=["lj/charmm/coul/long", "buck/coul/long", "born/coul/long"])
+def test_short_range_parts_match_lammps(rng, tmp_path, pair, coeffs):
+    """The other */coul/long styles at step 0: evdwl (the short-range part, LAMMPS' arguments and mixing)
+    to 1e-10, ecoul to 1e-5, elong to 1e-10, pe and the pressure to 5e-7."""
+    ion_data(tmp_path / "data.ions", rng)
+    script = ion_script(tmp_path / "data.ions", pair, coeffs, "ewald 1e-6")
+    ref = run_lammps(script).thermo
+    (tmp_path / "in.ions").write_text(script)
+    rows = run_lammps_script(path=tmp_path / "in.ions", screen=False, device="cpu", precision="double").thermo.rows
+    _compare(rows, ref, [("E_vdwl", 1e-10, "E_vdwl"), ("E_long", 1e-10, "E_long"), ("E_coul", 1e-5, "E_coul"),
+                         ("PotEng", 5e-7, "PotEng"), ("Press", 5e-7, "Press")])
 
 
 @needs_lammps
@@ -339,7 +377,7 @@ run 20
     (["pair_style coul/long 5.0", "pair_coeff * *", "kspace_style msm 1e-4"], "kspace_style msm is not implemented"),
     (["pair_style coul/long 5.0", "pair_coeff * *", "kspace_style ewald 1e-4", "kspace_modify slab 3.0"],
      "kspace_modify slab is not supported"),
-    (["pair_style lj/charmm/coul/long 8.0 10.0"], "pair_style lj/charmm/coul/long is not implemented"),
+    (["pair_style lj/charmm/coul/charmm 8.0 10.0"], "pair_style lj/charmm/coul/charmm is not implemented"),
     (["pair_style lj/cut/coul/long 5.0 6.0 7.0"], "takes 1 to 2 argument"),
     (["kspace_modify order 5"], "kspace_modify before kspace_style"),
 ])

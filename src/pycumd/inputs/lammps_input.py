@@ -114,6 +114,7 @@ class _Setup:
     kspace_modify: dict = field(default_factory=dict)   # kspace_modify keywords -> values
     pair_cutoff_mode: str = "truncate"
     pair_mixing: str = "geometric"
+    pair_mixing_given: bool = False       # pair_modify mix given (LAMMPS' CHARMM styles mix arithmetically otherwise)
     pair_coeffs: list = field(default_factory=list)
     skin: float | None = None
     neigh: dict = field(default_factory=lambda: {"every": 1, "delay": 0, "check": True})
@@ -529,6 +530,7 @@ class LammpsPlanner:
                 self.setup.pair_cutoff_mode = "shift" if value == "yes" else "truncate"
             elif key == "mix":
                 self.setup.pair_mixing = value
+                self.setup.pair_mixing_given = True
             else:
                 raise ValueError(f"pair_modify {key} is not supported")
         self._dirty = True
@@ -1260,8 +1262,9 @@ class LammpsPlanner:
         s = self.setup
         style, args = s.pair
         try:
+            mixing = s.pair_mixing if s.pair_mixing_given or not style.startswith("lj/charmm") else None
             potential = potential_from_lammps(style, args, s.pair_coeffs, n_types=s.n_types,
-                                              cutoff_mode=s.pair_cutoff_mode, mixing=s.pair_mixing, charges=s.charges,
+                                              cutoff_mode=s.pair_cutoff_mode, mixing=mixing, charges=s.charges,
                                               units=s.units, directory=self.base_dir)
         except ValueError as exc:
             if s.charges_set_per_atom and "charge" in str(exc):

@@ -26,9 +26,10 @@ import math
 
 #: LAMMPS long-range pair style -> (its short-range pair style or None, (fewest, most) pair_style arguments)
 LONG_RANGE_STYLES = {"coul/long": (None, (1, 1)), "lj/cut/coul/long": ("lj/cut", (1, 2)),
-                     "buck/coul/long": ("buck", (1, 2)), "born/coul/long": ("born", (1, 2))}
+                     "buck/coul/long": ("buck", (1, 2)), "born/coul/long": ("born", (1, 2)),
+                     "lj/charmm/coul/long": ("lj/charmm", (2, 3))}
 #: long-range styles LAMMPS has that pycumd does not implement yet
-NOT_IMPLEMENTED_STYLES = ("lj/charmm/coul/long", "lj/charmm/coul/charmm/implicit", "lj/cut/coul/msm", "coul/msm",
+NOT_IMPLEMENTED_STYLES = ("lj/charmm/coul/charmm", "lj/charmm/coul/charmm/implicit", "lj/cut/coul/msm", "coul/msm",
                           "lj/long/coul/long", "lj/cut/tip4p/long", "coul/long/soft", "lj/cut/coul/long/soft",
                           "born/coul/wolf", "lj/charmmfsw/coul/long", "lj/class2/coul/long", "buck/long/coul/long")
 
@@ -129,7 +130,9 @@ def coul_long_from_lammps(style: str, global_args: list, pair_coeffs: list, *, n
     """The :class:`CoulombLong` of ``pair_style STYLE ARGS`` and its ``pair_coeff`` lines (LAMMPS' forms:
     ``coul/long rc`` with ``pair_coeff * *``; ``lj/cut/coul/long rc_lj [rc_coul]`` with ``eps sigma [rc_lj]``;
     ``buck/coul/long rc_buck [rc_coul]`` with ``A rho C [rc_buck]``; ``born/coul/long rc_born [rc_coul]`` with
-    ``A rho sigma C D [rc_born]``).  The k-space solver is attached by the caller (``kspace_style``)."""
+    ``A rho sigma C D [rc_born]``; ``lj/charmm/coul/long inner outer [rc_coul]`` with ``eps sigma [eps14 sigma14]``,
+    mixed arithmetically unless ``mixing`` says otherwise, ``mixing=None``: the style's default).  The k-space
+    solver is attached by the caller (``kspace_style``)."""
     from .lammps_args import numbers, qqrd2e
     from .lammps_styles import potential_from_lammps
 
@@ -142,8 +145,20 @@ def coul_long_from_lammps(style: str, global_args: list, pair_coeffs: list, *, n
                 raise ValueError(f"pair_coeff {i + 1} {j + 1} ({style}) takes no coefficients, got "
                                  f"{' '.join(map(str, values))}")
         return CoulombLong(args[0], None, coulomb_constant=qqrd2e(units), name=style)
+    if base == "lj/charmm":
+        from .lammps_args import check_count
+        from .lj_charmm import LJCharmm
+
+        short = LJCharmm(args[0], args[1], mixing=mixing or "arithmetic")
+        for i, j, values in pair_coeffs:
+            values = numbers(values, f"pair_coeff {i + 1} {j + 1} ({style})")
+            check_count(style, values, 2, 4)
+            if len(values) == 3:
+                raise ValueError(f"pair_coeff {i + 1} {j + 1} ({style}): give eps sigma or eps sigma eps14 sigma14")
+            short.pair_coeff(i, j, **dict(zip(("epsilon", "sigma", "epsilon14", "sigma14"), values)))
+        return CoulombLong(args[2] if len(args) == 3 else args[1], short, coulomb_constant=qqrd2e(units), name=style)
     short = potential_from_lammps(base, [args[0]], pair_coeffs, n_types=n_types, cutoff_mode=cutoff_mode,
-                                  mixing=mixing, units=units, directory=directory)
+                                  mixing=mixing or "geometric", units=units, directory=directory)
     return CoulombLong(args[-1], short, coulomb_constant=qqrd2e(units), name=style)
 
 

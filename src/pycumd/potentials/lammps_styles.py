@@ -25,6 +25,7 @@ coul/long              rc                                          (none)  (per-
 lj/cut/coul/long       rc_lj [rc_coul]                             eps sigma [rc_lj]
 buck/coul/long         rc_buck [rc_coul]                           A rho C [rc_buck]
 born/coul/long         rc_born [rc_coul]                           A rho sigma C D [rc_born]
+lj/charmm/coul/long    inner outer [rc_coul]                       eps sigma [eps14 sigma14]  (mix arithmetic)
 table                  linear|spline N                             FILE KEYWORD [rc]
 lepton                 rc                                          "EXPRESSION[;name=value...]" [rc]
 =====================  ==========================================  =====================================
@@ -61,7 +62,9 @@ def pair_style_class(style: str):
     """The class whose ``lammps_pair_coeff`` reads a ``pair_coeff`` line of ``style`` (a long-range style's:
     its short-range part's, Lennard-Jones for ``coul/long``)."""
     if style in LONG_RANGE_STYLES:
-        style = LONG_RANGE_STYLES[style][0] or "lj/cut"
+        style = LONG_RANGE_STYLES[style][0]
+        if style not in lammps_pair_styles():        # coul/long, lj/charmm: no files, no masses
+            style = "lj/cut"
     return lammps_pair_styles()[style][0]
 
 
