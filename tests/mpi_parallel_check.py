@@ -48,6 +48,13 @@ def lj_input():
     return system, potential, 0.005, {"skin": 0.3}
 
 
+def charged_lj_input():
+    """lj_input with per-atom charges (not read by lj/cut: carried through the migrations)."""
+    system, potential, dt, options = lj_input()
+    system.charges = np.random.default_rng(7).uniform(-1.0, 1.0, system.n_atoms)
+    return system, potential, dt, options
+
+
 def ion_input():
     system, potential, dt = ion_mixture([6, 8], [12, 16], [0.5, 0.5], 250, 7.0e-5, gamma=20.0, seed=3)
     return system, potential, dt, {"pair_method": "all_pairs"}
@@ -80,7 +87,7 @@ def eam_input():
     return system, EAM.funcfl(path), 0.005, {"skin": 1.0}
 
 
-INPUTS = {"lj": lj_input, "ions": ion_input, "small": small_box_input, "eam": eam_input}
+INPUTS = {"lj": lj_input, "lj-charged": charged_lj_input, "ions": ion_input, "small": small_box_input, "eam": eam_input}
 
 
 def owned_forces(sim, comm):
@@ -210,6 +217,8 @@ def main():
         "local_counts": local_counts, "momentum_change": float(np.abs(p1 - p0).max() / scale),
         "migrated": int(migrated), "builds": [int(nl.n_builds), int(ref_sim.neighbors.n_builds)],
         "ids_equal": bool((final.ids == ref_final.ids).all()),
+        "charges_equal": bool(system.charges is None or (np.array_equal(final.charges, system.charges)
+                                                         and np.array_equal(ref_final.charges, system.charges))),
         "bit_identical": bool((final.positions == ref_final.positions).all()
                               and (final.velocities == ref_final.velocities).all()
                               and (final.images == ref_final.images).all()
