@@ -1543,8 +1543,8 @@ def _load_fix_state(fix: tuple, state: dict) -> None:
 #: pair styles whose settings and coefficients LAMMPS does not write to restart files (restartinfo = 0)
 PAIR_STYLES_NOT_IN_RESTART = ("table", "eam", "eam/alloy", "eam/fs")
 #: pair styles whose coefficients pycumd's write_data leaves out (table: LAMMPS writes none; lepton:
-#: its expressions hold spaces, which a data file line cannot)
-PAIR_STYLES_NOT_IN_DATA = ("table", "lepton", "eam", "eam/alloy", "eam/fs")
+#: its expressions hold spaces, which a data file line cannot; coul/long: it has none)
+PAIR_STYLES_NOT_IN_DATA = ("table", "lepton", "eam", "eam/alloy", "eam/fs", "coul/long")
 
 
 @dataclass
