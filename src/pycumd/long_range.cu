@@ -146,3 +146,64 @@ extern "C" __global__ void coul_long_special(
     }
     coul_store(s, i, force, energy, virial, coul_energy, with_energy);
 }
+
+// The weighted 1-4 pairs of dihedral_style charmm (LAMMPS DihedralCharmm::compute; one entry per dihedral of
+// weight w > 0, both ends, no cutoff): w (LJ14 + qqrd2e q_i q_j / r), one thread per atom over its entries;
+// lj14 rows (n_types * n_types, 4): 48 eps14 s14^12, 24 eps14 s14^6, 4 eps14 s14^12, 4 eps14 s14^6.  Their
+// energies are pair energies (LAMMPS tallies them so); the Coulomb part also into coul_energy.
+extern "C" __global__ void charmm_weighted_14(
+    const int* __restrict__ control, const real_t* __restrict__ pos4, const double* __restrict__ charges,
+    const int* __restrict__ types, const long long* __restrict__ ids, const int* __restrict__ row_of,
+    const long long* __restrict__ start, const long long* __restrict__ partners, const double* __restrict__ weights,
+    const double* __restrict__ lj14, int n_types, int n, double Lx, double Ly, double Lz, double invLx,
+    double invLy, double invLz, double qqrd2e, accum_t* __restrict__ force, accum_t* __restrict__ energy,
+    accum_t* __restrict__ virial, double* __restrict__ coul_energy, int with_energy)
+{
+    if (control[0]) return;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const long long a = ids[i];
+    const long long lo = start[a], hi = start[a + 1];
+    if (lo == hi) return;
+    const double xi = (double)pos4[4 * i], yi = (double)pos4[4 * i + 1], zi = (double)pos4[4 * i + 2];
+    const double qi = qqrd2e * charges[i];
+    CoulSums s;
+    coul_sums_zero(s);
+    double ec = 0.0;
+    for (long long q = lo; q < hi; ++q) {
+        const int j = row_of[partners[q]];
+        const double dx = min_image(xi - (double)pos4[4 * j], Lx, invLx);
+        const double dy = min_image(yi - (double)pos4[4 * j + 1], Ly, invLy);
+        const double dz = min_image(zi - (double)pos4[4 * j + 2], Lz, invLz);
+        const double r2inv = 1.0 / (dx * dx + dy * dy + dz * dz);
+        const double r6inv = r2inv * r2inv * r2inv;
+        const double* row = lj14 + 4 * ((size_t)types[i] * n_types + types[j]);
+        const double w = weights[q];
+        const double force_coul = qi * charges[j] * sqrt(r2inv);
+        const double force_lj = r6inv * (row[0] * r6inv - row[1]);
+        const double fr = w * (force_lj + force_coul) * r2inv;
+        const double e_coul = w * force_coul;
+        const double e_lj = w * (r6inv * (row[2] * r6inv - row[3]));
+        s.f[0] += dx * fr;
+        s.f[1] += dy * fr;
+        s.f[2] += dz * fr;
+        if (with_energy) {
+            s.e += e_lj + e_coul;
+            ec += e_coul;
+            s.w[0] += dx * dx * fr;
+            s.w[1] += dy * dy * fr;
+            s.w[2] += dz * dz * fr;
+            s.w[3] += dx * dy * fr;
+            s.w[4] += dx * dz * fr;
+            s.w[5] += dy * dz * fr;
+        }
+    }
+    force[3 * i + 0] += (accum_t)s.f[0];
+    force[3 * i + 1] += (accum_t)s.f[1];
+    force[3 * i + 2] += (accum_t)s.f[2];
+    if (with_energy) {
+        energy[i] += (accum_t)(0.5 * s.e);
+        coul_energy[i] += 0.5 * ec;
+        for (int c = 0; c < 6; ++c) virial[6 * i + c] += (accum_t)(0.5 * s.w[c]);
+    }
+}

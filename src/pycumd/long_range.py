@@ -174,6 +174,70 @@ def special_coulomb_pairs(topology) -> tuple:
     return np.cumsum(start), b, f
 
 
+@numba.njit(parallel=True, cache=True)
+def charmm_weighted_14(positions, charges, types, ids, row_of, start, partners, weights, lj14, n_types, L, invL, qqrd2e,
+                       forces, energy, virial, coul_energy, with_energy):
+    """The weighted 1-4 pairs of ``dihedral_style charmm`` (LAMMPS ``DihedralCharmm::compute``, one per
+    dihedral of weight w > 0, no cutoff): ``w (LJ14 + qqrd2e q_i q_j / r)``, for each atom row over its
+    entries ``partners[start[id]:start[id + 1]]`` (each pair from both atoms; energies halved).  Their
+    energies are pair energies, as LAMMPS tallies them: the Coulomb part also into ``coul_energy``."""
+    for i in numba.prange(ids.shape[0]):
+        a = ids[i]
+        if start[a] == start[a + 1]:
+            continue
+        qi = qqrd2e * charges[i]
+        sums = ZERO_SUMS
+        ec = 0.0
+        for q in range(start[a], start[a + 1]):
+            j = row_of[partners[q]]
+            dx = _image(positions[i, 0] - positions[j, 0], L[0], invL[0])
+            dy = _image(positions[i, 1] - positions[j, 1], L[1], invL[1])
+            dz = _image(positions[i, 2] - positions[j, 2], L[2], invL[2])
+            r2inv = 1.0 / (dx * dx + dy * dy + dz * dz)
+            r6inv = r2inv * r2inv * r2inv
+            row = lj14[types[i] * n_types + types[j]]
+            w = weights[q]
+            force_coul = qi * charges[j] * math.sqrt(r2inv)
+            force_lj = r6inv * (row[0] * r6inv - row[1])
+            fr = w * (force_lj + force_coul) * r2inv
+            e_coul = w * force_coul
+            e_lj = w * (r6inv * (row[2] * r6inv - row[3]))
+            sums = full_pair(dx, dy, dz, fr, e_lj + e_coul, with_energy, sums)
+            ec += e_coul
+        forces[i, 0] += sums[0]
+        forces[i, 1] += sums[1]
+        forces[i, 2] += sums[2]
+        if with_energy:
+            energy[i] += 0.5 * sums[3]
+            coul_energy[i] += 0.5 * ec
+            for c in range(6):
+                virial[i, c] += 0.5 * sums[4 + c]
+
+
+def charmm_14_pairs(topology) -> tuple | None:
+    """``(start, partners, weights)`` of the weighted 1-4 pairs of ``dihedral_style charmm``: for each atom ID
+    ``a``, the end atoms of its dihedrals of weight w > 0 (one entry per dihedral, both ends), by ID; None
+    where there are none."""
+    style = topology.styles.get("dihedral")
+    weights_of = getattr(style, "weights", None)
+    if weights_of is None or not len(topology.terms["dihedral"]):
+        return None
+    weights = weights_of()
+    w = np.array([weights.get(int(t), 0.0) for t in topology.types["dihedral"]])
+    keep = w > 0.0
+    if not keep.any():
+        return None
+    atoms = topology.terms["dihedral"][keep]
+    a = np.concatenate([atoms[:, 0], atoms[:, 3]])
+    b = np.concatenate([atoms[:, 3], atoms[:, 0]])
+    w = np.concatenate([w[keep], w[keep]])
+    order = np.argsort(a, kind="stable")
+    a, b, w = a[order], b[order], w[order]
+    start = np.zeros(len(topology.molecule) + 1, np.int64)
+    np.add.at(start, a + 1, 1)
+    return np.cumsum(start), b.astype(np.int64), w
+
+
 class LongRangeForces(ForceEvaluatorBase):
     """A pair force evaluator with the Ewald-split Coulomb sum of per-atom charges (see the module
     docstring for the passes).
@@ -189,10 +253,13 @@ class LongRangeForces(ForceEvaluatorBase):
     units : UnitSystem
     backend, precision : as chosen by :func:`pycumd.components.build_components`
     topology : Topology or None
-        For the special pairs' corrections (molecular systems).
+        For the special pairs' corrections and the weighted 1-4 pairs of ``dihedral_style charmm``
+        (molecular systems).
+    n_types : int
+        Atom types (the 1-4 LJ table's rows).
     """
 
-    def __init__(self, pair_forces, potential, state, units, backend, precision, topology=None):
+    def __init__(self, pair_forces, potential, state, units, backend, precision, topology=None, n_types: int = 1):
         if potential.kspace is None:
             raise InputError(f"pair_style {potential.name} needs a k-space solver (LAMMPS: 'Pair style requires a "
                              f"KSpace style'): add kspace_style ewald|pppm ACC, or CoulombLong(..., kspace=make_solver(...))")
@@ -223,19 +290,39 @@ class LongRangeForces(ForceEvaluatorBase):
         xp = backend.xp
         self.coul_energy = xp.zeros(state.n_atoms)
         self._elong, self._virial, self._ecoul = 0.0, np.zeros(6), 0.0
-        self.special = None
+        self.special = self.weighted_14 = self.row_of = None
         if topology is not None:
             start, partners, factors = special_coulomb_pairs(topology)
             if len(partners):
                 self.special = {"start": xp.asarray(start), "partners": xp.asarray(partners),
-                                "factors": xp.asarray(factors),
-                                "row_of": xp.full(len(topology.molecule), -1, np.int32 if backend.is_gpu else np.int64)}
+                                "factors": xp.asarray(factors)}
+            self.weighted_14 = self._weighted_14(topology, potential, n_types, xp)
+            if self.special is not None or self.weighted_14 is not None:
+                self.row_of = xp.full(len(topology.molecule), -1, np.int32 if backend.is_gpu else np.int64)
         self._chunks = None
         if backend.is_gpu:
             module = backend.kernel_module("long_range.cu", precision.cuda_defines, options=precision.cuda_options)
             self._pairs = (module.get_function("coul_long_pairs"), module.get_function("coul_long_pairs_energy"))
             self._special_kernel = module.get_function("coul_long_special")
             self._row_map = module.get_function("long_range_row_map")
+            self._weighted_14_kernel = module.get_function("charmm_weighted_14")
+
+    @staticmethod
+    def _weighted_14(topology, potential, n_types, xp):
+        """The weighted 1-4 pairs of dihedral_style charmm (w > 0) with the short-range part's 1-4 LJ table;
+        None without them.  Only lj/charmm/coul/long has the 1-4 coefficients (LAMMPS: 'Dihedral charmm is
+        incompatible with Pair style' otherwise)."""
+        pairs = charmm_14_pairs(topology)
+        if pairs is None:
+            return None
+        lj14_table = getattr(potential.short, "lj14_table", None)
+        if lj14_table is None:
+            raise InputError(f"dihedral_style charmm with a 1-4 weight w > 0 needs pair_style lj/charmm/coul/long "
+                             f"(its eps14 sigma14), not {potential.name} (LAMMPS: 'Dihedral charmm is incompatible "
+                             f"with Pair style')")
+        start, partners, weights = pairs
+        return {"start": xp.asarray(start), "partners": xp.asarray(partners), "weights": xp.asarray(weights),
+                "lj14": xp.asarray(lj14_table(n_types)), "n_types": n_types}
 
     # -- the k-space solver -------------------------------------------------------------------
     def _setup_solver(self, state) -> None:
@@ -300,12 +387,18 @@ class LongRangeForces(ForceEvaluatorBase):
         else:
             coul_long_full(state.positions, state.charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
                            self.g_ewald, rc2, state.forces, state.energy, state.virial, self.coul_energy, with_energy)
+        if self.row_of is not None:
+            self.row_of[state.ids] = np.arange(state.n_atoms)
         if self.special is not None:
             sp = self.special
-            sp["row_of"][state.ids] = np.arange(state.n_atoms)
-            coul_long_special(state.positions, state.charges, state.ids, sp["row_of"], sp["start"], sp["partners"],
+            coul_long_special(state.positions, state.charges, state.ids, self.row_of, sp["start"], sp["partners"],
                               sp["factors"], L, invL, self.qqrd2e, self.g_ewald, rc2, state.forces, state.energy,
                               state.virial, self.coul_energy, with_energy)
+        if self.weighted_14 is not None:
+            w14 = self.weighted_14
+            charmm_weighted_14(state.positions, state.charges, state.types, state.ids, self.row_of, w14["start"],
+                               w14["partners"], w14["weights"], w14["lj14"], w14["n_types"], L, invL, self.qqrd2e,
+                               state.forces, state.energy, state.virial, self.coul_energy, with_energy)
 
     def _compute_gpu(self, state, neighbors, with_energy: bool) -> None:
         n = state.n_atoms
@@ -317,12 +410,20 @@ class LongRangeForces(ForceEvaluatorBase):
                   self.coul_energy)
         self._pairs[bool(with_energy)](grid, (BLOCK,), (self.control, state.positions, state.charges, neighbors.nbr,
                                                         neighbors.nbr_count, np.int32(n), np.int32(n), *common))
+        if self.row_of is not None:
+            self._row_map(grid, (BLOCK,), (state.ids, self.row_of, np.int32(n)))
         if self.special is not None:
             sp = self.special
-            self._row_map(grid, (BLOCK,), (state.ids, sp["row_of"], np.int32(n)))
-            self._special_kernel(grid, (BLOCK,), (self.control, state.positions, state.charges, state.ids, sp["row_of"],
+            self._special_kernel(grid, (BLOCK,), (self.control, state.positions, state.charges, state.ids, self.row_of,
                                                   sp["start"], sp["partners"], sp["factors"], np.int32(n), *common,
                                                   np.int32(with_energy)))
+        if self.weighted_14 is not None:
+            w14 = self.weighted_14
+            self._weighted_14_kernel(grid, (BLOCK,), (
+                self.control, state.positions, state.charges, state.types, state.ids, self.row_of, w14["start"],
+                w14["partners"], w14["weights"], w14["lj14"], np.int32(w14["n_types"]), np.int32(n), *L, *invL,
+                np.float64(self.qqrd2e), state.forces, state.energy, state.virial, self.coul_energy,
+                np.int32(with_energy)))
 
     def image_of(self, state):
         return self.pair.image_of(state)

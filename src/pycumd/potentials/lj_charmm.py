@@ -78,5 +78,18 @@ class LJCharmm(LennardJones):
                                 {"epsilon": b["epsilon14"], "sigma": b["sigma14"]})
         return {**plain, "epsilon14": one_four["epsilon"], "sigma14": one_four["sigma"]}
 
+    def lj14_table(self, n_types: int):
+        """(n_types * n_types, 4) float64: ``48 eps14 sigma14^12, 24 eps14 sigma14^6, 4 eps14 sigma14^12,
+        4 eps14 sigma14^6`` of each type pair (mixed as the other coefficients): the weighted 1-4 pairs of
+        ``dihedral_style charmm`` (LAMMPS' ``lj14_1..4``)."""
+        import numpy as np
+
+        rows = []
+        for ti in range(n_types):
+            for tj in range(n_types):
+                p = self.coefficients(ti, tj)
+                rows.append(LennardJones._columns(self, {"epsilon": p["epsilon14"], "sigma": p["sigma14"]}))
+        return np.array(rows, dtype=np.float64)
+
     def describe(self) -> str:
         return f"{self.name} (switched {self.r_inner:g} to {self.r_cut:g}, mixing {self.mixing})"
