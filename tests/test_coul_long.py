@@ -182,13 +182,13 @@ def test_forces_are_minus_the_energy_gradient_with_ewald(rng):
     """Real space + Ewald k-space (the other helper's solver): central differences of the total energy."""
     system = ion_system(rng, n=125, spacing=3.0)
     pot = CoulombLong(6.0, short=LennardJones(6.0).pair_coeff(0, 0, epsilon=0.1, sigma=2.5)
-                      .pair_coeff(1, 1, epsilon=0.05, sigma=2.2), kspace=make_solver("ewald", 1e-8))
+                      .pair_coeff(1, 1, epsilon=0.05, sigma=2.2), kspace=make_solver("ewald", 1e-6))
     sim = Simulation(system, pot, device="cpu", deterministic=True, skin=0.5)
     sim.setup()
     f = np.asarray(sim.state.forces).copy()
     h = 1e-5
     worst = 0.0
-    for row in rng.choice(system.n_atoms, 6, replace=False):
+    for row in rng.choice(system.n_atoms, 4, replace=False):
         for d in range(3):
             energies = []
             for sign in (1, -1):
@@ -297,7 +297,7 @@ def test_lj_cut_coul_long_nve_matches_lammps(rng, tmp_path):
     ion_data(tmp_path / "data.ions", rng)
     run = "velocity all create 300.0 4928459 loop geom\ntimestep 1.0\nfix 1 all nve\nthermo 10\nrun 50"
     script = ion_script(tmp_path / "data.ions", "lj/cut/coul/long 8.0 9.0",
-                        ["1 1 0.15 3.0", "2 2 0.1 2.8 7.0", "1 2 0.12 2.9"], "ewald 1e-6", run)
+                        ["1 1 0.15 3.0", "2 2 0.1 2.8 7.0", "1 2 0.12 2.9"], "ewald 1e-5", run)
     ref = run_lammps(script).thermo
     (tmp_path / "in.ions").write_text(script)
     rows = run_lammps_script(path=tmp_path / "in.ions", screen=False, device="cpu", precision="double").thermo.rows
