@@ -41,6 +41,12 @@ class Ewald(KSpaceSolver):
             self.g_ewald = self.gewald_requested
         else:
             self.g_ewald = initial_g_ewald(self.accuracy, self.natoms, self.r_cut, self.box_lengths, self.q2)
+        self._setup_box(self.box_lengths)
+
+    def _setup_box(self, box_lengths):
+        """LAMMPS' Ewald::setup: the k-vector cut and coefficients of this box (g_ewald kept)."""
+        self.box_lengths = np.asarray(box_lengths, dtype=np.float64).reshape(3)
+        self.volume = float(np.prod(self.box_lengths))
         kmaxes = [self._kmax_for(L) for L in self.box_lengths]
         self.kxmax, self.kymax, self.kzmax = kmaxes
         self.kmax = max(kmaxes)
@@ -58,7 +64,7 @@ class Ewald(KSpaceSolver):
         for j, (a, b) in enumerate(((0, 0), (1, 1), (2, 2), (0, 1), (0, 2), (1, 2))):
             vg[:, j] = (1.0 if a == b else 0.0) + vterm * k[:, a] * k[:, b]
         self.kvectors = k
-        xp = backend.xp
+        xp = self.backend.xp
         self._k = xp.asarray(k)
         self._ug = xp.asarray(ug)
         self._eg = xp.asarray(2.0 * k * ug[:, None])
@@ -90,6 +96,9 @@ class Ewald(KSpaceSolver):
             if with_energy:
                 self.energy, self.virial = 0.0, np.zeros(6)
             return
+        box = np.asarray(box_lengths, dtype=np.float64).reshape(3)
+        if not np.array_equal(box, self.box_lengths):
+            self._setup_box(box)
         xp = self.backend.xp
         x = positions[:, :3].astype(xp.float64)
         q = charges.astype(xp.float64)

@@ -141,3 +141,76 @@ extern "C" __global__ void fieldforce_ik(const POS_T* __restrict__ pos, const do
     forces[(size_t)i * 3 + 1] += (FORCE_T)(f * ey);
     forces[(size_t)i * 3 + 2] += (FORCE_T)(f * ez);
 }
+
+// (sin x / x)^n, 1 at x = 0 (LAMMPS' powsinxx)
+__device__ __forceinline__ double powsinxx(double x, int n) {
+    if (x == 0.0) return 1.0;
+    const double y = sin(x) / x;
+    double w = 1.0;
+    for (int i = 0; i < n; ++i) w *= y;
+    return w;
+}
+
+__device__ __forceinline__ int periodic_index(int i, int n) { return i - n * ((2 * i) / n); }
+
+// The box-dependent tables of the half spectrum for a new box (a barostat's step), as pppm.py's
+// _setup_box and LAMMPS' compute_gf_ik: green = G/M, energy_weight = w V/(2 M^2) G (w = 2 except on the
+// kx = 0 and Nyquist planes), virial_weight[j] = energy_weight * vg_j (6 consecutive spectra).
+extern "C" __global__ void influence_ik(int nx, int ny, int nz, int nbx, int nby, int nbz,
+                                        double lx, double ly, double lz, double g_ewald,
+                                        const double* __restrict__ gf_b, double inv_m, double energy_scale,
+                                        double* __restrict__ green, double* __restrict__ energy_weight,
+                                        double* __restrict__ virial_weight) {
+    const int nxh = nx / 2 + 1;
+    const long long mh = (long long)nxh * ny * nz;
+    const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= mh) return;
+    const int ix = (int)(t % nxh), iy = (int)((t / nxh) % ny), iz = (int)(t / ((long long)nxh * ny));
+    const double two_pi = 6.283185307179586;
+    const double ukx = two_pi / lx, uky = two_pi / ly, ukz = two_pi / lz;
+    const int kper = periodic_index(ix, nx), lper = periodic_index(iy, ny), mper = periodic_index(iz, nz);
+    const double kx = ukx * kper, ky = uky * lper, kz = ukz * mper;
+    const double sqk = kx * kx + ky * ky + kz * kz;
+    if (sqk == 0.0) {
+        green[t] = 0.0;
+        energy_weight[t] = 0.0;
+        for (int j = 0; j < 6; ++j) virial_weight[j * mh + t] = 0.0;
+        return;
+    }
+    const double sn[3] = {sin(0.5 * kx * lx / nx), sin(0.5 * ky * ly / ny), sin(0.5 * kz * lz / nz)};
+    double den = 1.0;
+    for (int d = 0; d < 3; ++d) {
+        const double s2 = sn[d] * sn[d];
+        double s = 0.0;
+        for (int l = ORDER - 1; l >= 0; --l) s = gf_b[l] + s * s2;
+        den *= s;
+    }
+    den *= den;
+    double sum1 = 0.0;
+    for (int a = -nbx; a <= nbx; ++a) {
+        const double qx = ukx * (kper + nx * a);
+        const double wx = exp(-0.25 * (qx / g_ewald) * (qx / g_ewald)) * powsinxx(0.5 * qx * lx / nx, 2 * ORDER);
+        for (int b = -nby; b <= nby; ++b) {
+            const double qy = uky * (lper + ny * b);
+            const double wy = exp(-0.25 * (qy / g_ewald) * (qy / g_ewald)) * powsinxx(0.5 * qy * ly / ny, 2 * ORDER);
+            for (int c = -nbz; c <= nbz; ++c) {
+                const double qz = ukz * (mper + nz * c);
+                const double wz = exp(-0.25 * (qz / g_ewald) * (qz / g_ewald)) * powsinxx(0.5 * qz * lz / nz, 2 * ORDER);
+                const double dot2 = qx * qx + qy * qy + qz * qz;
+                if (dot2 > 0.0) sum1 += (kx * qx + ky * qy + kz * qz) / dot2 * (wz * wy * wx);
+            }
+        }
+    }
+    const double g = 12.5663706 / sqk * sum1 / den;     // LAMMPS' 4 pi (pppm.py's FOUR_PI_GF)
+    const double w = (ix == 0 || (nx % 2 == 0 && ix == nx / 2)) ? 1.0 : 2.0;
+    const double ew = energy_scale * w * g;
+    green[t] = g * inv_m;
+    energy_weight[t] = ew;
+    const double vterm = -2.0 * (1.0 / sqk + 0.25 / (g_ewald * g_ewald));
+    virial_weight[0 * mh + t] = ew * (1.0 + vterm * kx * kx);
+    virial_weight[1 * mh + t] = ew * (1.0 + vterm * ky * ky);
+    virial_weight[2 * mh + t] = ew * (1.0 + vterm * kz * kz);
+    virial_weight[3 * mh + t] = ew * vterm * kx * ky;
+    virial_weight[4 * mh + t] = ew * vterm * kx * kz;
+    virial_weight[5 * mh + t] = ew * vterm * ky * kz;
+}

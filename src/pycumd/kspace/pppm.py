@@ -104,17 +104,11 @@ class PPPM(KSpaceSolver):
         self.rho_coeff = rho_coefficients(self.order)
         self.gf_b = gf_denominator_coefficients(self.order)
         abs_q = float(np.abs(np.asarray(charges, dtype=np.float64)).sum())
-        self.fixed_point_scale = 2.0 ** math.floor(FIXED_POINT_BITS - math.log2(max(abs_q, 1e-300)))
-        if backend.is_gpu:
-            gpu = precision.accum_dtype == np.float64 and not precision.composite
-            self.grid_dtype = np.float64 if gpu else np.float32
-        else:
-            self.grid_dtype = np.float64
+        self.fixed_point_scale = 2.0 ** math.floor(FIXED_POINT_BITS - math.log2(max(abs_q, 1e-12)))
+        wide = not backend.is_gpu or (precision.accum_dtype == np.float64 and not precision.composite)
+        self.grid_dtype = np.float64 if wide else np.float32
         self._gpu = None
         self._setup_box(self.box_lengths)
-
-    def _h(self, length, n):
-        return length / n
 
     def _ik_error(self, h: float, length: float) -> float:
         """LAMMPS' estimate_ik_error: the RMS force error of grid spacing ``h`` along ``length``."""
@@ -183,18 +177,33 @@ class PPPM(KSpaceSolver):
                 f"  using {prec} precision {'cuFFT' if self.backend.is_gpu else 'NumPy FFT'}"]
 
     # -- box-dependent tables (LAMMPS' PPPM::setup) ----------------------------------------------
-    def _setup_box(self, box_lengths):
-        """Green's function, k-vectors and virial factors of the half spectrum for this box."""
+    def _setup_box(self, box_lengths, on_device=False):
+        """Green's function, k-vectors and virial factors of the half spectrum for this box: on the
+        host (then uploaded), or with ``on_device`` by the ``influence_ik`` kernel into the GPU's
+        arrays (a barostat's new box: no allocation, no host work on the grid)."""
         box = np.asarray(box_lengths, dtype=np.float64).reshape(3)
         self.box_lengths = box
         self.volume = float(np.prod(box))
         nx, ny, nz = self.mesh
+        m = float(nx * ny * nz)
+        nxh = nx // 2 + 1
         self.delinv = np.array([nx, ny, nz], dtype=np.float64) / box
         self.delvolinv = float(np.prod(self.delinv))
         unitk = 2.0 * math.pi / box
         fk = [unitk[d] * _periodic_index(n) for d, n in enumerate(self.mesh)]
+        # the potential gradient: i fk G rho(k) / M, the Nyquist planes left out (module docstring)
+        deriv = []
+        for d, n in enumerate(self.mesh):
+            f = fk[d].copy()
+            if n % 2 == 0:
+                f[n // 2] = 0.0
+            deriv.append(f)
+        self._fk = (deriv[0][:nxh], deriv[1], deriv[2])
+        energy_scale = 0.5 * self.volume / (m * m)
+        if on_device:
+            self._device_tables(energy_scale)
+            return
         green = influence_function_ik(self.mesh, box, self.g_ewald, self.order, self.gf_b)  # (nz, ny, nx)
-        nxh = nx // 2 + 1
         green = green[:, :, :nxh]
         weight = np.full(nxh, 2.0)
         weight[0] = 1.0
@@ -207,20 +216,24 @@ class PPPM(KSpaceSolver):
         nonzero = (sqk > 0).astype(np.float64)
         vg = np.stack([nonzero + vterm * kx * kx, nonzero + vterm * ky * ky, nonzero + vterm * kz * kz,
                        vterm * kx * ky, vterm * kx * kz, vterm * ky * kz])
-        scale = 0.5 * self.volume / float(nx * ny * nz) ** 2
-        self._energy_weight = scale * weight[None, None, :] * green       # (nz, ny, nxh)
-        self._virial_weight = self._energy_weight[None] * vg              # (6, nz, ny, nxh)
-        # the potential gradient: i fk G rho(k) / M, the Nyquist planes left out (module docstring)
-        deriv = []
-        for d, n in enumerate(self.mesh):
-            f = fk[d].copy()
-            if n % 2 == 0:
-                f[n // 2] = 0.0
-            deriv.append(f)
-        self._fk = (deriv[0][:nxh], deriv[1], deriv[2])
-        self._green_scaled = green / float(nx * ny * nz)
+        self._energy_weight = energy_scale * weight[None, None, :] * green   # (nz, ny, nxh)
+        self._virial_weight = self._energy_weight[None] * vg                 # (6, nz, ny, nxh)
+        self._green_scaled = green / m
         if self.backend.is_gpu:
             self._gpu_upload()
+
+    def _device_tables(self, energy_scale):
+        g = self._gpu_arrays
+        nx, ny, nz = self.mesh
+        mh = (nx // 2 + 1) * ny * nz
+        for name, f in zip(("fkx", "fky", "fkz"), self._fk):
+            g[name].set(f)
+        nb = _alias_counts(self.mesh, self.box_lengths, self.g_ewald)
+        self._gpu["influence_ik"](((mh + 255) // 256,), (256,), (
+            np.int32(nx), np.int32(ny), np.int32(nz), np.int32(nb[0]), np.int32(nb[1]), np.int32(nb[2]),
+            np.float64(self.box_lengths[0]), np.float64(self.box_lengths[1]), np.float64(self.box_lengths[2]),
+            np.float64(self.g_ewald), g["gf_b"], np.float64(1.0 / (nx * ny * nz)), np.float64(energy_scale),
+            g["green"], g["energy_weight"], g["virial_weight"]))
 
     # -- compute ----------------------------------------------------------------------------------
     def compute(self, positions, charges, box_lengths, forces, with_energy):
@@ -230,7 +243,8 @@ class PPPM(KSpaceSolver):
             return
         box = np.asarray(box_lengths, dtype=np.float64).reshape(3)
         if not np.array_equal(box, self.box_lengths):
-            self._setup_box(box)      # LAMMPS' PPPM::setup: same grid and g_ewald, new box
+            # LAMMPS' PPPM::setup: the same grid and g_ewald, the tables of the new box
+            self._setup_box(box, on_device=self.backend.is_gpu and self._gpu is not None)
         if self.backend.is_gpu:
             self._compute_gpu(positions, charges, forces, with_energy)
         else:
@@ -258,9 +272,9 @@ class PPPM(KSpaceSolver):
         gradient = np.empty((3, nz, ny, nx))
         # grad phi(k) = i fk phi(k); the unnormalised inverse (LAMMPS' backward FFT) is M * irfftn
         m = float(nx * ny * nz)
-        gradient[0] = np.fft.irfftn(1j * fx[None, None, :] * phi_k, s=(nz, ny, nx)) * m
-        gradient[1] = np.fft.irfftn(1j * fy[None, :, None] * phi_k, s=(nz, ny, nx)) * m
-        gradient[2] = np.fft.irfftn(1j * fz[:, None, None] * phi_k, s=(nz, ny, nx)) * m
+        gradient[0] = np.fft.irfftn(1j * fx[None, None, :] * phi_k, s=(nz, ny, nx), axes=(0, 1, 2)) * m
+        gradient[1] = np.fft.irfftn(1j * fy[None, :, None] * phi_k, s=(nz, ny, nx), axes=(0, 1, 2)) * m
+        gradient[2] = np.fft.irfftn(1j * fz[:, None, None] * phi_k, s=(nz, ny, nx), axes=(0, 1, 2)) * m
         fieldforce_cpu(x, q, self.delinv, shift, shiftone, self.rho_coeff, gradient, self.qqrd2e, forces)
 
     # -- GPU ------------------------------------------------------------------------------------
@@ -273,14 +287,20 @@ class PPPM(KSpaceSolver):
         g["green"] = cp.asarray(self._green_scaled)
         g["fkx"], g["fky"], g["fkz"] = (cp.asarray(f) for f in self._fk)
         g["rho_coeff"] = cp.asarray(self.rho_coeff)
+        g["gf_b"] = cp.asarray(self.gf_b)
 
-    def _gpu_prepare(self, positions, forces):
+    def _gpu_prepare(self, positions, charges, forces):
         """Kernels for these array types, the grids and the cuFFT plans: once (first call)."""
         import cupy as cp
-        from cupyx.scipy.fft import get_fft_plan
+        from cupyx.scipy.fftpack import get_fft_plan
 
         from pycumd.precision import c_type_name
 
+        for name, a in (("positions", positions), ("charges", charges), ("forces", forces)):
+            if not a.flags.c_contiguous:
+                raise ValueError(f"kspace_style pppm: the {name} array must be C-contiguous on the GPU")
+        if charges.dtype != np.float64:
+            raise ValueError(f"kspace_style pppm: charges must be float64, got {charges.dtype}")
         key = (positions.dtype.str, positions.shape[1], forces.dtype.str)
         if self._gpu is not None and self._gpu["key"] == key:
             return self._gpu
@@ -302,6 +322,7 @@ class PPPM(KSpaceSolver):
                      "fixed_to_density": module.get_function("fixed_to_density"),
                      "poisson_ik": module.get_function("poisson_ik"),
                      "fieldforce_ik": module.get_function("fieldforce_ik"),
+                     "influence_ik": module.get_function("influence_ik"),
                      "fixed": fixed, "density": density, "rho_k": rho_k, "field_k": field_k,
                      "field": field, "plan_r2c": plan_r2c, "plan_c2r": plan_c2r}
         return self._gpu
@@ -310,14 +331,14 @@ class PPPM(KSpaceSolver):
         import cupy as cp
         from cupy.cuda import cufft
 
-        st = self._gpu_prepare(positions, forces)
+        st = self._gpu_prepare(positions, charges, forces)
         arrays = self._gpu_arrays
         n = positions.shape[0]
         nx, ny, nz = self.mesh
         nxh = nx // 2 + 1
         shift, shiftone = _shifts(self.order)
         threads = 128
-        atom_blocks = ((n + threads - 1) // threads,)
+        atom_blocks = (max((n + threads - 1) // threads, 1),)
         st["fixed"].fill(0)
         st["make_rho"](atom_blocks, (threads,), (
             positions, charges, np.int32(n), np.int32(nx), np.int32(ny), np.int32(nz),
@@ -410,6 +431,12 @@ def _powsinxx(x, n):
     return y ** n
 
 
+def _alias_counts(mesh, box_lengths, g_ewald):
+    """LAMMPS' nbx, nby, nbz: the aliases |m| <= nb of the influence function's sums."""
+    return [int((g_ewald * box_lengths[d] / (math.pi * mesh[d])) * (-math.log(EPS_HOC)) ** 0.25)
+            for d in range(3)]
+
+
 def influence_function_ik(mesh, box_lengths, g_ewald, order, gf_b) -> np.ndarray:
     """The optimal influence function G(k) of ik-differentiated PPPM, shape (nz, ny, nx), as LAMMPS'
     compute_gf_ik: ``4 pi / k^2 * sum_m (k.k_m / k_m^2) U(k_m)^2 exp(-k_m^2 / 4 g^2) / denominator``
@@ -418,7 +445,7 @@ def influence_function_ik(mesh, box_lengths, g_ewald, order, gf_b) -> np.ndarray
     box = np.asarray(box_lengths, dtype=np.float64)
     unitk = 2.0 * math.pi / box
     per = [_periodic_index(n) for n in mesh]
-    nb = [int((g_ewald * box[d] / (math.pi * mesh[d])) * (-math.log(EPS_HOC)) ** 0.25) for d in range(3)]
+    nb = _alias_counts(mesh, box, g_ewald)
     sn = [np.sin(0.5 * unitk[d] * per[d] * box[d] / mesh[d]) ** 2 for d in range(3)]
     den = []
     for d in range(3):
