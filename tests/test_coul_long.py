@@ -38,7 +38,7 @@ class FixedG(KSpaceSolver):
     name = "fixed"
     energy_value, virial_value = 1.5, np.array([1.0, 2.0, 3.0, 0.5, -0.5, 0.25])
 
-    def setup(self, box_lengths, charges, r_cut_coul, qqrd2e, backend, precision, units_name):
+    def setup(self, box_lengths, charges, r_cut_coul, qqrd2e, backend, precision, units_name, **keywords):
         self.g_ewald = self.gewald_requested
 
     def compute(self, positions, charges, box_lengths, forces, with_energy):

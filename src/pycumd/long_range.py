@@ -285,7 +285,6 @@ class LongRangeForces(ForceEvaluatorBase):
             raise InputError(f"pair_style {potential.name}: no Coulomb constant for units {units.name}")
         self.r_cut_coul = potential.r_cut_coul
         self.units_name = units.name
-        self._box = None
         self._setup_solver(state)
         xp = backend.xp
         self.coul_energy = xp.zeros(state.n_atoms)
@@ -326,15 +325,16 @@ class LongRangeForces(ForceEvaluatorBase):
 
     # -- the k-space solver -------------------------------------------------------------------
     def _setup_solver(self, state) -> None:
-        """Set the solver up for the state's box and charges (again when the box has changed: a barostat)."""
+        """Set the solver up for the state's box and charges (once: a new box, a barostat's, is the solver's
+        to follow inside its ``compute``, as LAMMPS' ``KSpace::setup`` keeps g_ewald and the grid); LAMMPS'
+        table size of the real-space Coulomb (``pair_modify table``) for its error estimate."""
         box = tuple(float(x) for x in state.box_lengths)
         charges = np.asarray(self.backend.to_host(state.charges), dtype=np.float64)
         self.solver.setup(np.asarray(box), charges, self.r_cut_coul, self.qqrd2e, self.backend, self.precision,
-                          self.units_name)
+                          self.units_name, table_bits=self.potential.table_bits)
         self.g_ewald = float(self.solver.g_ewald)
         if not self.g_ewald > 0:
             raise InputError(f"kspace_style {self.solver.name}: g_ewald is {self.g_ewald} after its set-up")
-        self._box = box
 
     # -- the contract ---------------------------------------------------------------------------
     @property
@@ -347,8 +347,6 @@ class LongRangeForces(ForceEvaluatorBase):
         self.pair.control = array
 
     def compute(self, state, neighbors, with_energy: bool, **options) -> None:
-        if tuple(float(x) for x in state.box_lengths) != self._box:
-            self._setup_solver(state)
         self.pair.compute(state, neighbors, with_energy, **options)
         if self.coul_energy.shape[0] != state.n_atoms:
             self.coul_energy = self.backend.xp.zeros(state.n_atoms)

@@ -114,7 +114,8 @@ class _Setup:
     kspace_modify: dict = field(default_factory=dict)   # kspace_modify keywords -> values
     pair_cutoff_mode: str = "truncate"
     pair_mixing: str = "geometric"
-    pair_mixing_given: bool = False       # pair_modify mix given (LAMMPS' CHARMM styles mix arithmetically otherwise)
+    pair_mixing_given: bool = False
+    pair_table: int = 12                  # pair_modify table N (LAMMPS' Coulomb table; the solvers' error estimate)       # pair_modify mix given (LAMMPS' CHARMM styles mix arithmetically otherwise)
     pair_coeffs: list = field(default_factory=list)
     skin: float | None = None
     neigh: dict = field(default_factory=lambda: {"every": 1, "delay": 0, "check": True})
@@ -522,6 +523,7 @@ class LammpsPlanner:
                 # polynomial erfc); pycumd evaluates erfc exactly either way (docs/charged-systems.md)
                 if int(value) < 0:
                     raise ValueError(f"pair_modify table {value}: must be >= 0")
+                self.setup.pair_table = int(value)
                 continue
             if key == "tail":
                 if _yes_no(value, "pair_modify tail"):
@@ -1283,6 +1285,7 @@ class LammpsPlanner:
             from ..kspace.base import make_solver
 
             potential.kspace = make_solver(s.kspace[0], s.kspace[1], **s.kspace_modify)
+            potential.table_bits = s.pair_table
         return potential
 
     # -- restarts and data files ------------------------------------------------------------------

@@ -80,6 +80,9 @@ class CoulombLong:
         self.coulomb_constant = None if coulomb_constant is None else float(coulomb_constant)
         self.name = name or ("coul/long" if short is None else f"{short.name}/coul/long")
         self.cutoff = "truncate" if short is None else short.cutoff
+        #: LAMMPS' ``pair_modify table N`` (its real-space Coulomb table of 2^N points; 0: none): pycumd's
+        #: erfc is exact either way, the solver's error estimate and its printed lines take it as LAMMPS does
+        self.table_bits = 12
         self._zero = {}
 
     def max_cutoff(self, n_types: int) -> float:
