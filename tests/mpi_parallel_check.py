@@ -48,6 +48,13 @@ def lj_input():
     return system, potential, 0.005, {"skin": 0.3}
 
 
+def charged_lj_input():
+    """lj_input with per-atom charges (not read by lj/cut: carried through the migrations)."""
+    system, potential, dt, options = lj_input()
+    system.charges = np.random.default_rng(7).uniform(-1.0, 1.0, system.n_atoms)
+    return system, potential, dt, options
+
+
 def ion_input():
     system, potential, dt = ion_mixture([6, 8], [12, 16], [0.5, 0.5], 250, 7.0e-5, gamma=20.0, seed=3)
     return system, potential, dt, {"pair_method": "all_pairs"}
@@ -80,7 +87,7 @@ def eam_input():
     return system, EAM.funcfl(path), 0.005, {"skin": 1.0}
 
 
-INPUTS = {"lj": lj_input, "ions": ion_input, "small": small_box_input, "eam": eam_input}
+INPUTS = {"lj": lj_input, "lj-charged": charged_lj_input, "ions": ion_input, "small": small_box_input, "eam": eam_input}
 
 
 def owned_forces(sim, comm):
@@ -224,6 +231,8 @@ def main():
         "box_change": float(np.abs(np.asarray(final.box.L) / np.asarray(system.box.L) - 1.0).max()),
         "step_graph": type(sim.step_graph).__name__ if sim.step_graph is not None else None,
         "reference_step_graph": type(ref_sim.step_graph).__name__ if ref_sim.step_graph is not None else None,
+        "charges_equal": bool(system.charges is None or (np.array_equal(final.charges, system.charges)
+                                                         and np.array_equal(ref_final.charges, system.charges))),
         "bit_identical": bool((final.positions == ref_final.positions).all()
                               and (final.velocities == ref_final.velocities).all()
                               and (final.images == ref_final.images).all()

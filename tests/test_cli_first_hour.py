@@ -498,9 +498,9 @@ def test_a_script_on_standard_input_is_run(tmp_path, how):
 
 
 def test_errors_in_a_script_on_standard_input_name_it(tmp_path):
-    proc = _pycumd("run", "--device", "cpu", cwd=tmp_path, input=SMALL.replace("run 20", "kspace_style pppm 1e-4"))
+    proc = _pycumd("run", "--device", "cpu", cwd=tmp_path, input=SMALL.replace("run 20", "dielectric 2.0"))
     assert proc.returncode == 2
-    assert "<stdin>:14: unsupported command 'kspace_style'" in proc.stderr
+    assert "<stdin>:14: unsupported command 'dielectric'" in proc.stderr
 
 
 def test_an_empty_script_or_one_without_a_run_is_an_error(tmp_path, capsys):

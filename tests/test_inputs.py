@@ -146,11 +146,11 @@ def test_toml_errors_name_the_key(edit, message):
 
 def test_cli_reports_errors_and_keeps_output(tmp_path):
     bad = tmp_path / "in.bad"
-    bad.write_text(SMALL.replace("thermo 10", "thermo 10\nkspace_style pppm 1e-4"))
+    bad.write_text(SMALL.replace("thermo 10", "thermo 10\ndielectric 2.0"))
     proc = subprocess.run([sys.executable, "-m", "pycumd.cli", "run", str(bad), "--device", "cpu"],
                           capture_output=True, text=True)
     assert proc.returncode == 2
-    assert "in.bad:14: unsupported command 'kspace_style'" in proc.stderr
+    assert "in.bad:14: unsupported command 'dielectric'" in proc.stderr
     proc = subprocess.run([sys.executable, "-m", "pycumd.cli", "run", "--device", "cuda"],
                           capture_output=True, text=True)
     if proc.returncode != 0:

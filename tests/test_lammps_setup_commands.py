@@ -150,11 +150,20 @@ run 0
     plan_from_lammps_script(text=text.replace("run 0", "set type 2 charge -0.4\nrun 0"), screen=False)
 
 
-def test_set_charge_of_part_of_a_type_is_refused():
+def test_set_charge_of_part_of_a_type_is_per_atom():
+    """``set region`` gives the atoms inside it their charge (per atom, as LAMMPS); a per-type Coulomb style
+    after it stops, naming the set command (a */coul/long style reads the per-atom charges)."""
     text = LATTICE.replace("units lj", "units lj\natom_style charge") + "region r block 0 1 0 1 0 1\n" \
         "set region r charge 1.0\n"
-    with pytest.raises(LammpsScriptError, match="charges per atom type"):
-        plan_from_lammps_script(text=text, screen=False)
+    system = plan_from_lammps_script(text=text + "pair_style lj/cut 2.5\npair_coeff * * 1.0 1.0\nrun 0\n",
+                                     screen=False).stages[0].system
+    a = (4 / 0.8442) ** (1 / 3)                     # region units lattice
+    inside = ((system.positions >= 0) & (system.positions <= a)).all(axis=1)
+    assert 0 < inside.sum() < system.n_atoms
+    assert set(system.charges[inside]) == {1.0} and set(system.charges[~inside]) == {0.0}
+    coulomb = text + "pair_style coul/debye 1.5 2.5\npair_coeff * *\nrun 0\n"
+    with pytest.raises(LammpsScriptError, match="'set region r charge 1' gave part of a type another charge"):
+        plan_from_lammps_script(text=coulomb, screen=False)
 
 
 @needs_lammps

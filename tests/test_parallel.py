@@ -131,6 +131,16 @@ def _assert_matches_one_rank(r, precision="double", conserves_momentum=True):
 
 
 @needs_mpi
+@pytest.mark.ci_only
+def test_per_atom_charges_migrate_with_their_atoms():
+    """Per-atom charges (a charged LJ system; lj/cut does not read them) travel with the migrating atoms:
+    after 100 steps over 2 ranks every atom has its own charge, and the run matches one rank."""
+    r = _result(2, "lj-charged")
+    _assert_matches_one_rank(r)
+    assert r["migrated"] > 0 and r["charges_equal"], r
+
+
+@needs_mpi
 @pytest.mark.parametrize("ranks", [2, pytest.param(3, marks=pytest.mark.ci_only), pytest.param(4, marks=pytest.mark.ci_only)])
 def test_spatial_domains_match_one_rank(ranks):
     r = _result(ranks, "lj")

@@ -64,12 +64,16 @@ class Bookkeeping:
         return kinetic_energy(s.values("velocities", b), s.values("per_atom_mass", b), self.units)
 
     def potential_energy(self) -> float:
-        """Total pair energy (energy units); per-atom energies must be current."""
-        return float(self.c.state.values("energy", self.c.backend).sum())
+        """Total potential energy (energy units): the per-atom energies' sum and the energy that belongs to
+        no atom (a k-space solver's, :meth:`~pycumd.contracts.ForceEvaluator.global_energy_virial`);
+        per-atom energies must be current."""
+        return float(self.c.state.values("energy", self.c.backend).sum()) + float(self.c.forces.global_energy_virial()[0])
 
     def virial_trace(self) -> float:
-        """Sum over pairs of r_ij . f_ij (energy units); per-atom virials must be current."""
-        return float(self.c.state.values("virial", self.c.backend)[:, :3].sum())
+        """Sum over pairs of r_ij . f_ij (energy units), with a k-space solver's virial; per-atom virials
+        must be current."""
+        return (float(self.c.state.values("virial", self.c.backend)[:, :3].sum())
+                + float(np.sum(self.c.forces.global_energy_virial()[1][:3])))
 
     def virial_diagonal(self) -> np.ndarray:
         """``sum_i W_i`` xx, yy, zz (energy units; per-atom virials must be current), (3,) float64."""

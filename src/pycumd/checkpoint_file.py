@@ -106,4 +106,5 @@ def system_from_checkpoint(checkpoint: Checkpoint) -> System:
     box = Box(np.asarray(meta["box_lengths"]), np.asarray(meta["box_origin"]))
     return System(box, positions[by_id], meta["masses"], get_units(meta["units"]), types=arrays["types"][by_id],
                   velocities=velocities[by_id], images=arrays["images"][by_id], ids=arrays["ids"][by_id],
-                  topology=topology_from_checkpoint(meta.get("topology"), arrays))
+                  topology=topology_from_checkpoint(meta.get("topology"), arrays),
+                  charges=arrays["charges"][by_id] if "charges" in arrays else None)

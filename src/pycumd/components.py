@@ -161,11 +161,21 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                                                   engine.threads)
     precision = get_precision(engine.precision, backend.name, engine.deterministic)
     integrator.bind(backend, precision, system.units)
+    long_range = getattr(potential, "long_range", False)      # */coul/long + a k-space solver
+    if long_range and decomposed:
+        raise NotImplementedError(f"kspace over MPI ranks is not implemented yet (pair_style {potential.name}); "
+                                  f"run on one rank")
     skin = neighbor.resolved_skin(system.units.name)
     r_cut = potential.max_cutoff(system.n_types)
     pair_method = choose_pair_method(engine.pair_method, r_cut, skin, system.box.L)
     if potential.many_body:
         pair_method = _many_body_pair_method(engine.pair_method, potential, r_cut, skin, system.box.L)
+    if long_range and engine.pair_method == "auto" and min(system.box.L) >= 2.0 * (r_cut + skin):
+        pair_method = "neighbor"         # the Coulomb pass and the special pairs run over the list
+    if long_range and pair_method == "all_pairs":
+        raise NotImplementedError(f"pair_style {potential.name} needs the neighbour list, and this run computes all "
+                                  f"pairs (a box shorter than 2 (r_cut + skin) = {2.0 * (r_cut + skin):g} along an edge, or "
+                                  f"pair_method='all_pairs'); use a larger box, a shorter cutoff or a smaller skin")
     if precision.composite:
         _check_composite_supported(pair_method, integrator.thermostat)
     if pair_method == "all_pairs":
@@ -196,7 +206,8 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                             parts.decomposition, cpu_threads))
     neighbors.check_box(system.box.L)
     state = State.from_system(system, backend, precision)
-    forces = forces_class(potential, system.n_types, backend, precision)
+    pair_potential = potential.short_range(system.n_types) if long_range else potential
+    forces = forces_class(pair_potential, system.n_types, backend, precision)
     if topology is not None or neighbor.exclude:
         if topology is None:
             from .molecular.topology import empty_topology
@@ -205,7 +216,11 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                  "bond, angle, molecular or full)")
             topology = empty_topology(system.ids)
         forces = _molecular_forces(forces, topology, backend, precision, pair_method, system.n_types,
-                                   tuple(neighbor.exclude))
+                                   tuple(neighbor.exclude), weighted_14=long_range)
+    if long_range:             # outermost: its Coulomb pass reads the list the molecular exclusions filtered
+        from .long_range import LongRangeForces
+
+        forces = LongRangeForces(forces, potential, state, system.units, backend, precision, topology, system.n_types)
     return with_step_control(Components(backend, precision, state, integrator, neighbors, forces, pair_method, comm,
                                         None, cpu_threads))
 
@@ -236,7 +251,8 @@ def _many_body_pair_method(pair_method: str, potential, r_cut: float, skin: floa
     return "neighbor"
 
 
-def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_types: int, exclude=()):
+def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_types: int, exclude=(),
+                      weighted_14: bool = False):
     """The pair evaluator with the molecular terms (:class:`pycumd.molecular.bonded.MolecularForces`);
     the all-pairs kernel has no list to exclude special pairs from."""
     from .molecular.bonded import MolecularForces
@@ -245,7 +261,7 @@ def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_
         raise NotImplementedError("special pairs (special_bonds factors other than 1) need the neighbour list, and this run "
                                   "computes all pairs (a box shorter than about 3 (r_cut + skin) along an edge, "
                                   "or pair_method='all_pairs'); use a larger box")
-    return MolecularForces(forces, topology, backend, precision, n_types, exclude)
+    return MolecularForces(forces, topology, backend, precision, n_types, exclude, weighted_14)
 
 
 def _check_composite_supported(pair_method: str, thermostat) -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol, runtime_checkable
 
+import numpy as np
+
 #: int32 entries of the step-control array of the GPU kernels (control_layout.cuh's layout: the freeze
 #: flag, the steps a captured block completed, the build statistics, the device loop's counters)
 STEP_CONTROL_SIZE = 32
@@ -172,6 +174,16 @@ class ForceEvaluator(Protocol):
         """``{"bond", "angle", "dihedral", "improper": energy}`` of the last evaluation with energies
         (energy units, whole system); empty without molecular terms."""
 
+    def global_energy_virial(self) -> tuple:
+        """``(energy, virial)`` of the last evaluation with energies that belong to no atom (a k-space
+        solver's: energy units, and the (6,) float64 virial xx, yy, zz, xy, xz, yz); ``(0.0, zeros(6))``
+        where there is none.  Thermo adds them to the per-atom sums (potential energy, pressure)."""
+
+    def coulomb_energies(self) -> dict:
+        """``{"ecoul": real-space Coulomb energy, "elong": k-space energy}`` (energy units, whole system)
+        of the last evaluation with energies, for evaluators that keep the Coulomb parts apart (LAMMPS'
+        thermo keywords ecoul and elong); empty otherwise."""
+
 
 class ForceEvaluatorBase:
     """Every member of :class:`ForceEvaluator`; not capturable, no fixed-point image."""
@@ -188,6 +200,12 @@ class ForceEvaluatorBase:
         raise NotImplementedError(f"{type(self).__name__} reads no fixed-point image")
 
     def bonded_energies(self) -> dict:
+        return {}
+
+    def global_energy_virial(self) -> tuple:
+        return 0.0, np.zeros(6)
+
+    def coulomb_energies(self) -> dict:
         return {}
 
 

@@ -164,7 +164,8 @@ class Simulation:
                       types=b.to_host(s.types)[by_id],
                       velocities=s.host_values("velocities", b)[by_id],
                       images=b.to_host(s.images)[by_id], ids=b.to_host(s.ids)[by_id],
-                      topology=None if self._topology is None else self._topology.copy())
+                      topology=None if self._topology is None else self._topology.copy(),
+                      charges=None if s.charges is None else b.to_host(s.charges)[by_id])
 
     @property
     def topology(self):
@@ -437,9 +438,12 @@ class Simulation:
         holds float32 values exactly), images, types and ids, gathered in id order on the host."""
         if self.decomposition is not None:
             gathered = self.decomposition.gather_arrays(self.state, self.backend)
-            return {name: gathered[name] for name in ("positions", "velocities", "types", "images", "ids")}
+            return {name: gathered[name] for name in ("positions", "velocities", "types", "images", "ids", "charges")
+                    if name in gathered}
         s = self.state
         names = ("positions", "velocities", "per_atom_mass", "types", "images", "ids") + self._STEP_ARRAYS
+        if s.charges is not None:
+            names += ("charges",)
         if self.book.energy_is_current():
             names += ("energy", "virial")
         arrays = {name: getattr(s, name) for name in names}

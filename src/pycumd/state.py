@@ -43,6 +43,9 @@ class State:
         are per type, as LAMMPS' ``mass``), of which ``per_atom_mass`` is ``mass_of_type[types]``.
         The fused half-step kernel reads an atom's mass by the type in its position row's w (4 or 8
         bytes per atom per step fewer than ``per_atom_mass``; the same values, the same bits).
+    charges : array, (N,) float64, or None
+        Per-atom charges (charge units; ``System.charges``), moving with their particles; None for a
+        system without them.
     """
 
     positions: object
@@ -59,10 +62,13 @@ class State:
     step: int = 0
     lo: dict | None = None
     mass_of_type: object = None
+    charges: object = None
 
     def per_atom_arrays(self) -> tuple:
         """The arrays that move with a particle when particles are reordered."""
         arrays = (self.positions, self.velocities, self.per_atom_mass, self.types, self.images, self.ids)
+        if self.charges is not None:
+            arrays += (self.charges,)
         if self.lo is not None:
             arrays += tuple(self.lo[name] for name in ("positions", "velocities", "per_atom_mass"))
         return arrays
@@ -85,7 +91,7 @@ class State:
         """Bytes held by each array of the state, by name (composite low parts as ``lo.<name>``)."""
         out = {}
         for name in ("positions", "velocities", "forces", "per_atom_mass", "types", "images", "ids",
-                     "positions_at_build", "energy", "virial", "mass_of_type"):
+                     "positions_at_build", "energy", "virial", "mass_of_type", "charges"):
             array = getattr(self, name)
             if array is not None:
                 out[name] = int(array.nbytes)
@@ -143,6 +149,7 @@ class State:
             lo=lo,
             mass_of_type=(xp.asarray(np.asarray(system.masses, dtype=real))
                           if backend.is_gpu and not precision.composite else None),
+            charges=None if system.charges is None else xp.array(system.charges, dtype=np.float64),
         )
 
     def host_values(self, name: str, backend) -> np.ndarray:

@@ -47,6 +47,11 @@ class System:
     topology : Topology or None
         Molecules, bonds, angles, dihedrals, impropers, their styles and the special pairs
         (:class:`pycumd.molecular.topology.Topology`, in atom ids); None for atoms without topology.
+    charges : ndarray, shape (N,), float64, or None
+        Per-atom charges (charge units: e in real and metal, reduced in lj), LAMMPS' ``q`` of atom
+        styles charge and full, kept with each particle; None for a system without charges.  The
+        long-range Coulomb pair styles (``*/coul/long``) read them; the cut-off Coulomb styles
+        (``lj/cut/coul/cut``, ``coul/debye``, ...) take charges per type instead.
     """
 
     box: Box
@@ -58,6 +63,7 @@ class System:
     images: np.ndarray | None = None
     ids: np.ndarray | None = None
     topology: object = None
+    charges: np.ndarray | None = None
 
     def __post_init__(self):
         self.units = get_units(self.units)
@@ -72,6 +78,8 @@ class System:
                        else np.asarray(self.images, dtype=np.int32).copy())
         self.ids = (np.arange(1, n + 1, dtype=np.int64) if self.ids is None
                     else np.asarray(self.ids, dtype=np.int64).copy())
+        if self.charges is not None:
+            self.charges = np.array(self.charges, dtype=np.float64).reshape(-1)
         self.validate()
         self.positions = self.box.wrap(self.positions, self.images)
 
@@ -97,6 +105,13 @@ class System:
                 raise InputError(f"{name} has shape {arr.shape}, expected ({n}, 3)")
         if self.types.shape != (n,) or self.ids.shape != (n,):
             raise InputError(f"types and ids must have shape ({n},)")
+        if self.charges is not None:
+            if self.charges.shape != (n,):
+                raise InputError(f"charges has shape {self.charges.shape}, expected ({n},)")
+            bad = ~np.isfinite(self.charges)
+            if bad.any():
+                i = int(np.argmax(bad))
+                raise InputError(f"charge of atom {self.ids[i]} (index {i}) is not finite: {self.charges[i]}")
         for name in ("positions", "velocities"):
             arr = getattr(self, name)
             bad = ~np.isfinite(arr).all(axis=1)
@@ -121,7 +136,8 @@ class System:
     def copy(self) -> "System":
         return System(self.box, self.positions, self.masses, self.units, self.types,
                       self.velocities, self.images, self.ids,
-                      None if self.topology is None else self.topology.copy())
+                      None if self.topology is None else self.topology.copy(),
+                      None if self.charges is None else self.charges.copy())
 
     @property
     def molecules(self) -> np.ndarray:
@@ -137,7 +153,8 @@ class System:
         if self.topology is not None and self.topology.has_terms():
             raise InputError("selecting a sphere of a system with bonds is not supported (the bonds would be cut)")
         return System(self.box, self.positions[keep], self.masses, self.units, self.types[keep],
-                      self.velocities[keep], self.images[keep], np.arange(1, keep.sum() + 1))
+                      self.velocities[keep], self.images[keep], np.arange(1, keep.sum() + 1),
+                      charges=None if self.charges is None else self.charges[keep])
 
     def unwrapped_positions(self) -> np.ndarray:
         return self.positions + self.images * self.box.L

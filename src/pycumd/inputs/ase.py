@@ -81,7 +81,8 @@ def check_cell(atoms) -> np.ndarray:
 
 
 def atoms_to_system(atoms, type_map=None) -> System:
-    """An ``ase.Atoms`` as a pycumd :class:`System` in ``metal`` units (ids 1..N in ``atoms`` order).
+    """An ``ase.Atoms`` as a pycumd :class:`System` in ``metal`` units (ids 1..N in ``atoms`` order);
+    ASE's initial charges, where set, become the per-atom charges (e).
 
     Masses are per type (amu; all atoms of a type must have the same mass); velocities are
     converted from ASE's time unit to Angstrom/ps.
@@ -99,8 +100,11 @@ def atoms_to_system(atoms, type_map=None) -> System:
         if len(m):
             masses[t] = m[0]
     velocities = atoms.get_velocities() * _ps()
+    charges = None
+    if atoms.has("initial_charges"):                 # ASE's per-atom charges (e), the */coul/long styles' q
+        charges = np.asarray(atoms.get_initial_charges(), dtype=np.float64)
     return System(Box(lengths), np.asarray(atoms.positions, dtype=np.float64), masses, "metal",
-                  types=types, velocities=velocities)
+                  types=types, velocities=velocities, charges=charges)
 
 
 def system_to_atoms(system: System, numbers=None):
@@ -119,6 +123,8 @@ def system_to_atoms(system: System, numbers=None):
     atoms = ase.Atoms(numbers=[numbers[t] for t in types], positions=system.unwrapped_positions()[order],
                       cell=np.diag(system.box.L), pbc=True, masses=system.masses[types])
     atoms.set_velocities(system.velocities[order] / _ps())
+    if system.charges is not None:
+        atoms.set_initial_charges(system.charges[order])
     return atoms
 
 

@@ -60,8 +60,9 @@ def read_lammps_data(path, atom_style: str = "atomic", per_type_charges: bool = 
     ``PairIJ Coeffs`` sections, in file order.  Molecular atom styles (bond, angle, molecular, full)
     add ``molecules`` (N,) int64, ``terms`` {kind: (n, k) atom IDs}, ``term_types`` {kind: (n,) 0-based},
     ``n_term_types`` {kind: count} and ``term_coeffs`` {kind: [(type0, words, line)]} (the Coeffs
-    sections).  ``per_type_charges=False`` (atom style full) skips the per-type charge check and
-    returns ``atom_charges`` (N,) instead.
+    sections).  ``per_type_charges=False`` skips the per-type charge check (``charges`` then holds the
+    types whose atoms all carry one charge) and, for atom styles charge and full, adds ``atom_charges``
+    (N,) float64 in the Atoms section's order.
 
     Atoms given outside the periodic box are put back into it with their image flags counted, as
     LAMMPS' ``read_data`` does (``Domain::remap``): positions in ``[lo, hi)``.
@@ -154,9 +155,11 @@ def read_lammps_data(path, atom_style: str = "atomic", per_type_charges: bool = 
         for line_no, words in sections["Velocities"]:
             vel[index[int(words[0])]] = [float(w) for w in words[1:4]]
     charges = {}
-    if atom_style in ("charge", "full") and per_type_charges:
+    if atom_style in ("charge", "full"):
         for t in range(n_types):
             qt = np.unique(q[types == t])
+            if len(qt) > 1 and not per_type_charges:
+                continue
             if len(qt) > 1:
                 raise DataFileError(f"{path}: atoms of type {t + 1} carry different charges {qt[:4].tolist()}; "
                                     "pycumd takes charges per type")
@@ -164,7 +167,7 @@ def read_lammps_data(path, atom_style: str = "atomic", per_type_charges: bool = 
                 charges[t] = float(qt[0])
     out = {"box": Box(hi - lo, lo), "n_types": n_types, "masses": masses, "ids": ids, "types": types,
            "positions": pos, "images": img, "velocities": vel, "charges": charges, "pair_coeffs": pair_coeffs}
-    if not per_type_charges:
+    if not per_type_charges and atom_style in ("charge", "full"):
         out["atom_charges"] = q
     if atom_style in STYLE_KINDS:
         out.update(_topology_sections(path, header, sections, atom_style, molecules))

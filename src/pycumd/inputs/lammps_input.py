@@ -72,8 +72,7 @@ from ..minimize import MIN_STYLES, MinimizeSettings
 from ..molecular.styles.base import KINDS
 from ..molecular.styles.registry import make_style
 from ..molecular.topology import SpecialBonds, Topology
-from ..potentials.lammps_styles import check_pair_style, potential_from_lammps
-from ..potentials.registry import lammps_pair_styles
+from ..potentials.lammps_styles import check_pair_style, pair_style_class, potential_from_lammps
 from ..system import System, create_velocities, lattice_positions, lattice_spacing
 from ..units import get_units
 from .lammps_script import Command, LammpsScriptError, read_script
@@ -109,9 +108,14 @@ class _Setup:
     masses: dict = field(default_factory=dict)
     pair: tuple | None = None            # (style, global arguments)
     atom_style: str = "atomic"
-    charges: dict = field(default_factory=dict)   # per type, from read_data (atom_style charge)
+    charges: dict = field(default_factory=dict)   # per type, for the per-type Coulomb styles (read_data, set type)
+    charges_set_per_atom: str = ""       # a set command that gave part of a type another charge (its words)
+    kspace: tuple | None = None          # kspace_style (style, accuracy, line)
+    kspace_modify: dict = field(default_factory=dict)   # kspace_modify keywords -> values
     pair_cutoff_mode: str = "truncate"
     pair_mixing: str = "geometric"
+    pair_mixing_given: bool = False
+    pair_table: int = 12                  # pair_modify table N (LAMMPS' Coulomb table; the solvers' error estimate)       # pair_modify mix given (LAMMPS' CHARMM styles mix arithmetically otherwise)
     pair_coeffs: list = field(default_factory=list)
     skin: float | None = None
     neigh: dict = field(default_factory=lambda: {"every": 1, "delay": 0, "check": True})
@@ -450,7 +454,7 @@ class LammpsPlanner:
         style = self.setup.pair[0]
         types_i, types_j = _type_range(a[0], self.setup.n_types), _type_range(a[1], self.setup.n_types)
         # files read at the line, as LAMMPS does (errors name it); their masses set, as LAMMPS' coeff does
-        masses = lammps_pair_styles()[style][0].lammps_pair_coeff(
+        masses = pair_style_class(style).lammps_pair_coeff(
             style, list(types_i), list(types_j), list(a[2:]), a[0] == "*" and a[1] == "*", self.setup.n_types,
             self.base_dir)
         self.setup.masses.update(masses)
@@ -463,8 +467,64 @@ class LammpsPlanner:
                     self.setup.pair_coeffs.append((i, j, list(a[2:])))
         self._dirty = True
 
+    def _cmd_kspace_style(self, a):
+        """``kspace_style ewald|pppm ACC`` (``none`` removes it): the k-space solver of a ``*/coul/long``
+        pair style (:mod:`pycumd.kspace`); other styles raise naming themselves."""
+        from ..kspace.base import make_solver
+
+        if not a:
+            raise ValueError("kspace_style needs a style (ewald, pppm or none)")
+        if a[0] == "none":
+            self.setup.kspace = None
+        else:
+            if len(a) != 2:
+                raise ValueError(f"kspace_style {a[0]} takes one argument (the accuracy), got {len(a) - 1}")
+            make_solver(_without_accelerator_suffix(a[0]), float(a[1]))     # the style and accuracy checked here
+            self.setup.kspace = (_without_accelerator_suffix(a[0]), float(a[1]), self._command.line)
+        self.setup.kspace_modify = {}
+        self._dirty = True
+
+    def _cmd_kspace_modify(self, a):
+        """``kspace_modify mesh NX NY NZ | order N | gewald G | compute yes|no`` (several at once); any other
+        keyword raises naming it."""
+        if self.setup.kspace is None:
+            raise ValueError("kspace_modify before kspace_style (LAMMPS: 'KSpace style has not yet been set')")
+        k, out = 0, self.setup.kspace_modify
+        while k < len(a):
+            key = a[k]
+            if key == "mesh":
+                if len(a) < k + 4:
+                    raise ValueError("kspace_modify mesh needs three integers NX NY NZ")
+                out["mesh"] = tuple(int(w) for w in a[k + 1:k + 4])
+                k += 4
+                continue
+            if k + 1 >= len(a):
+                raise ValueError(f"kspace_modify {key} needs a value")
+            value = a[k + 1]
+            if key == "order":
+                out["order"] = int(value)
+            elif key == "gewald":
+                out["gewald"] = float(value)
+            elif key == "compute":
+                out["compute"] = _yes_no(value, "kspace_modify compute")
+            else:
+                raise NotImplementedError(f"kspace_modify {key} is not supported (mesh, order, gewald, compute)")
+            k += 2
+        from ..kspace.base import make_solver
+
+        style, accuracy, _ = self.setup.kspace
+        make_solver(style, accuracy, **out)                   # the values checked here
+        self._dirty = True
+
     def _cmd_pair_modify(self, a):
         for key, value in zip(a[0::2], a[1::2]):
+            if key == "table":
+                # LAMMPS tabulates the long-range styles' real-space Coulomb (2^N points, default 12; 0: its
+                # polynomial erfc); pycumd evaluates erfc exactly either way (docs/charged-systems.md)
+                if int(value) < 0:
+                    raise ValueError(f"pair_modify table {value}: must be >= 0")
+                self.setup.pair_table = int(value)
+                continue
             if key == "tail":
                 if _yes_no(value, "pair_modify tail"):
                     raise NotImplementedError("pair_modify tail yes (long-range tail corrections) is not supported")
@@ -472,6 +532,7 @@ class LammpsPlanner:
                 self.setup.pair_cutoff_mode = "shift" if value == "yes" else "truncate"
             elif key == "mix":
                 self.setup.pair_mixing = value
+                self.setup.pair_mixing_given = True
             else:
                 raise ValueError(f"pair_modify {key} is not supported")
         self._dirty = True
@@ -926,7 +987,7 @@ class LammpsPlanner:
                 edits.append(_SetImage(flags))
                 k += 4
             elif key == "charge":
-                self._set_charge(style, spec, float(a[k + 1]))
+                edits.append(self._set_charge(style, spec, float(a[k + 1])))
                 k += 2
             elif key == "mass":
                 raise ValueError(f"mass: atom_style {self.setup.atom_style} has no per-atom masses (as in "
@@ -977,22 +1038,26 @@ class LammpsPlanner:
         if not 1 <= new_type <= self.setup.n_types:
             raise ValueError(f"type: atom type {new_type} is out of range 1..{self.setup.n_types}")
 
-    def _set_charge(self, style: str, spec: str, charge: float) -> None:
-        """``set ... charge Q``: pycumd keeps charges per atom type, so the selection must be whole types."""
+    def _set_charge(self, style: str, spec: str, charge: float) -> "_SetCharge":
+        """``set ... charge Q``: the selected atoms' charges (per atom, as LAMMPS).  A selection of whole
+        types (``set type``, a group of types, ``all``) also sets those types' charge for the Coulomb
+        styles that take charges per type (``lj/cut/coul/cut``, ``coul/debye``, ...); any other selection
+        makes the per-type charges unknown to them (they then stop with an error naming this)."""
         s = self.setup
-        if s.atom_style != "charge":
-            raise ValueError(f"charge: atom_style {s.atom_style} has no charges (use atom_style charge)")
+        if s.atom_style not in ("charge", "full"):
+            raise ValueError(f"charge: atom_style {s.atom_style} has no charges (use atom_style charge or full)")
         if style == "type":
             types = list(_type_range(spec, s.n_types))
         elif style == "group" and (spec == "all" or s.groups.get(spec) is not None
                                    and s.groups[spec].types is not None):
             types = list(range(s.n_types)) if spec == "all" else list(s.groups[spec].types)
         else:
-            raise NotImplementedError(f"{style} {spec} charge: pycumd keeps charges per atom type; select "
-                                      f"whole types ('set type T charge Q', or a group of types)")
-        for t in types:
+            types = None
+            s.charges_set_per_atom = f"set {style} {spec} charge {charge:g}"
+        for t in types or ():
             s.charges[t] = charge
         self._dirty = True
+        return _SetCharge(charge)
 
     def _freeze_type_groups(self) -> None:
         """LAMMPS groups are static: a ``group ID type`` holds the atoms of those types when it was
@@ -1218,9 +1283,30 @@ class LammpsPlanner:
         """The pair potential of ``pair_style`` + ``pair_coeff`` (+ per-type charges for Coulomb styles)."""
         s = self.setup
         style, args = s.pair
-        return potential_from_lammps(style, args, s.pair_coeffs, n_types=s.n_types, cutoff_mode=s.pair_cutoff_mode,
-                                     mixing=s.pair_mixing, charges=s.charges, units=s.units,
-                                     directory=self.base_dir)
+        try:
+            mixing = s.pair_mixing if s.pair_mixing_given or not style.startswith("lj/charmm") else None
+            potential = potential_from_lammps(style, args, s.pair_coeffs, n_types=s.n_types,
+                                              cutoff_mode=s.pair_cutoff_mode, mixing=mixing, charges=s.charges,
+                                              units=s.units, directory=self.base_dir)
+        except ValueError as exc:
+            if s.charges_set_per_atom and "charge" in str(exc):
+                raise ValueError(f"{exc} ('{s.charges_set_per_atom}' gave part of a type another charge; pair_style "
+                                 f"{style} takes charges per type)") from exc
+            raise
+        long_range = getattr(potential, "long_range", False)
+        if long_range and s.kspace is None:
+            raise ValueError(f"pair_style {style} requires a kspace_style (LAMMPS: 'Must use a KSpace style with "
+                             f"this pair style')")
+        if s.kspace is not None and not long_range:
+            raise ValueError(f"kspace_style {s.kspace[0]} (line {s.kspace[2]}) needs a long-range Coulomb pair style "
+                             f"(coul/long, lj/cut/coul/long, buck/coul/long, born/coul/long), not {style} (LAMMPS: "
+                             f"'KSpace style is incompatible with Pair style')")
+        if long_range:
+            from ..kspace.base import make_solver
+
+            potential.kspace = make_solver(s.kspace[0], s.kspace[1], **s.kspace_modify)
+            potential.table_bits = s.pair_table
+        return potential
 
     # -- restarts and data files ------------------------------------------------------------------
     def _cmd_restart(self, a):
@@ -1342,7 +1428,7 @@ class LammpsPlanner:
         path = Path(a[0])
         if not path.is_absolute() and self.base_dir is not None:
             path = Path(self.base_dir) / path
-        data = read_lammps_data(path, self.setup.atom_style)
+        data = read_lammps_data(path, self.setup.atom_style, per_type_charges=False)
         s = self.setup
         topology = None
         if "terms" in data:
@@ -1361,7 +1447,8 @@ class LammpsPlanner:
             topology = Topology(molecule, dict(data["terms"]), dict(data["term_types"]), dict(data["n_term_types"]))
         s.box, s.n_types = data["box"], data["n_types"]
         s.masses.update(data["masses"])
-        s.charges = data["charges"]
+        s.charges = data["charges"]          # the types whose atoms all carry one charge
+        s.charges_set_per_atom = ""
         for i, j, words, line in data["pair_coeffs"]:     # as a pair_coeff command each (LAMMPS)
             if s.pair is None:
                 raise ValueError(f"{path}:{line}: Pair Coeffs need a pair_style command before read_data (as in "
@@ -1376,7 +1463,7 @@ class LammpsPlanner:
             self.outputs.type_names = [names.get(t) for t in range(s.n_types)]
         self._set_system(System(s.box, data["positions"] - np.asarray(s.box.origin), masses, s.units,
                                 types=data["types"], velocities=data["velocities"], images=data["images"],
-                                ids=data["ids"], topology=topology))
+                                ids=data["ids"], topology=topology, charges=data.get("atom_charges")))
 
     # -- helpers -----------------------------------------------------------------------------
     def _current_system(self) -> System:
@@ -1392,7 +1479,8 @@ class LammpsPlanner:
         positions = np.concatenate(s.positions) if s.positions else np.empty((0, 3))
         types = np.concatenate(s.types) if s.types else np.empty(0, np.int32)
         masses = [s.masses[t] for t in range(s.n_types)]
-        return System(s.box, positions - np.asarray(s.box.origin), masses, s.units, types=types)
+        charges = np.zeros(len(types)) if s.atom_style in ("charge", "full") else None   # LAMMPS' q = 0
+        return System(s.box, positions - np.asarray(s.box.origin), masses, s.units, types=types, charges=charges)
 
     def _set_system(self, system: System) -> None:
         """A new system for the next run (its edits so far are superseded)."""
@@ -1478,8 +1566,8 @@ def _load_fix_state(fix: tuple, state: dict) -> None:
 #: pair styles whose settings and coefficients LAMMPS does not write to restart files (restartinfo = 0)
 PAIR_STYLES_NOT_IN_RESTART = ("table", "eam", "eam/alloy", "eam/fs")
 #: pair styles whose coefficients pycumd's write_data leaves out (table: LAMMPS writes none; lepton:
-#: its expressions hold spaces, which a data file line cannot)
-PAIR_STYLES_NOT_IN_DATA = ("table", "lepton", "eam", "eam/alloy", "eam/fs")
+#: its expressions hold spaces, which a data file line cannot; coul/long: it has none)
+PAIR_STYLES_NOT_IN_DATA = ("table", "lepton", "eam", "eam/alloy", "eam/fs", "coul/long")
 
 
 @dataclass
@@ -1520,6 +1608,19 @@ class _SetComponent:
             system.velocities[mask, d] = self.value
             return
         system.positions[mask, d] = self.value - float(system.box.origin[d])
+
+
+@dataclass
+class _SetCharge:
+    """``set ... charge Q``: the selected atoms' per-atom charges (the system's ``charges``, zero where
+    none were given)."""
+
+    charge: float
+
+    def apply(self, system: System, mask: np.ndarray) -> None:
+        if system.charges is None:
+            system.charges = np.zeros(system.n_atoms)
+        system.charges[mask] = self.charge
 
 
 @dataclass
@@ -1668,10 +1769,14 @@ def _replicate(system: System, counts, id_groups) -> None:
     system.ids = np.concatenate([p[2] for p in parts])
     system.types = np.tile(system.types, copies)
     system.velocities = np.tile(system.velocities, (copies, 1))
+    names = ("positions", "images", "ids", "types", "velocities")
+    if system.charges is not None:
+        system.charges = np.tile(system.charges, copies)
+        names += ("charges",)
     if system.topology is not None:
         system.topology = _replicate_topology(system.topology, offsets, max_id)
     order = np.argsort(system.ids, kind="stable")
-    for name in ("positions", "images", "ids", "types", "velocities"):
+    for name in names:
         setattr(system, name, getattr(system, name)[order])
 
 
@@ -1736,6 +1841,8 @@ def _delete_overlaps(system: System, cutoff: float, group1, group2) -> None:
     keep = ~deleted
     system.positions, system.velocities = system.positions[keep], system.velocities[keep]
     system.types, system.images = system.types[keep], system.images[keep]
+    if system.charges is not None:
+        system.charges = system.charges[keep]
     ids = system.ids[keep]
     system.ids = np.argsort(np.argsort(ids, kind="stable"), kind="stable").astype(np.int64) + 1
 

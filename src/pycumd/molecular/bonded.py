@@ -487,13 +487,15 @@ class MolecularForces(ForceEvaluatorBase):
     (:class:`BondedForces`) added.  Capturable where the pair evaluator is: every launch has fixed
     addresses and sizes."""
 
-    def __init__(self, pair_forces, topology, backend, precision, n_types: int, exclude=()):
+    def __init__(self, pair_forces, topology, backend, precision, n_types: int, exclude=(), weighted_14: bool = False):
         self.pair = pair_forces
         self.potential = pair_forces.potential
         self.capturable = pair_forces.capturable
         self.reads_fixed_image = pair_forces.reads_fixed_image
         self.topology = topology
-        for kind, style in topology.styles.items():
+        # weighted_14: the weighted 1-4 pairs of dihedral_style charmm are computed by the evaluator around
+        # this one (pycumd.long_range: lj/charmm/coul/long)
+        for kind, style in (() if weighted_14 else topology.styles.items()):
             weights = getattr(style, "weights", None)
             if kind in topology.tables() and weights is not None and any(w != 0.0 for w in weights().values()):
                 raise NotImplementedError(f"{style.describe()} with a 1-4 weight w other than 0 (the weighted 1-4 "

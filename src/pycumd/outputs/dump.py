@@ -30,7 +30,7 @@ from .trajectory import TrajectoryWriter, _truncate_text_frames
 
 STYLES = ("atom", "custom", "xyz")
 INT_COLUMNS = ("id", "mol", "type", "ix", "iy", "iz")
-FLOAT_COLUMNS = ("x", "y", "z", "xs", "ys", "zs", "xu", "yu", "zu", "vx", "vy", "vz", "fx", "fy", "fz")
+FLOAT_COLUMNS = ("x", "y", "z", "xs", "ys", "zs", "xu", "yu", "zu", "vx", "vy", "vz", "fx", "fy", "fz", "q")
 COLUMNS = INT_COLUMNS + FLOAT_COLUMNS
 MODIFY_KEYS = ("sort", "format", "scale", "image", "element", "flush", "first")
 
@@ -197,7 +197,8 @@ def stored_frame(sim, with_forces: bool) -> tuple:
     frame = Frame(s.step, sim.time, np.asarray(box.L, dtype=np.float64), origin,
                   s.host_positions(b)[order] + origin, s.host_values("velocities", b)[order],
                   b.to_host(s.images)[order].astype(np.int64), b.to_host(s.types)[order], ids[order],
-                  [str(t + 1) for t in range(sim.n_types)], getattr(sim, "topology", None))
+                  [str(t + 1) for t in range(sim.n_types)], getattr(sim, "topology", None),
+                  None if s.charges is None else b.to_host(s.charges)[order])
     forces = s.host_values("forces", b)[order, :3] if with_forces else None
     return frame, forces
 
@@ -210,6 +211,10 @@ def column_values(name: str, frame: Frame, forces) -> np.ndarray:
         return frame.types + 1
     if name == "mol":
         return frame.molecules()
+    if name == "q":                     # LAMMPS: the per-atom charge (an atom style without charges: an error)
+        if frame.charges is None:
+            raise ValueError("dump column q needs per-atom charges (atom_style charge or full)")
+        return frame.charges
     d = "xyz".index(name[0]) if name[0] in "xyz" else "xyz".index(name[1])
     if name in ("x", "y", "z"):
         return frame.positions[:, d]

@@ -13,7 +13,8 @@ def write_lammps_data(path, system, atom_style: str = "atomic", charges: dict | 
                       title: str = "written by pycumd", pair_coeffs: tuple | None = None,
                       bonded_coeffs: bool = True) -> None:
     """Write ``system`` (positions, images, velocities, types, masses, box; atoms in id order) as a
-    LAMMPS data file of ``atom_style`` atomic or charge (``charges``: per type). ``pair_coeffs``:
+    LAMMPS data file of ``atom_style`` atomic or charge (the system's per-atom ``charges`` where it has
+    them, else ``charges`` per type, else 0). ``pair_coeffs``:
     ``(section, rows)``, a ``Pair Coeffs # STYLE`` or ``PairIJ Coeffs # STYLE`` section and its lines
     (``"I COEFFS"`` or ``"I J COEFFS"``), written after Masses; None writes none. Values are written
     with 17 significant digits, so reading the file back gives the same float64 numbers. The file is
@@ -61,8 +62,11 @@ def write_lammps_data(path, system, atom_style: str = "atomic", charges: dict | 
     positions = system.positions[order] + lo
     images, velocities = system.images[order], system.velocities[order]
     out.write(f"\nAtoms # {atom_style}\n\n")
+    atom_q = None if system.charges is None else system.charges[order]
     for k in range(system.n_atoms):
-        q = f" {float((charges or {}).get(int(types[k]), 0.0))!r}" if atom_style in ("charge", "full") else ""
+        q = ""
+        if atom_style in ("charge", "full"):
+            q = f" {float(atom_q[k] if atom_q is not None else (charges or {}).get(int(types[k]), 0.0))!r}"
         if atom_style in molecular:
             q = f" {int(molecules[order[k]])} {types[k] + 1}{q}"
         x, y, z = (float(v) for v in positions[k])

@@ -95,6 +95,8 @@ class Frame:
     type_names: list
     #: the molecular topology (pycumd.molecular.topology.Topology, in atom ids) or None
     topology: object = None
+    #: per-atom charges (charge units), (N,) float64 in id order, or None for a system without them
+    charges: np.ndarray | None = None
 
     def molecules(self) -> np.ndarray:
         """Molecule ID of each atom of the frame (0 without topology, as LAMMPS)."""
@@ -178,9 +180,12 @@ class PendingFrame:
     def __init__(self, sim):
         s = sim.state
         arrays = (s.positions[:, :3], s.velocities, s.images, s.types, s.ids)
+        charges = getattr(s, "charges", None)
+        if charges is not None:                   # per-atom charges (they move with their atoms)
+            arrays += (charges,)
         if s.lo is not None:                      # composite precision: the low parts too
             arrays += (s.lo["positions"][:, :3], s.lo["velocities"])
-        self._meta = (s.step, sim.time, sim.box, sim.n_types, getattr(sim, "topology", None))
+        self._meta = (s.step, sim.time, sim.box, sim.n_types, getattr(sim, "topology", None), charges is not None)
         self._lock = threading.Lock()
         self._frame = None
         self._copy = HostCopy(sim.backend, arrays)
@@ -196,15 +201,17 @@ class PendingFrame:
 
 
 def _host_frame(meta, host) -> Frame:
-    step, time, box, n_types, topology = meta
+    step, time, box, n_types, topology, has_charges = meta
     positions, velocities, images, types, ids = host[:5]
+    charges, rest = (host[5], host[6:]) if has_charges else (None, host[5:])
     positions, velocities = positions.astype(np.float64), velocities.astype(np.float64)
-    if len(host) == 7:                        # composite precision: value = hi + lo
-        positions = positions + host[5]
-        velocities = velocities + host[6]
+    if len(rest) == 2:                        # composite precision: value = hi + lo
+        positions = positions + rest[0]
+        velocities = velocities + rest[1]
     by_id = np.argsort(ids, kind="stable")
     origin = np.asarray(box.origin)
     images = images[by_id].astype(np.int32)
     wrapped = box.wrap(positions[by_id], images)   # as System does
     return Frame(step, time, box.L, origin, wrapped + origin, velocities[by_id],
-                 images, types[by_id], ids[by_id], [str(t + 1) for t in range(n_types)], topology)
+                 images, types[by_id], ids[by_id], [str(t + 1) for t in range(n_types)], topology,
+                 None if charges is None else np.asarray(charges, dtype=np.float64)[by_id])

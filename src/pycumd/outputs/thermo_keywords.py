@@ -120,7 +120,8 @@ class ThermoState:
         """Sum over atoms of the per-atom virial: xx, yy, zz, xy, xz, yz (energy units)."""
         def total():
             s, b = self.sim.state, self.sim.backend
-            return np.asarray(s.values("virial", b).sum(axis=0).tolist(), dtype=np.float64)
+            per_atom = np.asarray(s.values("virial", b).sum(axis=0).tolist(), dtype=np.float64)
+            return per_atom + np.asarray(self.sim.forces.global_energy_virial()[1], dtype=np.float64)
         return self._once("virial", total)
 
     def ke_tensor(self) -> np.ndarray:
@@ -284,7 +285,23 @@ def _epair(t: ThermoState) -> float:
     return t.pe() - _emol(t)
 
 
+def _coulomb(t: ThermoState) -> dict:
+    """The real-space and k-space Coulomb energies of a long-range Coulomb evaluator (empty otherwise)."""
+    t.pe()                               # per-atom energies current
+    return t._once("coulomb", lambda: dict(t.sim.forces.coulomb_energies()))
+
+
+def _ecoul(t: ThermoState) -> float:
+    parts = _coulomb(t)
+    if parts:
+        return float(parts["ecoul"])
+    return _epair(t) - _evdwl(t)
+
+
 def _evdwl(t: ThermoState) -> float:
+    parts = _coulomb(t)
+    if parts:                            # LAMMPS: epair = evdwl + ecoul + elong
+        return _epair(t) - float(parts["ecoul"]) - float(parts["elong"])
     if getattr(t.sim.forces, "has_coulomb", False):
         raise NotImplementedError("thermo keywords evdwl and ecoul need the pair energy split into van der "
                                   "Waals and Coulomb parts, which pycumd does not keep: use pe or epair")
@@ -313,10 +330,11 @@ _VALUES = {
     "etotal": lambda t: t.pe() + t.ke(),
     "enthalpy": None,                 # set below: it needs the normalisation flag
     "evdwl": _evdwl,
-    "ecoul": lambda t: _epair(t) - _evdwl(t),
+    "ecoul": _ecoul,
     "epair": _epair,
     "ebond": _bonded_value("bond"), "eangle": _bonded_value("angle"), "edihed": _bonded_value("dihedral"),
-    "eimp": _bonded_value("improper"), "emol": _emol, "elong": _no_molecular, "etail": _no_molecular,
+    "eimp": _bonded_value("improper"), "emol": _emol, "elong": lambda t: float(_coulomb(t).get("elong", 0.0)),
+    "etail": _no_molecular,
     "vol": ThermoState.volume,
     "density": ThermoState.density,
     "lx": lambda t: float(t.sim.box.lengths[0]),

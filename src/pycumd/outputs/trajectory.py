@@ -260,6 +260,8 @@ class GSDWriter(TrajectoryWriter):
         frame.particles.position = (f.positions - f.origin - 0.5 * f.lengths).astype(np.float32)
         frame.particles.velocity = f.velocities.astype(np.float32)
         frame.particles.image = f.images.astype(np.int32)
+        if f.charges is not None:
+            frame.particles.charge = f.charges.astype(np.float32)
         if f.topology is not None:
             _gsd_topology(frame, f)
         self._file.append(frame)

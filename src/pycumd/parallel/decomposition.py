@@ -64,6 +64,8 @@ class Decomposition:
             local = {"positions": state.host_positions(backend), "velocities": state.host_values("velocities", backend),
                      "images": backend.to_host(state.images), "types": backend.to_host(state.types),
                      "ids": backend.to_host(state.ids)}
+            if state.charges is not None:
+                local["charges"] = backend.to_host(state.charges)
         else:
             local = None
         parts = [p for p in self.comm.allgather(local) if p is not None]
@@ -79,7 +81,7 @@ class Decomposition:
         """The whole system as a host :class:`System` on every rank (collective)."""
         a = self.gather_arrays(state, backend)
         return System(self.box, a["positions"], self.masses, self.units, types=a["types"],
-                      velocities=a["velocities"], images=a["images"], ids=a["ids"])
+                      velocities=a["velocities"], images=a["images"], ids=a["ids"], charges=a.get("charges"))
 
     def report_view(self, simulation) -> "GatheredView":
         """What reporters' snapshots read: the simulation with its state gathered on demand."""
@@ -115,6 +117,7 @@ class GatheredView:
             a = self._decomposition.gather_arrays(self._sim.state, self._sim.backend)
             self._state = SimpleNamespace(positions=a["positions"], velocities=a["velocities"],
                                           images=a["images"], types=a["types"], ids=a["ids"], lo=None,
+                                          charges=a.get("charges"),
                                           step=self._sim.state.step)
         return self._state
 

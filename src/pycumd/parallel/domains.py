@@ -48,8 +48,15 @@ from ..system import InputError, System
 from .decomposition import Decomposition
 from .grid import choose_domain_grid
 
-#: per-atom State arrays that travel with a migrating atom
+#: per-atom State arrays that travel with a migrating atom (and ``charges`` where the state has them:
+#: :func:`migrating`)
 MIGRATING = ("positions", "velocities", "per_atom_mass", "types", "images", "ids")
+
+
+def migrating(state) -> tuple:
+    """The names of ``state``'s arrays that travel with a migrating atom: :data:`MIGRATING`, and the
+    per-atom charges where the state has them."""
+    return MIGRATING + (("charges",) if state.charges is not None else ())
 #: bins after the cells into which a build's cell order puts the departed rows (cut off after the sort)
 DEPARTED_BINS = 1024
 #: threads per block of domains.cu's row copies
@@ -119,7 +126,8 @@ class DomainDecomposition(Decomposition):
         s = self._system
         mine = self.owner(s.positions) == self.comm.rank
         return System(s.box, s.positions[mine], s.masses, s.units, types=s.types[mine],
-                      velocities=s.velocities[mine], images=s.images[mine], ids=s.ids[mine])
+                      velocities=s.velocities[mine], images=s.images[mine], ids=s.ids[mine],
+                      charges=None if s.charges is None else s.charges[mine])
 
     def describe(self) -> str:
         g = self.grid
@@ -419,7 +427,7 @@ class DomainNeighborList(NeighborStructureBase):
         """Put the owned atoms' per-atom arrays in ``order`` (backend int array: a permutation, or
         a selection of rows); the per-step arrays (forces, energy, virial, positions at build)
         follow the new length (their values are computed again after the build)."""
-        for name in MIGRATING:
+        for name in migrating(state):
             setattr(state, name, getattr(state, name)[order])
         self._resize_step_arrays(state, len(order))
 
@@ -450,17 +458,17 @@ class DomainNeighborList(NeighborStructureBase):
             if self.backend.is_gpu:
                 count = xp.asarray(n_holes, dtype=np.int32).reshape(1)
                 kernel = _row_kernel(self.backend, "fill_holes_words")
-                for name in MIGRATING:
+                for name in migrating(state):
                     array = getattr(state, name)
                     words = _row_bytes(array) // 4
                     kernel(*_word_launch(self.migrated, words),
                            (array, holes, fillers, count, np.int32(keep), np.int32(words), np.int32(self.migrated)))
             else:
                 k = int(n_holes)
-                for name in MIGRATING:
+                for name in migrating(state):
                     array = getattr(state, name)
                     array[holes[:k]] = array[keep + fillers[:k]]
-        for name in MIGRATING:
+        for name in migrating(state):
             setattr(state, name, getattr(state, name)[:keep])
         self._resize_step_arrays(state, keep)
 
@@ -781,7 +789,7 @@ def _unpack_columns(block, like, xp, backend=None) -> list:
 def _pack_rows(state, rows, backend):
     """The per-atom rows ``rows`` of the migrating arrays, packed side by side as bytes:
     (len(rows), bytes per atom) uint8 (:func:`_pack_parts`)."""
-    return _pack_parts(backend, [([getattr(state, name) for name in MIGRATING], rows)])
+    return _pack_parts(backend, [([getattr(state, name) for name in migrating(state)], rows)])
 
 
 def _append_rows(state, received, backend) -> None:
@@ -789,7 +797,8 @@ def _append_rows(state, received, backend) -> None:
     :func:`_pack_rows`) to the migrating arrays.  GPU: each array allocated at its new length once,
     the received rows scattered into place (one launch per array and message)."""
     xp = backend.xp
-    arrays = [getattr(state, name) for name in MIGRATING]
+    names = migrating(state)
+    arrays = [getattr(state, name) for name in names]
     arriving = sum(len(block) for block in received)
     if not arriving:
         return
@@ -799,13 +808,13 @@ def _append_rows(state, received, backend) -> None:
             if len(block):
                 for part, values in zip(parts, _unpack_columns(block, arrays, xp)):
                     part.append(values)
-        for name, part in zip(MIGRATING, parts):
+        for name, part in zip(names, parts):
             setattr(state, name, xp.concatenate(part))
         return
     n = len(arrays[0])
     packed_words = sum(_row_bytes(a) for a in arrays) // 4
     column = 0
-    for name, a in zip(MIGRATING, arrays):
+    for name, a in zip(names, arrays):
         words = _row_bytes(a) // 4
         grown = xp.empty((n + arriving,) + tuple(a.shape[1:]), dtype=a.dtype)
         grown[:n] = a

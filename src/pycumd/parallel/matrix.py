@@ -61,7 +61,8 @@ class MatrixDecomposition(Decomposition):
     def local_system(self) -> System:
         s, idx = self._system, self._order[slice(*self.targets)]
         return System(s.box, s.positions[idx], s.masses, s.units, types=s.types[idx],
-                      velocities=s.velocities[idx], images=s.images[idx], ids=s.ids[idx])
+                      velocities=s.velocities[idx], images=s.images[idx], ids=s.ids[idx],
+                      charges=None if s.charges is None else s.charges[idx])
 
     def describe(self) -> str:
         return f"{self.kind} {self.P} x {self.Q} over {self.comm.size} MPI ranks ({self.comm.transport})"

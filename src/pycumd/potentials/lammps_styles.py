@@ -21,6 +21,11 @@ born                   rc                                          A rho sigma C
 gauss                  rc                                          A B [rc]
 yukawa                 kappa rc                                    A [rc]
 coul/debye             kappa rc                                    [rc]   (charges per type)
+coul/long              rc                                          (none)  (per-atom charges, kspace_style)
+lj/cut/coul/long       rc_lj [rc_coul]                             eps sigma [rc_lj]
+buck/coul/long         rc_buck [rc_coul]                           A rho C [rc_buck]
+born/coul/long         rc_born [rc_coul]                           A rho sigma C D [rc_born]
+lj/charmm/coul/long    inner outer [rc_coul]                       eps sigma [eps14 sigma14]  (mix arithmetic)
 table                  linear|spline N                             FILE KEYWORD [rc]
 lepton                 rc                                          "EXPRESSION[;name=value...]" [rc]
 =====================  ==========================================  =====================================
@@ -30,6 +35,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .coul_long import LONG_RANGE_STYLES, check_long_range_style, coul_long_from_lammps, is_long_range_style
 from .lammps_args import QQRD2E, LammpsPairContext, check_count, number, numbers, qqrd2e, type_charges
 from .registry import lammps_pair_styles
 
@@ -38,14 +44,28 @@ PAIR_STYLES = {style: counts for style, (_, counts) in lammps_pair_styles().item
 
 
 def check_pair_style(style: str, global_args: list) -> None:
-    """Raise ValueError unless ``pair_style STYLE ARGS`` is one pycumd runs."""
+    """Raise ValueError unless ``pair_style STYLE ARGS`` is one pycumd runs (NotImplementedError for a
+    long-range Coulomb style it does not have yet)."""
+    if is_long_range_style(style):
+        check_long_range_style(style, global_args)
+        return
     if style not in PAIR_STYLES:
-        raise ValueError(f"pair_style {style} is not supported ({', '.join(PAIR_STYLES)})")
+        raise ValueError(f"pair_style {style} is not supported ({', '.join([*PAIR_STYLES, *LONG_RANGE_STYLES])})")
     lo, hi = PAIR_STYLES[style]
     if not lo <= len(global_args) <= hi:
         count = str(lo) if lo == hi else f"{lo} to {hi}"
         raise ValueError(f"pair_style {style} takes {count} argument(s), got {len(global_args)}")
     lammps_pair_styles()[style][0].check_lammps_args(style, global_args)
+
+
+def pair_style_class(style: str):
+    """The class whose ``lammps_pair_coeff`` reads a ``pair_coeff`` line of ``style`` (a long-range style's:
+    its short-range part's, Lennard-Jones for ``coul/long``)."""
+    if style in LONG_RANGE_STYLES:
+        style = LONG_RANGE_STYLES[style][0]
+        if style not in lammps_pair_styles():        # coul/long, lj/charmm: no files, no masses
+            style = "lj/cut"
+    return lammps_pair_styles()[style][0]
 
 
 def potential_from_lammps(style: str, global_args: list, pair_coeffs: list, *, n_types: int,
@@ -69,9 +89,12 @@ def potential_from_lammps(style: str, global_args: list, pair_coeffs: list, *, n
         current directory.
     """
     check_pair_style(style, global_args)
+    if style in LONG_RANGE_STYLES:           # per-atom charges and a k-space solver: potentials.coul_long
+        return coul_long_from_lammps(style, global_args, pair_coeffs, n_types=n_types, cutoff_mode=cutoff_mode,
+                                     mixing=mixing, units=units, directory=directory)
     context = LammpsPairContext(n_types, cutoff_mode, mixing, dict(charges or {}), units, Path(directory or "."))
     return lammps_pair_styles()[style][0].from_lammps(style, global_args, pair_coeffs, context)
 
 
-__all__ = ["PAIR_STYLES", "QQRD2E", "check_pair_style", "potential_from_lammps", "LammpsPairContext",
+__all__ = ["PAIR_STYLES", "pair_style_class", "QQRD2E", "check_pair_style", "potential_from_lammps", "LammpsPairContext",
            "check_count", "number", "numbers", "qqrd2e", "type_charges"]

@@ -9,12 +9,13 @@
 #define POTENTIAL_ID_FORMULA 3
 #define POTENTIAL_ID_GAUSS 4
 #define POTENTIAL_ID_LJ96 5
-#define POTENTIAL_ID_LJ_COULOMB 6
-#define POTENTIAL_ID_MORSE 7
-#define POTENTIAL_ID_PASTA 8
-#define POTENTIAL_ID_SOFT 9
-#define POTENTIAL_ID_TABLE 10
-#define POTENTIAL_ID_YUKAWA 11
+#define POTENTIAL_ID_LJ_CHARMM 6
+#define POTENTIAL_ID_LJ_COULOMB 7
+#define POTENTIAL_ID_MORSE 8
+#define POTENTIAL_ID_PASTA 9
+#define POTENTIAL_ID_SOFT 10
+#define POTENTIAL_ID_TABLE 11
+#define POTENTIAL_ID_YUKAWA 12
 #ifndef POTENTIAL_HEADER_ID
 #define POTENTIAL_HEADER_ID POTENTIAL_ID_LENNARD_JONES
 #endif
@@ -32,16 +33,18 @@
 #elif POTENTIAL_HEADER_ID == 5
 #include "potentials/lj96.cuh"
 #elif POTENTIAL_HEADER_ID == 6
-#include "potentials/lj_coulomb.cuh"
+#include "potentials/lj_charmm.cuh"
 #elif POTENTIAL_HEADER_ID == 7
-#include "potentials/morse.cuh"
+#include "potentials/lj_coulomb.cuh"
 #elif POTENTIAL_HEADER_ID == 8
-#include "potentials/pasta.cuh"
+#include "potentials/morse.cuh"
 #elif POTENTIAL_HEADER_ID == 9
-#include "potentials/soft.cuh"
+#include "potentials/pasta.cuh"
 #elif POTENTIAL_HEADER_ID == 10
-#include "potentials/table.cuh"
+#include "potentials/soft.cuh"
 #elif POTENTIAL_HEADER_ID == 11
+#include "potentials/table.cuh"
+#elif POTENTIAL_HEADER_ID == 12
 #include "potentials/yukawa.cuh"
 #else
 #error "unknown POTENTIAL_HEADER_ID"

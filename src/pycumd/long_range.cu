@@ -1,0 +1,209 @@
+// The real-space part of an Ewald-split Coulomb sum between per-atom charges (twin of
+// pycumd/long_range.py's Numba kernels: the same operations in the same order, so deterministic double
+// precision differs only by the last bits of the libraries' erfc and exp).
+//
+//   coul_long_pairs(_energy): one thread per target atom over its full neighbour list (column-major,
+//                     nbr[k * stride + i]), in list order:
+//                       E_ij = qqrd2e q_i q_j erfc(g r) / r,
+//                       F/r  = qqrd2e q_i q_j (erfc(g r) / r + 2 g / sqrt(pi) exp(-g^2 r^2)) / r^2  (r < r_cut_coul),
+//                     added to the forces (and halves of E and r_ij (x) r_ij F/r to the energy and virial,
+//                     E/2 also to coul_energy) that the pair kernel wrote
+//   long_range_row_map: row_of[ids[i]] = i
+//   coul_long_special: one thread per atom over its special partners (atom IDs, CSR by ID) with their
+//                     coul factors f: the erfc term less (1 - f) qqrd2e q_i q_j / r (LAMMPS' */coul/long)
+//
+// Positions: (N, 4) real_t rows x, y, z, type; charges (N,) double; forces (N, 3), energy (N,), virial
+// (N, 6) accum_t; the Coulomb arithmetic in double.
+#ifndef real_t
+#define real_t double
+#endif
+#ifndef accum_t
+#define accum_t double
+#endif
+
+#define TWO_OVER_SQRT_PI 1.1283791670955126   // 2 / sqrt(pi), LAMMPS' EWALD_F
+
+struct CoulSums {
+    double f[3];
+    double e;
+    double w[6];
+};
+
+__device__ __forceinline__ void coul_sums_zero(CoulSums& s) {
+    s.f[0] = s.f[1] = s.f[2] = 0.0;
+    s.e = 0.0;
+    for (int q = 0; q < 6; ++q) s.w[q] = 0.0;
+}
+
+__device__ __forceinline__ double min_image(double d, double L, double invL) { return d - L * rint(d * invL); }
+
+// One pair (the Numba coul_long_pair and forces.full_pair): its E and F/r less subtract * qq / r, added to s.
+__device__ __forceinline__ void coul_pair_add(CoulSums& s, double dx, double dy, double dz, double qq, double g,
+                                              double rc2, double subtract, int with_energy) {
+    const double r2 = dx * dx + dy * dy + dz * dz;
+    if (!(r2 < rc2)) return;
+    const double r = sqrt(r2);
+    const double gr = g * r;
+    const double erfc_gr = erfc(gr);
+    const double prefactor = qq / r;
+    const double e = prefactor * (erfc_gr - subtract);
+    const double fr = prefactor * (erfc_gr + TWO_OVER_SQRT_PI * gr * exp(-gr * gr) - subtract) / r2;
+    s.f[0] += dx * fr;
+    s.f[1] += dy * fr;
+    s.f[2] += dz * fr;
+    if (with_energy) {
+        s.e += e;
+        s.w[0] += dx * dx * fr;
+        s.w[1] += dy * dy * fr;
+        s.w[2] += dz * dz * fr;
+        s.w[3] += dx * dy * fr;
+        s.w[4] += dx * dz * fr;
+        s.w[5] += dy * dz * fr;
+    }
+}
+
+__device__ __forceinline__ void coul_store(const CoulSums& s, int i, accum_t* __restrict__ force,
+                                           accum_t* __restrict__ energy, accum_t* __restrict__ virial,
+                                           double* __restrict__ coul_energy, int with_energy) {
+    force[3 * i + 0] += (accum_t)s.f[0];
+    force[3 * i + 1] += (accum_t)s.f[1];
+    force[3 * i + 2] += (accum_t)s.f[2];
+    if (with_energy) {
+        const double e = 0.5 * s.e;
+        energy[i] += (accum_t)e;
+        coul_energy[i] += e;
+        for (int q = 0; q < 6; ++q) virial[6 * i + q] += (accum_t)(0.5 * s.w[q]);
+    }
+}
+
+template <int WITH_ENERGY>
+__device__ __forceinline__ void coul_long_pairs_body(
+    const int* __restrict__ control, const real_t* __restrict__ pos4, const double* __restrict__ charges,
+    const int* __restrict__ nbr, const int* __restrict__ nbr_count, int n, int stride,
+    double Lx, double Ly, double Lz, double invLx, double invLy, double invLz, double qqrd2e, double g, double rc2,
+    accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,
+    double* __restrict__ coul_energy)
+{
+    if (control[0]) return;                     // control[0]: the step block is frozen (see step_graph.py)
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const double xi = (double)pos4[4 * i], yi = (double)pos4[4 * i + 1], zi = (double)pos4[4 * i + 2];
+    const double qi = qqrd2e * charges[i];
+    CoulSums s;
+    coul_sums_zero(s);
+    const int count = nbr_count[i];
+    for (int k = 0; k < count; ++k) {
+        const int j = nbr[(size_t)k * stride + i];
+        const double dx = min_image(xi - (double)pos4[4 * j], Lx, invLx);
+        const double dy = min_image(yi - (double)pos4[4 * j + 1], Ly, invLy);
+        const double dz = min_image(zi - (double)pos4[4 * j + 2], Lz, invLz);
+        coul_pair_add(s, dx, dy, dz, qi * charges[j], g, rc2, 0.0, WITH_ENERGY);
+    }
+    coul_store(s, i, force, energy, virial, coul_energy, WITH_ENERGY);
+}
+
+#define COUL_PAIRS_ARGS                                                                                     \
+    const int* __restrict__ control, const real_t* __restrict__ pos4, const double* __restrict__ charges,   \
+    const int* __restrict__ nbr, const int* __restrict__ nbr_count, int n, int stride, double Lx, double Ly, \
+    double Lz, double invLx, double invLy, double invLz, double qqrd2e, double g, double rc2,               \
+    accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,                \
+    double* __restrict__ coul_energy
+#define COUL_PAIRS_PASS \
+    control, pos4, charges, nbr, nbr_count, n, stride, Lx, Ly, Lz, invLx, invLy, invLz, qqrd2e, g, rc2, force, energy, virial, coul_energy
+
+extern "C" __global__ void coul_long_pairs(COUL_PAIRS_ARGS) { coul_long_pairs_body<0>(COUL_PAIRS_PASS); }
+extern "C" __global__ void coul_long_pairs_energy(COUL_PAIRS_ARGS) { coul_long_pairs_body<1>(COUL_PAIRS_PASS); }
+
+extern "C" __global__ void long_range_row_map(const long long* __restrict__ ids, int* __restrict__ row_of, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) row_of[ids[i]] = i;
+}
+
+extern "C" __global__ void coul_long_special(
+    const int* __restrict__ control, const real_t* __restrict__ pos4, const double* __restrict__ charges,
+    const long long* __restrict__ ids, const int* __restrict__ row_of, const long long* __restrict__ start,
+    const long long* __restrict__ partners, const double* __restrict__ factors, int n,
+    double Lx, double Ly, double Lz, double invLx, double invLy, double invLz, double qqrd2e, double g, double rc2,
+    accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,
+    double* __restrict__ coul_energy, int with_energy)
+{
+    if (control[0]) return;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const long long a = ids[i];
+    const long long lo = start[a], hi = start[a + 1];
+    if (lo == hi) return;
+    const double xi = (double)pos4[4 * i], yi = (double)pos4[4 * i + 1], zi = (double)pos4[4 * i + 2];
+    const double qi = qqrd2e * charges[i];
+    CoulSums s;
+    coul_sums_zero(s);
+    for (long long q = lo; q < hi; ++q) {
+        const int j = row_of[partners[q]];
+        const double dx = min_image(xi - (double)pos4[4 * j], Lx, invLx);
+        const double dy = min_image(yi - (double)pos4[4 * j + 1], Ly, invLy);
+        const double dz = min_image(zi - (double)pos4[4 * j + 2], Lz, invLz);
+        coul_pair_add(s, dx, dy, dz, qi * charges[j], g, rc2, 1.0 - factors[q], with_energy);
+    }
+    coul_store(s, i, force, energy, virial, coul_energy, with_energy);
+}
+
+// The weighted 1-4 pairs of dihedral_style charmm (LAMMPS DihedralCharmm::compute; one entry per dihedral of
+// weight w > 0, both ends, no cutoff): w (LJ14 + qqrd2e q_i q_j / r), one thread per atom over its entries;
+// lj14 rows (n_types * n_types, 4): 48 eps14 s14^12, 24 eps14 s14^6, 4 eps14 s14^12, 4 eps14 s14^6.  Their
+// energies are pair energies (LAMMPS tallies them so); the Coulomb part also into coul_energy.
+extern "C" __global__ void charmm_weighted_14(
+    const int* __restrict__ control, const real_t* __restrict__ pos4, const double* __restrict__ charges,
+    const int* __restrict__ types, const long long* __restrict__ ids, const int* __restrict__ row_of,
+    const long long* __restrict__ start, const long long* __restrict__ partners, const double* __restrict__ weights,
+    const double* __restrict__ lj14, int n_types, int n, double Lx, double Ly, double Lz, double invLx,
+    double invLy, double invLz, double qqrd2e, accum_t* __restrict__ force, accum_t* __restrict__ energy,
+    accum_t* __restrict__ virial, double* __restrict__ coul_energy, int with_energy)
+{
+    if (control[0]) return;
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const long long a = ids[i];
+    const long long lo = start[a], hi = start[a + 1];
+    if (lo == hi) return;
+    const double xi = (double)pos4[4 * i], yi = (double)pos4[4 * i + 1], zi = (double)pos4[4 * i + 2];
+    const double qi = qqrd2e * charges[i];
+    CoulSums s;
+    coul_sums_zero(s);
+    double ec = 0.0;
+    for (long long q = lo; q < hi; ++q) {
+        const int j = row_of[partners[q]];
+        const double dx = min_image(xi - (double)pos4[4 * j], Lx, invLx);
+        const double dy = min_image(yi - (double)pos4[4 * j + 1], Ly, invLy);
+        const double dz = min_image(zi - (double)pos4[4 * j + 2], Lz, invLz);
+        const double r2inv = 1.0 / (dx * dx + dy * dy + dz * dz);
+        const double r6inv = r2inv * r2inv * r2inv;
+        const double* row = lj14 + 4 * ((size_t)types[i] * n_types + types[j]);
+        const double w = weights[q];
+        const double force_coul = qi * charges[j] * sqrt(r2inv);
+        const double force_lj = r6inv * (row[0] * r6inv - row[1]);
+        const double fr = w * (force_lj + force_coul) * r2inv;
+        const double e_coul = w * force_coul;
+        const double e_lj = w * (r6inv * (row[2] * r6inv - row[3]));
+        s.f[0] += dx * fr;
+        s.f[1] += dy * fr;
+        s.f[2] += dz * fr;
+        if (with_energy) {
+            s.e += e_lj + e_coul;
+            ec += e_coul;
+            s.w[0] += dx * dx * fr;
+            s.w[1] += dy * dy * fr;
+            s.w[2] += dz * dz * fr;
+            s.w[3] += dx * dy * fr;
+            s.w[4] += dx * dz * fr;
+            s.w[5] += dy * dz * fr;
+        }
+    }
+    force[3 * i + 0] += (accum_t)s.f[0];
+    force[3 * i + 1] += (accum_t)s.f[1];
+    force[3 * i + 2] += (accum_t)s.f[2];
+    if (with_energy) {
+        energy[i] += (accum_t)(0.5 * s.e);
+        coul_energy[i] += 0.5 * ec;
+        for (int c = 0; c < 6; ++c) virial[6 * i + c] += (accum_t)(0.5 * s.w[c]);
+    }
+}

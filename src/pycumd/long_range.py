@@ -1,0 +1,460 @@
+"""Long-range Coulomb forces: the real-space ``erfc`` pass over the neighbour list, the special pairs'
+corrections, and a k-space solver, around a pair force evaluator (LAMMPS ``*/coul/long`` pair styles
+with a ``kspace_style``).
+
+:class:`LongRangeForces` wraps the pair evaluator (a :class:`~pycumd.forces.PairForces`, or the
+:class:`~pycumd.molecular.bonded.MolecularForces` around one), as MolecularForces wraps its pair
+evaluator.  One evaluation:
+
+1. the wrapped evaluator: the short-range pairs (Lennard-Jones, Buckingham, Born, or zero for
+   ``coul/long`` alone) and, for a molecular system, the special pairs taken out of the list and the
+   bonded terms;
+2. the real-space Coulomb pass over the same (filtered) list, per-atom charges ``q``:
+   ``E_ij = qqrd2e q_i q_j erfc(g r) / r``, ``F/r = qqrd2e q_i q_j (erfc(g r) / r + 2 g / sqrt(pi)
+   exp(-g^2 r^2)) / r^2`` for ``r < r_cut_coul`` (CPU: Numba, the full or half list as the pair kernels
+   have it; GPU: ``long_range.cu``, one thread per atom over the full list; a pass of its own, so the
+   tuned pair kernels are unchanged for runs without it);
+3. the special pairs (``special_bonds`` coul factors ``f`` other than 1; they are not in the list): as
+   LAMMPS' ``*/coul/long`` styles, the full ``erfc`` term less ``(1 - f) qqrd2e q_i q_j / r`` (so that
+   an excluded pair, ``f = 0``, takes back the part of its interaction the k-space sum holds), within
+   the Coulomb cutoff; one thread per atom over its special partners (no atomics);
+4. the k-space solver (:class:`pycumd.kspace.base.KSpaceSolver`), which adds its forces; its energy and
+   virial are global (not per atom): :meth:`LongRangeForces.global_energy_virial`.
+
+Per-atom energies and virials (reporting steps) hold the pair, Coulomb real-space and bonded parts;
+thermo adds the k-space energy and virial (:mod:`pycumd.bookkeeping`, :mod:`pycumd.outputs.thermo_keywords`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+import numpy as np
+
+from .contracts import ForceEvaluatorBase
+from .forces import ZERO_SUMS, full_pair, half_list_chunks, newton_pair, sum_chunks
+from .potentials.lammps_args import QQRD2E
+from .system import InputError
+
+BLOCK = 128
+#: 2 / sqrt(pi) (LAMMPS' EWALD_F)
+TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+
+
+@numba.njit(inline="always")
+def coul_long_pair(r2, qq, g, rc2, subtract):
+    """``(E, F/r)`` of one pair at squared distance ``r2`` with ``qq = qqrd2e q_i q_j``, Ewald parameter
+    ``g``, less ``subtract qq / r`` (``1 - factor_coul`` of a special pair, 0 otherwise); zero beyond
+    the Coulomb cutoff ``rc2`` (squared)."""
+    if not r2 < rc2:
+        return 0.0, 0.0
+    r = math.sqrt(r2)
+    gr = g * r
+    erfc_gr = math.erfc(gr)
+    prefactor = qq / r
+    e = prefactor * (erfc_gr - subtract)
+    fr = prefactor * (erfc_gr + TWO_OVER_SQRT_PI * gr * math.exp(-gr * gr) - subtract) / r2
+    return e, fr
+
+
+@numba.njit(inline="always")
+def _image(d, L, invL):
+    return d - L * np.rint(d * invL)
+
+
+@numba.njit(inline="always")
+def _store(i, sums, forces, energy, virial, coul_energy, with_energy):
+    """Add atom i's sums of a full list (energy and virial halved) to the state's arrays and, with
+    energies, its Coulomb energy to ``coul_energy[i]``."""
+    forces[i, 0] += sums[0]
+    forces[i, 1] += sums[1]
+    forces[i, 2] += sums[2]
+    if with_energy:
+        e = 0.5 * sums[3]
+        energy[i] += e
+        coul_energy[i] += e
+        for q in range(6):
+            virial[i, q] += 0.5 * sums[4 + q]
+
+
+@numba.njit(parallel=True, cache=True)
+def coul_long_full(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, forces, energy, virial, coul_energy,
+                   with_energy):
+    """The real-space pass over a full list (each pair from both atoms, in list order; the GPU's sums)."""
+    for i in numba.prange(nbr_count.shape[0]):
+        qi = qqrd2e * charges[i]
+        sums = ZERO_SUMS
+        for k in range(nbr_count[i]):
+            j = nbr[i, k]
+            dx = _image(positions[i, 0] - positions[j, 0], L[0], invL[0])
+            dy = _image(positions[i, 1] - positions[j, 1], L[1], invL[1])
+            dz = _image(positions[i, 2] - positions[j, 2], L[2], invL[2])
+            e, fr = coul_long_pair(dx * dx + dy * dy + dz * dz, qi * charges[j], g, rc2, 0.0)
+            sums = full_pair(dx, dy, dz, fr, e, with_energy, sums)
+        _store(i, sums, forces, energy, virial, coul_energy, with_energy)
+
+
+@numba.njit(parallel=True, cache=True)
+def coul_long_half(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, bounds, acc, vir, with_energy):
+    """The real-space pass over a half list (each pair once, Newton's third law), chunk t's sums in
+    ``acc[t]`` (fx, fy, fz, e) and ``vir[t]`` (as :func:`pycumd.forces._make_cpu_half_kernel`; then
+    :func:`pycumd.forces.sum_chunks`)."""
+    n = nbr_count.shape[0]
+    for t in numba.prange(bounds.shape[0] - 1):
+        f = acc[t]
+        w = vir[t]
+        for i in range(bounds[t], n):
+            for q in range(4):
+                f[i, q] = 0.0
+            if with_energy:
+                for q in range(6):
+                    w[i, q] = 0.0
+        for i in range(bounds[t], bounds[t + 1]):
+            qi = qqrd2e * charges[i]
+            sums = ZERO_SUMS
+            for k in range(nbr_count[i]):
+                j = nbr[i, k]
+                dx = _image(positions[i, 0] - positions[j, 0], L[0], invL[0])
+                dy = _image(positions[i, 1] - positions[j, 1], L[1], invL[1])
+                dz = _image(positions[i, 2] - positions[j, 2], L[2], invL[2])
+                e, fr = coul_long_pair(dx * dx + dy * dy + dz * dz, qi * charges[j], g, rc2, 0.0)
+                sums = newton_pair(dx, dy, dz, fr, e, j, f, w, with_energy, sums)
+            f[i, 0] += sums[0]
+            f[i, 1] += sums[1]
+            f[i, 2] += sums[2]
+            if with_energy:
+                f[i, 3] += sums[3]
+                for q in range(6):
+                    w[i, q] += sums[4 + q]
+
+
+@numba.njit(parallel=True, cache=True)
+def coul_long_special(positions, charges, ids, row_of, start, partners, factors, L, invL, qqrd2e, g, rc2, forces,
+                      energy, virial, coul_energy, with_energy):
+    """The special pairs (not in the list): for each atom row, its partners ``partners[start[id]:start[id + 1]]``
+    (atom IDs) with their coul factors, the erfc term less ``(1 - factor) qq / r``."""
+    for i in numba.prange(ids.shape[0]):
+        a = ids[i]
+        if start[a] == start[a + 1]:
+            continue
+        qi = qqrd2e * charges[i]
+        sums = ZERO_SUMS
+        for q in range(start[a], start[a + 1]):
+            j = row_of[partners[q]]
+            dx = _image(positions[i, 0] - positions[j, 0], L[0], invL[0])
+            dy = _image(positions[i, 1] - positions[j, 1], L[1], invL[1])
+            dz = _image(positions[i, 2] - positions[j, 2], L[2], invL[2])
+            e, fr = coul_long_pair(dx * dx + dy * dy + dz * dz, qi * charges[j], g, rc2, 1.0 - factors[q])
+            sums = full_pair(dx, dy, dz, fr, e, with_energy, sums)
+        _store(i, sums, forces, energy, virial, coul_energy, with_energy)
+
+
+def special_coulomb_pairs(topology) -> tuple:
+    """``(start, partners, factors)``: for each atom ID ``a``, its special partners
+    ``partners[start[a]:start[a + 1]]`` (IDs, sorted) whose pairs are not in the neighbour list (the
+    special pairs whose lj and coul factors are not both 1: :meth:`~pycumd.molecular.topology.Topology.excluded_pairs`),
+    and each pair's coul factor."""
+    kinds = topology.special.kinds()
+    n = len(topology.molecule)
+    if all(k == "plain" for k in kinds):
+        return np.zeros(n + 1, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    pairs = topology.special_pairs()
+    a, b, f = [], [], []
+    for w, kind in zip((1, 2, 3), kinds):
+        if kind != "plain":
+            a.append(pairs[w][0])
+            b.append(pairs[w][1])
+            f.append(np.full(len(pairs[w][0]), float(topology.special.coul[w - 1])))
+    a, b, f = (np.concatenate(x) for x in (a, b, f))
+    order = np.lexsort((b, a))
+    a, b, f = a[order], b[order], f[order]
+    start = np.zeros(n + 1, np.int64)
+    np.add.at(start, a + 1, 1)
+    return np.cumsum(start), b, f
+
+
+@numba.njit(parallel=True, cache=True)
+def charmm_weighted_14(positions, charges, types, ids, row_of, start, partners, weights, lj14, n_types, L, invL, qqrd2e,
+                       forces, energy, virial, coul_energy, with_energy):
+    """The weighted 1-4 pairs of ``dihedral_style charmm`` (LAMMPS ``DihedralCharmm::compute``, one per
+    dihedral of weight w > 0, no cutoff): ``w (LJ14 + qqrd2e q_i q_j / r)``, for each atom row over its
+    entries ``partners[start[id]:start[id + 1]]`` (each pair from both atoms; energies halved).  Their
+    energies are pair energies, as LAMMPS tallies them: the Coulomb part also into ``coul_energy``."""
+    for i in numba.prange(ids.shape[0]):
+        a = ids[i]
+        if start[a] == start[a + 1]:
+            continue
+        qi = qqrd2e * charges[i]
+        sums = ZERO_SUMS
+        ec = 0.0
+        for q in range(start[a], start[a + 1]):
+            j = row_of[partners[q]]
+            dx = _image(positions[i, 0] - positions[j, 0], L[0], invL[0])
+            dy = _image(positions[i, 1] - positions[j, 1], L[1], invL[1])
+            dz = _image(positions[i, 2] - positions[j, 2], L[2], invL[2])
+            r2inv = 1.0 / (dx * dx + dy * dy + dz * dz)
+            r6inv = r2inv * r2inv * r2inv
+            row = lj14[types[i] * n_types + types[j]]
+            w = weights[q]
+            force_coul = qi * charges[j] * math.sqrt(r2inv)
+            force_lj = r6inv * (row[0] * r6inv - row[1])
+            fr = w * (force_lj + force_coul) * r2inv
+            e_coul = w * force_coul
+            e_lj = w * (r6inv * (row[2] * r6inv - row[3]))
+            sums = full_pair(dx, dy, dz, fr, e_lj + e_coul, with_energy, sums)
+            ec += e_coul
+        forces[i, 0] += sums[0]
+        forces[i, 1] += sums[1]
+        forces[i, 2] += sums[2]
+        if with_energy:
+            energy[i] += 0.5 * sums[3]
+            coul_energy[i] += 0.5 * ec
+            for c in range(6):
+                virial[i, c] += 0.5 * sums[4 + c]
+
+
+def charmm_14_pairs(topology) -> tuple | None:
+    """``(start, partners, weights)`` of the weighted 1-4 pairs of ``dihedral_style charmm``: for each atom ID
+    ``a``, the end atoms of its dihedrals of weight w > 0 (one entry per dihedral, both ends), by ID; None
+    where there are none."""
+    style = topology.styles.get("dihedral")
+    weights_of = getattr(style, "weights", None)
+    if weights_of is None or not len(topology.terms["dihedral"]):
+        return None
+    weights = weights_of()
+    w = np.array([weights.get(int(t), 0.0) for t in topology.types["dihedral"]])
+    keep = w > 0.0
+    if not keep.any():
+        return None
+    atoms = topology.terms["dihedral"][keep]
+    a = np.concatenate([atoms[:, 0], atoms[:, 3]])
+    b = np.concatenate([atoms[:, 3], atoms[:, 0]])
+    w = np.concatenate([w[keep], w[keep]])
+    order = np.argsort(a, kind="stable")
+    a, b, w = a[order], b[order], w[order]
+    start = np.zeros(len(topology.molecule) + 1, np.int64)
+    np.add.at(start, a + 1, 1)
+    return np.cumsum(start), b.astype(np.int64), w
+
+
+class LongRangeForces(ForceEvaluatorBase):
+    """A pair force evaluator with the Ewald-split Coulomb sum of per-atom charges (see the module
+    docstring for the passes).
+
+    Parameters
+    ----------
+    pair_forces : ForceEvaluator
+        The short-range evaluator (PairForces, or MolecularForces around one) over the neighbour list.
+    potential : pycumd.potentials.coul_long.CoulombLong
+        The Coulomb cutoff, the Coulomb constant and the k-space solver.
+    state : State
+        The simulation state (its per-atom ``charges`` are read; None raises InputError).
+    units : UnitSystem
+    backend, precision : as chosen by :func:`pycumd.components.build_components`
+    topology : Topology or None
+        For the special pairs' corrections and the weighted 1-4 pairs of ``dihedral_style charmm``
+        (molecular systems).
+    n_types : int
+        Atom types (the 1-4 LJ table's rows).
+    """
+
+    def __init__(self, pair_forces, potential, state, units, backend, precision, topology=None, n_types: int = 1):
+        if potential.kspace is None:
+            raise InputError(f"pair_style {potential.name} needs a k-space solver (LAMMPS: 'Pair style requires a "
+                             f"KSpace style'): add kspace_style ewald|pppm ACC, or CoulombLong(..., kspace=make_solver(...))")
+        if state.charges is None:
+            raise InputError(f"pair_style {potential.name} needs per-atom charges: read_data with atom_style charge "
+                             f"or full, set ... charge Q, or System(..., charges=...)")
+        if precision.composite:
+            raise NotImplementedError(f"pair_style {potential.name} is not implemented in composite precision; use "
+                                      f"'single', 'mixed' or 'double'")
+        self.pair = pair_forces
+        self.potential = potential
+        self.backend = backend
+        self.precision = precision
+        self.solver = potential.kspace
+        self.reads_fixed_image = pair_forces.reads_fixed_image
+        #: captured in CUDA graphs only where the wrapped evaluator and the solver both may be
+        self.capturable = bool(pair_forces.capturable and getattr(self.solver, "capturable", False))
+        if potential.coulomb_constant is not None:
+            self.qqrd2e = potential.coulomb_constant
+        elif units.name in QQRD2E:
+            self.qqrd2e = QQRD2E[units.name]
+        else:
+            raise InputError(f"pair_style {potential.name}: no Coulomb constant for units {units.name}")
+        self.r_cut_coul = potential.r_cut_coul
+        self.units_name = units.name
+        self._setup_solver(state)
+        xp = backend.xp
+        self.coul_energy = xp.zeros(state.n_atoms)
+        self._elong, self._virial, self._ecoul = 0.0, np.zeros(6), 0.0
+        self.special = self.weighted_14 = self.row_of = None
+        if topology is not None:
+            start, partners, factors = special_coulomb_pairs(topology)
+            if len(partners):
+                self.special = {"start": xp.asarray(start), "partners": xp.asarray(partners),
+                                "factors": xp.asarray(factors)}
+            self.weighted_14 = self._weighted_14(topology, potential, n_types, xp)
+            if self.special is not None or self.weighted_14 is not None:
+                self.row_of = xp.full(len(topology.molecule), -1, np.int32 if backend.is_gpu else np.int64)
+        self._chunks = None
+        if backend.is_gpu:
+            module = backend.kernel_module("long_range.cu", precision.cuda_defines, options=precision.cuda_options)
+            self._pairs = (module.get_function("coul_long_pairs"), module.get_function("coul_long_pairs_energy"))
+            self._special_kernel = module.get_function("coul_long_special")
+            self._row_map = module.get_function("long_range_row_map")
+            self._weighted_14_kernel = module.get_function("charmm_weighted_14")
+
+    @staticmethod
+    def _weighted_14(topology, potential, n_types, xp):
+        """The weighted 1-4 pairs of dihedral_style charmm (w > 0) with the short-range part's 1-4 LJ table;
+        None without them.  Only lj/charmm/coul/long has the 1-4 coefficients (LAMMPS: 'Dihedral charmm is
+        incompatible with Pair style' otherwise)."""
+        pairs = charmm_14_pairs(topology)
+        if pairs is None:
+            return None
+        lj14_table = getattr(potential.short, "lj14_table", None)
+        if lj14_table is None:
+            raise InputError(f"dihedral_style charmm with a 1-4 weight w > 0 needs pair_style lj/charmm/coul/long "
+                             f"(its eps14 sigma14), not {potential.name} (LAMMPS: 'Dihedral charmm is incompatible "
+                             f"with Pair style')")
+        start, partners, weights = pairs
+        return {"start": xp.asarray(start), "partners": xp.asarray(partners), "weights": xp.asarray(weights),
+                "lj14": xp.asarray(lj14_table(n_types)), "n_types": n_types}
+
+    # -- the k-space solver -------------------------------------------------------------------
+    def _setup_solver(self, state) -> None:
+        """Set the solver up for the state's box and charges (once: a new box, a barostat's, is the solver's
+        to follow inside its ``compute``, as LAMMPS' ``KSpace::setup`` keeps g_ewald and the grid); LAMMPS'
+        table size of the real-space Coulomb (``pair_modify table``) for its error estimate."""
+        box = tuple(float(x) for x in state.box_lengths)
+        charges = np.asarray(self.backend.to_host(state.charges), dtype=np.float64)
+        self.solver.setup(np.asarray(box), charges, self.r_cut_coul, self.qqrd2e, self.backend, self.precision,
+                          self.units_name, table_bits=self.potential.table_bits)
+        self.g_ewald = float(self.solver.g_ewald)
+        if not self.g_ewald > 0:
+            raise InputError(f"kspace_style {self.solver.name}: g_ewald is {self.g_ewald} after its set-up")
+
+    # -- the contract ---------------------------------------------------------------------------
+    @property
+    def control(self):
+        """The wrapped evaluator's step-control array (:attr:`pycumd.contracts.ForceEvaluator.control`)."""
+        return self.pair.control
+
+    @control.setter
+    def control(self, array) -> None:
+        self.pair.control = array
+
+    def compute(self, state, neighbors, with_energy: bool, **options) -> None:
+        self.pair.compute(state, neighbors, with_energy, **options)
+        if self.coul_energy.shape[0] != state.n_atoms:
+            self.coul_energy = self.backend.xp.zeros(state.n_atoms)
+        if with_energy:
+            self.coul_energy.fill(0.0)
+        if self.backend.is_gpu:
+            self._compute_gpu(state, neighbors, with_energy)
+        else:
+            self._compute_cpu(state, neighbors, with_energy)
+        self.solver.compute(state.positions, state.charges, state.box_lengths, state.forces, with_energy)
+        if with_energy:
+            self._elong = float(self.solver.energy)
+            self._virial = np.asarray(self.solver.virial, dtype=np.float64).copy()
+            self._ecoul = float(self.coul_energy.sum())
+
+    def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
+        L = np.asarray(state.box_lengths, dtype=np.float64)
+        invL = 1.0 / L
+        rc2 = self.r_cut_coul * self.r_cut_coul
+        if neighbors.half:
+            n = state.n_atoms
+            n_chunks = max(1, min(numba.get_num_threads(), n))
+            bounds = half_list_chunks(neighbors.nbr_count, n_chunks)
+            if self._chunks is None or self._chunks[0].shape[:2] != (n_chunks, n):
+                self._chunks = (np.empty((n_chunks, n, 4)), np.empty((n_chunks, n, 6)), np.empty((n, 3)),
+                                np.empty(n), np.empty((n, 6)))
+            acc, vir, f, e, w = self._chunks
+            coul_long_half(state.positions, state.charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
+                           self.g_ewald, rc2, bounds, acc, vir, with_energy)
+            sum_chunks(bounds, acc, vir, f, e, w, with_energy)
+            state.forces += f
+            if with_energy:
+                state.energy += e
+                state.virial += w
+                self.coul_energy += e
+        else:
+            coul_long_full(state.positions, state.charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
+                           self.g_ewald, rc2, state.forces, state.energy, state.virial, self.coul_energy, with_energy)
+        if self.row_of is not None:
+            self.row_of[state.ids] = np.arange(state.n_atoms)
+        if self.special is not None:
+            sp = self.special
+            coul_long_special(state.positions, state.charges, state.ids, self.row_of, sp["start"], sp["partners"],
+                              sp["factors"], L, invL, self.qqrd2e, self.g_ewald, rc2, state.forces, state.energy,
+                              state.virial, self.coul_energy, with_energy)
+        if self.weighted_14 is not None:
+            w14 = self.weighted_14
+            charmm_weighted_14(state.positions, state.charges, state.types, state.ids, self.row_of, w14["start"],
+                               w14["partners"], w14["weights"], w14["lj14"], w14["n_types"], L, invL, self.qqrd2e,
+                               state.forces, state.energy, state.virial, self.coul_energy, with_energy)
+
+    def _compute_gpu(self, state, neighbors, with_energy: bool) -> None:
+        n = state.n_atoms
+        grid = ((n + BLOCK - 1) // BLOCK,)
+        L = [np.float64(x) for x in state.box_lengths]
+        invL = [np.float64(1.0 / x) for x in state.box_lengths]
+        common = (*L, *invL, np.float64(self.qqrd2e), np.float64(self.g_ewald),
+                  np.float64(self.r_cut_coul * self.r_cut_coul), state.forces, state.energy, state.virial,
+                  self.coul_energy)
+        self._pairs[bool(with_energy)](grid, (BLOCK,), (self.control, state.positions, state.charges, neighbors.nbr,
+                                                        neighbors.nbr_count, np.int32(n), np.int32(n), *common))
+        if self.row_of is not None:
+            self._row_map(grid, (BLOCK,), (state.ids, self.row_of, np.int32(n)))
+        if self.special is not None:
+            sp = self.special
+            self._special_kernel(grid, (BLOCK,), (self.control, state.positions, state.charges, state.ids, self.row_of,
+                                                  sp["start"], sp["partners"], sp["factors"], np.int32(n), *common,
+                                                  np.int32(with_energy)))
+        if self.weighted_14 is not None:
+            w14 = self.weighted_14
+            self._weighted_14_kernel(grid, (BLOCK,), (
+                self.control, state.positions, state.charges, state.types, state.ids, self.row_of, w14["start"],
+                w14["partners"], w14["weights"], w14["lj14"], np.int32(w14["n_types"]), np.int32(n), *L, *invL,
+                np.float64(self.qqrd2e), state.forces, state.energy, state.virial, self.coul_energy,
+                np.int32(with_energy)))
+
+    def image_of(self, state):
+        return self.pair.image_of(state)
+
+    def write_image(self, state) -> None:
+        self.pair.write_image(state)
+
+    def check_pair_errors(self, state) -> None:
+        check = getattr(self.pair, "check_pair_errors", None)
+        if check is not None:
+            check(state)
+
+    def bonded_energies(self) -> dict:
+        return self.pair.bonded_energies()
+
+    def global_energy_virial(self) -> tuple:
+        """The k-space energy (energy units) and virial (6,) of the last evaluation with energies."""
+        return self._elong, self._virial.copy()
+
+    def coulomb_energies(self) -> dict:
+        """``{"ecoul": real-space Coulomb energy (special-pair corrections included), "elong": k-space
+        energy}`` (energy units, whole system) of the last evaluation with energies (LAMMPS' thermo
+        keywords ecoul and elong)."""
+        return {"ecoul": self._ecoul, "elong": self._elong}
+
+    def describe_solver(self) -> list:
+        """The solver's lines as LAMMPS prints them at its set-up."""
+        return list(self.solver.describe())
+
+    def __getattr__(self, name):
+        if name.startswith("_") or name == "pair":
+            raise AttributeError(name)
+        return getattr(self.pair, name)
+
+
+__all__ = ["LongRangeForces", "coul_long_pair", "special_coulomb_pairs", "TWO_OVER_SQRT_PI"]

@@ -1,0 +1,189 @@
+"""Ewald-split Coulomb between per-atom charges, with a short-range pair potential beside it: LAMMPS'
+``coul/long``, ``lj/cut/coul/long``, ``buck/coul/long`` and ``born/coul/long``.
+
+The Coulomb energy of a periodic system is split with the Ewald parameter ``g`` (1/length):
+
+``E = sum_pairs qqrd2e q_i q_j erfc(g r) / r``  (real space, within the Coulomb cutoff ``r_cut_coul``)
+``  + E_long``                                   (reciprocal space: a k-space solver, ``kspace_style``)
+
+The real-space term is evaluated over the neighbour list by :mod:`pycumd.long_range` (its own pass:
+per-atom charges do not fit the per-type pair tables), with ``erfc`` of the C library (LAMMPS uses a
+table, ``pair_modify table 12``, by default, or with ``table 0`` a polynomial approximation; see
+docs/charged-systems.md for how far those differ), ``g`` the solver's ``g_ewald``, and per pair
+
+``E = qqrd2e q_i q_j erfc(g r) / r``,  ``F/r = qqrd2e q_i q_j (erfc(g r) / r + 2 g / sqrt(pi) exp(-g^2 r^2)) / r^2``.
+
+The short-range part (Lennard-Jones, Buckingham, Born) is the ordinary pair potential with its own
+cutoffs (``pair_coeff``'s optional cutoff is that part's, as in LAMMPS).
+
+This module only describes the model; :class:`CoulombLong` is what a ``Simulation`` takes as its
+potential, and :func:`pycumd.components.build_components` builds the evaluator from it.
+"""
+
+from __future__ import annotations
+
+import math
+
+#: LAMMPS long-range pair style -> (its short-range pair style or None, (fewest, most) pair_style arguments)
+LONG_RANGE_STYLES = {"coul/long": (None, (1, 1)), "lj/cut/coul/long": ("lj/cut", (1, 2)),
+                     "buck/coul/long": ("buck", (1, 2)), "born/coul/long": ("born", (1, 2)),
+                     "lj/charmm/coul/long": ("lj/charmm", (2, 3))}
+#: long-range styles LAMMPS has that pycumd does not implement yet
+NOT_IMPLEMENTED_STYLES = ("lj/charmm/coul/charmm", "lj/charmm/coul/charmm/implicit", "lj/cut/coul/msm", "coul/msm",
+                          "lj/long/coul/long", "lj/cut/tip4p/long", "coul/long/soft", "lj/cut/coul/long/soft",
+                          "born/coul/wolf", "lj/charmmfsw/coul/long", "lj/class2/coul/long", "buck/long/coul/long")
+
+
+class CoulombLong:
+    """The real-space part of an Ewald-split Coulomb sum between per-atom charges, a short-range pair
+    potential beside it, and the k-space solver that supplies the rest.
+
+    Parameters
+    ----------
+    r_cut_coul : float
+        Real-space Coulomb cutoff (length units).
+    short : PairPotential, optional
+        The non-Coulomb part (e.g. ``LennardJones(10.0).pair_coeff(...)``); None: Coulomb only
+        (LAMMPS ``coul/long``).
+    kspace : pycumd.kspace.base.KSpaceSolver, optional
+        The reciprocal-space solver (``pycumd.kspace.make_solver("pppm", 1e-4)``), which also gives
+        ``g_ewald``.  Required to run (LAMMPS: "Pair style requires a KSpace style").
+    coulomb_constant : float, optional
+        ``qqrd2e`` (energy x length / charge^2); None: that of the system's unit system (LAMMPS' values:
+        1 in lj, 332.06371 in real, 14.399645 in metal).
+    name : str, optional
+        The LAMMPS style name (for descriptions); default from ``short``.
+
+    Examples
+    --------
+    >>> from pycumd.kspace import make_solver
+    >>> lj = LennardJones(10.0).pair_coeff(0, 0, epsilon=0.1, sigma=3.0)
+    >>> potential = CoulombLong(10.0, short=lj, kspace=make_solver("ewald", 1e-5))
+    >>> Simulation(system_with_charges, potential)
+    """
+
+    #: capability flag read by :func:`pycumd.components.build_components`: per-atom charges, a
+    #: real-space Coulomb pass and a k-space solver
+    long_range = True
+    many_body = False
+
+    def __init__(self, r_cut_coul: float, short=None, kspace=None, coulomb_constant: float | None = None,
+                 name: str | None = None):
+        r_cut_coul = float(r_cut_coul)
+        if not (r_cut_coul > 0 and math.isfinite(r_cut_coul)):
+            raise ValueError(f"coul/long: the Coulomb cutoff must be positive and finite, got {r_cut_coul}")
+        if short is not None and (getattr(short, "many_body", False) or getattr(short, "long_range", False)):
+            raise ValueError(f"coul/long: the short-range part must be a pair potential, not {short.name}")
+        self.r_cut_coul = r_cut_coul
+        self.short = short
+        self.kspace = kspace
+        self.coulomb_constant = None if coulomb_constant is None else float(coulomb_constant)
+        self.name = name or ("coul/long" if short is None else f"{short.name}/coul/long")
+        self.cutoff = "truncate" if short is None else short.cutoff
+        #: LAMMPS' ``pair_modify table N`` (its real-space Coulomb table of 2^N points; 0: none): pycumd's
+        #: erfc is exact either way, the solver's error estimate and its printed lines take it as LAMMPS does
+        self.table_bits = 12
+        self._zero = {}
+
+    def max_cutoff(self, n_types: int) -> float:
+        """The neighbour-list cutoff (length units): the larger of the Coulomb and the short-range cutoffs."""
+        short = 0.0 if self.short is None else self.short.max_cutoff(n_types)
+        return max(self.r_cut_coul, short)
+
+    def short_range(self, n_types: int):
+        """The pair potential the pair evaluator runs: ``short``, or for ``coul/long`` alone a
+        Lennard-Jones of zero strength (the pair pass then writes zeros, which the Coulomb pass adds to)."""
+        if self.short is not None:
+            return self.short
+        if n_types not in self._zero:
+            from .lennard_jones import LennardJones
+
+            zero = LennardJones(self.r_cut_coul)
+            for t in range(n_types):
+                zero.pair_coeff(t, t, epsilon=0.0, sigma=1.0)
+            self._zero[n_types] = zero
+        return self._zero[n_types]
+
+    def table(self, n_types: int):
+        """The short-range part's parameter table (raises naming a type pair without coefficients)."""
+        return self.short_range(n_types).table(n_types)
+
+    def kernel_cache_key(self):
+        return None if self.short is None else self.short.kernel_cache_key()
+
+    def atomic_number_types(self):
+        return None
+
+    def describe(self) -> str:
+        """One line for the style, then (once a simulation has set the solver up) the solver's lines as
+        LAMMPS prints them at its init (G vector, grid or k-vectors, order, accuracy)."""
+        short = "" if self.short is None else f"; short range {self.short.describe()}"
+        solver = "no kspace_style" if self.kspace is None else f"kspace {self.kspace.name} {self.kspace.accuracy_relative:g}"
+        text = f"{self.name} (coulomb cutoff {self.r_cut_coul:g}, {solver}{short})"
+        if self.kspace is not None and getattr(self.kspace, "g_ewald", 0.0) > 0.0:
+            try:
+                text += "".join(f"\n{line}" for line in self.kspace.describe())
+            except NotImplementedError:
+                pass
+        return text
+
+
+def coul_long_from_lammps(style: str, global_args: list, pair_coeffs: list, *, n_types: int, cutoff_mode: str,
+                          mixing: str, units: str, directory=None) -> CoulombLong:
+    """The :class:`CoulombLong` of ``pair_style STYLE ARGS`` and its ``pair_coeff`` lines (LAMMPS' forms:
+    ``coul/long rc`` with ``pair_coeff * *``; ``lj/cut/coul/long rc_lj [rc_coul]`` with ``eps sigma [rc_lj]``;
+    ``buck/coul/long rc_buck [rc_coul]`` with ``A rho C [rc_buck]``; ``born/coul/long rc_born [rc_coul]`` with
+    ``A rho sigma C D [rc_born]``; ``lj/charmm/coul/long inner outer [rc_coul]`` with ``eps sigma [eps14 sigma14]``,
+    mixed arithmetically unless ``mixing`` says otherwise, ``mixing=None``: the style's default).  The k-space
+    solver is attached by the caller (``kspace_style``)."""
+    from .lammps_args import numbers, qqrd2e
+    from .lammps_styles import potential_from_lammps
+
+    check_long_range_style(style, global_args)
+    args = numbers(global_args, f"pair_style {style}")
+    base = LONG_RANGE_STYLES[style][0]
+    if base is None:
+        for i, j, values in pair_coeffs:
+            if len(values):
+                raise ValueError(f"pair_coeff {i + 1} {j + 1} ({style}) takes no coefficients, got "
+                                 f"{' '.join(map(str, values))}")
+        return CoulombLong(args[0], None, coulomb_constant=qqrd2e(units), name=style)
+    if base == "lj/charmm":
+        from .lammps_args import check_count
+        from .lj_charmm import LJCharmm
+
+        short = LJCharmm(args[0], args[1], mixing=mixing or "arithmetic")
+        for i, j, values in pair_coeffs:
+            values = numbers(values, f"pair_coeff {i + 1} {j + 1} ({style})")
+            check_count(style, values, 2, 4)
+            if len(values) == 3:
+                raise ValueError(f"pair_coeff {i + 1} {j + 1} ({style}): give eps sigma or eps sigma eps14 sigma14")
+            short.pair_coeff(i, j, **dict(zip(("epsilon", "sigma", "epsilon14", "sigma14"), values)))
+        return CoulombLong(args[2] if len(args) == 3 else args[1], short, coulomb_constant=qqrd2e(units), name=style)
+    short = potential_from_lammps(base, [args[0]], pair_coeffs, n_types=n_types, cutoff_mode=cutoff_mode,
+                                  mixing=mixing or "geometric", units=units, directory=directory)
+    return CoulombLong(args[-1], short, coulomb_constant=qqrd2e(units), name=style)
+
+
+def check_long_range_style(style: str, global_args: list) -> None:
+    """A ValueError unless ``pair_style STYLE ARGS`` is a long-range style with its argument count;
+    NotImplementedError for the long-range styles pycumd does not have."""
+    if style in NOT_IMPLEMENTED_STYLES:
+        raise NotImplementedError(f"pair_style {style} is not implemented (long-range styles: "
+                                  f"{', '.join(LONG_RANGE_STYLES)})")
+    lo, hi = LONG_RANGE_STYLES[style][1]
+    if not lo <= len(global_args) <= hi:
+        count = str(lo) if lo == hi else f"{lo} to {hi}"
+        raise ValueError(f"pair_style {style} takes {count} argument(s), got {len(global_args)}")
+    from .lammps_args import numbers
+
+    numbers(global_args, f"pair_style {style}")
+
+
+def is_long_range_style(style: str) -> bool:
+    """Whether ``style`` is a LAMMPS pair style with a long-range Coulomb part (implemented or not)."""
+    return style in LONG_RANGE_STYLES or style in NOT_IMPLEMENTED_STYLES
+
+
+__all__ = ["CoulombLong", "LONG_RANGE_STYLES", "NOT_IMPLEMENTED_STYLES", "check_long_range_style",
+           "coul_long_from_lammps", "is_long_range_style"]
