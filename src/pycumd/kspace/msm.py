@@ -215,8 +215,9 @@ class MSM(KSpaceSolver):
         self._restrict = []
         for n in range(1, self.levels):
             ratio = counts[n - 1] // counts[n]
-            self._restrict.append([ml.restriction_matrix(0, int(counts[n - 1, d]), 0, int(counts[n, d]), True,
-                                                         self.order, int(ratio[d])) for d in range(3)])
+            self._restrict.append([xp.asarray(ml.restriction_matrix(0, int(counts[n - 1, d]), 0, int(counts[n, d]),
+                                                                    True, self.order, int(ratio[d])))
+                                   for d in range(3)])
         self._kernel_k = []
         self._virial_k = []
         for n in range(self.levels):
