@@ -178,13 +178,15 @@ def test_pppm_kernels_compile_with_their_defines(defines, tmp_path):
 
 
 @gpu_only
-@pytest.mark.parametrize("order, pressure_scalar", [(10, True), (4, False), (6, False)])
+@pytest.mark.parametrize("order, pressure_scalar, periodic", [(10, True, True), (4, False, True), (6, False, True),
+                                                              (10, False, False)])
 @pytest.mark.parametrize("stride", [3, 4])
-def test_msm_gpu_equals_cpu(ions, order, pressure_scalar, stride):
-    """kspace_style msm: the msm.cu anterpolation and field kernels and the CuPy grid levels give the
-    CPU's forces, energy and virial (float64 both; the GPU's atomics only reorder the grid sums)."""
+def test_msm_gpu_equals_cpu(ions, order, pressure_scalar, periodic, stride):
+    """kspace_style msm (periodic and boundary f f f): the msm.cu anterpolation and field kernels and
+    the CuPy grid levels give the CPU's forces, energy and virial (float64 both; the GPU's atomics
+    only reorder the grid sums)."""
     x, q, box = ions
-    kw = {"order": order, "pressure_scalar": pressure_scalar}
+    kw = {"order": order, "pressure_scalar": pressure_scalar, "periodic": periodic}
     cpu, f_cpu = run("msm", "cpu", "double", x, q, box, stride=stride, **kw)
     gpu, f_gpu = run("msm", "cuda", "double", x, q, box, stride=stride, **kw)
     assert gpu.mesh == cpu.mesh and gpu.r_cut == cpu.r_cut

@@ -1,4 +1,5 @@
-"""LAMMPS' ``kspace_style msm``: multilevel summation for forces, energy and virial (periodic box).
+"""LAMMPS' ``kspace_style msm``: multilevel summation for forces, energy and virial (periodic or
+non-periodic orthogonal box).
 
 The pair style ``coul/msm`` computes ``qqrd2e q_i q_j [1/r - gamma(r/a)/a]`` inside the Coulomb
 cutoff ``a``; this solver computes the rest, ``qqrd2e q_i q_j gamma(r/a)/a`` over all pairs and
@@ -15,7 +16,10 @@ periodic images, on a hierarchy of grids (the splitting, basis and grid operator
    **interpolation** of the field ``-grad e`` to the atoms: ``F_i = qqrd2e q_i E(r_i)``.
 
 As LAMMPS for a periodic box, the coarsest level (one grid point, carrying the total charge: zero
-for a neutral system) is left out.  Energy
+for a neutral system) is left out.  Non-periodic (``boundary f f f`` or ``s s s``; ``periodic=False``):
+the grids extend ``order/2 - 1`` points beyond the box on each side (LAMMPS' ``alpha``, ``beta``),
+the sums see no images, and the top level sums ``g_{2^(L-1) a}`` over all its grid pairs (LAMMPS'
+``direct_top``).  Mixed boundaries are not implemented.  Energy
 ``E = qqrd2e/2 [sum_grid q e - gamma(0)/a sum_i q_i^2]`` (the second term removes each charge's
 smoothed self interaction).  Virial: LAMMPS' default ``kspace_modify pressure/scalar yes`` gives
 ``E/3`` on the diagonal and zero off it (``coul/msm`` does the same for its part, so only the
@@ -61,7 +65,9 @@ class MSM(KSpaceSolver):
 
     Extra keywords (LAMMPS' ``kspace_modify``): ``cutoff_adjust`` (``cutoff/adjust``, default True),
     ``pressure_scalar`` (``pressure/scalar``, default True), ``neighbor_skin`` (for the grid-size
-    line of :meth:`describe`; default LAMMPS' skin of the unit style).
+    line of :meth:`describe`; default LAMMPS' skin of the unit style); ``periodic`` (LAMMPS'
+    ``boundary``: True for ``p p p``, False for ``f``/``s``/``m`` in all three directions; a
+    sequence of three bools must not mix them).
 
     After :meth:`setup`: ``mesh`` (finest grid, x y z), ``levels``, ``grid_counts`` (levels, 3),
     ``r_cut`` (the Coulomb cutoff, adjusted when ``cutoff_adjust``), ``cutoff_adjusted`` (bool),
@@ -71,7 +77,7 @@ class MSM(KSpaceSolver):
     name = "msm"
 
     def __init__(self, accuracy, *, mesh=None, order=None, gewald=None, compute=True, cutoff_adjust=True,
-                 pressure_scalar=True, neighbor_skin=None):
+                 pressure_scalar=True, neighbor_skin=None, periodic=True):
         super().__init__(accuracy, mesh=mesh, order=order, gewald=gewald, compute=compute)
         order = 10 if order is None else int(order)
         if order not in ml.ORDERS:
@@ -85,6 +91,11 @@ class MSM(KSpaceSolver):
         self.cutoff_adjust = bool(cutoff_adjust)
         self.pressure_scalar = bool(pressure_scalar)
         self.neighbor_skin = neighbor_skin
+        flags = [bool(periodic)] * 3 if np.isscalar(periodic) else [bool(v) for v in periodic]
+        if len(flags) != 3 or len(set(flags)) != 1:
+            raise NotImplementedError(f"kspace_style msm: mixed periodic and non-periodic boundaries "
+                                      f"{tuple(flags)} are not implemented (all p, or all f/s/m)")
+        self.periodic = flags[0]
         self.g_ewald = 0.0
 
     # -- parameters (LAMMPS' MSM::init, set_grid_global) ----------------------------------------
@@ -154,13 +165,27 @@ class MSM(KSpaceSolver):
             levels = 2
             levels_per_dim = [2, 2, 2]
             counts = [2, 2, 2]
-        levels -= 1                                 # periodic: the one-point top level is left out
+        if self.periodic:
+            levels -= 1                             # periodic: the one-point top level is left out
         if max(counts) >= OFFSET:
             raise ValueError(f"kspace_style msm: the grid {counts} is too large (LAMMPS' limit {OFFSET})")
         self.mesh = tuple(int(c) for c in counts)
         self.levels = levels
         self.grid_counts = np.array([[2 ** (lv - n - 1) if lv - n - 1 > 0 else 1 for lv in levels_per_dim]
                                      for n in range(levels)], dtype=np.int64)
+        # grid index ranges per level: [0, count) periodic; [alpha, beta] non-periodic (LAMMPS)
+        if self.periodic:
+            self.grid_lo = np.zeros((levels, 3), dtype=np.int64)
+            self.grid_shape = self.grid_counts.copy()
+        else:
+            extra = self.order // 2 - 1
+            alpha = [-extra]
+            beta = [self.grid_counts[0] + extra]
+            for n in range(1, levels):
+                alpha.append(-((-alpha[-1] + 1) // 2) - extra)
+                beta.append((beta[-1] + 1) // 2 + extra)
+            self.grid_lo = np.array([[a] * 3 for a in alpha], dtype=np.int64)
+            self.grid_shape = np.array([b - a + 1 for a, b in zip(alpha, beta)], dtype=np.int64)
 
     def _grid_error(self) -> float:
         errs = [self._error_1d(L / n, L) for L, n in zip(self.box_lengths, self.mesh)]
@@ -182,6 +207,9 @@ class MSM(KSpaceSolver):
             hi = int((L + 0.5 * skin) * n / L + OFFSET) - OFFSET
             out_lo = lo - self.order if d == 2 else lo + min(-self.order, -reach)
             out_hi = hi + max(self.order, reach)
+            if not self.periodic:
+                out_lo = max(out_lo, int(self.grid_lo[0, d]))
+                out_hi = min(out_hi, int(self.grid_lo[0, d] + self.grid_shape[0, d] - 1))
             size *= out_hi - out_lo + 1
         return size
 
@@ -203,8 +231,8 @@ class MSM(KSpaceSolver):
 
     # -- box-dependent tables (LAMMPS' MSM::setup) ----------------------------------------------
     def _setup_box(self, box_lengths):
-        """Per level: spacing, restriction matrices and the FFT of the wrapped direct-sum kernel
-        (and of the six virial kernels without ``pressure_scalar``), for this box."""
+        """Per level: spacing, restriction matrices and the FFT of the direct-sum kernel (wrapped onto
+        the periodic grid, or zero-padded), and of the six virial kernels without ``pressure_scalar``."""
         box = np.asarray(box_lengths, dtype=np.float64).reshape(3)
         self.box_lengths = box
         self.volume = float(np.prod(box))
@@ -215,19 +243,22 @@ class MSM(KSpaceSolver):
         self._restrict = []
         for n in range(1, self.levels):
             ratio = counts[n - 1] // counts[n]
-            self._restrict.append([xp.asarray(ml.restriction_matrix(0, int(counts[n - 1, d]), 0, int(counts[n, d]),
-                                                                    True, self.order, int(ratio[d])))
-                                   for d in range(3)])
-        self._kernel_k = []
-        self._virial_k = []
+            self._restrict.append([xp.asarray(ml.restriction_matrix(
+                int(self.grid_lo[n - 1, d]), int(self.grid_shape[n - 1, d]), int(self.grid_lo[n, d]),
+                int(self.grid_shape[n, d]), self.periodic, self.order, int(ratio[d]))) for d in range(3)])
+        self._kernels = []
+        self._virial_kernels = []
         for n in range(self.levels):
-            shape = tuple(int(c) for c in counts[n])
+            shape = tuple(int(c) for c in self.grid_shape[n])
             a_level = self.r_cut * 2.0 ** n
-            kernel = ml.level_kernel(reach, self.spacings[n], a_level, self.order)
-            self._kernel_k.append(xp.fft.rfftn(xp.asarray(ml.wrap_kernel(kernel, shape))))
+            top = not self.periodic and n == self.levels - 1
+            radius = [m - 1 for m in shape] if top else reach
+            kernel = (ml.smooth(_lengths(radius, self.spacings[n]), a_level, self.order) if top
+                      else ml.level_kernel(radius, self.spacings[n], a_level, self.order))
+            self._kernels.append(ml.KernelFFT(xp, kernel, shape, self.periodic))
             if not self.pressure_scalar:
-                vk = ml.level_virial_kernels(reach, self.spacings[n], a_level, self.order)
-                self._virial_k.append([xp.fft.rfftn(xp.asarray(ml.wrap_kernel(v, shape))) for v in vk])
+                vk = ml.level_virial_kernels(radius, self.spacings[n], a_level, self.order, top=top)
+                self._virial_kernels.append([ml.KernelFFT(xp, v, shape, self.periodic) for v in vk])
 
     # -- compute ----------------------------------------------------------------------------------
     def potentials(self, positions, charges):
@@ -236,20 +267,30 @@ class MSM(KSpaceSolver):
         xp = self.backend.xp
         x = xp.ascontiguousarray(positions[:, :3].astype(xp.float64))
         q = xp.ascontiguousarray(charges.astype(xp.float64))
-        zero = np.zeros(3, dtype=np.int64)
-        grids = [ml.anterpolate(self.backend, x, q, zero, self.grid_counts[0], self.spacings[0], True,
-                                self.order)]
+        grids = [ml.anterpolate(self.backend, x, q, self.grid_lo[0], self.grid_shape[0], self.spacings[0],
+                                self.periodic, self.order)]
         for mats in self._restrict:
             grids.append(ml.apply_axes(xp, mats, grids[-1]))
         pots = []
         for n, qg in enumerate(grids):
-            q_xyz = qg.transpose(2, 1, 0)
-            e = xp.fft.irfftn(xp.fft.rfftn(q_xyz) * self._kernel_k[n], s=q_xyz.shape, axes=(0, 1, 2))
+            e = self._kernels[n].apply(xp, qg.transpose(2, 1, 0))
             pots.append(xp.ascontiguousarray(e.transpose(2, 1, 0)))
         for n in range(self.levels - 2, -1, -1):
             mats = [m.T for m in self._restrict[n]]
             pots[n] = pots[n] + ml.apply_axes(xp, mats, pots[n + 1])
         return grids, pots, x, q
+
+    def _check_inside(self, positions):
+        """Non-periodic: every atom's stencil must lie on the grid (LAMMPS' 'Out of range atoms')."""
+        xp = self.backend.xp
+        lo = np.asarray(self.backend.to_host(xp.min(positions[:, :3], axis=0)), dtype=np.float64)
+        hi = np.asarray(self.backend.to_host(xp.max(positions[:, :3], axis=0)), dtype=np.float64)
+        h = self.spacings[0]
+        first = np.floor(lo / h) - (self.order - 1) // 2
+        last = np.floor(hi / h) - (self.order - 1) // 2 + self.order - 1
+        if np.any(first < self.grid_lo[0]) or np.any(last > self.grid_lo[0] + self.grid_shape[0] - 1):
+            raise ValueError(f"kspace_style msm: out of range atoms - cannot compute MSM (non-periodic box "
+                             f"{tuple(self.box_lengths)}: atoms span {tuple(lo)} to {tuple(hi)})")
 
     def compute(self, positions, charges, box_lengths, forces, with_energy):
         if not self.compute_enabled:
@@ -260,9 +301,11 @@ class MSM(KSpaceSolver):
         if not np.array_equal(box, self.box_lengths):
             self._setup_box(box)     # LAMMPS' MSM::setup: the same grid counts and cutoff
         xp = self.backend.xp
+        if not self.periodic:
+            self._check_inside(positions)
         grids, pots, x, q = self.potentials(positions, charges)
-        field = ml.interpolate_field(self.backend, x, np.zeros(3, dtype=np.int64), self.grid_counts[0],
-                                     self.spacings[0], True, self.order, pots[0])
+        field = ml.interpolate_field(self.backend, x, self.grid_lo[0], self.grid_shape[0], self.spacings[0],
+                                     self.periodic, self.order, pots[0])
         forces += ((self.qqrd2e * q)[:, None] * field).astype(forces.dtype)
         if with_energy:
             gamma0 = float(ml.gamma(0.0, self.order))
@@ -274,10 +317,8 @@ class MSM(KSpaceSolver):
                 vir = np.zeros(6)
                 for n, qg in enumerate(grids):
                     q_xyz = qg.transpose(2, 1, 0)
-                    fq = xp.fft.rfftn(q_xyz)
                     for c in range(6):
-                        v = xp.fft.irfftn(fq * self._virial_k[n][c], s=q_xyz.shape, axes=(0, 1, 2))
-                        vir[c] += float(xp.sum(v * q_xyz))
+                        vir[c] += float(xp.sum(self._virial_kernels[n][c].apply(xp, q_xyz) * q_xyz))
                 self.virial = 0.5 * self.qqrd2e * vir
 
 
@@ -294,9 +335,15 @@ def _levels_if_power_of_two(n: int):
     return levels
 
 
-def real_space(positions, charges, box_lengths, cutoff: float, order: int = 10, qqrd2e: float = 1.0):
+def _lengths(radius, h):
+    dx, dy, dz = ml.offsets(radius, h)
+    return np.sqrt(dx * dx + dy * dy + dz * dz)
+
+
+def real_space(positions, charges, box_lengths, cutoff: float, order: int = 10, qqrd2e: float = 1.0,
+               periodic: bool = True):
     """NumPy reference of LAMMPS' ``pair_style coul/msm`` (brute force over all images within the
-    cutoff): ``qqrd2e q_i q_j [1/r - gamma(r/a)/a]`` for ``r < a``.
+    cutoff, none when not ``periodic``): ``qqrd2e q_i q_j [1/r - gamma(r/a)/a]`` for ``r < a``.
 
     Returns ``(energy, forces, virial)``: float, (N, 3) float64, (6,) xx yy zz xy xz yz (energy and
     force units).  For tests and
@@ -305,7 +352,7 @@ def real_space(positions, charges, box_lengths, cutoff: float, order: int = 10, 
     x = np.asarray(positions, dtype=np.float64)[:, :3]
     q = np.asarray(charges, dtype=np.float64)
     box = np.asarray(box_lengths, dtype=np.float64)
-    n_img = [int(math.ceil(cutoff / L)) for L in box]
+    n_img = [int(math.ceil(cutoff / L)) if periodic else 0 for L in box]
     shifts = np.stack(np.meshgrid(*[np.arange(-m, m + 1) for m in n_img], indexing="ij"), -1).reshape(-1, 3) * box
     energy = 0.0
     forces = np.zeros_like(x)

@@ -389,13 +389,16 @@ def level_kernel(radius, h, a_level: float, order: int = 4) -> np.ndarray:
     return smooth(r, a_level, order) - smooth(r, 2.0 * a_level, order)
 
 
-def level_virial_kernels(radius, h, a_level: float, order: int = 4) -> np.ndarray:
+def level_virial_kernels(radius, h, a_level: float, order: int = 4, top: bool = False) -> np.ndarray:
     """(6, ...) ``-dK/dr x_a x_b / r`` of the level kernel at the offsets (xx, yy, zz, xy, xz, yz),
-    LAMMPS' ``get_virial_direct``; zero at the origin (1/length)."""
+    LAMMPS' ``get_virial_direct`` (``top``: of ``g_{a_l}`` alone, ``get_virial_direct_top``); zero at
+    the origin (1/length)."""
     dx, dy, dz = offsets(radius, h)
     r = np.sqrt(dx * dx + dy * dy + dz * dz)
     rs = np.where(r > 0, r, 1.0)
-    dk = dgamma(r / a_level, order) / a_level ** 2 - dgamma(r / (2 * a_level), order) / (4 * a_level ** 2)
+    dk = dgamma(r / a_level, order) / a_level ** 2
+    if not top:
+        dk = dk - dgamma(r / (2 * a_level), order) / (4 * a_level ** 2)
     dg = np.where(r > 0, -dk / rs, 0.0)
     return np.stack([dg * dx * dx, dg * dy * dy, dg * dz * dz, dg * dx * dy, dg * dx * dz, dg * dy * dz])
 
@@ -411,6 +414,31 @@ def wrap_kernel(kernel: np.ndarray, shape) -> np.ndarray:
         np.add.at(partial, (idx[1][:, None], idx[2][None, :]), kernel[i])
         wrapped[ix] += partial
     return wrapped
+
+
+class KernelFFT:
+    """A centred symmetric kernel (x, y, z indexed, (2R+1)^3) transformed once for grids of ``shape``
+    (x, y, z): folded onto a periodic grid, or zero-padded to ``shape + 2R``; :meth:`apply` is then
+    :func:`convolve` with two FFTs."""
+
+    def __init__(self, xp, kernel: np.ndarray, shape, periodic: bool):
+        self.shape = tuple(int(m) for m in shape)
+        self.periodic = bool(periodic)
+        self.radius = [(n - 1) // 2 for n in kernel.shape]
+        if self.periodic:
+            self.size = self.shape
+            self.fk = xp.fft.rfftn(xp.asarray(wrap_kernel(kernel, self.shape)))
+        else:
+            self.size = tuple(m + 2 * r for m, r in zip(self.shape, self.radius))
+            self.fk = xp.fft.rfftn(xp.asarray(kernel), s=self.size, axes=(0, 1, 2))
+
+    def apply(self, xp, q):
+        """``e[m] = sum_k kernel[k] q[m + k]`` for a grid ``q`` of :attr:`shape` (x, y, z indexed)."""
+        full = xp.fft.irfftn(xp.fft.rfftn(q, s=self.size, axes=(0, 1, 2)) * self.fk, s=self.size, axes=(0, 1, 2))
+        if self.periodic:
+            return full
+        r, m = self.radius, self.shape
+        return full[r[0]:r[0] + m[0], r[1]:r[1] + m[1], r[2]:r[2] + m[2]]
 
 
 def convolve(xp, q, kernel, periodic: bool):
