@@ -253,7 +253,7 @@ class MSM(KSpaceSolver):
             a_level = self.r_cut * 2.0 ** n
             top = not self.periodic and n == self.levels - 1
             radius = [m - 1 for m in shape] if top else reach
-            kernel = (ml.smooth(_lengths(radius, self.spacings[n]), a_level, self.order) if top
+            kernel = (ml.smooth(ml.offset_lengths(radius, self.spacings[n]), a_level, self.order) if top
                       else ml.level_kernel(radius, self.spacings[n], a_level, self.order))
             self._kernels.append(ml.KernelFFT(xp, kernel, shape, self.periodic))
             if not self.pressure_scalar:
@@ -333,11 +333,6 @@ def _levels_if_power_of_two(n: int):
         n //= 2
         levels += 1
     return levels
-
-
-def _lengths(radius, h):
-    dx, dy, dz = ml.offsets(radius, h)
-    return np.sqrt(dx * dx + dy * dy + dz * dz)
 
 
 def real_space(positions, charges, box_lengths, cutoff: float, order: int = 10, qqrd2e: float = 1.0,

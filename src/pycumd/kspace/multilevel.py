@@ -382,10 +382,15 @@ def offsets(radius, h):
     return np.meshgrid(*axes, indexing="ij")
 
 
+def offset_lengths(radius, h):
+    """``|k h|`` at the offsets of :func:`offsets` (length units)."""
+    dx, dy, dz = offsets(radius, h)
+    return np.sqrt(dx * dx + dy * dy + dz * dz)
+
+
 def level_kernel(radius, h, a_level: float, order: int = 4) -> np.ndarray:
     """``g_{a_l}(r) - g_{2 a_l}(r)`` at the offsets of :func:`offsets` (x, y, z indexed), 1/length."""
-    dx, dy, dz = offsets(radius, h)
-    r = np.sqrt(dx * dx + dy * dy + dz * dz)
+    r = offset_lengths(radius, h)
     return smooth(r, a_level, order) - smooth(r, 2.0 * a_level, order)
 
 
@@ -443,17 +448,8 @@ class KernelFFT:
 
 def convolve(xp, q, kernel, periodic: bool):
     """``e[m] = sum_k kernel[k] q[m + k]`` over the centred (2R+1)^3 ``kernel`` (symmetric), by FFT;
-    ``q`` and the result are x, y, z indexed."""
-    shape = q.shape
-    radius = [(n - 1) // 2 for n in kernel.shape]
-    if periodic:
-        fk = xp.fft.rfftn(xp.asarray(wrap_kernel(kernel, shape)))
-        return xp.fft.irfftn(xp.fft.rfftn(q) * fk, s=shape, axes=(0, 1, 2))
-    size = [m + 2 * r for m, r in zip(shape, radius)]
-    fq = xp.fft.rfftn(q, s=size, axes=(0, 1, 2))
-    fk = xp.fft.rfftn(xp.asarray(kernel), s=size, axes=(0, 1, 2))
-    full = xp.fft.irfftn(fq * fk, s=size, axes=(0, 1, 2))
-    return full[radius[0]:radius[0] + shape[0], radius[1]:radius[1] + shape[1], radius[2]:radius[2] + shape[2]]
+    ``q`` and the result are x, y, z indexed (a one-off :class:`KernelFFT`)."""
+    return KernelFFT(xp, kernel, q.shape, periodic).apply(xp, q)
 
 
 def _check_order(order: int) -> None:

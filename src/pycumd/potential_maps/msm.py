@@ -122,10 +122,7 @@ def _smooth(r, a):
     return ml.smooth(r, a, ORDER)
 
 
-def _offsets(radius, h):
-    """Separation vectors' lengths |k h| for k in [-R, R]^3, shape (2R_x+1, 2R_y+1, 2R_z+1)."""
-    x, y, z = ml.offsets(radius, h)
-    return np.sqrt(x * x + y * y + z * z)
+_offsets = ml.offset_lengths
 
 
 def ewald_kernel(shape, lengths, a: float) -> np.ndarray:
