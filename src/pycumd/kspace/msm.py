@@ -69,9 +69,11 @@ class MSM(KSpaceSolver):
     ``boundary``: True for ``p p p``, False for ``f``/``s``/``m`` in all three directions; a
     sequence of three bools must not mix them).
 
-    After :meth:`setup`: ``mesh`` (finest grid, x y z), ``levels``, ``grid_counts`` (levels, 3),
-    ``r_cut`` (the Coulomb cutoff, adjusted when ``cutoff_adjust``), ``cutoff_adjusted`` (bool),
-    ``estimated_accuracy`` (force units).
+    After :meth:`setup`: ``mesh`` (finest grid, x y z), ``levels``, ``grid_counts`` (levels, 3: LAMMPS'
+    ``nx_msm`` per level), ``grid_lo`` and ``grid_shape`` (levels, 3: first grid index and points per
+    level, wider than the counts when non-periodic), ``spacings`` (levels, 3; length), ``r_cut`` (the
+    Coulomb cutoff, length: **adjusted** when ``cutoff_adjust``, and the pair style ``coul/msm`` must
+    then use it), ``r_cut_requested``, ``cutoff_adjusted`` (bool), ``estimated_accuracy`` (force units).
     """
 
     name = "msm"
