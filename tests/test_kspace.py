@@ -226,8 +226,9 @@ def test_box_change_recomputes_tables(melt, style):
 def test_make_solver_styles():
     assert isinstance(make_solver("ewald", 1e-4), KSpaceSolver)
     assert make_solver("pppm", -1e-4).accuracy_relative == 1e-4      # LAMMPS takes |ACC|
-    with pytest.raises(NotImplementedError, match="msm"):
-        make_solver("msm", 1e-4)
+    assert make_solver("msm", 1e-4).order == 10                      # LAMMPS' default MSM order
+    with pytest.raises(NotImplementedError, match="pppm/tip4p"):
+        make_solver("pppm/tip4p", 1e-4)
 
 
 @pytest.mark.parametrize("modify, match", [

@@ -1,5 +1,5 @@
-"""The GPU k-space solvers (pppm.cu with cuFFT; Ewald's vectorised sums on CuPy) against the CPU, and
-their repeatability (issue 36).  Run on a GPU machine:
+"""The GPU k-space solvers (pppm.cu with cuFFT; Ewald's vectorised sums on CuPy; MSM's msm.cu with
+CuPy's FFTs) against the CPU, and their repeatability (issue 36).  Run on a GPU machine:
 
     PYTHONPATH=src python3 -m pytest -q tests/test_kspace_gpu.py
 
@@ -175,3 +175,45 @@ def test_pppm_kernels_compile_with_their_defines(defines, tmp_path):
     cmd = [NVCC, "-std=c++17", "-arch=sm_90", "--cubin", *defines, "-o", str(tmp_path / "k.cubin"), str(SOURCE)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+@gpu_only
+@pytest.mark.parametrize("order, pressure_scalar, periodic", [(10, True, True), (4, False, True), (6, False, True),
+                                                              (10, False, False)])
+@pytest.mark.parametrize("stride", [3, 4])
+def test_msm_gpu_equals_cpu(ions, order, pressure_scalar, periodic, stride):
+    """kspace_style msm (periodic and boundary f f f): the msm.cu anterpolation and field kernels and
+    the CuPy grid levels give the CPU's forces, energy and virial (float64 both; the GPU's atomics
+    only reorder the grid sums)."""
+    x, q, box = ions
+    kw = {"order": order, "pressure_scalar": pressure_scalar, "periodic": periodic}
+    cpu, f_cpu = run("msm", "cpu", "double", x, q, box, stride=stride, **kw)
+    gpu, f_gpu = run("msm", "cuda", "double", x, q, box, stride=stride, **kw)
+    assert gpu.mesh == cpu.mesh and gpu.r_cut == cpu.r_cut
+    np.testing.assert_allclose(f_gpu, f_cpu, rtol=0, atol=1e-10 * rms(f_cpu))
+    assert gpu.energy == pytest.approx(cpu.energy, rel=1e-11)
+    np.testing.assert_allclose(gpu.virial, cpu.virial, rtol=1e-10, atol=1e-10 * abs(cpu.energy))
+
+
+@gpu_only
+def test_msm_gpu_float32_positions_and_forces(ions):
+    """Single-precision rows and force arrays (the mixed/single engines' layouts): the solver reads
+    float32 positions and adds into float32 forces, within float32 rounding of the CPU's."""
+    x, q, box = ions
+    _, f_cpu = run("msm", "cpu", "double", x, q, box)
+    _, f_gpu = run("msm", "cuda", "single", x, q, box, positions_dtype=np.float32, forces_dtype=np.float32)
+    assert f_gpu.dtype == np.float32
+    assert rms(f_gpu - f_cpu) < 1e-5 * rms(f_cpu)
+
+
+@gpu_only
+def test_potential_map_msm_uses_the_shared_kernel_order4():
+    """The potential maps' MSM (order 4 through kspace/msm.cu) gives the CPU's map on the GPU."""
+    from pycumd.potential_maps import Lattice, msm_sum
+    rng = np.random.default_rng(5)
+    pos = rng.random((60, 3)) * 12.0
+    q = rng.choice([-1.0, 1.0], 60)
+    lattice = Lattice(origin=(0.0, 0.0, 0.0), spacing=(0.75, 0.75, 0.75), shape=(16, 16, 16))
+    cpu = msm_sum(pos, q, lattice, 6.0, 1.5, backend="cpu", precision="double")
+    gpu = msm_sum(pos, q, lattice, 6.0, 1.5, backend="cuda", precision="double")
+    np.testing.assert_allclose(gpu, cpu, rtol=0, atol=1e-10 * np.abs(cpu).max())

@@ -1,4 +1,4 @@
-"""Reciprocal-space Coulomb solvers (LAMMPS ``kspace_style``): Ewald and PPPM.
+"""Reciprocal-space Coulomb solvers (LAMMPS ``kspace_style``): Ewald, PPPM and MSM.
 
 See :mod:`pycumd.kspace.base` for the contract and ``docs/kspace.md`` for the methods.
 """

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-#: the kspace styles this package implements (msm for forces is not one of them yet)
-KSPACE_STYLES = ("ewald", "pppm")
+#: the kspace styles this package implements
+KSPACE_STYLES = ("ewald", "pppm", "msm")
 
 
 class KSpaceSolver:
@@ -174,11 +174,12 @@ def make_solver(style: str, accuracy: float, **modify) -> KSpaceSolver:
     Parameters
     ----------
     style : str
-        ``"ewald"`` or ``"pppm"``; any other style raises NotImplementedError naming it.
+        ``"ewald"``, ``"pppm"`` or ``"msm"``; any other style raises NotImplementedError naming it.
     accuracy : float
         The ACC argument (relative RMS force accuracy).
     **modify
-        ``mesh``, ``order``, ``gewald``, ``compute`` (see :class:`KSpaceSolver`).
+        ``mesh``, ``order``, ``gewald``, ``compute`` (see :class:`KSpaceSolver`); msm also takes
+        ``cutoff_adjust``, ``pressure_scalar`` and ``neighbor_skin`` (:class:`pycumd.kspace.msm.MSM`).
     """
     if style == "ewald":
         from pycumd.kspace.ewald import Ewald
@@ -186,5 +187,8 @@ def make_solver(style: str, accuracy: float, **modify) -> KSpaceSolver:
     if style == "pppm":
         from pycumd.kspace.pppm import PPPM
         return PPPM(accuracy, **modify)
+    if style == "msm":
+        from pycumd.kspace.msm import MSM
+        return MSM(accuracy, **modify)
     raise NotImplementedError(f"kspace_style {style} is not implemented (pycumd has: "
                               f"{', '.join(KSPACE_STYLES)})")

@@ -8,7 +8,7 @@ The Coulomb kernel is split with the smoothing ``g_a(r) = gamma(r/a)/a``,
 * **short range** ``1/r - g_a`` (zero beyond ``a``): summed exactly at every map point by the cutoff
   kernel (:func:`pycumd.potential_maps.cutoff.cutoff_sum`, ``split="msm"``);
 * **anterpolation**: charges onto the level-1 grid of spacing ``h`` with the C1 cubic
-  (Catmull-Rom) basis ``Phi``, 4 x 4 x 4 points per atom (GPU kernel ``msm.cu``; Numba on the CPU);
+  (Catmull-Rom) basis ``Phi``, 4 x 4 x 4 points per atom (GPU kernel ``kspace/msm.cu``; Numba on the CPU);
 * **restriction** to grids of spacing ``2h, 4h, ...`` (the transpose of cubic interpolation,
   stencil ``(-1, 0, 9, 16, 9, 0, -1)/16`` per dimension);
 * **lattice cutoff** at level ``l``: ``e_l = K_l * q_l`` with ``K_l(r) = g_{a_l}(r) - g_{2 a_l}(r)``,
@@ -20,8 +20,10 @@ The Coulomb kernel is split with the smoothing ``g_a(r) = gamma(r/a)/a``,
 * **prolongation** back down (the transpose of restriction), and **interpolation** of the level-1
   potential to the map points with ``Phi`` (separable: three small dense matrix products).
 
-Grids and their operators are NumPy or CuPy arrays alike; only the anterpolation and the short-range
-part have kernels of their own.  The error against direct summation falls with ``h/a`` as the
+The splitting, the basis, the anterpolation kernel and the grid operators are the shared MSM hierarchy
+of :mod:`pycumd.kspace.multilevel` at order 4 (also behind ``kspace_style msm``); this module adds
+the map's grids, the top level and the interpolation to map points.  Grids and their operators are
+NumPy or CuPy arrays alike; only the anterpolation and the short-range part have kernels of their own.  The error against direct summation falls with ``h/a`` as the
 cubic basis allows (``O((h/a)^4)`` for the smoothed parts); measured figures are in
 docs/potential-maps.md.
 """
@@ -31,10 +33,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numba
 import numpy as np
 
 from pycumd.backend import select
+from pycumd.kspace import multilevel as ml
 from pycumd.potential_maps.cutoff import cutoff_sum
 from pycumd.potential_maps.direct import PRECISIONS, atoms_relative
 from pycumd.potential_maps.lattice import Lattice
@@ -43,20 +45,18 @@ from pycumd.system import InputError
 __all__ = ["msm_sum", "gamma", "cubic_basis", "MSMGrids"]
 
 
+#: the order of the map's hierarchy: the C2 softening and the cubic (Catmull-Rom) basis
+ORDER = 4
+
+
 def gamma(p):
     """The C2 smoothing of ``1/p``: ``15/8 - 5/4 p^2 + 3/8 p^4`` for ``p < 1``, ``1/p`` beyond (float64)."""
-    p = np.asarray(p, dtype=np.float64)
-    p2 = p * p
-    with np.errstate(divide="ignore"):
-        return np.where(p < 1.0, 1.875 + p2 * (-1.25 + 0.375 * p2), 1.0 / np.where(p == 0, 1.0, p))
+    return ml.gamma(p, ORDER)
 
 
 def cubic_basis(t):
     """The C1 cubic interpolation basis ``Phi(t)`` (Catmull-Rom; ``Phi(0) = 1``, ``Phi(+-1) = Phi(+-2) = 0``)."""
-    t = np.abs(np.asarray(t, dtype=np.float64))
-    inner = 1.0 - 2.5 * t * t + 1.5 * t ** 3
-    outer = -0.5 * (t - 1.0) * (2.0 - t) ** 2
-    return np.where(t <= 1.0, inner, np.where(t < 2.0, outer, 0.0))
+    return ml.phi(t, ORDER)
 
 
 def _basis_matrix(s, lo: int, size: int, periodic: bool) -> np.ndarray:
@@ -70,19 +70,6 @@ def _basis_matrix(s, lo: int, size: int, periodic: bool) -> np.ndarray:
         col = (idx - lo) % size if periodic else idx - lo
         np.add.at(w, (np.arange(len(s)), col), weight)
     return w
-
-
-def _restriction_matrix(fine_lo, fine_size, coarse_lo, coarse_size, periodic) -> np.ndarray:
-    """(coarse_size, fine_size) weights ``R[n, m] = Phi((m_abs - 2 n_abs) / 2)`` (wrapped when periodic)."""
-    r = np.zeros((coarse_size, fine_size))
-    for n in range(coarse_size):
-        for k in (-3, -1, 0, 1, 3):
-            m = 2 * (coarse_lo + n) + k - fine_lo
-            if periodic:
-                r[n, m % fine_size] += cubic_basis(k / 2.0)
-            elif 0 <= m < fine_size:
-                r[n, m] += cubic_basis(k / 2.0)
-    return r
 
 
 @dataclass
@@ -132,32 +119,10 @@ def plan_grids(atoms, lattice: Lattice, h: float, cutoff: float, periodic_box=No
 
 
 def _smooth(r, a):
-    return gamma(r / a) / a
+    return ml.smooth(r, a, ORDER)
 
 
-def _offsets(radius, h):
-    """Separation vectors' lengths |k h| for k in [-R, R]^3, shape (2R_x+1, 2R_y+1, 2R_z+1)."""
-    axes = [np.arange(-r, r + 1) * hd for r, hd in zip(radius, h)]
-    x, y, z = np.meshgrid(*axes, indexing="ij")
-    return np.sqrt(x * x + y * y + z * z)
-
-
-def _convolve(xp, q, kernel, periodic):
-    """``e[m] = sum_k kernel[k] q[m + k]`` over the centred (2R+1)^3 ``kernel`` (symmetric), by FFT."""
-    shape = q.shape
-    radius = [(n - 1) // 2 for n in kernel.shape]
-    if periodic:
-        wrapped = np.zeros(shape)
-        for axis_idx in np.ndindex(*kernel.shape):
-            k = tuple((i - r) % m for i, r, m in zip(axis_idx, radius, shape))
-            wrapped[k] += kernel[axis_idx]
-        fk = xp.fft.rfftn(xp.asarray(wrapped))
-        return xp.fft.irfftn(xp.fft.rfftn(q) * fk, s=shape, axes=(0, 1, 2))
-    size = [m + 2 * r for m, r in zip(shape, radius)]
-    fq = xp.fft.rfftn(q, s=size, axes=(0, 1, 2))
-    fk = xp.fft.rfftn(xp.asarray(kernel), s=size, axes=(0, 1, 2))
-    full = xp.fft.irfftn(fq * fk, s=size, axes=(0, 1, 2))
-    return full[radius[0]:radius[0] + shape[0], radius[1]:radius[1] + shape[1], radius[2]:radius[2] + shape[2]]
+_offsets = ml.offset_lengths
 
 
 def ewald_kernel(shape, lengths, a: float) -> np.ndarray:
@@ -196,62 +161,10 @@ def ewald_kernel(shape, lengths, a: float) -> np.ndarray:
     return k_out + recip - np.pi / (beta * beta * volume)
 
 
-@numba.njit(cache=True)
-def _anterpolate_cpu(atoms, lo, shape, h, periodic, grid):
-    for a in range(atoms.shape[0]):
-        q = atoms[a, 3]
-        base = np.empty(3, np.int64)
-        w = np.empty((3, 4))
-        for d in range(3):
-            s = atoms[a, d] / h[d]
-            f = np.floor(s)
-            base[d] = int(f) - 1
-            t = s - f
-            u = 1.0 - t
-            w[d, 0] = -0.5 * t * u * u
-            w[d, 1] = 1.0 - 2.5 * t * t + 1.5 * t * t * t
-            w[d, 2] = 1.0 - 2.5 * u * u + 1.5 * u * u * u
-            w[d, 3] = -0.5 * u * t * t
-        for k in range(4):
-            iz = base[2] + k - lo[2]
-            if periodic:
-                iz %= shape[2]
-            for j in range(4):
-                iy = base[1] + j - lo[1]
-                if periodic:
-                    iy %= shape[1]
-                for i in range(4):
-                    ix = base[0] + i - lo[0]
-                    if periodic:
-                        ix %= shape[0]
-                    grid[iz, iy, ix] += q * w[2, k] * w[1, j] * w[0, i]
-
-
 def _anterpolate(backend, atoms, grids: MSMGrids):
-    """Level-1 grid charges, array (Mz, My, Mx) float64 on the backend."""
-    shape = grids.shape[0]
-    lo = grids.lo[0]
-    if not backend.is_gpu:
-        grid = np.zeros(tuple(shape[::-1]))
-        _anterpolate_cpu(atoms, lo.astype(np.int64), shape.astype(np.int64), grids.h, grids.periodic, grid)
-        return grid
-    cp = backend.xp
-    grid = cp.zeros(tuple(int(v) for v in shape[::-1]))
-    n = len(atoms)
-    if n:
-        backend.kernel_module("potential_maps/msm.cu").get_function("anterpolate")(
-            (-(-n // 256),), (256,), (cp.asarray(atoms), np.int32(n), grid,
-                                      *(np.int32(v) for v in shape), *(np.int32(v) for v in lo),
-                                      *(np.float64(v) for v in grids.h), np.int32(grids.periodic)))
-    return grid
-
-
-def _apply_axes(xp, mats, grid):
-    """``out[z, y, x] = sum mats[0][x, a] mats[1][y, b] mats[2][z, c] grid[c, b, a]`` (grid x fastest)."""
-    out = xp.tensordot(grid, xp.asarray(mats[0]), axes=([2], [1]))           # (c, b, x)
-    out = xp.tensordot(out, xp.asarray(mats[1]), axes=([1], [1]))            # (c, x, y)
-    out = xp.tensordot(out, xp.asarray(mats[2]), axes=([0], [1]))            # (x, y, z)
-    return xp.ascontiguousarray(out.transpose(2, 1, 0))
+    """Level-1 grid charges, array (Mz, My, Mx) float64 on the backend (``atoms``: (N, 4) x y z q)."""
+    x = backend.xp.ascontiguousarray(backend.xp.asarray(atoms))
+    return ml.anterpolate(backend, x, None, grids.lo[0], grids.shape[0], grids.h, grids.periodic, ORDER)
 
 
 def long_range(atoms, lattice: Lattice, grids: MSMGrids, cutoff: float, backend, periodic_box=None,
@@ -262,11 +175,11 @@ def long_range(atoms, lattice: Lattice, grids: MSMGrids, cutoff: float, backend,
     n_levels = grids.levels
     charges = [_anterpolate(backend, atoms, grids)]
     for l in range(1, n_levels):
-        mats = [_restriction_matrix(grids.lo[l - 1][d], grids.shape[l - 1][d], grids.lo[l][d],
-                                    grids.shape[l][d], grids.periodic) for d in range(3)]
-        charges.append(_apply_axes(xp, mats, charges[-1]))
+        mats = [ml.restriction_matrix(grids.lo[l - 1][d], grids.shape[l - 1][d], grids.lo[l][d],
+                                      grids.shape[l][d], grids.periodic, ORDER) for d in range(3)]
+        charges.append(ml.apply_axes(xp, mats, charges[-1]))
     radius = [int(math.ceil(2 * cutoff / hd)) for hd in grids.h]
-    base_kernel = _smooth(_offsets(radius, grids.h), cutoff) - _smooth(_offsets(radius, grids.h), 2 * cutoff)
+    base_kernel = ml.level_kernel(radius, grids.h, cutoff, ORDER)
     potentials = []
     for l in range(n_levels):
         scale = 2.0 ** l
@@ -283,12 +196,12 @@ def long_range(atoms, lattice: Lattice, grids: MSMGrids, cutoff: float, backend,
             k_top = ewald_kernel(tuple(int(m) for m in grids.shape[l]), periodic_box, cutoff * scale)
             e = xp.fft.irfftn(xp.fft.rfftn(q_xyz) * xp.fft.rfftn(xp.asarray(k_top)), s=q_xyz.shape, axes=(0, 1, 2))
         else:
-            e = _convolve(xp, q_xyz, kernel, grids.periodic)
+            e = ml.convolve(xp, q_xyz, kernel, grids.periodic)
         potentials.append(xp.ascontiguousarray(e.transpose(2, 1, 0)))
     for l in range(n_levels - 2, -1, -1):
-        mats = [_restriction_matrix(grids.lo[l][d], grids.shape[l][d], grids.lo[l + 1][d],
-                                    grids.shape[l + 1][d], grids.periodic).T for d in range(3)]
-        potentials[l] = potentials[l] + _apply_axes(xp, mats, potentials[l + 1])
+        mats = [ml.restriction_matrix(grids.lo[l][d], grids.shape[l][d], grids.lo[l + 1][d],
+                                      grids.shape[l + 1][d], grids.periodic, ORDER).T for d in range(3)]
+        potentials[l] = potentials[l] + ml.apply_axes(xp, mats, potentials[l + 1])
     e1 = potentials[0]
     nx, ny, nz = lattice.shape
     mats = [_basis_matrix(np.arange(n) * lattice.spacing[d] / grids.h[d], grids.lo[0][d], grids.shape[0][d],
