@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .observables import kinetic_energy, pressure, temperature
+from .observables import degrees_of_freedom, kinetic_energy, pressure, temperature
 
 #: C types of the arrays the finiteness check reads (finite_check.cu's real_t)
 _C_TYPES = {"float32": "float", "float64": "double"}
@@ -68,8 +68,20 @@ class Bookkeeping:
         return float(self.c.state.values("energy", self.c.backend).sum())
 
     def virial_trace(self) -> float:
-        """Sum over pairs of r_ij . f_ij (energy units); per-atom virials must be current."""
-        return float(self.c.state.values("virial", self.c.backend)[:, :3].sum())
+        """Sum over pairs of r_ij . f_ij (energy units); per-atom virials must be current; with the
+        constraint forces' virial (fix shake)."""
+        w = self.constraint_virial()
+        return float(self.c.state.values("virial", self.c.backend)[:, :3].sum()) + (0.0 if w is None else float(w[:3].sum()))
+
+    def constraint_virial(self):
+        """The virial of the step hooks' constraint forces ((6,), energy units) or None."""
+        hooks = self.c.integrator.thermostat
+        return None if hooks is None else hooks.constraint_virial()
+
+    def degrees_of_freedom(self) -> int:
+        """``3 N - 3`` less those the step hooks' constraints remove (LAMMPS compute temp: extra and fix dof)."""
+        hooks = self.c.integrator.thermostat
+        return degrees_of_freedom(self.n_atoms) - (0 if hooks is None else hooks.constrained_dof)
 
     def bonded_energies(self) -> dict:
         """Bond, angle, dihedral and improper energies (energy units; per-atom energies must be current;
@@ -85,9 +97,10 @@ class Bookkeeping:
         """Step, Temp, E_pair, E_mol, TotEng, Press, normalised as LAMMPS does."""
         n = self.n_atoms
         ke = self.kinetic_energy()
-        t = temperature(ke, n, self.units)
+        dof = self.degrees_of_freedom()
+        t = temperature(ke, n, self.units, dof)
         pe = self.potential_energy()
-        p = pressure(t, self.virial_trace(), n, self.volume, self.units)
+        p = pressure(t, self.virial_trace(), n, self.volume, self.units, dof)
         norm = n if self.units.normalize_thermo else 1
         emol = sum(self.bonded_energies().values())
         return {"Step": self.c.state.step, "Temp": t, "E_pair": (pe - emol) / norm, "E_mol": emol / norm,

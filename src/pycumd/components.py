@@ -195,6 +195,10 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                             parts.forces, pair_method, parts.decomposition.comm,
                                             parts.decomposition, cpu_threads))
     neighbors.check_box(system.box.L)
+    # bonds and angles that the step hooks constrain are off the force field (fix shake)
+    off = integrator.thermostat.off_terms(system) if integrator.thermostat is not None else {}
+    if off and decomposed:
+        raise NotImplementedError("fix shake over MPI ranks is not implemented yet; run on one rank")
     state = State.from_system(system, backend, precision)
     forces = forces_class(potential, system.n_types, backend, precision)
     if topology is not None or neighbor.exclude:
@@ -205,7 +209,7 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                  "bond, angle, molecular or full)")
             topology = empty_topology(system.ids)
         forces = _molecular_forces(forces, topology, backend, precision, pair_method, system.n_types,
-                                   tuple(neighbor.exclude))
+                                   tuple(neighbor.exclude), off)
     return with_step_control(Components(backend, precision, state, integrator, neighbors, forces, pair_method, comm,
                                         None, cpu_threads))
 
@@ -236,7 +240,7 @@ def _many_body_pair_method(pair_method: str, potential, r_cut: float, skin: floa
     return "neighbor"
 
 
-def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_types: int, exclude=()):
+def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_types: int, exclude=(), off=None):
     """The pair evaluator with the molecular terms (:class:`pycumd.molecular.bonded.MolecularForces`);
     the all-pairs kernel has no list to exclude special pairs from."""
     from .molecular.bonded import MolecularForces
@@ -245,7 +249,7 @@ def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_
         raise NotImplementedError("special pairs (special_bonds factors other than 1) need the neighbour list, and this run "
                                   "computes all pairs (a box shorter than about 3 (r_cut + skin) along an edge, "
                                   "or pair_method='all_pairs'); use a larger box")
-    return MolecularForces(forces, topology, backend, precision, n_types, exclude)
+    return MolecularForces(forces, topology, backend, precision, n_types, exclude, off)
 
 
 def _check_composite_supported(pair_method: str, thermostat) -> None:

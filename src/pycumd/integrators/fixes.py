@@ -198,6 +198,25 @@ class FixChain(StepHooksBase):
     def runs_in_composite(self) -> bool:
         return all(m.runs_in_composite for m in self.members)
 
+    def off_terms(self, system) -> dict:
+        out: dict = {}
+        for m in self.members:
+            for kind, mask in m.off_terms(system).items():
+                out[kind] = mask if kind not in out else (out[kind] | mask)
+        return out
+
+    @property
+    def constrained_dof(self) -> int:
+        return sum(m.constrained_dof for m in self.members)
+
+    def constraint_virial(self):
+        parts = [w for w in (m.constraint_virial() for m in self.members) if w is not None]
+        return sum(parts[1:], parts[0]) if parts else None
+
+    def setup(self, sim) -> None:
+        for m in self.members:
+            m.setup(sim)
+
     def begin_step(self, sim) -> None:
         for m in self.members:
             m.begin_step(sim)
