@@ -210,10 +210,10 @@ def find_clusters(topology, ids, types, masses_per_atom, selection: ShakeSelecti
         rows = out[kind]
         k = ATOMS[kind]
         atoms[kind] = np.asarray([r[0] for r in rows], np.int64).reshape(-1, k)
-        bond_types[kind] = np.asarray([[int(btypes[b]) for b in r[1]] for r in rows], np.int64).reshape(
-            -1, len(SHAKE_PAIRS[kind]) if kind != "shake3angle" else 2)
+        n_bonds = len(SHAKE_PAIRS[kind]) if kind != "shake3angle" else 2
+        bond_types[kind] = np.asarray([[int(btypes[b]) for b in r[1]] for r in rows], np.int64).reshape(-1, n_bonds)
         lengths[kind] = np.asarray([[bond_length(t) for t in bt] for bt in bond_types[kind]],
-                                   np.float64).reshape(len(rows), -1)
+                                   np.float64).reshape(-1, n_bonds)
     angle_types = np.asarray([int(topology.types["angle"][k]) for k in angle_clusters], np.int64)
     if len(angle_clusters):
         angle_style = topology.styles.get("angle")
