@@ -585,7 +585,7 @@ class Shake(StepHooksBase):
         s = sim.state
         xp = sim.backend.xp
         zeros_v = xp.zeros_like(s.velocities)
-        fc = xp.zeros(s.forces.shape, dtype=np.float64)
+        fc = xp.zeros_like(s.forces)
         self._shake(sim, zeros_v, fc, dt, half, "setup")
         x = s.positions
         m = s.per_atom_mass.astype(np.float64)
