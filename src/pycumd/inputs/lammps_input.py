@@ -1421,6 +1421,8 @@ class LammpsPlanner:
         # constraints right after the thermostat: RATTLE's position constraint (LAMMPS: its final_integrate)
         # runs before every end-of-step fix
         constraints = [f[1] for f in s.fixes.values() if f[0] in ("shake", "rattle")]
+        if constraints and barostat is not None:
+            raise NotImplementedError("fix shake or rattle with fix npt or nph is not implemented yet")
         extra = [f[1] for f in s.fixes.values() if f[0] in ("temp/rescale", "momentum", "recenter")]
         if extra or constraints:
             thermostat = FixChain(([thermostat] if thermostat is not None else []) + constraints + extra)

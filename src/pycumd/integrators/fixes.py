@@ -39,9 +39,8 @@ def _masses_velocities(sim):
 
 
 def _temperature(sim) -> float:
-    n = sim.state.n_atoms
-    dof = max(3 * n - 3, 1)
-    return 2.0 * sim.kinetic_energy() / (dof * sim.units.boltz)
+    """The temperature of compute temp (its dof less the constrained ones)."""
+    return sim.temperature()
 
 
 class TempRescale(StepHooksBase):
