@@ -204,6 +204,24 @@ def test_rattle_nve_matches_lammps_and_holds_the_velocities(tmp_path):
     assert worst < 1e-14
 
 
+@pytest.mark.lammps
+@lammps
+def test_shake_nvt_thermo_one_matches_lammps(tmp_path):
+    """fix nvt (its chains on 3N - 3 - 192 dof) with fix shake, thermo_style one (Bookkeeping's row): every
+    20 steps of 100 equal LAMMPS' to 1e-10."""
+    data = tmp_path / "molecules.data"
+    molecules_data(data)
+    script = SCRIPT.format(data=data, style="shake", steps=100, every=20, dt=2.0)
+    script = script.replace("fix 1 all nve", "fix 1 all nvt temp 300.0 300.0 100.0").replace(
+        "thermo_style custom step temp epair emol etotal press\n", "")
+    ref = run_lammps(script).thermo
+    ours = run_lammps_script(text=script, screen=False, device="cpu").thermo.rows
+    assert [r["Step"] for r in ours] == list(ref["Step"])
+    for k, row in enumerate(ours):
+        for key in ("Temp", "E_pair", "E_mol", "TotEng", "Press"):
+            assert row[key] == pytest.approx(ref[key][k], rel=1e-10, abs=1e-9), (row["Step"], key)
+
+
 def _clusters(tmp_path, selection):
     from pycumd.inputs.lammps_data import read_lammps_data  # noqa: F401  (the reader the script uses)
 
