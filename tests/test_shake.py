@@ -222,6 +222,33 @@ def test_shake_nvt_thermo_one_matches_lammps(tmp_path):
             assert row[key] == pytest.approx(ref[key][k], rel=1e-10, abs=1e-9), (row["Step"], key)
 
 
+def _stats_lines(text):
+    return [line.split() for line in text.splitlines() if line.startswith(("SHAKE stats", "RATTLE stats", "Bond:", "Angle:"))]
+
+
+@pytest.mark.lammps
+@lammps
+@pytest.mark.parametrize("style", ["shake", "rattle"])
+def test_statistics_every_n_steps_as_lammps(tmp_path, capsys, style):
+    """N = 10: at steps 0, 10, 20 the per-type bond and angle statistics LAMMPS prints (header, type,
+    average to 1e-9, spread to 1e-12 absolute, count)."""
+    data = tmp_path / "molecules.data"
+    molecules_data(data)
+    script = SCRIPT.format(data=data, style=style, steps=20, every=20, dt=2.0).replace("1e-8 100 0", "1e-8 100 10")
+    ref = _stats_lines(run_lammps(script).log)
+    capsys.readouterr()
+    run_lammps_script(text=script, screen=False, device="cpu")
+    ours = _stats_lines(capsys.readouterr().out)
+    assert len(ours) == len(ref) == 15
+    for a, b in zip(ours, ref):
+        if a[0] in ("Bond:", "Angle:"):
+            assert a[0:2] == b[0:2] and a[4] == b[4]
+            assert float(a[2]) == pytest.approx(float(b[2]), rel=1e-9)
+            assert float(a[3]) == pytest.approx(float(b[3]), abs=1e-12)
+        else:
+            assert a == b
+
+
 def _clusters(tmp_path, selection):
     from pycumd.inputs.lammps_data import read_lammps_data  # noqa: F401  (the reader the script uses)
 

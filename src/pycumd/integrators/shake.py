@@ -579,6 +579,8 @@ class Shake(StepHooksBase):
     def setup(self, sim) -> None:
         """``FixShake::setup``: correct the positions onto the constraints, RATTLE's velocities, then the
         constraint forces of the first step (``dtfsq = dt^2 / 2``)."""
+        if self.print_every:              # LAMMPS prints them before the set-up's corrections
+            self._stats(sim)
         b = self._bound
         dt, ftm2v = sim.integrator.dt, sim.units.ftm2v
         half = 0.5 * dt * dt * ftm2v
@@ -593,8 +595,6 @@ class Shake(StepHooksBase):
         if self.rattle:
             b.rattle(sim, 0.0)
         self._virial = self._shake(sim, s.velocities, s.forces, dt, half, "setup")
-        if self.print_every:
-            self._stats(sim)
 
     def post_force(self, sim) -> None:
         if self.print_every and sim.step % self.print_every == 0:
@@ -673,17 +673,21 @@ class Shake(StepHooksBase):
                 d -= L * np.rint(d / L)
                 for t, r in zip(self.clusters.bond_types[kind][:, c], np.sqrt((d * d).sum(axis=1))):
                     stats_b.setdefault(int(t) + 1, []).append(r)
-            if kind == "shake3angle":
-                d1 = x[row[atoms[:, 1]]] - x[row[atoms[:, 0]]]
-                d2 = x[row[atoms[:, 2]]] - x[row[atoms[:, 0]]]
-                d1 -= L * np.rint(d1 / L)
-                d2 -= L * np.rint(d2 / L)
-                cos = (d1 * d2).sum(axis=1) / np.sqrt((d1 * d1).sum(axis=1) * (d2 * d2).sum(axis=1))
-                for t, a in zip(self.clusters.angle_types, np.degrees(np.arccos(np.clip(cos, -1, 1)))):
+            if kind == "shake3angle":        # the law of cosines of the three distances, as LAMMPS
+                r = []
+                for p, q in ((0, 1), (0, 2), (1, 2)):
+                    d = x[row[atoms[:, p]]] - x[row[atoms[:, q]]]
+                    d -= L * np.rint(d / L)
+                    r.append(np.sqrt((d * d).sum(axis=1)))
+                angle = np.arccos((r[0] * r[0] + r[1] * r[1] - r[2] * r[2]) / (2.0 * r[0] * r[1])) * (180.0 / math.pi)
+                for t, a in zip(self.clusters.angle_types, angle):
                     stats_a.setdefault(int(t) + 1, []).append(a)
+        width = int(math.log10(max(1, sim.topology.n_types["bond"] + 1, sim.topology.n_types["angle"] + 1))) + 2
         lines = [f"{self.name.upper()} stats (type/ave/delta/count) on step {sim.step}"]
-        lines += [f"Bond:  {t}   {np.mean(v):<9.6g} {np.ptp(v):<11.6g} {len(v):>8d}" for t, v in sorted(stats_b.items())]
-        lines += [f"Angle: {t}   {np.mean(v):<9.6g} {np.ptp(v):<11.6g} {len(v):>8d}" for t, v in sorted(stats_a.items())]
+        lines += [f"Bond:  {t:>{width}d}   {np.mean(v):<9.6g} {np.ptp(v):<11.6g} {len(v):>8d}"
+                  for t, v in sorted(stats_b.items())]
+        lines += [f"Angle: {t:>{width}d}   {np.mean(v):<9.6g} {np.ptp(v):<11.6g} {len(v):>8d}"
+                  for t, v in sorted(stats_a.items())]
         print("\n".join(lines))
 
 
