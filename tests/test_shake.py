@@ -330,6 +330,28 @@ def test_errors_name_the_problem(tmp_path):
                           screen=False, device="cpu")
 
 
+def test_mpi_ranks_refused_clearly(tmp_path):
+    """Decomposed runs (a communicator of 2 ranks) with fix shake: NotImplementedError naming it."""
+    import pycumd.components as components
+    from pycumd.components import EngineOptions, NeighborOptions, build_components
+
+    data = tmp_path / "molecules.data"
+    molecules_data(data)
+    sim = run_lammps_script(text=SCRIPT.format(data=data, style="shake", steps=0, every=1, dt=2.0), screen=False,
+                            device="cpu").sim
+
+    class TwoRanks:
+        size, rank = 2, 0
+
+    original = components.communicator
+    components.communicator = lambda comm: TwoRanks()
+    try:
+        with pytest.raises(NotImplementedError, match="fix shake over MPI ranks is not implemented yet"):
+            build_components(sim.system(), sim.potential, sim.integrator, NeighborOptions(), EngineOptions(device="cpu"))
+    finally:
+        components.communicator = original
+
+
 def _topology_with_star():
     """A centre bonded to four atoms, all bonds constrained: a cluster of 5."""
     from pycumd.molecular.styles.registry import make_style

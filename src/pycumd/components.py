@@ -180,6 +180,10 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                  canonical_order=precision.deterministic)
         forces_class = list_forces_class(potential)
     topology = system.topology
+    # bonds and angles that the step hooks constrain are off the force field (fix shake)
+    off = integrator.thermostat.off_terms(system) if integrator.thermostat is not None else {}
+    if integrator.thermostat is not None and integrator.thermostat.constrained_dof and decomposed:
+        raise NotImplementedError("fix shake over MPI ranks is not implemented yet; run on one rank")
     if topology is not None and decomposed:
         raise NotImplementedError("molecular topology over MPI ranks is not implemented yet; run on one rank")
     if neighbor.exclude and decomposed:
@@ -195,10 +199,6 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                             parts.forces, pair_method, parts.decomposition.comm,
                                             parts.decomposition, cpu_threads))
     neighbors.check_box(system.box.L)
-    # bonds and angles that the step hooks constrain are off the force field (fix shake)
-    off = integrator.thermostat.off_terms(system) if integrator.thermostat is not None else {}
-    if off and decomposed:
-        raise NotImplementedError("fix shake over MPI ranks is not implemented yet; run on one rank")
     state = State.from_system(system, backend, precision)
     forces = forces_class(potential, system.n_types, backend, precision)
     if topology is not None or neighbor.exclude:
