@@ -325,7 +325,8 @@ def test_errors_name_the_problem(tmp_path):
     with pytest.raises(LammpsScriptError, match="cannot be used with minimization"):
         run_lammps_script(text=base.replace("run 10", "minimize 1e-4 1e-4 10 10"), screen=False, device="cpu")
     from pycumd.bookkeeping import SimulationError
-    with pytest.raises(SimulationError, match=r"SHAKE did not converge in 2 iterations \(tolerance 1e-14\) at step 0 \(setup\) for the shake3 cluster of atoms 14 15 16"):
+    with pytest.raises(SimulationError, match=r"SHAKE did not converge in 2 iterations \(tolerance 1e-14\) at step 0 "
+                                              r"\(setup\) for the shake3 cluster of atoms 14 15 16"):
         run_lammps_script(text=base.replace("1e-8 100 0", "1e-14 2 0").replace("timestep 2.0", "timestep 4.0"),
                           screen=False, device="cpu")
 

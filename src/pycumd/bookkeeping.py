@@ -71,7 +71,8 @@ class Bookkeeping:
         """Sum over pairs of r_ij . f_ij (energy units); per-atom virials must be current; with the
         constraint forces' virial (fix shake)."""
         w = self.constraint_virial()
-        return float(self.c.state.values("virial", self.c.backend)[:, :3].sum()) + (0.0 if w is None else float(w[:3].sum()))
+        pairs = float(self.c.state.values("virial", self.c.backend)[:, :3].sum())
+        return pairs + (0.0 if w is None else float(w[:3].sum()))
 
     def constraint_virial(self):
         """The virial of the step hooks' constraint forces ((6,), energy units) or None."""

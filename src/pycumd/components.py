@@ -240,7 +240,8 @@ def _many_body_pair_method(pair_method: str, potential, r_cut: float, skin: floa
     return "neighbor"
 
 
-def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_types: int, exclude=(), off=None):
+def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_types: int, exclude=(),
+                      off=None):
     """The pair evaluator with the molecular terms (:class:`pycumd.molecular.bonded.MolecularForces`);
     the all-pairs kernel has no list to exclude special pairs from."""
     from .molecular.bonded import MolecularForces

@@ -511,8 +511,8 @@ class Shake(StepHooksBase):
     Parameters
     ----------
     tolerance : float
-        Convergence of the iteration: every lambda (length^2 / mass... as LAMMPS, before the division by
-        ``dtfsq``) changes by at most this.
+        Convergence of the iteration: no Lagrange multiplier changes by more than this (LAMMPS' test, on
+        the multipliers before their division by ``dtfsq``: mass units).
     max_iter : int
         Iterations at most; a cluster not converged by then stops the run
         (:class:`~pycumd.bookkeeping.SimulationError` naming the step and the atoms; LAMMPS goes on silently).
@@ -579,6 +579,8 @@ class Shake(StepHooksBase):
     def setup(self, sim) -> None:
         """``FixShake::setup``: correct the positions onto the constraints, RATTLE's velocities, then the
         constraint forces of the first step (``dtfsq = dt^2 / 2``)."""
+        if self._bound is None:           # a simulation set up without binding its fixes (run ... pre no)
+            self.bind(sim)
         if self.print_every:              # LAMMPS prints them before the set-up's corrections
             self._stats(sim)
         b = self._bound
