@@ -631,10 +631,13 @@ class Shake(StepHooksBase):
 
     def _check(self, sim, where: str) -> None:
         b = self._bound
-        for kind in KINDS:
-            if not self.clusters.count(kind):
-                continue
-            status = b.backend.to_host(b.status[kind])
+        status_all = b.backend.to_host(b.status_all)
+        if not status_all.any():
+            return
+        start = 0
+        for kind in b.kinds:
+            status = status_all[start:start + self.clusters.count(kind)]
+            start += self.clusters.count(kind)
             worst = int(status.max(initial=0))
             if worst == OK:
                 continue
@@ -705,7 +708,12 @@ class _Bound:
         self.atoms = {k: xp.asarray(clusters.atoms[k]) for k in self.kinds}
         self.lengths = {k: xp.asarray(clusters.lengths[k]) for k in self.kinds}
         self.virial = {k: xp.zeros((clusters.count(k), 6)) for k in self.kinds}
-        self.status = {k: xp.zeros(clusters.count(k), np.int32) for k in self.kinds}
+        # every kind's status in one array (one read per check), each kind a view of its part
+        self.status_all = xp.zeros(max(sum(clusters.count(k) for k in self.kinds), 1), np.int32)
+        self.status, start = {}, 0
+        for k in self.kinds:
+            self.status[k] = self.status_all[start:start + clusters.count(k)]
+            start += clusters.count(k)
         max_id = int(be.to_host(sim.state.ids).max())
         self.row_of = xp.full(max_id + 1, -1, np.int32 if be.is_gpu else np.int64)
         self.warned = False
@@ -757,6 +765,9 @@ class _Bound:
             else:
                 cpu_kernel("rattle", kind)(s.positions, s.velocities, s.forces, s.per_atom_mass, self.row_of,
                                            self.atoms[kind], L, 1.0 / L, float(dtfv), self.status[kind])
+        status_all = self.backend.to_host(self.status_all)
+        if not status_all.any():
+            return
         for kind in self.kinds:
             status = self.backend.to_host(self.status[kind])
             if status.max(initial=0) == SINGULAR:
