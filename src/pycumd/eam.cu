@@ -25,6 +25,7 @@
 #define accum_t double
 #endif
 #include "positions.cuh"
+#include "list_load.cuh"   // load_list_entry: the list's entries streamed past L1 (and first out of L2 for float32 rows)
 
 #define EAM_COLUMNS 7
 
@@ -40,15 +41,55 @@ __device__ __forceinline__ pair_t eam_separation(real_t xi, real_t yi, real_t zi
     return dx * dx + dy * dy + dz * dz;
 }
 
-// LAMMPS' lookup on the r grid: the row of grid point m of a table, and p.
-__device__ __forceinline__ const pair_t* eam_r_point(const pair_t* __restrict__ tables, int table, int nr,
-                                                     pair_t r, pair_t rdr, pair_t& p) {
+// LAMMPS' lookup on the r grid: the grid point m (a row index within a table) and p, the same for
+// every table of the pair (one computation, then each table's row is table * (nr + 1) + m).
+__device__ __forceinline__ int eam_r_grid(int nr, pair_t r, pair_t rdr, pair_t& p) {
     p = r * rdr + (pair_t)1.0;
     int m = (int)p;
     m = min(m, nr - 1);
     p -= (pair_t)m;
     p = p > (pair_t)1.0 ? (pair_t)1.0 : p;          // LAMMPS: p = MIN(p, 1.0)
+    return m;
+}
+
+__device__ __forceinline__ const pair_t* eam_row(const pair_t* __restrict__ tables, int table, int nr, int m) {
     return tables + ((size_t)table * (nr + 1) + m) * EAM_COLUMNS;
+}
+
+// Neighbours are taken EAM_BATCH at a time (1, 2 or 4): the batch's indices, then its position
+// rows, are loaded before any of its pairs is computed, so that the gathers are in flight together;
+// the pairs are then added in list order, so the sums are those of the one-at-a-time loop (and of
+// the CPU twin).
+#ifndef EAM_BATCH
+#define EAM_BATCH 2
+#endif
+#ifndef EAM_LIST_LOAD
+#define EAM_LIST_LOAD 1            // 1: load_list_entry (list_load.cuh); 0: __ldg
+#endif
+__device__ __forceinline__ int eam_list_entry(const int* p) {
+    return EAM_LIST_LOAD ? load_list_entry(p) : __ldg(p);
+}
+
+// The neighbour loop of a pass: add(j, x, y, z, type) for each entry of atom i's column, in list order.
+template <typename Add>
+__device__ __forceinline__ void eam_for_each_neighbour(const real_t* __restrict__ pos4, const int* __restrict__ nbr,
+                                                       int i, int count, int stride, Add add) {
+    int k = 0;
+    for (; k + EAM_BATCH <= count; k += EAM_BATCH) {
+        int j[EAM_BATCH]; real_t x[EAM_BATCH], y[EAM_BATCH], z[EAM_BATCH]; int t[EAM_BATCH];
+#pragma unroll
+        for (int b = 0; b < EAM_BATCH; ++b) j[b] = eam_list_entry(nbr + (size_t)(k + b) * stride + i);
+#pragma unroll
+        for (int b = 0; b < EAM_BATCH; ++b) load_position(pos4, j[b], x[b], y[b], z[b], t[b]);
+#pragma unroll
+        for (int b = 0; b < EAM_BATCH; ++b) add(j[b], x[b], y[b], z[b], t[b]);
+    }
+    for (; k < count; ++k) {
+        const int j = eam_list_entry(nbr + (size_t)k * stride + i);
+        real_t xj, yj, zj; int tj;
+        load_position(pos4, j, xj, yj, zj, tj);
+        add(j, xj, yj, zj, tj);
+    }
 }
 
 template <int WITH_ENERGY>
@@ -67,18 +108,16 @@ __device__ __forceinline__ void eam_density_body(
     load_position(pos4, i, xi, yi, zi, ti);
     accum_t rho = 0;
     const int count = nbr_count[i];
-    for (int k = 0; k < count; ++k) {
-        const int j = __ldg(nbr + (size_t)k * stride + i);
-        real_t xj, yj, zj; int tj;
-        load_position(pos4, j, xj, yj, zj, tj);
+    eam_for_each_neighbour(pos4, nbr, i, count, stride, [&](int, real_t xj, real_t yj, real_t zj, int tj) {
         pair_t dx, dy, dz;
         const pair_t rsq = eam_separation(xi, yi, zi, xj, yj, zj, Lx, Ly, Lz, invLx, invLy, invLz, dx, dy, dz);
         if (rsq < cutsq) {
             pair_t p;
-            const pair_t* c = eam_r_point(rhor, __ldg(type2rhor + tj * n_types + ti), nr, sqrt(rsq), rdr, p);
+            const int m = eam_r_grid(nr, sqrt(rsq), rdr, p);
+            const pair_t* c = eam_row(rhor, __ldg(type2rhor + tj * n_types + ti), nr, m);
             rho += (accum_t)(((c[3] * p + c[4]) * p + c[5]) * p + c[6]);
         }
-    }
+    });
     accum_t p = rho * rdrho + (accum_t)1.0;
     int m = (int)p;
     m = max(1, min(m, nrho - 1));
@@ -111,20 +150,22 @@ __device__ __forceinline__ void eam_forces_body(
     const pair_t fpi = (pair_t)fp[i];
     accum_t fx = 0, fy = 0, fz = 0, e = 0, w0 = 0, w1 = 0, w2 = 0, w3 = 0, w4 = 0, w5 = 0;
     const int count = nbr_count[i];
-    for (int k = 0; k < count; ++k) {
-        const int j = __ldg(nbr + (size_t)k * stride + i);
-        real_t xj, yj, zj; int tj;
-        load_position(pos4, j, xj, yj, zj, tj);
+    eam_for_each_neighbour(pos4, nbr, i, count, stride, [&](int j, real_t xj, real_t yj, real_t zj, int tj) {
         pair_t dx, dy, dz;
         const pair_t rsq = eam_separation(xi, yi, zi, xj, yj, zj, Lx, Ly, Lz, invLx, invLy, invLz, dx, dy, dz);
         if (rsq < cutsq) {
             const pair_t r = sqrt(rsq);
             pair_t p;
-            const pair_t* c = eam_r_point(rhor, __ldg(type2rhor + ti * n_types + tj), nr, r, rdr, p);
+            const int m = eam_r_grid(nr, r, rdr, p);
+            const int table_ij = __ldg(type2rhor + ti * n_types + tj), table_ji = __ldg(type2rhor + tj * n_types + ti);
+            const pair_t* c = eam_row(rhor, table_ij, nr, m);
             const pair_t rhoip = (c[0] * p + c[1]) * p + c[2];
-            c = eam_r_point(rhor, __ldg(type2rhor + tj * n_types + ti), nr, r, rdr, p);
-            const pair_t rhojp = (c[0] * p + c[1]) * p + c[2];
-            c = eam_r_point(z2r, __ldg(type2z2r + ti * n_types + tj), nr, r, rdr, p);
+            pair_t rhojp = rhoip;                    // one element (or equal tables): the same value
+            if (table_ji != table_ij) {
+                c = eam_row(rhor, table_ji, nr, m);
+                rhojp = (c[0] * p + c[1]) * p + c[2];
+            }
+            c = eam_row(z2r, __ldg(type2z2r + ti * n_types + tj), nr, m);
             const pair_t z2p = (c[0] * p + c[1]) * p + c[2];
             const pair_t z2 = ((c[3] * p + c[4]) * p + c[5]) * p + c[6];
             const pair_t recip = (pair_t)1.0 / r;
@@ -141,7 +182,7 @@ __device__ __forceinline__ void eam_forces_body(
                 w3 += (accum_t)(dx * dy * fpair); w4 += (accum_t)(dx * dz * fpair); w5 += (accum_t)(dy * dz * fpair);
             }
         }
-    }
+    });
     force[3 * (size_t)i + 0] = fx; force[3 * (size_t)i + 1] = fy; force[3 * (size_t)i + 2] = fz;
     if (WITH_ENERGY) {
         energy[i] += (accum_t)0.5 * e;

@@ -50,6 +50,9 @@ def add_arguments(p) -> None:
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--no-graphs", action="store_true",
                    help="host-driven steps (default: the steps between builds as CUDA graphs where they apply)")
+    p.add_argument("--reorder-every", type=int, default=None,
+                   help="spatial domains: builds between two cell orderings of the owned atoms (1: every build; "
+                        "default the domain list's, 2)")
     p.add_argument("--probe", action="store_true", help="measure rank 0 <-> 1 bandwidth of the transport")
     p.add_argument("--json", default=None, help="append one JSON record per run to this file (rank 0)")
     p.add_argument("--profile", default=None,
@@ -132,6 +135,18 @@ def _phases(sim, world) -> dict:
                 nl.build(state)
             phases, nl.phase_seconds = nl.phase_seconds, None
             out["build_phases_s"] = {name: world.allreduce(t / reps, op=_mpi_max()) for name, t in phases.items()}
+            if sim.backend.is_gpu:               # unsynchronised: the host's and the GPU's time per phase
+                host, gpu = {}, {}
+                for _ in range(reps):
+                    nl.phase_marks = []
+                    nl.build(state)
+                    sim.backend.synchronize()
+                    marks, nl.phase_marks = nl.phase_marks, None
+                    for (_, t0, e0), (name, t1, e1) in zip(marks, marks[1:]):
+                        host[name] = host.get(name, 0.0) + (t1 - t0) / reps
+                        gpu[name] = gpu.get(name, 0.0) + sim.backend.xp.cuda.get_elapsed_time(e0, e1) / 1e3 / reps
+                out["build_phases_host_s"] = {k: world.allreduce(v, op=_mpi_max()) for k, v in host.items()}
+                out["build_phases_gpu_s"] = {k: world.allreduce(v, op=_mpi_max()) for k, v in gpu.items()}
         forces.compute(state, nl, False)          # the forces of the rebuilt list (the run may go on)
     return out
 
@@ -162,6 +177,8 @@ def measure(args, world) -> dict:
     comm_arg = world if world.size > 1 else None
     sim = Simulation(system, potential, VelocityVerlet(dt=dt), device=args.device, precision=args.precision,
                      comm=comm_arg, use_graphs=not args.no_graphs, **options)
+    if args.reorder_every is not None and hasattr(sim.neighbors, "reorder_every"):
+        sim.neighbors.reorder_every = args.reorder_every
     sim.run(args.warmup)
     sim.backend.synchronize()
     world.Barrier()
@@ -195,6 +212,8 @@ def measure(args, world) -> dict:
               "TotEng": sim.thermo_row()["TotEng"], "weak": bool(args.weak)}
     nl = sim.neighbors
     record["builds"] = int(nl.n_builds)
+    if hasattr(nl, "reorder_every"):
+        record["reorder_every"] = nl.reorder_every
     graph = sim.step_graph
     record["step_graph"] = type(graph).__name__ if graph is not None else "none (host-driven steps)"
     for name in ("captures", "capture_seconds", "build_seconds", "launches"):    # HostBuildStepGraph's counters

@@ -506,8 +506,9 @@ class LammpsPlanner:
         self._dirty = True
 
     def _neigh_exclude(self, a) -> int:
-        """``neigh_modify exclude type I J | molecule/intra all | molecule/inter all | none`` (LAMMPS
-        accumulates them; ``none`` clears); returns the words taken, ``exclude`` included."""
+        """``neigh_modify exclude type I J | group G1 G2 | molecule/intra all | molecule/inter all | none``
+        (LAMMPS accumulates them; ``none`` clears; ``group`` of groups of whole atom types: their type
+        pairs); returns the words taken, ``exclude`` included."""
         rules = self.setup.neigh.setdefault("exclude", [])
         if not a:
             raise ValueError("neigh_modify exclude needs type I J, molecule/intra all, molecule/inter all or none")
@@ -525,9 +526,28 @@ class LammpsPlanner:
                 raise NotImplementedError(f"neigh_modify exclude {a[0]} of group {a[1]}: only group all is supported")
             rules.append((a[0],))
             return 3
+        if a[0] == "group" and len(a) >= 3:
+            # groups of whole atom types: the pairs between them are type pairs
+            types = []
+            for gid in a[1:3]:
+                if gid == "all":
+                    types.append(list(range(self.setup.n_types)))
+                    continue
+                group = self.setup.groups.get(gid)
+                if group is None:
+                    raise ValueError(f"neigh_modify exclude group {a[1]} {a[2]}: unknown group {gid!r}")
+                if group.types is None:
+                    raise NotImplementedError(f"neigh_modify exclude group {a[1]} {a[2]}: group {gid} is not a "
+                                              f"type group; only groups of whole atom types (group ID type ...) "
+                                              f"are supported")
+                types.append(list(group.types))
+            for i in types[0]:
+                for j in types[1]:
+                    rules.append(("type", i, j))
+            return 4
         if a[0] in ("group", "molecule"):
-            raise NotImplementedError(f"neigh_modify exclude {a[0]} is not supported (type, molecule/intra all, "
-                                      f"molecule/inter all, none)")
+            raise NotImplementedError(f"neigh_modify exclude {a[0]} is not supported (type, group of type groups, "
+                                      f"molecule/intra all, molecule/inter all, none)")
         raise ValueError(f"neigh_modify exclude {' '.join(a[:3])}: expected type I J, molecule/intra all, "
                          f"molecule/inter all or none")
 

@@ -47,12 +47,14 @@ def _pressure_pair(pressure):
     return float(pair[0]), float(pair[1])
 
 
-def _refuse_unsupported(sim, precision, name: str) -> None:
+def _refuse_unsupported(sim, precision, name: str, over_ranks: bool = False) -> None:
     if precision is not None and precision.composite:
         raise NotImplementedError(f"{name}: composite precision is not implemented with a barostat; "
                                   f"use precision 'mixed' or 'double'")
-    if sim is not None and sim.decomposition is not None:
-        raise NotImplementedError(f"{name}: barostats are not decomposed over MPI ranks yet; run on one process")
+    d = None if sim is None else sim.decomposition
+    if d is not None and not (over_ranks and d.follows_box_changes):
+        raise NotImplementedError(f"{name} is not decomposed over MPI ranks{' with ' + d.kind if over_ranks else ''} "
+                                  f"yet; run on one process" + (" or over spatial domains" if over_ranks else ""))
 
 
 def set_box(sim, lo: np.ndarray, hi: np.ndarray) -> None:
@@ -75,6 +77,8 @@ def set_box(sim, lo: np.ndarray, hi: np.ndarray) -> None:
     state.box_lengths = tuple(float(x) for x in new)
     sim.box = Box(new, lo)
     sim.book.volume = float(new[0] * new[1] * new[2])
+    if sim.decomposition is not None:            # the domains keep their fractions of the box
+        sim.decomposition.set_box(sim.box)
 
 
 def _scale_velocities(state, xp, factors) -> None:
@@ -94,19 +98,6 @@ def _ensure_virial(sim, steps_back: int) -> None:
         sim.forces.compute(sim.state, sim.neighbors, True)
 
 
-def _virial_diagonal(sim) -> np.ndarray:
-    """``sum_i W_i`` xx, yy, zz (energy units)."""
-    w = sim.state.values("virial", sim.backend)[:, :3].sum(axis=0)
-    return np.asarray(sim.backend.to_host(w), dtype=np.float64)
-
-
-def _ke_tensor(sim) -> np.ndarray:
-    """``mvv2e sum_i m_i v_id^2`` for d = x, y, z: LAMMPS ``compute temp``'s vector (no 1/2)."""
-    s, b = sim.state, sim.backend
-    v, m = s.values("velocities", b), s.values("per_atom_mass", b)
-    return sim.units.mvv2e * np.asarray(b.to_host((m[:, None] * v * v).sum(axis=0)), dtype=np.float64)
-
-
 class MTKBarostat(StepHooksBase):
     """Martyna-Tobias-Klein barostat with a Nose-Hoover chain on the cell (LAMMPS ``fix npt/nph``).
 
@@ -120,6 +111,10 @@ class MTKBarostat(StepHooksBase):
     coupling : {"iso", "aniso"}
         ``iso``: one cell variable, the three edges scale together, driven by the scalar pressure;
         ``aniso``: each edge driven by its diagonal pressure component.
+    dims : str
+        ``aniso`` only: the edges that are driven (LAMMPS' per-axis keywords ``x``, ``y``, ``z``, each
+        with the same target; e.g. ``"z"`` for ``fix npt ... z P0 P1 Pdamp``); the others keep their
+        length.  Default ``"xyz"``.
     chain : int
         Length of the Nose-Hoover chain on the cell variables (LAMMPS ``pchain``, default 3; 0: none).
     mtk : bool
@@ -136,8 +131,10 @@ class MTKBarostat(StepHooksBase):
     """
 
     needs_virial = True
+    runs_over_ranks = True          # global sums through the bookkeeping; the domains follow the box
 
-    def __init__(self, pressure, damping: float, coupling: str = "iso", chain: int = 3, mtk: bool = True):
+    def __init__(self, pressure, damping: float, coupling: str = "iso", chain: int = 3, mtk: bool = True,
+                 dims: str = "xyz"):
         self.p_start, self.p_stop = _pressure_pair(pressure)
         if not damping > 0:
             raise ValueError(f"barostat damping must be positive, got {damping}")
@@ -145,6 +142,13 @@ class MTKBarostat(StepHooksBase):
             raise ValueError(f"barostat coupling must be 'iso' or 'aniso', got {coupling!r}")
         if chain < 0:
             raise ValueError(f"barostat chain length must be >= 0, got {chain}")
+        if not dims or any(d not in "xyz" for d in dims) or len(set(dims)) != len(dims):
+            raise ValueError(f"barostat dims must be some of 'x', 'y', 'z' once each, got {dims!r}")
+        if coupling == "iso" and sorted(dims) != ["x", "y", "z"]:
+            raise ValueError("iso coupling drives all three edges (dims 'xyz')")
+        #: the driven edges (LAMMPS' p_flag) and their count (pdim)
+        self.flags = np.array([d in dims for d in "xyz"])
+        self._pdim = int(self.flags.sum())
         self.damping, self.coupling, self.chain, self.mtk = float(damping), coupling, int(chain), bool(mtk)
         self.thermostat = None
         self.omega = np.zeros(3)
@@ -180,9 +184,9 @@ class MTKBarostat(StepHooksBase):
 
     def bind(self, sim) -> None:
         """LAMMPS ``FixNH::setup``: temperatures, target pressure, the masses of the cell and chains."""
-        _refuse_unsupported(sim, None, "MTKBarostat")
+        _refuse_unsupported(sim, None, "MTKBarostat", over_ranks=True)
         self._sim = sim
-        n = sim.state.n_atoms
+        n = sim.book.n_atoms                     # the whole system's (over MPI ranks too)
         u = sim.units
         self._n, self._tdof = n, degrees_of_freedom(n)
         self._boltz, self._nktv2p = u.boltz, u.nktv2p
@@ -255,21 +259,21 @@ class MTKBarostat(StepHooksBase):
         sim = self._sim
         L = self._hi - self._lo
         inv_volume = 1.0 / (L[0] * L[1] * L[2])
-        w = _virial_diagonal(sim)
+        w = sim.book.virial_diagonal()
         if self.coupling == "iso":
             t = sim.temperature()
             p = (self._tdof * self._boltz * t + w[0] + w[1] + w[2]) / 3.0 * inv_volume * self._nktv2p
             return np.full(3, p)
-        self._mvv = _ke_tensor(sim)
+        self._mvv = sim.book.kinetic_tensor()
         return (self._mvv + w) * inv_volume * self._nktv2p
 
     def _compute_press_target(self, sim) -> None:
         delta = sim.run_fraction()
         p_target = self.p_start + delta * (self.p_stop - self.p_start)
         p_hydro = 0.0
-        for _ in range(3):
+        for _ in range(self._pdim):
             p_hydro += p_target
-        self._p_hydro = p_hydro / 3
+        self._p_hydro = p_hydro / self._pdim
 
     def _nh_omega_dot(self, p_current) -> None:
         """``omega_dot += dt/2 [(P - P_target) V / (W nktv2p) + mtk_1 / W]``."""
@@ -280,18 +284,18 @@ class MTKBarostat(StepHooksBase):
             if self.coupling == "iso":
                 mtk_term1 = self._tdof * self._boltz * self._t_current
             else:
-                for d in range(3):
+                for d in np.flatnonzero(self.flags):
                     mtk_term1 += self._mvv[d]
-            mtk_term1 /= 3 * self._n
+            mtk_term1 /= self._pdim * self._n
         w, od = self.omega_mass, self.omega_dot
-        for d in range(3):
+        for d in np.flatnonzero(self.flags):
             f_omega = (p_current[d] - self._p_hydro) * volume / (w[d] * self._nktv2p) + mtk_term1 / w[d]
             od[d] += f_omega * self._dthalf
         self._mtk_term2 = 0.0
         if self.mtk:
-            for d in range(3):
+            for d in np.flatnonzero(self.flags):
                 self._mtk_term2 += od[d]
-            self._mtk_term2 /= 3 * self._n
+            self._mtk_term2 /= self._pdim * self._n
 
     def _nh_v_press(self) -> None:
         """``v_d *= exp(-dt/4 (omega_dot_d + mtk_2))`` twice."""
@@ -303,11 +307,12 @@ class MTKBarostat(StepHooksBase):
     def _remap(self) -> None:
         """Half a step of box dilation about the fixed point: ``L_d *= exp(dt/2 omega_dot_d)``."""
         dto = self._dthalf
-        self.omega += dto * self.omega_dot
-        expfac = np.exp(dto * self.omega_dot)
-        fp = self.fixed_point
-        self._lo = (self._lo - fp) * expfac + fp
-        self._hi = (self._hi - fp) * expfac + fp
+        flags = self.flags
+        self.omega[flags] += dto * self.omega_dot[flags]
+        expfac = np.exp(dto * self.omega_dot[flags])
+        fp = self.fixed_point[flags]
+        self._lo[flags] = (self._lo[flags] - fp) * expfac + fp
+        self._hi[flags] = (self._hi[flags] - fp) * expfac + fp
         set_box(self._sim, self._lo, self._hi)
 
     def _nhc_press_integrate(self) -> None:
@@ -316,9 +321,10 @@ class MTKBarostat(StepHooksBase):
         m, ed, edd = self.etap_mass, self.etap_dot, self.etap_dotdot
         w, od = self.omega_mass, self.omega_dot
         dt4, dt8 = self._dt4, self._dt8
-        lkt_press = kt if self.coupling == "iso" else 3 * kt
+        lkt_press = kt if self.coupling == "iso" else self._pdim * kt
+        driven = np.flatnonzero(self.flags)
         ke = 0.0
-        for d in range(3):
+        for d in driven:
             ke += w[d] * od[d] * od[d]
         edd[0] = (ke - lkt_press) / m[0]
         for k in range(self.chain - 1, 0, -1):
@@ -331,7 +337,7 @@ class MTKBarostat(StepHooksBase):
         factor = math.exp(-self._dthalf * ed[0])
         od *= factor
         ke = 0.0
-        for d in range(3):
+        for d in driven:
             ke += w[d] * od[d] * od[d]
         edd[0] = (ke - lkt_press) / m[0]
         ed[0] = (ed[0] * f + edd[0] * dt4) * f
@@ -377,7 +383,8 @@ class MTKBarostat(StepHooksBase):
             self.etap_dot[:self.chain] = state["etap_dot"]
 
     def describe(self) -> str:
-        text = (f"MTK barostat ({self.coupling}) P = {self.p_start}->{self.p_stop}, damp = {self.damping}, "
+        coupling = self.coupling if self._pdim == 3 else f"{self.coupling} {''.join(d for d, f in zip('xyz', self.flags) if f)}"
+        text = (f"MTK barostat ({coupling}) P = {self.p_start}->{self.p_stop}, damp = {self.damping}, "
                 f"pchain {self.chain}")
         return text + (f", {self.thermostat.describe()}" if self.thermostat is not None else " (NPH)")
 
@@ -456,7 +463,7 @@ class CRescale(StepHooksBase):
         _ensure_virial(sim, 1)
         u = sim.units
         volume = sim.book.volume
-        p_int = (2.0 * sim.kinetic_energy() + float(_virial_diagonal(sim).sum())) / (3.0 * volume) * u.nktv2p
+        p_int = (2.0 * sim.kinetic_energy() + float(sim.book.virial_diagonal().sum())) / (3.0 * volume) * u.nktv2p
         kt_over_v = u.boltz * self.thermostat.target(sim) / volume * u.nktv2p     # pressure units
         rate = self.compressibility / self.tau_p
         dt = sim.integrator.dt
@@ -495,23 +502,29 @@ class CRescale(StepHooksBase):
 def lammps_fix_nh(style: str, args: list) -> tuple:
     """(thermostat, barostat) of LAMMPS ``fix ID all npt|nph ARGS`` (ARGS after the style).
 
-    Supported: ``temp T0 T1 Tdamp`` (npt), one of ``iso|aniso P0 P1 Pdamp``, and the keywords
-    ``tchain N``, ``pchain N``, ``mtk yes|no``, ``tloop 1``, ``ploop 1``, ``drag 0``.  Everything
-    else raises NotImplementedError (triclinic, per-axis ``x/y/z``, ``couple``, ``dilate partial``,
-    several loops, drag).
+    Supported: ``temp T0 T1 Tdamp`` (npt), one of ``iso|aniso P0 P1 Pdamp`` or per-axis ``x``, ``y``,
+    ``z P0 P1 Pdamp`` (the axes given driven, the same numbers for each), and the keywords ``tchain N``,
+    ``pchain N``, ``mtk yes|no``, ``tloop 1``, ``ploop 1``, ``drag 0``, ``couple none`` (with
+    aniso or the axes).  Everything else raises NotImplementedError (triclinic, axes with different
+    targets (LAMMPS' deviatoric term), other ``couple`` values, ``dilate partial``, several loops,
+    drag).
     """
     args = list(args)
     temp = pressure = None
-    keywords = {"tchain": "3", "pchain": "3", "mtk": "yes", "tloop": "1", "ploop": "1", "drag": "0"}
+    axes: dict = {}                     # per-axis keywords: axis -> (P0, P1, Pdamp)
+    keywords = {"tchain": "3", "pchain": "3", "mtk": "yes", "tloop": "1", "ploop": "1", "drag": "0",
+                "couple": "none"}
     i = 0
     while i < len(args):
         word = args[i]
-        if word in ("temp", "iso", "aniso"):
+        if word in ("temp", "iso", "aniso", "x", "y", "z"):
             if i + 4 > len(args):
                 raise ValueError(f"fix {style}: '{word}' needs three numbers (start, stop, damping)")
             values = tuple(float(x) for x in args[i + 1:i + 4])
             if word == "temp":
                 temp = values
+            elif word in "xyz":
+                axes[word] = values
             else:
                 if pressure is not None:
                     raise ValueError(f"fix {style}: give one of iso or aniso")
@@ -524,9 +537,22 @@ def lammps_fix_nh(style: str, args: list) -> tuple:
             i += 2
         else:
             raise NotImplementedError(f"fix {style} keyword {word!r} is not supported (supported: temp, iso, "
-                                      f"aniso, tchain, pchain, mtk, tloop 1, ploop 1, drag 0)")
+                                      f"aniso, x, y, z, tchain, pchain, mtk, tloop 1, ploop 1, drag 0, "
+                                      f"couple none)")
+    dims = "xyz"
+    if axes:
+        if pressure is not None:
+            raise NotImplementedError(f"fix {style}: iso or aniso together with per-axis x/y/z is not supported")
+        if len(set(axes.values())) > 1:
+            raise NotImplementedError(f"fix {style}: per-axis targets that differ ({axes}) need LAMMPS' deviatoric "
+                                      f"term, which is not implemented: give the same P0 P1 Pdamp to each axis")
+        dims = "".join(d for d in "xyz" if d in axes)
+        pressure = ("aniso", next(iter(axes.values())))
     if pressure is None:
-        raise ValueError(f"fix {style} needs 'iso P0 P1 PDAMP' or 'aniso P0 P1 PDAMP'")
+        raise ValueError(f"fix {style} needs 'iso P0 P1 PDAMP', 'aniso P0 P1 PDAMP' or per-axis 'x|y|z P0 P1 PDAMP'")
+    if keywords["couple"] != "none" and not (pressure[0] == "iso" and keywords["couple"] == "xyz"):
+        raise NotImplementedError(f"fix {style}: couple {keywords['couple']} is not supported (iso couples xyz; "
+                                  f"aniso and per-axis keywords take couple none)")
     if (style == "npt") != (temp is not None):
         raise ValueError("fix npt needs 'temp T0 T1 TDAMP'" if style == "npt" else "fix nph takes no 'temp'")
     if keywords["tloop"] != "1" or keywords["ploop"] != "1" or float(keywords["drag"]) != 0.0:
@@ -534,7 +560,8 @@ def lammps_fix_nh(style: str, args: list) -> tuple:
     if keywords["mtk"] not in ("yes", "no"):
         raise ValueError(f"fix {style}: mtk must be yes or no")
     coupling, (p0, p1, pdamp) = pressure
-    barostat = MTKBarostat((p0, p1), pdamp, coupling, chain=int(keywords["pchain"]), mtk=keywords["mtk"] == "yes")
+    barostat = MTKBarostat((p0, p1), pdamp, coupling, chain=int(keywords["pchain"]), mtk=keywords["mtk"] == "yes",
+                           dims=dims)
     thermostat = NoseHoover(temp[:2], temp[2], int(keywords["tchain"])) if temp is not None else None
     return thermostat, barostat
 

@@ -38,6 +38,9 @@ class Decomposition:
     """
 
     kind = "decomposed"
+    #: the decomposition follows a barostat's box changes (:meth:`set_box`): spatial domains do; the
+    #: all-pairs decompositions, whose ranks hold copies of the atoms, do not yet
+    follows_box_changes = False
 
     def __init__(self, comm, owners, owns: bool, n_atoms: int, box, masses, units):
         self.comm = comm
@@ -47,6 +50,9 @@ class Decomposition:
         self.box = box
         self.masses = np.asarray(masses, dtype=np.float64)
         self.units = units
+
+    def set_box(self, box) -> None:
+        raise NotImplementedError(f"{self.kind} do not follow box changes (barostats) over MPI ranks yet")
 
     def bookkeeping(self, components, units, volume) -> "DistributedBookkeeping":
         return DistributedBookkeeping(components, units, volume, self)
@@ -132,6 +138,12 @@ class DistributedBookkeeping(Bookkeeping):
 
     def virial_trace(self) -> float:
         return self.d.owners.sum(super().virial_trace())
+
+    def virial_diagonal(self) -> np.ndarray:
+        return self.d.owners.sum(super().virial_diagonal())
+
+    def kinetic_tensor(self) -> np.ndarray:
+        return self.d.owners.sum(super().kinetic_tensor())
 
     def check_finite(self) -> None:
         """Every rank raises the same :class:`SimulationError` if some rank's atoms blew up (the

@@ -41,10 +41,10 @@ import numpy as np
 from ..contracts import ForceEvaluatorBase, NeighborStructureBase
 from ..neighbors.counting_sort import cell_index, compact, counting_sort
 from ..neighbors.cpu_builder import build_list_cpu
-from ..neighbors.verlet import OverlapError, capacity_for
+from ..neighbors.verlet import DEFAULT_REORDER_EVERY, OverlapError, capacity_for
 from ..precision import c_type_name
 from ..bookkeeping import SimulationError
-from ..system import System
+from ..system import InputError, System
 from .decomposition import Decomposition
 from .grid import choose_domain_grid
 
@@ -83,6 +83,15 @@ class DomainDecomposition(Decomposition):
         self.lo = self.coords * self.L / self.grid
         self.hi = (self.coords + 1) * self.L / self.grid
         self._system = system
+
+    follows_box_changes = True
+
+    def set_box(self, box) -> None:
+        """A barostat's new box (:class:`~pycumd.box.Box`): the domains keep their fractions of it."""
+        self.box = box
+        self.L = np.asarray(box.L, dtype=np.float64)
+        self.lo = self.coords * self.L / self.grid
+        self.hi = (self.coords + 1) * self.L / self.grid
 
     def rank_of(self, coords) -> np.ndarray:
         c = np.mod(np.asarray(coords, dtype=np.int64), self.grid)
@@ -197,6 +206,12 @@ class DomainNeighborList(NeighborStructureBase):
         self.overlap_distance = self.serial.overlap_distance
         self.n_builds = 0
         self.steps_since_build = 0
+        #: builds between two cell orderings of the owned atoms (the serial GPU list's schedule; the
+        #: builds in between only fill the departed rows' holes, :meth:`_fill_holes`)
+        self.reorder_every = DEFAULT_REORDER_EVERY
+        self._builds_since_order = 0
+        self._reorder_due = True
+        self.hole_fills = 0             # builds that dropped departed rows by filling their holes
         self.capacity = None
         self.nbr = self.nbr_count = None
         #: the directions cut into several domains (ghosts exchanged along these only)
@@ -218,6 +233,10 @@ class DomainNeighborList(NeighborStructureBase):
         #: per phase name, summed over builds, the device synchronised at each phase's end
         self.phase_seconds: dict | None = None
         self._phase_start = 0.0
+        #: set to a list to mark the phases without synchronising (GPU): ``(name, host seconds,
+        #: CUDA event)`` appended at each phase's end, read after the build (the GPU's time per phase
+        #: against the host's)
+        self.phase_marks: list | None = None
 
     @property
     def displacement_limit2(self) -> float:
@@ -242,7 +261,16 @@ class DomainNeighborList(NeighborStructureBase):
         return 0 if self.extended is None else len(self.extended) - len(self.nbr_count)
 
     def check_box(self, L) -> None:
-        self.serial.check_box(np.asarray(L, dtype=np.float64))
+        """The serial list's check, and every decomposed direction's domains at least the ghost
+        layer thick (a barostat may shrink them)."""
+        L = np.asarray(L, dtype=np.float64)
+        self.serial.check_box(L)
+        for dim in self.decomposed:
+            thickness = L[dim] / self.d.grid[dim]
+            if thickness < self.d.r_ghost:
+                raise InputError(f"the domains along {'xyz'[dim]} are {thickness:.6g} thick ({self.d.grid[dim]} "
+                                 f"in {L[dim]:.6g}), less than the ghost layer r_cut + skin = {self.d.r_ghost:.6g}: "
+                                 f"use fewer ranks along {'xyz'[dim]} (processors) or a larger box")
 
     def face_peers(self, dim: int) -> list:
         """``[(dest, source)]`` of the two messages of direction ``dim``: to the low face's neighbour
@@ -276,9 +304,11 @@ class DomainNeighborList(NeighborStructureBase):
                 self._flag = self.xp.zeros(1, np.int32)
             self._flag.fill(0)
             if state.n_atoms:
-                self.serial.builder.displacement_exceeds(state, self.serial.displacement_limit2, flag=self._flag)
+                self.serial.builder.displacement_exceeds(state, self.serial.displacement_limit2_in_box(state),
+                                                         flag=self._flag)
             return bool(self.backend.to_host(comm.allreduce_max(self._flag))[0])
-        moved = state.n_atoms > 0 and self.serial.builder.displacement_exceeds(state, self.serial.displacement_limit2)
+        moved = state.n_atoms > 0 and self.serial.builder.displacement_exceeds(
+            state, self.serial.displacement_limit2_in_box(state))
         return comm.any(moved)
 
     # -- checkpoints ---------------------------------------------------------------------------
@@ -303,6 +333,10 @@ class DomainNeighborList(NeighborStructureBase):
     def _phase(self, name: str | None) -> None:
         """With :attr:`phase_seconds` set: synchronise and add the time since the previous mark to
         phase ``name`` (None: only start the clock)."""
+        if self.phase_marks is not None and self.backend.is_gpu:
+            event = self.xp.cuda.Event()
+            event.record()
+            self.phase_marks.append((name or "start", time.perf_counter(), event))
         if self.phase_seconds is None:
             return
         self.backend.synchronize()
@@ -327,7 +361,14 @@ class DomainNeighborList(NeighborStructureBase):
                 self._permute(state, self.xp.nonzero(alive)[0])
                 alive = None
             self._permute(state, self.xp.argsort(state.ids))
-        self._cell_order(state, origin, extent, n_cells, alive)
+        if by_id or self._reorder_due or self._builds_since_order + 1 >= self.reorder_every:
+            self._cell_order(state, origin, extent, n_cells, alive)
+            self._builds_since_order, self._reorder_due = 0, False
+        else:                                            # the departed rows' holes filled from the end
+            if alive is not None:
+                self._fill_holes(state, alive)
+                self.hole_fills += 1
+            self._builds_since_order += 1
         self._phase("cell order")
         self.exchange_ghosts(state)
         self._phase("ghosts")
@@ -368,6 +409,9 @@ class DomainNeighborList(NeighborStructureBase):
                                    f"(found on rank {self.d.comm.rank if overlap else 'another'}); check the "
                                    f"input coordinates")
         state.positions_at_build[...] = state.positions
+        # the box of this build (a barostat's later changes shrink the displacement trigger, as in one rank:
+        # the ghost layer's faces scale with the box, so a ghost's distance to them changes as a pair's does)
+        self.serial.box_at_build = L.copy()
         self.n_builds += 1
         self.steps_since_build = 0
 
@@ -375,15 +419,50 @@ class DomainNeighborList(NeighborStructureBase):
         """Put the owned atoms' per-atom arrays in ``order`` (backend int array: a permutation, or
         a selection of rows); the per-step arrays (forces, energy, virial, positions at build)
         follow the new length (their values are computed again after the build)."""
-        xp = self.xp
         for name in MIGRATING:
             setattr(state, name, getattr(state, name)[order])
-        n = len(order)
+        self._resize_step_arrays(state, len(order))
+
+    def _resize_step_arrays(self, state, n: int) -> None:
+        """The per-step arrays (forces, energy, virial, positions at build) at ``n`` rows (their
+        values are computed again after the build)."""
+        xp = self.xp
         if len(state.forces) != n:
             state.positions_at_build = xp.empty(state.positions.shape, dtype=state.positions_at_build.dtype)
             state.forces = xp.zeros((n, 3), dtype=state.forces.dtype)
             state.energy = xp.zeros(n, dtype=state.energy.dtype)
             state.virial = xp.zeros((n, 6), dtype=state.virial.dtype)
+
+    def schedule_reorder(self) -> None:
+        """Put the owned atoms in cell order at the next build, whatever the schedule."""
+        self._reorder_due = True
+
+    def _fill_holes(self, state, alive) -> None:
+        """Drop the departed rows (``alive`` False, :meth:`migrate`'s) by moving the live rows after
+        the first ``n - departed`` into their holes, in row order (LAMMPS' exchange does the same):
+        work in proportion to the departed atoms, not to the domain's.  GPU: two compactions and one
+        launch per migrating array, the count of moves read on the device."""
+        xp = self.xp
+        keep = len(alive) - self.migrated
+        if self.migrated:
+            holes, n_holes = compact(~alive[:keep], self.backend)
+            fillers, _ = compact(alive[keep:], self.backend)
+            if self.backend.is_gpu:
+                count = xp.asarray(n_holes, dtype=np.int32).reshape(1)
+                kernel = _row_kernel(self.backend, "fill_holes_words")
+                for name in MIGRATING:
+                    array = getattr(state, name)
+                    words = _row_bytes(array) // 4
+                    kernel(*_word_launch(self.migrated, words),
+                           (array, holes, fillers, count, np.int32(keep), np.int32(words), np.int32(self.migrated)))
+            else:
+                k = int(n_holes)
+                for name in MIGRATING:
+                    array = getattr(state, name)
+                    array[holes[:k]] = array[keep + fillers[:k]]
+        for name in MIGRATING:
+            setattr(state, name, getattr(state, name)[:keep])
+        self._resize_step_arrays(state, keep)
 
     def _cell_order(self, state, origin, extent, n_cells, alive=None) -> None:
         """Put the owned atoms in the order of the domain's cells, stably (atoms of one cell keep

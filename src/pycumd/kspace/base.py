@@ -1,0 +1,190 @@
+"""The contract of a reciprocal-space (k-space) Coulomb solver: LAMMPS' ``kspace_style``.
+
+An Ewald-split Coulomb sum puts ``q_i q_j erfc(g r) / r`` in the real-space pair style
+(``*/coul/long``) and the rest, ``q_i q_j erf(g r) / r`` summed over all periodic images, in a
+k-space solver.  A solver is built from the style's arguments (:func:`make_solver`), set up once
+per box and set of charges (:meth:`KSpaceSolver.setup`: it chooses ``g_ewald`` and its grid or
+k-vectors from the requested accuracy exactly as LAMMPS does), and called every step
+(:meth:`KSpaceSolver.compute`: it adds its forces into the force array, and with ``with_energy``
+sets :attr:`~KSpaceSolver.energy` and :attr:`~KSpaceSolver.virial`).
+
+This module is a leaf: it imports nothing of the package.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+#: the kspace styles this package implements (msm for forces is not one of them yet)
+KSPACE_STYLES = ("ewald", "pppm")
+
+
+class KSpaceSolver:
+    """Reciprocal-space part of an Ewald-split Coulomb sum (LAMMPS ``kspace_style``).
+
+    Parameters
+    ----------
+    accuracy : float
+        LAMMPS' ACC argument: the requested relative RMS force accuracy (the absolute accuracy is
+        ``accuracy * two_charge_force``, the force between two unit charges 1 length unit apart).
+    mesh : tuple of 3 int, optional
+        ``kspace_modify mesh nx ny nz`` (PPPM; 0 or None: chosen from the accuracy).  Ewald
+        ignores it, as LAMMPS does (its own ``kmax/ewald`` is not implemented).
+    order : int, optional
+        ``kspace_modify order`` (PPPM charge-assignment order 2..7, default 5; Ewald ignores it).
+    gewald : float, optional
+        ``kspace_modify gewald`` (1/length; 0 or None: chosen from the accuracy).
+    compute : bool
+        ``kspace_modify compute no`` gives False: :meth:`compute` then adds nothing and sets the
+        energy and virial to zero (LAMMPS' behaviour).
+
+    Attributes
+    ----------
+    name : str
+        ``"ewald"`` or ``"pppm"``.
+    accuracy_relative : float
+        LAMMPS' ACC argument.
+    g_ewald : float
+        The Ewald splitting parameter (1/length), chosen by :meth:`setup` or given by ``gewald``.
+    energy : float
+        After ``compute(..., with_energy=True)``: LAMMPS' ``elong`` (energy units), including the
+        self energy ``-qqrd2e g/sqrt(pi) sum q^2`` and the neutralising-background term
+        ``-qqrd2e pi (sum q)^2 / (2 g^2 V)``.
+    virial : numpy.ndarray, shape (6,)
+        After ``compute(..., with_energy=True)``: xx, yy, zz, xy, xz, yz (energy units), LAMMPS'
+        kspace virial (sum over atoms of r_a F_b; divide by the volume for a pressure).
+    """
+
+    name: str = ""
+
+    def __init__(self, accuracy: float, *, mesh=None, order=None, gewald=None, compute=True):
+        accuracy = float(accuracy)
+        if not np.isfinite(accuracy) or accuracy == 0.0:
+            raise ValueError(f"kspace_style {self.name}: accuracy must be a non-zero number, got {accuracy!r}")
+        self.accuracy_relative = abs(accuracy)   # LAMMPS takes fabs() of ACC
+        self.mesh_requested = _mesh_argument(self.name, mesh)
+        self.order_requested = order
+        if gewald is not None and (not np.isfinite(float(gewald)) or float(gewald) < 0.0):
+            raise ValueError(f"kspace_modify gewald: must be >= 0, got {gewald!r}")
+        self.gewald_requested = float(gewald) if gewald else 0.0
+        self.compute_enabled = bool(compute)
+        self.g_ewald = self.gewald_requested
+        self.energy = 0.0
+        self.virial = np.zeros(6)
+
+    def setup(self, box_lengths, charges, r_cut_coul: float, qqrd2e: float, backend, precision,
+              units_name: str, *, table_bits: int = 12, dielectric: float = 1.0) -> None:
+        """Choose the parameters (``g_ewald``, k-vectors or grid) for this box and these charges.
+
+        Parameters
+        ----------
+        box_lengths : array_like, shape (3,)
+            Edge lengths of the orthogonal periodic box (length units).
+        charges : numpy.ndarray, shape (N,)
+            All charges of the system (host float64, charge units).
+        r_cut_coul : float
+            The real-space Coulomb cutoff of the ``*/coul/long`` pair style (length units).
+        qqrd2e : float
+            The Coulomb constant of the unit system (energy length / charge^2).
+        backend : pycumd.backend.Backend
+            Where :meth:`compute` runs.
+        precision : pycumd.precision.Precision
+            The precision policy (the grid's type).
+        units_name : str
+            LAMMPS' unit style (``real``, ``metal``, ``lj``, ...): the two-charge force's units.
+        table_bits : int
+            The pair style's ``pair_modify table`` bits (LAMMPS' default 12; 0: no table).  Only the
+            estimated accuracy that :meth:`describe` reports depends on it.
+        dielectric : float
+            LAMMPS' ``dielectric``: the two-charge force uses ``qqr2e = qqrd2e * dielectric``.
+        """
+        raise NotImplementedError
+
+    def compute(self, positions, charges, box_lengths, forces, with_energy: bool) -> None:
+        """Add the reciprocal-space forces (force units) into ``forces``.
+
+        Parameters
+        ----------
+        positions : backend array, shape (N, 3) or (N, 4)
+            Positions (length units; the first three columns are read, any float type).
+        charges : backend array, shape (N,)
+            Charges (float64).
+        box_lengths : array_like, shape (3,)
+            The box (must be the one :meth:`setup` was called with).
+        forces : backend array, shape (N, 3)
+            Forces; the solver's are added to them.
+        with_energy : bool
+            Also set :attr:`energy` and :attr:`virial` (a host synchronisation on the GPU).
+            Without it, the GPU path neither synchronises nor allocates after its first call.
+        """
+        raise NotImplementedError
+
+    def per_atom_energy(self, positions, charges, box_lengths):
+        """Per-atom k-space energies (LAMMPS ``eatom``): not implemented yet."""
+        raise NotImplementedError(f"kspace_style {self.name}: per-atom energies are not implemented")
+
+    def describe(self) -> list[str]:
+        """The lines LAMMPS prints at its init for this solver (after :meth:`setup`)."""
+        raise NotImplementedError
+
+    # -- shared by the styles ------------------------------------------------------------------
+    def _common_setup(self, box_lengths, charges, r_cut_coul, qqrd2e, units_name, table_bits,
+                      dielectric):
+        """The quantities every style's parameter choice reads (LAMMPS' KSpace::qsum_qsq, two_charge)."""
+        from pycumd.kspace.accuracy import charge_sums, two_charge_force
+
+        box = np.asarray(box_lengths, dtype=np.float64).reshape(3)
+        if not np.all(np.isfinite(box)) or box.min() <= 0.0:
+            raise ValueError(f"kspace_style {self.name}: box lengths must be positive, got {box}")
+        if not r_cut_coul or r_cut_coul <= 0.0:
+            raise ValueError(f"kspace_style {self.name}: the pair style's Coulomb cutoff must be > 0, "
+                             f"got {r_cut_coul!r}")
+        self.box_lengths = box
+        self.volume = float(np.prod(box))
+        self.natoms = int(len(charges))
+        self.qsum, self.qsqsum = charge_sums(charges)
+        self.qqrd2e = float(qqrd2e)
+        self.q2 = self.qsqsum * self.qqrd2e
+        self.r_cut = float(r_cut_coul)
+        self.table_bits = int(table_bits)
+        self.two_charge_force = two_charge_force(units_name, self.qqrd2e * float(dielectric))
+        self.accuracy = self.accuracy_relative * self.two_charge_force
+
+    def _self_and_background(self) -> float:
+        """``g sum q^2 / sqrt(pi) + pi (sum q)^2 / (2 g^2 V)`` (charge^2 / length), subtracted from
+        the reciprocal sum in LAMMPS' energy."""
+        g = self.g_ewald
+        return g * self.qsqsum / np.sqrt(np.pi) + 0.5 * np.pi * self.qsum ** 2 / (g * g * self.volume)
+
+
+def _mesh_argument(style: str, mesh):
+    if mesh is None:
+        return (0, 0, 0)
+    if np.isscalar(mesh):
+        mesh = (mesh, mesh, mesh)
+    mesh = tuple(int(m) for m in mesh)
+    if len(mesh) != 3 or min(mesh) < 0:
+        raise ValueError(f"kspace_modify mesh: expected three integers >= 0, got {mesh!r}")
+    return mesh
+
+
+def make_solver(style: str, accuracy: float, **modify) -> KSpaceSolver:
+    """The solver of a LAMMPS ``kspace_style STYLE ACC`` with ``kspace_modify`` keywords.
+
+    Parameters
+    ----------
+    style : str
+        ``"ewald"`` or ``"pppm"``; any other style raises NotImplementedError naming it.
+    accuracy : float
+        The ACC argument (relative RMS force accuracy).
+    **modify
+        ``mesh``, ``order``, ``gewald``, ``compute`` (see :class:`KSpaceSolver`).
+    """
+    if style == "ewald":
+        from pycumd.kspace.ewald import Ewald
+        return Ewald(accuracy, **modify)
+    if style == "pppm":
+        from pycumd.kspace.pppm import PPPM
+        return PPPM(accuracy, **modify)
+    raise NotImplementedError(f"kspace_style {style} is not implemented (pycumd has: "
+                              f"{', '.join(KSPACE_STYLES)})")
