@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .observables import kinetic_energy, pressure, temperature
+from .observables import degrees_of_freedom, kinetic_energy, pressure, temperature
 
 #: C types of the arrays the finiteness check reads (finite_check.cu's real_t)
 _C_TYPES = {"float32": "float", "float64": "double"}
@@ -70,16 +70,32 @@ class Bookkeeping:
         return float(self.c.state.values("energy", self.c.backend).sum()) + float(self.c.forces.global_energy_virial()[0])
 
     def virial_trace(self) -> float:
-        """Sum over pairs of r_ij . f_ij (energy units), with a k-space solver's virial; per-atom virials
-        must be current."""
-        return (float(self.c.state.values("virial", self.c.backend)[:, :3].sum())
-                + float(np.sum(self.c.forces.global_energy_virial()[1][:3])))
+        """Sum over pairs of r_ij . f_ij (energy units), with a k-space solver's virial and the
+        constraint forces' (fix shake); per-atom virials must be current."""
+        w = self.constraint_virial()
+        pairs = float(self.c.state.values("virial", self.c.backend)[:, :3].sum())
+        return (pairs + float(np.sum(self.c.forces.global_energy_virial()[1][:3]))
+                + (0.0 if w is None else float(w[:3].sum())))
+
+    def constraint_virial(self):
+        """The virial of the step hooks' constraint forces ((6,), energy units) or None."""
+        hooks = self.c.integrator.thermostat
+        return None if hooks is None else hooks.constraint_virial()
+
+    def degrees_of_freedom(self) -> int:
+        """``3 N - 3`` less those the step hooks' constraints remove (LAMMPS compute temp: extra and fix dof)."""
+        hooks = self.c.integrator.thermostat
+        return degrees_of_freedom(self.n_atoms) - (0 if hooks is None else hooks.constrained_dof)
 
     def virial_diagonal(self) -> np.ndarray:
-        """``sum_i W_i`` xx, yy, zz (energy units; per-atom virials must be current), (3,) float64."""
+        """``sum_i W_i`` xx, yy, zz with a k-space solver's and the constraint forces' (energy units;
+        per-atom virials must be current), (3,) float64."""
         b = self.c.backend
         w = self.c.state.values("virial", b)[:, :3].sum(axis=0)
-        return np.asarray(b.to_host(w), dtype=np.float64)
+        constraint = self.constraint_virial()
+        return (np.asarray(b.to_host(w), dtype=np.float64)
+                + np.asarray(self.c.forces.global_energy_virial()[1][:3], dtype=np.float64)
+                + (0.0 if constraint is None else np.asarray(constraint[:3], dtype=np.float64)))
 
     def kinetic_tensor(self) -> np.ndarray:
         """``mvv2e sum_i m_i v_id^2`` for d = x, y, z (LAMMPS ``compute temp``'s vector, no 1/2),
@@ -102,9 +118,10 @@ class Bookkeeping:
         """Step, Temp, E_pair, E_mol, TotEng, Press, normalised as LAMMPS does."""
         n = self.n_atoms
         ke = self.kinetic_energy()
-        t = temperature(ke, n, self.units)
+        dof = self.degrees_of_freedom()
+        t = temperature(ke, n, self.units, dof)
         pe = self.potential_energy()
-        p = pressure(t, self.virial_trace(), n, self.volume, self.units)
+        p = pressure(t, self.virial_trace(), n, self.volume, self.units, dof)
         norm = n if self.units.normalize_thermo else 1
         emol = sum(self.bonded_energies().values())
         return {"Step": self.c.state.step, "Temp": t, "E_pair": (pe - emol) / norm, "E_mol": emol / norm,

@@ -190,6 +190,10 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                  canonical_order=precision.deterministic)
         forces_class = list_forces_class(potential)
     topology = system.topology
+    # bonds and angles that the step hooks constrain are off the force field (fix shake)
+    off = integrator.thermostat.off_terms(system) if integrator.thermostat is not None else {}
+    if integrator.thermostat is not None and integrator.thermostat.constrained_dof and decomposed:
+        raise NotImplementedError("fix shake over MPI ranks is not implemented yet; run on one rank")
     if topology is not None and decomposed:
         raise NotImplementedError("molecular topology over MPI ranks is not implemented yet; run on one rank")
     if neighbor.exclude and decomposed:
@@ -216,7 +220,7 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                  "bond, angle, molecular or full)")
             topology = empty_topology(system.ids)
         forces = _molecular_forces(forces, topology, backend, precision, pair_method, system.n_types,
-                                   tuple(neighbor.exclude), weighted_14=long_range)
+                                   tuple(neighbor.exclude), weighted_14=long_range, off=off)
     if long_range:             # outermost: its Coulomb pass reads the list the molecular exclusions filtered
         from .long_range import LongRangeForces
 
@@ -252,7 +256,7 @@ def _many_body_pair_method(pair_method: str, potential, r_cut: float, skin: floa
 
 
 def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_types: int, exclude=(),
-                      weighted_14: bool = False):
+                      weighted_14: bool = False, off=None):
     """The pair evaluator with the molecular terms (:class:`pycumd.molecular.bonded.MolecularForces`);
     the all-pairs kernel has no list to exclude special pairs from."""
     from .molecular.bonded import MolecularForces
@@ -261,7 +265,7 @@ def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_
         raise NotImplementedError("special pairs (special_bonds factors other than 1) need the neighbour list, and this run "
                                   "computes all pairs (a box shorter than about 3 (r_cut + skin) along an edge, "
                                   "or pair_method='all_pairs'); use a larger box")
-    return MolecularForces(forces, topology, backend, precision, n_types, exclude, weighted_14)
+    return MolecularForces(forces, topology, backend, precision, n_types, exclude, weighted_14, off)
 
 
 def _check_composite_supported(pair_method: str, thermostat) -> None:

@@ -235,6 +235,14 @@ class StepHooks(Protocol):
 
     def bind(self, sim) -> None: ...
 
+    def off_terms(self, system) -> dict: ...
+
+    constrained_dof: int
+
+    def constraint_virial(self): ...
+
+    def setup(self, sim) -> None: ...
+
     def begin_step(self, sim) -> None: ...
 
     def post_force(self, sim) -> None: ...
@@ -260,7 +268,27 @@ class StepHooksBase:
     #: a thermostat whose target temperature :meth:`reset_target` changes (replica exchange)
     has_target_temperature = False
 
+    #: degrees of freedom the hooks' constraints remove from the temperature (LAMMPS ``Fix::dof``), known
+    #: once :meth:`off_terms` has run
+    constrained_dof = 0
+
     def bind(self, sim) -> None:
+        pass
+
+    def off_terms(self, system) -> dict:
+        """Called by :func:`pycumd.components.build_components` before the force evaluator is built:
+        ``{bonded kind: bool mask of the topology's terms}`` that the hooks take off the force field
+        (the bonds and angles that fix shake constrains); empty: none."""
+        return {}
+
+    def constraint_virial(self):
+        """The virial of the constraint forces of the last step, (6,) float64 xx, yy, zz, xy, xz, yz
+        (energy units; LAMMPS' fix virial), or None without constraints."""
+        return None
+
+    def setup(self, sim) -> None:
+        """At each run's set-up after the forces, also when the hooks are not bound again (LAMMPS
+        ``Fix::setup``)."""
         pass
 
     def reset_target(self, temperature: float) -> None:

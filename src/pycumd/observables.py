@@ -22,15 +22,17 @@ def kinetic_energy(velocities, per_atom_mass, units: UnitSystem) -> float:
     return 0.5 * units.mvv2e * float((per_atom_mass[:, None] * velocities * velocities).sum())
 
 
-def temperature(kinetic: float, n_atoms: int, units: UnitSystem) -> float:
-    """``2 KE / (dof * k_B)`` (temperature units)."""
-    return 2.0 * kinetic / (degrees_of_freedom(n_atoms) * units.boltz)
+def temperature(kinetic: float, n_atoms: int, units: UnitSystem, dof: int | None = None) -> float:
+    """``2 KE / (dof * k_B)`` (temperature units); ``dof`` default :func:`degrees_of_freedom` (fewer with
+    constraints)."""
+    dof = degrees_of_freedom(n_atoms) if dof is None else max(dof, 1)
+    return 2.0 * kinetic / (dof * units.boltz)
 
 
 def pressure(temp: float, virial_trace: float, n_atoms: int, volume: float,
-             units: UnitSystem) -> float:
+             units: UnitSystem, dof: int | None = None) -> float:
     """``(dof k_B T + W) / (3 V) * nktv2p``, with ``W = sum over pairs of r_ij . f_ij``."""
-    dof = degrees_of_freedom(n_atoms)
+    dof = degrees_of_freedom(n_atoms) if dof is None else max(dof, 1)
     return (dof * units.boltz * temp + virial_trace) / (3.0 * volume) * units.nktv2p
 
 

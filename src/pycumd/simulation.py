@@ -181,8 +181,16 @@ class Simulation:
         """Atoms of the whole system (over all MPI ranks of a decomposed run)."""
         return self.state.n_atoms if self.decomposition is None else self.decomposition.n_atoms
 
+    def degrees_of_freedom(self) -> int:
+        """``3 N - 3`` less the constrained ones (fix shake), as LAMMPS' compute temp counts them."""
+        return self.book.degrees_of_freedom()
+
+    def constraint_virial(self):
+        """The constraint forces' virial of the last step ((6,) xx, yy, zz, xy, xz, yz, energy units) or None."""
+        return self.book.constraint_virial()
+
     def temperature(self) -> float:
-        return temperature(self.kinetic_energy(), self.n_atoms, self.units)
+        return temperature(self.kinetic_energy(), self.n_atoms, self.units, self.degrees_of_freedom())
 
     def potential_energy(self) -> float:
         """Total pair energy (energy units) at the current step."""
@@ -209,8 +217,10 @@ class Simulation:
         self.forces.compute(self.state, self.neighbors, True)
         self.book.mark_energy_current()
         self.book.check_finite()
-        if self.thermostat is not None and self.rebind_fixes:
-            self.thermostat.bind(self)
+        if self.thermostat is not None:
+            if self.rebind_fixes:
+                self.thermostat.bind(self)
+            self.thermostat.setup(self)
 
     def run(self, steps: int, progress: bool | None = None) -> None:
         """Advance ``steps`` time steps.

@@ -50,9 +50,12 @@ STEP_ORDER = (
           "comm->exchange/borders and neighbor->build", True),
     Phase("forces", "forces.compute (per-atom energy and virial only when a due reporter or the "
           "thermostat needs them)", "force->pair->compute", True),
-    Phase("post_force", "thermostat.post_force (Langevin: friction and noise forces)", "fix post_force", False),
+    Phase("post_force", "thermostat.post_force (Langevin: friction and noise forces; fix shake: constraint "
+          "forces; fix rattle: velocity constraints)", "fix post_force", False),
     Phase("final_integrate", "integrator.final_integrate: v += dt/2 f/m", "fix final_integrate", True),
-    Phase("end_step", "thermostat.end_step (Nose-Hoover: chain half step)", "fix end_of_step", False),
+    Phase("end_step", "thermostat.end_step (Nose-Hoover: chain half step; then fix rattle's position "
+          "constraint, LAMMPS' FixRattle::final_integrate, before every end-of-step fix)",
+          "fix final_integrate of nvt and rattle, then fix end_of_step", False),
     Phase("report", "the reporters due this step, all served by one Snapshot", "output->write", False),
 )
 

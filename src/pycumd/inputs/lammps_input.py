@@ -63,6 +63,7 @@ import numpy as np
 from ..box import Box
 from ..integrators import Langevin, NoseHoover, VelocityVerlet
 from ..integrators.fixes import FixChain, Momentum, Recenter, TempRescale
+from ..integrators.shake import Shake, ShakeSelection
 from ..outputs.ave_time import AveTimeOutput
 from ..outputs.dump import DumpOutput
 from ..outputs.thermo_keywords import (COMPUTE_STYLES, MULTI, Compute, MSDReference, Names, ThermoState,
@@ -407,6 +408,10 @@ class LammpsPlanner:
 
     def _cmd_velocity(self, a):
         self._group_all(a[0], "velocity")
+        if a[1] in ("create", "scale") and any(f[0] in ("shake", "rattle") for f in self.setup.fixes.values()):
+            raise NotImplementedError(f"velocity {a[1]} after fix shake or rattle: LAMMPS then counts the "
+                                      f"temperature without the constrained degrees of freedom, which pycumd does not "
+                                      f"do here yet; set the velocities before the fix")
         if a[1] == "scale":
             if len(a) != 3:
                 raise ValueError("velocity scale keywords are not supported (velocity all scale T)")
@@ -646,9 +651,13 @@ class LammpsPlanner:
             self.setup.fixes[fid] = ("langevin", float(a[3]), float(a[4]), float(a[5]), int(a[6]))
         elif style in ("npt", "nph"):
             self.setup.fixes[fid] = (style, lammps_fix_nh(style, a[3:]))     # (thermostat, barostat)
+        elif style in ("shake", "rattle"):
+            if any(f[0] in ("shake", "rattle") for k, f in self.setup.fixes.items() if k != fid):
+                raise ValueError(f"fix {style}: more than one fix shake or rattle")
+            self.setup.fixes[fid] = (style, lammps_fix_shake(style, a[3:]))
         else:
             raise ValueError(f"fix style {style} is not supported (nve, nvt, npt, nph, langevin, temp/rescale, "
-                             f"momentum, recenter, ave/time)")
+                             f"momentum, recenter, shake, rattle, ave/time)")
         restored = self._restart_fix_states.pop(fid, None)
         if restored is not None and restored["style"] == style:    # LAMMPS Modify::add_fix: same ID and style
             _load_fix_state(self.setup.fixes[fid], restored["state"])
@@ -1156,6 +1165,8 @@ class LammpsPlanner:
             raise ValueError("minimize needs etol ftol maxiter maxeval")
         settings = MinimizeSettings(float(a[0]), float(a[1]), int(a[2]), int(a[3]), **self.setup.minimize)
         fixes = self.setup.fixes                # minimisation needs no fix nve: one holds the time step (FIRE)
+        if any(f[0] in ("shake", "rattle") for f in fixes.values()):
+            raise ValueError("fix shake or rattle cannot be used with minimization (unfix it first, as LAMMPS asks)")
         borrowed = not any(f[0] in ("nve", "nvt") for f in fixes.values())
         if borrowed:
             fixes["minimize"] = ("nve",)
@@ -1515,9 +1526,14 @@ class LammpsPlanner:
                 raise ValueError("fix langevin with fix nvt: use one thermostat")
             _, t0, t1, damp, seed = langevin[0]
             thermostat = Langevin((t0, t1), damp, seed)
+        # constraints right after the thermostat: RATTLE's position constraint (LAMMPS: its final_integrate)
+        # runs before every end-of-step fix
+        constraints = [f[1] for f in s.fixes.values() if f[0] in ("shake", "rattle")]
+        if constraints and barostat is not None:
+            raise NotImplementedError("fix shake or rattle with fix npt or nph is not implemented yet")
         extra = [f[1] for f in s.fixes.values() if f[0] in ("temp/rescale", "momentum", "recenter")]
-        if extra:
-            thermostat = FixChain(([thermostat] if thermostat is not None else []) + extra)
+        if extra or constraints:
+            thermostat = FixChain(([thermostat] if thermostat is not None else []) + constraints + extra)
         return VelocityVerlet(s.dt if s.dt is not None else get_units(s.units).dt, thermostat, barostat)
 
 
@@ -1539,6 +1555,35 @@ class _Group:
     @classmethod
     def from_record(cls, record: dict) -> "_Group":
         return cls(types=record["types"], ids=None if record["ids"] is None else np.array(record["ids"], np.int64))
+
+
+def lammps_fix_shake(style: str, a) -> Shake:
+    """``fix ID all shake|rattle TOL ITER N [b types] [a types] [t types] [m masses]`` (LAMMPS ``FixShake``)."""
+    if len(a) < 5:
+        raise ValueError(f"fix {style} needs TOL ITER N and at least one of b, a, t, m with values")
+    try:
+        tol, iters, every = float(a[0]), int(a[1]), int(a[2])
+    except ValueError:
+        raise ValueError(f"fix {style}: TOL ITER N must be numbers, got {' '.join(a[:3])}") from None
+    values: dict = {"b": [], "a": [], "t": [], "m": []}
+    mode = None
+    for word in a[3:]:
+        if word in values:
+            mode = word
+        elif word == "mol":
+            raise NotImplementedError(f"fix {style} keyword mol (molecule templates) is not implemented")
+        elif mode is None or word[:1].isalpha():
+            raise ValueError(f"fix {style}: unexpected {word!r} (b, a, t, m followed by types or masses)")
+        else:
+            try:
+                values[mode].append(float(word) if mode == "m" else int(word))
+            except ValueError:
+                raise ValueError(f"fix {style}: {mode} takes {'masses' if mode == 'm' else 'integer types'}, got "
+                                 f"{word!r}") from None
+    if any(m == 0.0 for m in values["m"]):
+        raise ValueError(f"fix {style}: invalid atom mass 0 for m")
+    selection = ShakeSelection(tuple(values["b"]), tuple(values["a"]), tuple(values["t"]), tuple(values["m"]))
+    return Shake(tol, iters, every, selection, rattle=style == "rattle")
 
 
 def _fix_state_holder(fix: tuple):

@@ -39,9 +39,8 @@ def _masses_velocities(sim):
 
 
 def _temperature(sim) -> float:
-    n = sim.state.n_atoms
-    dof = max(3 * n - 3, 1)
-    return 2.0 * sim.kinetic_energy() / (dof * sim.units.boltz)
+    """The temperature of compute temp (its dof less the constrained ones)."""
+    return sim.temperature()
 
 
 class TempRescale(StepHooksBase):
@@ -197,6 +196,25 @@ class FixChain(StepHooksBase):
     @property
     def runs_in_composite(self) -> bool:
         return all(m.runs_in_composite for m in self.members)
+
+    def off_terms(self, system) -> dict:
+        out: dict = {}
+        for m in self.members:
+            for kind, mask in m.off_terms(system).items():
+                out[kind] = mask if kind not in out else (out[kind] | mask)
+        return out
+
+    @property
+    def constrained_dof(self) -> int:
+        return sum(m.constrained_dof for m in self.members)
+
+    def constraint_virial(self):
+        parts = [w for w in (m.constraint_virial() for m in self.members) if w is not None]
+        return sum(parts[1:], parts[0]) if parts else None
+
+    def setup(self, sim) -> None:
+        for m in self.members:
+            m.setup(sim)
 
     def begin_step(self, sim) -> None:
         for m in self.members:

@@ -16,7 +16,6 @@ import math
 import numpy as np
 
 from ..contracts import StepHooksBase
-from ..observables import degrees_of_freedom
 from .langevin import _temperature_pair
 
 
@@ -52,7 +51,8 @@ class NoseHoover(StepHooksBase):
 
     def bind(self, sim) -> None:
         self._sim = sim
-        self._dof = degrees_of_freedom(sim.n_atoms)      # all ranks' atoms; the kinetic energy is summed over them
+        # all ranks' atoms (the kinetic energy is summed over them), less the constrained ones (fix shake)
+        self._dof = sim.degrees_of_freedom()
         self._t_current = self._temperature(sim)
         t_target = self.target(sim)
         self._set_masses(sim.units.boltz, t_target)

@@ -284,13 +284,17 @@ class BondedForces:
     virials) to the state's arrays, which must hold the pair terms already.  :meth:`energies` gives the
     total of each kind (energy units) of the last evaluation with energies.
 
+    ``off``: ``{kind: bool mask}`` of terms not computed (those fix shake constrains).
     ``pair``: ``(potential, n_types)`` of the run's pair potential, for the scaled special pairs
     (:meth:`~pycumd.molecular.topology.Topology.scaled_pairs`: a fifth kind of terms, "special", whose
     energy is pair energy, not bonded); None: no special pairs are computed here.
     """
 
-    def __init__(self, topology, backend, precision, pair=None):
+    def __init__(self, topology, backend, precision, pair=None, off=None):
         self.backend = backend
+        full = topology         # the special pairs are those of every bond, constrained or not
+        if off:                 # terms constrained by fix shake: off the force field (LAMMPS: negative types)
+            topology = topology.without_terms(off)
         self.topology = topology
         xp = backend.xp
         tables = topology.tables()
@@ -298,7 +302,7 @@ class BondedForces:
         extra, self.special = {}, None
         if pair is not None:
             potential, n_types = pair
-            atoms, factors = topology.scaled_pairs(getattr(potential, "type_charges", None) is not None)
+            atoms, factors = full.scaled_pairs(getattr(potential, "type_charges", None) is not None)
             if len(atoms):
                 extra["special"] = atoms
                 self.special = {"atoms": xp.asarray(atoms), "factors": xp.asarray(factors), "n_types": n_types,
@@ -487,7 +491,8 @@ class MolecularForces(ForceEvaluatorBase):
     (:class:`BondedForces`) added.  Capturable where the pair evaluator is: every launch has fixed
     addresses and sizes."""
 
-    def __init__(self, pair_forces, topology, backend, precision, n_types: int, exclude=(), weighted_14: bool = False):
+    def __init__(self, pair_forces, topology, backend, precision, n_types: int, exclude=(), weighted_14: bool = False,
+                 off=None):
         self.pair = pair_forces
         self.potential = pair_forces.potential
         self.capturable = pair_forces.capturable
@@ -501,7 +506,7 @@ class MolecularForces(ForceEvaluatorBase):
                 raise NotImplementedError(f"{style.describe()} with a 1-4 weight w other than 0 (the weighted 1-4 "
                                           f"pairs of lj/charmm pair styles) is not implemented yet")
         self.exclusions = SpecialExclusions(topology, backend, precision.cuda_options, exclude, n_types)
-        self.bonded = BondedForces(topology, backend, precision, pair=(pair_forces.potential, n_types))
+        self.bonded = BondedForces(topology, backend, precision, pair=(pair_forces.potential, n_types), off=off)
 
     @property
     def control(self):

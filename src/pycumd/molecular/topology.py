@@ -129,6 +129,14 @@ class Topology:
     def count(self, kind: str) -> int:
         return len(self.terms[kind])
 
+    def without_terms(self, off: dict) -> "Topology":
+        """A copy without the terms that ``off`` ({kind: bool mask over the kind's terms}) marks."""
+        out = self.copy()
+        for kind, mask in off.items():
+            keep = ~np.asarray(mask, bool)
+            out.terms[kind], out.types[kind] = out.terms[kind][keep], out.types[kind][keep]
+        return out
+
     def molecules_of(self, ids) -> np.ndarray:
         """Molecule IDs of the atoms ``ids`` (any shape)."""
         ids = np.asarray(ids, np.int64)

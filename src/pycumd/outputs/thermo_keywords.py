@@ -105,7 +105,7 @@ class ThermoState:
 
     @property
     def dof(self) -> int:
-        return max(3 * self.n_atoms - 3, 1)
+        return max(self.sim.degrees_of_freedom(), 1)
 
     def temp(self) -> float:
         return self._once("temp", lambda: 2.0 * self.sim.kinetic_energy() / (self.dof * self.sim.units.boltz))
@@ -120,8 +120,10 @@ class ThermoState:
         """Sum over atoms of the per-atom virial: xx, yy, zz, xy, xz, yz (energy units)."""
         def total():
             s, b = self.sim.state, self.sim.backend
-            per_atom = np.asarray(s.values("virial", b).sum(axis=0).tolist(), dtype=np.float64)
-            return per_atom + np.asarray(self.sim.forces.global_energy_virial()[1], dtype=np.float64)
+            w = np.asarray(s.values("virial", b).sum(axis=0).tolist(), dtype=np.float64)
+            w = w + np.asarray(self.sim.forces.global_energy_virial()[1], dtype=np.float64)   # k-space's
+            constraints = self.sim.constraint_virial()          # fix shake's forces
+            return w if constraints is None else w + constraints
         return self._once("virial", total)
 
     def ke_tensor(self) -> np.ndarray:

@@ -31,3 +31,6 @@ class AngleCharmm(BondedStyle):
 
     def row(self, values):
         return [values[0], math.radians(values[1]), values[2], values[3]]
+
+    def equilibrium(self, type0: int) -> float:
+        return math.radians(self.coefficients[type0][1])

@@ -1,5 +1,7 @@
 """angle_style cosine: ``E = K [1 + cos(theta)]`` (K energy)."""
 
+import math
+
 import numba
 
 from .base import BondedStyle
@@ -15,3 +17,6 @@ class AngleCosine(BondedStyle):
     coefficient_names = ("K",)
     cuda_header = "molecular/styles/angle_cosine.cuh"
     cpu_function = staticmethod(angle_cosine)
+
+    def equilibrium(self, type0: int) -> float:
+        return math.pi

@@ -22,3 +22,6 @@ class AngleCosineSquared(BondedStyle):
 
     def row(self, values):
         return [values[0], math.cos(math.radians(values[1]))]
+
+    def equilibrium(self, type0: int) -> float:
+        return math.radians(self.coefficients[type0][1])

@@ -25,3 +25,6 @@ class AngleHarmonic(BondedStyle):
 
     def row(self, values):
         return [values[0], math.radians(values[1])]
+
+    def equilibrium(self, type0: int) -> float:
+        return math.radians(self.coefficients[type0][1])

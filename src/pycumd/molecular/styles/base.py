@@ -83,6 +83,12 @@ class BondedStyle:
         return [repr(v) if not float(v).is_integer() else str(int(v)) if abs(v) < 1e15 else repr(v)
                 for v in self.coefficients[type0]]
 
+    def equilibrium(self, type0: int) -> float:
+        """A bond style's equilibrium length (length units) or an angle style's equilibrium angle (radians)
+        of type ``type0`` (LAMMPS ``Bond::equilibrium_distance``, ``Angle::equilibrium_angle``; the
+        constraint lengths of fix shake and rattle)."""
+        raise NotImplementedError(f"{self.describe()} has no equilibrium value for fix shake/rattle here")
+
     def describe(self) -> str:
         return f"{self.kind}_style {self.lammps_style}"
 

@@ -43,3 +43,6 @@ class BondFENE(BondedStyle):
     def row(self, values):
         positive("R0", values[1], "bond_style fene")
         return list(values)
+
+    def equilibrium(self, type0: int) -> float:
+        return 0.97 * self.coefficients[type0][3]     # LAMMPS BondFENE::equilibrium_distance

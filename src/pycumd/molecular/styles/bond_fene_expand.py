@@ -40,3 +40,6 @@ class BondFENEExpand(BondedStyle):
     def row(self, values):
         positive("R0", values[1], "bond_style fene/expand")
         return list(values)
+
+    def equilibrium(self, type0: int) -> float:
+        return 0.97 * self.coefficients[type0][3] + self.coefficients[type0][4]

@@ -22,3 +22,5 @@ class BondHarmonic(BondedStyle):
     cuda_header = "molecular/styles/bond_harmonic.cuh"
     cpu_function = staticmethod(bond_harmonic)
 
+    def equilibrium(self, type0: int) -> float:
+        return self.coefficients[type0][1]

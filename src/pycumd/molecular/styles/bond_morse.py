@@ -21,3 +21,6 @@ class BondMorse(BondedStyle):
     coefficient_names = ("D0", "alpha", "r0")
     cuda_header = "molecular/styles/bond_morse.cuh"
     cpu_function = staticmethod(bond_morse)
+
+    def equilibrium(self, type0: int) -> float:
+        return self.coefficients[type0][2]
