@@ -1529,12 +1529,18 @@ class LammpsPlanner:
         # constraints right after the thermostat: RATTLE's position constraint (LAMMPS: its final_integrate)
         # runs before every end-of-step fix
         constraints = [f[1] for f in s.fixes.values() if f[0] in ("shake", "rattle")]
-        if constraints and barostat is not None:
-            raise NotImplementedError("fix shake or rattle with fix npt or nph is not implemented yet")
         extra = [f[1] for f in s.fixes.values() if f[0] in ("temp/rescale", "momentum", "recenter")]
+        dt = s.dt if s.dt is not None else get_units(s.units).dt
+        if barostat is not None:
+            # the barostat drives its thermostat itself; the constraints and the other fixes follow it
+            # (fix shake's post_force before npt's hooks that read the pressure at the next step)
+            integrator = VelocityVerlet(dt, thermostat, barostat)
+            if extra or constraints:
+                integrator.thermostat = FixChain([integrator.thermostat] + constraints + extra)
+            return integrator
         if extra or constraints:
             thermostat = FixChain(([thermostat] if thermostat is not None else []) + constraints + extra)
-        return VelocityVerlet(s.dt if s.dt is not None else get_units(s.units).dt, thermostat, barostat)
+        return VelocityVerlet(dt, thermostat, barostat)
 
 
 @dataclass

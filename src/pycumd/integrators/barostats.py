@@ -188,7 +188,8 @@ class MTKBarostat(StepHooksBase):
         self._sim = sim
         n = sim.book.n_atoms                     # the whole system's (over MPI ranks too)
         u = sim.units
-        self._n, self._tdof = n, degrees_of_freedom(n)
+        # LAMMPS' tdof: the temperature's degrees of freedom, less those constraints remove (fix shake)
+        self._n, self._tdof = n, sim.book.degrees_of_freedom()
         self._boltz, self._nktv2p = u.boltz, u.nktv2p
         dt = sim.integrator.dt
         self._dthalf, self._dt4, self._dt8 = 0.5 * dt, 0.25 * dt, 0.125 * dt
