@@ -114,7 +114,8 @@ def thermostat_of(name, temperature, dt):
     return Langevin(temperature, 100 * dt, seed=4928)
 
 
-def run(case, comm, steps, device, grid, precision="double", thermostat="nve", deterministic=False, use_graphs=True):
+def run(case, comm, steps, device, grid, precision="double", thermostat="nve", deterministic=False, use_graphs=True,
+        reorder_every=None):
     system, potential, dt, options = INPUTS[case]()
     options = dict(options, device=device, precision=precision, deterministic=deterministic, use_graphs=use_graphs)
     if thermostat != "nve" and case != "lj":
@@ -127,6 +128,8 @@ def run(case, comm, steps, device, grid, precision="double", thermostat="nve", d
     else:
         integrator = VelocityVerlet(dt=dt, thermostat=None if thermostat == "nve" else thermostat_of(thermostat, 2.4, dt))
     sim = Simulation(system.copy(), potential, integrator, **options)
+    if reorder_every is not None and sim.decomposition is not None:     # spatial domains' cell-order schedule
+        sim.neighbors.reorder_every = reorder_every
     sim.setup()
     forces0 = owned_forces(sim, comm or MPI.COMM_SELF)
     collect = Collect(10, steps)
@@ -183,6 +186,8 @@ def main():
     parser.add_argument("--precision", default="double")
     parser.add_argument("--thermostat", choices=["nve", "nvt", "langevin", "npt", "nph"], default="nve")
     parser.add_argument("--deterministic", action="store_true")
+    parser.add_argument("--reorder-every", type=int, default=None,
+                        help="spatial domains: builds between two cell orderings (the others fill holes)")
     parser.add_argument("--graphs-against-host", action="store_true",
                         help="the reference is the same decomposed run with host-driven steps (use_graphs=False)")
     args = parser.parse_args()
@@ -198,7 +203,7 @@ def main():
                         args.deterministic)
     world.Barrier()
     system, sim, forces0, collect, final = run(args.case, world, args.steps, args.device, args.grid, args.precision, args.thermostat,
-                        args.deterministic)
+                        args.deterministic, reorder_every=args.reorder_every)
     nl = sim.neighbors
     migrated = world.allreduce(getattr(nl, "migrated_total", 0), op=MPI.SUM)
     hole_fills = world.allreduce(getattr(nl, "hole_fills", 0), op=MPI.SUM)
