@@ -473,8 +473,9 @@ class LammpsPlanner:
         self._dirty = True
 
     def _cmd_kspace_style(self, a):
-        """``kspace_style ewald|pppm ACC`` (``none`` removes it): the k-space solver of a ``*/coul/long``
-        pair style (:mod:`pycumd.kspace`); other styles raise naming themselves."""
+        """``kspace_style ewald|pppm|msm ACC`` (``none`` removes it): the k-space solver of a ``*/coul/long``
+        pair style (:mod:`pycumd.kspace`; msm needs the coul/msm styles, which raise); other styles raise
+        naming themselves."""
         from ..kspace.base import make_solver
 
         if not a:
@@ -1312,6 +1313,10 @@ class LammpsPlanner:
             raise ValueError(f"kspace_style {s.kspace[0]} (line {s.kspace[2]}) needs a long-range Coulomb pair style "
                              f"(coul/long, lj/cut/coul/long, buck/coul/long, born/coul/long), not {style} (LAMMPS: "
                              f"'KSpace style is incompatible with Pair style')")
+        if long_range and s.kspace[0] == "msm":        # MSM splits the Coulomb sum its own way, not by erfc
+            raise NotImplementedError(f"kspace_style msm (line {s.kspace[2]}) needs a */coul/msm pair style, not "
+                                      f"{style} (LAMMPS: 'KSpace style is incompatible with Pair style'); pycumd has "
+                                      f"the msm solver (docs/kspace.md) but not the coul/msm pair styles yet")
         if long_range:
             from ..kspace.base import make_solver
 
