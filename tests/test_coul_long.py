@@ -617,7 +617,6 @@ def test_molten_nacl_example_has_the_salt_structure(tmp_path):
     the lattice's was 3.15 A), like ions at 3.7-4.4 A, and no pair closer than 2 A."""
     import importlib.util
     import sys
-    from pathlib import Path
 
     path = Path(__file__).resolve().parents[1] / "examples" / "charged" / "nacl_melt.py"
     spec = importlib.util.spec_from_file_location("nacl_melt", path)
@@ -634,3 +633,36 @@ def test_molten_nacl_example_has_the_salt_structure(tmp_path):
     for g in (g_nana, g_clcl):
         assert 3.7 < r[np.argmax(g)] < 4.4
     assert np.all(g_nacl[r < 2.0] == 0) and np.all(g_nana[r < 2.5] == 0)
+
+
+def test_ase_calculator_with_pppm_equals_the_simulation():
+    """The ASE path (pycumd.ase.Calculator) with a */coul/long potential and a PPPM solver: ASE's initial
+    charges become the per-atom charges, and energy and forces equal a Simulation's of the same system."""
+    pytest.importorskip("ase")
+    import importlib.util
+
+    from ase import Atoms
+
+    from pycumd.ase import Calculator
+    from pycumd.potentials.born import Born
+
+    path = Path(__file__).resolve().parents[1] / "examples" / "charged" / "nacl_melt.py"
+    spec = importlib.util.spec_from_file_location("nacl_melt", path)
+    melt = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(melt)
+    system = melt.rock_salt(4, 6.30)
+    system.positions += np.random.default_rng(11).normal(0.0, 0.1, system.positions.shape)
+    born = Born(r_cut=9.0)
+    for (i, j), (A, sigma, C, D) in melt.TOSI_FUMI.items():
+        born = born.pair_coeff(i, j, A=A, rho=0.317, sigma=sigma, C=C, D=D)
+
+    def potential():
+        return CoulombLong(9.0, short=born, kspace=make_solver("pppm", 1e-5))
+    atoms = Atoms(symbols=["Na" if t == 0 else "Cl" for t in system.types], positions=system.positions,
+                  cell=np.diag(system.box.L), pbc=True)
+    atoms.set_initial_charges(system.charges)
+    atoms.calc = Calculator(potential(), type_map={"Na": 0, "Cl": 1}, device="cpu")
+    sim = Simulation(system, potential(), device="cpu")
+    sim.setup()
+    assert atoms.get_potential_energy() == pytest.approx(sim.potential_energy(), rel=1e-12)
+    np.testing.assert_allclose(atoms.get_forces(), _forces_by_id(sim), rtol=0, atol=1e-10)
