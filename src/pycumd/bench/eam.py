@@ -49,10 +49,27 @@ def run_pycumd(potential_file, cells: int, steps: int, warmup: int, device: str,
     sim.backend.synchronize()
     seconds = time.perf_counter() - t0
     row = sim.thermo_row()
+    rebuilds = sim.neighbors.n_builds - builds
     return {"code": "pycumd", "device": sim.backend.device_name, "precision": sim.precision.name,
             "N": system.n_atoms, "steps": steps, "seconds": seconds, "steps_per_s": steps / seconds,
-            "atom_steps_per_s": system.n_atoms * steps / seconds, "rebuilds": sim.neighbors.n_builds - builds,
-            "TotEng": row["TotEng"]}
+            "atom_steps_per_s": system.n_atoms * steps / seconds, "rebuilds": rebuilds,
+            "TotEng": row["TotEng"], **step_split(sim)}
+
+
+def step_split(sim) -> dict:
+    """Seconds of the step's parts, each timed alone on the final state (events on the GPU):
+    ``forces_s`` (both EAM passes), ``build_s`` (one neighbour build), ``integrate_s`` (both half
+    steps); the step's own time, the rebuilds and these give what the rest costs.  The timed calls
+    move the run on, so they come after its figures."""
+    from .lj import _timer
+
+    state, nl = sim.state, sim.neighbors
+    timer = _timer(sim.backend)
+    out = {"build_s": timer(lambda: nl.build(state), 3),
+           "forces_s": timer(lambda: sim.forces.compute(state, nl, False), 20),
+           "integrate_s": timer(lambda: (sim.integrator.initial_integrate(state),
+                                         sim.integrator.final_integrate(state)), 20)}
+    return out
 
 
 def lammps_input(potential_file, cells: int, warmup: int, steps: int) -> str:
