@@ -31,7 +31,8 @@ import numba
 import numpy as np
 
 from .contracts import ForceEvaluatorBase
-from .forces import BLOCK, ZERO_SUMS, PairForces, full_pair, half_list_chunks, newton_pair, sum_chunks
+from .forces import (BLOCK, ZERO_SUMS, PairForces, add_own_sums, clear_chunk, full_pair, half_list_chunks,
+                     newton_pair, sum_chunks)
 
 #: CUDA source of the two passes (beside forces.cu)
 SOURCE = "eam.cu"
@@ -86,6 +87,25 @@ def _eam_pair(r, ti, tj, fpi, fpj, n_types, nr, rdr, rhor, type2rhor, z2r, type2
     return -(fpi * rhojp + fpj * rhoip + phip) * recip, phi
 
 
+@numba.njit(inline="always")
+def _embedding(rho, ti, nrho, rdrho, rhomax, frho, type2frho, with_energy):
+    """``(F'(rho), F(rho))`` of an atom of type ti (LAMMPS' spline on the rho grid; beyond the table
+    F grows linearly with F'); F only ``with_energy`` (else 0)."""
+    p = rho * rdrho + 1.0
+    m = int(p)
+    m = max(1, min(m, nrho - 1))
+    p -= m
+    p = min(p, 1.0)
+    c = frho[type2frho[ti], m]
+    fpi = (c[0] * p + c[1]) * p + c[2]
+    phi = 0.0
+    if with_energy:
+        phi = ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
+        if rho > rhomax:
+            phi += fpi * (rho - rhomax)
+    return fpi, phi
+
+
 @numba.njit(parallel=True, cache=True)
 def eam_density_cpu(positions, types, L, invL, nbr, nbr_count, n_types, nr, rdr, nrho, rdrho, rhomax, cutsq,
                     rhor, type2rhor, frho, type2frho, fp, energy, with_energy):
@@ -101,18 +121,8 @@ def eam_density_cpu(positions, types, L, invL, nbr, nbr_count, n_types, nr, rdr,
                 m, p = _grid_point(math.sqrt(rsq), rdr, nr)
                 c = rhor[type2rhor[types[j] * n_types + ti], m]
                 rho += ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
-        p = rho * rdrho + 1.0
-        m = int(p)
-        m = max(1, min(m, nrho - 1))
-        p -= m
-        p = min(p, 1.0)
-        c = frho[type2frho[ti], m]
-        fpi = (c[0] * p + c[1]) * p + c[2]
-        fp[i] = fpi
+        fp[i], phi = _embedding(rho, ti, nrho, rdrho, rhomax, frho, type2frho, with_energy)
         if with_energy:
-            phi = ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
-            if rho > rhomax:
-                phi += fpi * (rho - rhomax)
             energy[i] = phi
 
 
@@ -194,18 +204,8 @@ def eam_embedding_half_cpu(bounds, acc, types, nrho, rdrho, rhomax, frho, type2f
         rho = acc[0, i]
         for t in range(1, top + 1):
             rho += acc[t, i]
-        p = rho * rdrho + 1.0
-        m = int(p)
-        m = max(1, min(m, nrho - 1))
-        p -= m
-        p = min(p, 1.0)
-        c = frho[type2frho[types[i]], m]
-        fpi = (c[0] * p + c[1]) * p + c[2]
-        fp[i] = fpi
+        fp[i], phi = _embedding(rho, types[i], nrho, rdrho, rhomax, frho, type2frho, with_energy)
         if with_energy:
-            phi = ((c[3] * p + c[4]) * p + c[5]) * p + c[6]
-            if rho > rhomax:
-                phi += fpi * (rho - rhomax)
             embedding[i] = phi
 
 
@@ -219,12 +219,7 @@ def eam_forces_half_cpu(positions, types, L, invL, nbr, nbr_count, nbr_plain, n_
     for t in numba.prange(bounds.shape[0] - 1):
         f = acc[t]
         w = vir[t]
-        for i in range(bounds[t], n):
-            for q in range(4):
-                f[i, q] = 0.0
-            if with_energy:
-                for q in range(6):
-                    w[i, q] = 0.0
+        clear_chunk(f, w, bounds[t], n, with_energy)
         for i in range(bounds[t], bounds[t + 1]):
             ti = types[i]
             fpi = fp[i]
@@ -236,13 +231,7 @@ def eam_forces_half_cpu(positions, types, L, invL, nbr, nbr_count, nbr_plain, n_
                     fpair, phi = _eam_pair(math.sqrt(rsq), ti, types[j], fpi, fp[j], n_types, nr, rdr, rhor,
                                            type2rhor, z2r, type2z2r)
                     sums = newton_pair(dx, dy, dz, fpair, phi, j, f, w, with_energy, sums)
-            f[i, 0] += sums[0]
-            f[i, 1] += sums[1]
-            f[i, 2] += sums[2]
-            if with_energy:
-                f[i, 3] += sums[3]
-                for q in range(6):
-                    w[i, q] += sums[4 + q]
+            add_own_sums(f, w, i, sums, with_energy)
 
 
 class EAMForces(ForceEvaluatorBase):

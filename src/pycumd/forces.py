@@ -222,6 +222,30 @@ def newton_pair(dx, dy, dz, fr, ep, j, f, w, with_energy, sums):
     return (fx, fy, fz, e, w0, w1, w2, w3, w4, w5)
 
 
+@numba.njit(inline="always")
+def clear_chunk(f, w, first, n, with_energy):
+    """Zero a half-list chunk's rows ``first .. n - 1`` of ``f`` (N, 4) and, with energies, ``w`` (N, 6):
+    its own atoms' and the later ones its pairs reach through Newton's third law."""
+    for i in range(first, n):
+        for q in range(4):
+            f[i, q] = 0.0
+        if with_energy:
+            for q in range(6):
+                w[i, q] = 0.0
+
+
+@numba.njit(inline="always")
+def add_own_sums(f, w, i, sums, with_energy):
+    """Add atom i's own sums (a PairSums tuple: fx, fy, fz, e, then the virial) to its chunk rows."""
+    f[i, 0] += sums[0]
+    f[i, 1] += sums[1]
+    f[i, 2] += sums[2]
+    if with_energy:
+        f[i, 3] += sums[3]
+        for q in range(6):
+            w[i, q] += sums[4 + q]
+
+
 def _make_cpu_half_kernel(pair_function):
     """The CPU force kernel over a half list (each pair once, ``j > i``: Newton's third law).
 
@@ -258,12 +282,7 @@ def _make_cpu_half_kernel(pair_function):
         for t in numba.prange(bounds.shape[0] - 1):
             f = acc[t]
             w = vir[t]
-            for i in range(bounds[t], n):
-                for q in range(4):
-                    f[i, q] = 0.0
-                if with_energy:
-                    for q in range(6):
-                        w[i, q] = 0.0
+            clear_chunk(f, w, bounds[t], n, with_energy)
             for i in range(bounds[t], bounds[t + 1]):
                 xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
                 base = types[i] * n_types
@@ -281,13 +300,7 @@ def _make_cpu_half_kernel(pair_function):
                     dy -= L[1] * np.rint(dy * invL[1])
                     dz -= L[2] * np.rint(dz * invL[2])
                     sums = pair(dx, dy, dz, j, table[base + types[j]], f, w, with_energy, sums)
-                f[i, 0] += sums[0]
-                f[i, 1] += sums[1]
-                f[i, 2] += sums[2]
-                if with_energy:
-                    f[i, 3] += sums[3]
-                    for q in range(6):
-                        w[i, q] += sums[4 + q]
+                add_own_sums(f, w, i, sums, with_energy)
     return kernel
 
 

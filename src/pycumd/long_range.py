@@ -33,7 +33,8 @@ import numba
 import numpy as np
 
 from .contracts import ForceEvaluatorBase
-from .forces import ZERO_SUMS, full_pair, half_list_chunks, newton_pair, sum_chunks
+from .forces import (ZERO_SUMS, add_own_sums, clear_chunk, full_pair, half_list_chunks, newton_pair,
+                     sum_chunks)
 from .potentials.lammps_args import QQRD2E
 from .system import InputError
 
@@ -104,12 +105,7 @@ def coul_long_half(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, 
     for t in numba.prange(bounds.shape[0] - 1):
         f = acc[t]
         w = vir[t]
-        for i in range(bounds[t], n):
-            for q in range(4):
-                f[i, q] = 0.0
-            if with_energy:
-                for q in range(6):
-                    w[i, q] = 0.0
+        clear_chunk(f, w, bounds[t], n, with_energy)
         for i in range(bounds[t], bounds[t + 1]):
             qi = qqrd2e * charges[i]
             sums = ZERO_SUMS
@@ -120,13 +116,7 @@ def coul_long_half(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, 
                 dz = _image(positions[i, 2] - positions[j, 2], L[2], invL[2])
                 e, fr = coul_long_pair(dx * dx + dy * dy + dz * dz, qi * charges[j], g, rc2, 0.0)
                 sums = newton_pair(dx, dy, dz, fr, e, j, f, w, with_energy, sums)
-            f[i, 0] += sums[0]
-            f[i, 1] += sums[1]
-            f[i, 2] += sums[2]
-            if with_energy:
-                f[i, 3] += sums[3]
-                for q in range(6):
-                    w[i, q] += sums[4 + q]
+            add_own_sums(f, w, i, sums, with_energy)
 
 
 @numba.njit(parallel=True, cache=True)
