@@ -128,6 +128,23 @@ class KSpaceSolver:
         raise NotImplementedError
 
     # -- shared by the styles ------------------------------------------------------------------
+    def _start_compute(self, box_lengths, with_energy: bool) -> bool:
+        """The start of every style's :meth:`compute`: False (and, with energies, energy and virial 0)
+        under ``kspace_modify compute no``; a box other than the last one's tables made for it
+        (:meth:`_follow_box`: LAMMPS' ``KSpace::setup`` under a barostat, the same grid and g_ewald)."""
+        if not self.compute_enabled:
+            if with_energy:
+                self.energy, self.virial = 0.0, np.zeros(6)
+            return False
+        box = np.asarray(box_lengths, dtype=np.float64).reshape(3)
+        if not np.array_equal(box, self.box_lengths):
+            self._follow_box(box)
+        return True
+
+    def _follow_box(self, box) -> None:
+        """The tables of a new box (length units, (3,)) for the next computes."""
+        self._setup_box(box)
+
     def _common_setup(self, box_lengths, charges, r_cut_coul, qqrd2e, units_name, table_bits,
                       dielectric):
         """The quantities every style's parameter choice reads (LAMMPS' KSpace::qsum_qsq, two_charge)."""

@@ -92,13 +92,8 @@ class Ewald(KSpaceSolver):
         return math.sqrt(lpr * lpr + spr * spr + tpr * tpr)
 
     def compute(self, positions, charges, box_lengths, forces, with_energy):
-        if not self.compute_enabled:
-            if with_energy:
-                self.energy, self.virial = 0.0, np.zeros(6)
+        if not self._start_compute(box_lengths, with_energy):
             return
-        box = np.asarray(box_lengths, dtype=np.float64).reshape(3)
-        if not np.array_equal(box, self.box_lengths):
-            self._setup_box(box)
         xp = self.backend.xp
         x = positions[:, :3].astype(xp.float64)
         q = charges.astype(xp.float64)

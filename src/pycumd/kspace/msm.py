@@ -295,13 +295,9 @@ class MSM(KSpaceSolver):
                              f"{tuple(self.box_lengths)}: atoms span {tuple(lo)} to {tuple(hi)})")
 
     def compute(self, positions, charges, box_lengths, forces, with_energy):
-        if not self.compute_enabled:
-            if with_energy:
-                self.energy, self.virial = 0.0, np.zeros(6)
+        # a new box: LAMMPS' MSM::setup, the same grid counts and cutoff
+        if not self._start_compute(box_lengths, with_energy):
             return
-        box = np.asarray(box_lengths, dtype=np.float64).reshape(3)
-        if not np.array_equal(box, self.box_lengths):
-            self._setup_box(box)     # LAMMPS' MSM::setup: the same grid counts and cutoff
         xp = self.backend.xp
         if not self.periodic:
             self._check_inside(positions)

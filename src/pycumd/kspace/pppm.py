@@ -236,15 +236,13 @@ class PPPM(KSpaceSolver):
             g["green"], g["energy_weight"], g["virial_weight"]))
 
     # -- compute ----------------------------------------------------------------------------------
+    def _follow_box(self, box) -> None:
+        # LAMMPS' PPPM::setup: the same grid and g_ewald, the tables of the new box (on the device once there)
+        self._setup_box(box, on_device=self.backend.is_gpu and self._gpu is not None)
+
     def compute(self, positions, charges, box_lengths, forces, with_energy):
-        if not self.compute_enabled:
-            if with_energy:
-                self.energy, self.virial = 0.0, np.zeros(6)
+        if not self._start_compute(box_lengths, with_energy):
             return
-        box = np.asarray(box_lengths, dtype=np.float64).reshape(3)
-        if not np.array_equal(box, self.box_lengths):
-            # LAMMPS' PPPM::setup: the same grid and g_ewald, the tables of the new box
-            self._setup_box(box, on_device=self.backend.is_gpu and self._gpu is not None)
         if self.backend.is_gpu:
             self._compute_gpu(positions, charges, forces, with_energy)
         else:
