@@ -32,7 +32,7 @@ import numpy as np
 
 from .contracts import ForceEvaluatorBase
 from .forces import (BLOCK, ZERO_SUMS, PairForces, add_own_sums, clear_chunk, full_pair, half_list_chunks,
-                     newton_pair, sum_chunks)
+                     min_image_separation, newton_pair, sum_chunks)
 
 #: CUDA source of the two passes (beside forces.cu)
 SOURCE = "eam.cu"
@@ -42,18 +42,6 @@ def list_forces_class(potential):
     """The force evaluator over a neighbour list for ``potential``: :class:`EAMForces` for a
     many-body potential (``potential.many_body``), :class:`~pycumd.forces.PairForces` otherwise."""
     return EAMForces if potential.many_body else PairForces
-
-
-@numba.njit(inline="always")
-def _separation(positions, i, j, L, invL):
-    """r_i - r_j (minimum image) and its square."""
-    dx = positions[i, 0] - positions[j, 0]
-    dy = positions[i, 1] - positions[j, 1]
-    dz = positions[i, 2] - positions[j, 2]
-    dx -= L[0] * np.rint(dx * invL[0])
-    dy -= L[1] * np.rint(dy * invL[1])
-    dz -= L[2] * np.rint(dz * invL[2])
-    return dx, dy, dz, dx * dx + dy * dy + dz * dz
 
 
 @numba.njit(inline="always")
@@ -116,7 +104,7 @@ def eam_density_cpu(positions, types, L, invL, nbr, nbr_count, n_types, nr, rdr,
         rho = 0.0
         for k in range(nbr_count[i]):
             j = nbr[i, k]
-            dx, dy, dz, rsq = _separation(positions, i, j, L, invL)
+            dx, dy, dz, rsq = min_image_separation(positions, i, j, L, invL)
             if rsq < cutsq:
                 m, p = _grid_point(math.sqrt(rsq), rdr, nr)
                 c = rhor[type2rhor[types[j] * n_types + ti], m]
@@ -137,7 +125,7 @@ def eam_forces_cpu(positions, types, L, invL, nbr, nbr_count, n_types, nr, rdr, 
         fpi = fp[i]
         for k in range(nbr_count[i]):
             j = nbr[i, k]
-            dx, dy, dz, rsq = _separation(positions, i, j, L, invL)
+            dx, dy, dz, rsq = min_image_separation(positions, i, j, L, invL)
             if rsq < cutsq:
                 fpair, phi = _eam_pair(math.sqrt(rsq), ti, types[j], fpi, fp[j], n_types, nr, rdr, rhor, type2rhor,
                                        z2r, type2z2r)

@@ -223,6 +223,18 @@ def newton_pair(dx, dy, dz, fr, ep, j, f, w, with_energy, sums):
 
 
 @numba.njit(inline="always")
+def min_image_separation(positions, i, j, L, invL):
+    """``(dx, dy, dz, r^2)``: rows i and j of ``positions`` apart, minimum image in a box of edges L."""
+    dx = positions[i, 0] - positions[j, 0]
+    dy = positions[i, 1] - positions[j, 1]
+    dz = positions[i, 2] - positions[j, 2]
+    dx -= L[0] * np.rint(dx * invL[0])
+    dy -= L[1] * np.rint(dy * invL[1])
+    dz -= L[2] * np.rint(dz * invL[2])
+    return dx, dy, dz, dx * dx + dy * dy + dz * dz
+
+
+@numba.njit(inline="always")
 def clear_chunk(f, w, first, n, with_energy):
     """Zero a half-list chunk's rows ``first .. n - 1`` of ``f`` (N, 4) and, with energies, ``w`` (N, 6):
     its own atoms' and the later ones its pairs reach through Newton's third law."""

@@ -33,8 +33,8 @@ import numba
 import numpy as np
 
 from .contracts import ForceEvaluatorBase
-from .forces import (ZERO_SUMS, add_own_sums, clear_chunk, full_pair, half_list_chunks, newton_pair,
-                     sum_chunks)
+from .forces import (ZERO_SUMS, add_own_sums, clear_chunk, full_pair, half_list_chunks,
+                     min_image_separation, newton_pair, sum_chunks)
 from .potentials.lammps_args import QQRD2E
 from .system import InputError
 
@@ -57,11 +57,6 @@ def coul_long_pair(r2, qq, g, rc2, subtract):
     e = prefactor * (erfc_gr - subtract)
     fr = prefactor * (erfc_gr + TWO_OVER_SQRT_PI * gr * math.exp(-gr * gr) - subtract) / r2
     return e, fr
-
-
-@numba.njit(inline="always")
-def _image(d, L, invL):
-    return d - L * np.rint(d * invL)
 
 
 @numba.njit(inline="always")
@@ -88,10 +83,8 @@ def coul_long_full(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, 
         sums = ZERO_SUMS
         for k in range(nbr_count[i]):
             j = nbr[i, k]
-            dx = _image(positions[i, 0] - positions[j, 0], L[0], invL[0])
-            dy = _image(positions[i, 1] - positions[j, 1], L[1], invL[1])
-            dz = _image(positions[i, 2] - positions[j, 2], L[2], invL[2])
-            e, fr = coul_long_pair(dx * dx + dy * dy + dz * dz, qi * charges[j], g, rc2, 0.0)
+            dx, dy, dz, r2 = min_image_separation(positions, i, j, L, invL)
+            e, fr = coul_long_pair(r2, qi * charges[j], g, rc2, 0.0)
             sums = full_pair(dx, dy, dz, fr, e, with_energy, sums)
         _store(i, sums, forces, energy, virial, coul_energy, with_energy)
 
@@ -111,10 +104,8 @@ def coul_long_half(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, 
             sums = ZERO_SUMS
             for k in range(nbr_count[i]):
                 j = nbr[i, k]
-                dx = _image(positions[i, 0] - positions[j, 0], L[0], invL[0])
-                dy = _image(positions[i, 1] - positions[j, 1], L[1], invL[1])
-                dz = _image(positions[i, 2] - positions[j, 2], L[2], invL[2])
-                e, fr = coul_long_pair(dx * dx + dy * dy + dz * dz, qi * charges[j], g, rc2, 0.0)
+                dx, dy, dz, r2 = min_image_separation(positions, i, j, L, invL)
+                e, fr = coul_long_pair(r2, qi * charges[j], g, rc2, 0.0)
                 sums = newton_pair(dx, dy, dz, fr, e, j, f, w, with_energy, sums)
             add_own_sums(f, w, i, sums, with_energy)
 
@@ -132,10 +123,8 @@ def coul_long_special(positions, charges, ids, row_of, start, partners, factors,
         sums = ZERO_SUMS
         for q in range(start[a], start[a + 1]):
             j = row_of[partners[q]]
-            dx = _image(positions[i, 0] - positions[j, 0], L[0], invL[0])
-            dy = _image(positions[i, 1] - positions[j, 1], L[1], invL[1])
-            dz = _image(positions[i, 2] - positions[j, 2], L[2], invL[2])
-            e, fr = coul_long_pair(dx * dx + dy * dy + dz * dz, qi * charges[j], g, rc2, 1.0 - factors[q])
+            dx, dy, dz, r2 = min_image_separation(positions, i, j, L, invL)
+            e, fr = coul_long_pair(r2, qi * charges[j], g, rc2, 1.0 - factors[q])
             sums = full_pair(dx, dy, dz, fr, e, with_energy, sums)
         _store(i, sums, forces, energy, virial, coul_energy, with_energy)
 
@@ -180,10 +169,8 @@ def charmm_weighted_14(positions, charges, types, ids, row_of, start, partners, 
         ec = 0.0
         for q in range(start[a], start[a + 1]):
             j = row_of[partners[q]]
-            dx = _image(positions[i, 0] - positions[j, 0], L[0], invL[0])
-            dy = _image(positions[i, 1] - positions[j, 1], L[1], invL[1])
-            dz = _image(positions[i, 2] - positions[j, 2], L[2], invL[2])
-            r2inv = 1.0 / (dx * dx + dy * dy + dz * dz)
+            dx, dy, dz, r2 = min_image_separation(positions, i, j, L, invL)
+            r2inv = 1.0 / r2
             r6inv = r2inv * r2inv * r2inv
             row = lj14[types[i] * n_types + types[j]]
             w = weights[q]
