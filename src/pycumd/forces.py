@@ -223,6 +223,12 @@ def newton_pair(dx, dy, dz, fr, ep, j, f, w, with_energy, sums):
 
 
 @numba.njit(inline="always")
+def min_image(d, L, invL):
+    """One component of a separation (length units) folded to the minimum image of an edge L."""
+    return d - L * np.rint(d * invL)
+
+
+@numba.njit(inline="always")
 def min_image_separation(positions, i, j, L, invL):
     """``(dx, dy, dz, r^2)``: rows i and j of ``positions`` apart, minimum image in a box of edges L."""
     dx = positions[i, 0] - positions[j, 0]

@@ -42,6 +42,7 @@ import numba
 import numpy as np
 
 from ..contracts import StepHooksBase
+from ..forces import min_image
 from ..jit_cache import cache_kernel
 
 #: cluster kinds in LAMMPS' order (shake_flag 2, 3, 4, 1)
@@ -236,11 +237,6 @@ def find_clusters(topology, ids, types, masses_per_atom, selection: ShakeSelecti
 
 # -- the CPU kernels -------------------------------------------------------------------------------
 @numba.njit(inline="always")
-def _image(d, L, invL):
-    return d - L * np.rint(d * invL)
-
-
-@numba.njit(inline="always")
 def _dot(a, i, b, j):
     return a[i, 0] * b[j, 0] + a[i, 1] * b[j, 1] + a[i, 2] * b[j, 2]
 
@@ -331,8 +327,8 @@ def _make_shake_kernel(kind: str):
             for c in range(nc):
                 ip, iq = row[P[c]], row[Q[c]]
                 for d in range(3):
-                    r[c, d] = _image(x[ip, d] - x[iq, d], L[d], invL[d])
-                    s[c, d] = _image(xs[P[c], d] - xs[Q[c], d], L[d], invL[d])
+                    r[c, d] = min_image(x[ip, d] - x[iq, d], L[d], invL[d])
+                    s[c, d] = min_image(xs[P[c], d] - xs[Q[c], d], L[d], invL[d])
             status[m] = OK
             if nc == 1:         # shake2: the exact root of the quadratic
                 r01sq = _dot(r, 0, r, 0)
@@ -446,7 +442,7 @@ def _make_rattle_kernel(kind: str):
             for c in range(nc):
                 ip, iq = row[P[c]], row[Q[c]]
                 for d in range(3):
-                    r[c, d] = _image(x[ip, d] - x[iq, d], L[d], invL[d])
+                    r[c, d] = min_image(x[ip, d] - x[iq, d], L[d], invL[d])
                     w[c, d] = vp[P[c], d] - vp[Q[c], d]
             status[m] = OK
             if nc == 1:

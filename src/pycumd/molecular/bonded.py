@@ -33,6 +33,7 @@ import numpy as np
 
 from ..bookkeeping import SimulationError
 from ..contracts import ForceEvaluatorBase
+from ..forces import min_image
 from ..jit_cache import cache_kernel, source_key
 from .styles.base import KINDS
 
@@ -42,16 +43,11 @@ _SMALL2 = 1e-300
 
 
 @numba.njit(inline="always")
-def _image(d, L, invL):
-    return d - L * np.rint(d * invL)
-
-
-@numba.njit(inline="always")
 def _delta(positions, i, j, L, invL):
     """Minimum image of positions[i] - positions[j]."""
-    return (_image(positions[i, 0] - positions[j, 0], L[0], invL[0]),
-            _image(positions[i, 1] - positions[j, 1], L[1], invL[1]),
-            _image(positions[i, 2] - positions[j, 2], L[2], invL[2]))
+    return (min_image(positions[i, 0] - positions[j, 0], L[0], invL[0]),
+            min_image(positions[i, 1] - positions[j, 1], L[1], invL[1]),
+            min_image(positions[i, 2] - positions[j, 2], L[2], invL[2]))
 
 
 @numba.njit(inline="always")
