@@ -114,8 +114,21 @@ def thermostat_of(name, temperature, dt):
     return Langevin(temperature, 100 * dt, seed=4928)
 
 
-def run(case, comm, steps, device, grid, precision="double", thermostat="nve", deterministic=False, use_graphs=True,
-        reorder_every=None):
+def owned_in_cell_order(sim) -> bool:
+    """Spatial domains: whether the owned rows are in the order of the domain frame's cells, as the last
+    build left them (its positions at build; True for other decompositions)."""
+    from pycumd.neighbors.counting_sort import cell_index
+
+    nl = sim.neighbors
+    if not hasattr(nl, "frame") or sim.state.n_atoms < 2:
+        return True
+    origin, extent = nl.frame(nl.serial.box_at_build)
+    rows = np.asarray(sim.backend.to_host(sim.state.positions_at_build), dtype=np.float64)[:, :3] - origin
+    keys = cell_index(rows, extent, nl.serial.cells_per_dimension(extent))
+    return bool((np.diff(keys) >= 0).all())
+
+
+def run(case, comm, steps, device, grid, precision="double", thermostat="nve", deterministic=False, use_graphs=True):
     system, potential, dt, options = INPUTS[case]()
     options = dict(options, device=device, precision=precision, deterministic=deterministic, use_graphs=use_graphs)
     if thermostat != "nve" and case != "lj":
@@ -128,8 +141,6 @@ def run(case, comm, steps, device, grid, precision="double", thermostat="nve", d
     else:
         integrator = VelocityVerlet(dt=dt, thermostat=None if thermostat == "nve" else thermostat_of(thermostat, 2.4, dt))
     sim = Simulation(system.copy(), potential, integrator, **options)
-    if reorder_every is not None and sim.decomposition is not None:     # spatial domains' cell-order schedule
-        sim.neighbors.reorder_every = reorder_every
     sim.setup()
     forces0 = owned_forces(sim, comm or MPI.COMM_SELF)
     collect = Collect(10, steps)
@@ -186,8 +197,6 @@ def main():
     parser.add_argument("--precision", default="double")
     parser.add_argument("--thermostat", choices=["nve", "nvt", "langevin", "npt", "nph"], default="nve")
     parser.add_argument("--deterministic", action="store_true")
-    parser.add_argument("--reorder-every", type=int, default=None,
-                        help="spatial domains: builds between two cell orderings (the others fill holes)")
     parser.add_argument("--graphs-against-host", action="store_true",
                         help="the reference is the same decomposed run with host-driven steps (use_graphs=False)")
     args = parser.parse_args()
@@ -203,10 +212,10 @@ def main():
                         args.deterministic)
     world.Barrier()
     system, sim, forces0, collect, final = run(args.case, world, args.steps, args.device, args.grid, args.precision, args.thermostat,
-                        args.deterministic, reorder_every=args.reorder_every)
+                        args.deterministic)
     nl = sim.neighbors
     migrated = world.allreduce(getattr(nl, "migrated_total", 0), op=MPI.SUM)
-    hole_fills = world.allreduce(getattr(nl, "hole_fills", 0), op=MPI.SUM)
+    cell_ordered = world.allreduce(int(owned_in_cell_order(sim)), op=MPI.MIN)
     local_counts = world.allgather(sim.state.n_atoms)
     if world.rank != 0:
         return
@@ -230,7 +239,7 @@ def main():
         "thermo_rows": [len(collect.rows), len(ref_collect.rows)], "frame_rel": frame_rel,
         "frame_ids_sorted": bool((np.diff(frame.ids) > 0).all()), "n_atoms": [int(final.n_atoms), int(system.n_atoms)],
         "local_counts": local_counts, "momentum_change": float(np.abs(p1 - p0).max() / scale),
-        "migrated": int(migrated), "hole_fills": int(hole_fills), "builds": [int(nl.n_builds), int(ref_sim.neighbors.n_builds)],
+        "migrated": int(migrated), "owned_in_cell_order": bool(cell_ordered), "builds": [int(nl.n_builds), int(ref_sim.neighbors.n_builds)],
         "ids_equal": bool((final.ids == ref_final.ids).all()),
         "box_rel": float(np.abs(np.asarray(final.box.L) - np.asarray(ref_final.box.L)).max() / ref_final.box.L.min()),
         "box_change": float(np.abs(np.asarray(final.box.L) / np.asarray(system.box.L) - 1.0).max()),

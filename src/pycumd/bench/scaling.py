@@ -50,9 +50,6 @@ def add_arguments(p) -> None:
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--no-graphs", action="store_true",
                    help="host-driven steps (default: the steps between builds as CUDA graphs where they apply)")
-    p.add_argument("--reorder-every", type=int, default=None,
-                   help="spatial domains: builds between two cell orderings of the owned atoms (1: every build; "
-                        "default the domain list's, 2)")
     p.add_argument("--probe", action="store_true", help="measure rank 0 <-> 1 bandwidth of the transport")
     p.add_argument("--json", default=None, help="append one JSON record per run to this file (rank 0)")
     p.add_argument("--profile", default=None,
@@ -177,8 +174,6 @@ def measure(args, world) -> dict:
     comm_arg = world if world.size > 1 else None
     sim = Simulation(system, potential, VelocityVerlet(dt=dt), device=args.device, precision=args.precision,
                      comm=comm_arg, use_graphs=not args.no_graphs, **options)
-    if args.reorder_every is not None and hasattr(sim.neighbors, "reorder_every"):
-        sim.neighbors.reorder_every = args.reorder_every
     sim.run(args.warmup)
     sim.backend.synchronize()
     world.Barrier()
@@ -212,8 +207,6 @@ def measure(args, world) -> dict:
               "TotEng": sim.thermo_row()["TotEng"], "weak": bool(args.weak)}
     nl = sim.neighbors
     record["builds"] = int(nl.n_builds)
-    if hasattr(nl, "reorder_every"):
-        record["reorder_every"] = nl.reorder_every
     graph = sim.step_graph
     record["step_graph"] = type(graph).__name__ if graph is not None else "none (host-driven steps)"
     for name in ("captures", "capture_seconds", "build_seconds", "launches"):    # HostBuildStepGraph's counters

@@ -4,7 +4,7 @@ and the build plan that captures them in a CUDA graph.
 :class:`CudaListBuilder` is what :class:`~pycumd.neighbors.verlet.NeighborList` runs on the GPU
 backend; the CUDA-graph step (:mod:`pycumd.step_graph`) and the spatial domains
 (:mod:`pycumd.parallel.domains`) call its public methods (``displacement_exceeds``, ``wrap``,
-``prepare``, ``enqueue``, ``build_targets``, ``sort_by_id``, ``compile_build_kernels``).  Storage:
+``prepare``, ``enqueue``, ``build_targets_renamed``, ``sort_by_id``, ``compile_build_kernels``).  Storage:
 ``nbr[k * N + i]`` (column-major, coalesced).
 """
 
@@ -301,27 +301,25 @@ class CudaListBuilder:
                 ((n_targets + BLOCK - 1) // BLOCK,), (BLOCK,),
                 (nbr, nbr_count, ids, np.int32(n_targets), np.int32(n_targets), np.int32(capacity)))
 
-    def build_targets(self, positions, n_targets, box_lengths, n_cells, r_list, capacity, nbr, nbr_count):
-        """An uncaptured list build over ``positions`` ((M, 4) rows in ``[0, box_lengths)``) for the
-        first ``n_targets`` rows (a spatial domain's owned atoms; all M rows are sources): cell index,
-        counting sort whose last pass (``sort_bins_rows``) writes the rows in cell order with their
-        row index in ``w``, and the list kernel reading those rows contiguously (ROWS_INDEX_IN_W:
-        the lists hold row indices, as with ROWS_VIA_ORDER, and are the same lists); returns
-        ``(largest count, smallest r^2)`` (one synchronisation).  The storage ``nbr`` must hold
-        ``capacity * n_targets`` entries."""
+    def build_targets_renamed(self, positions, keys, sort, n_slots, new_index, n_targets, box_lengths, n_cells,
+                              r_list, capacity, nbr, nbr_count):
+        """An uncaptured list build for a spatial domain (:mod:`pycumd.parallel.domains`), whose rows
+        are counting-sorted already (``keys``, ``sort``: :class:`CountingSortBuffers` with its
+        ``order``) and get new indices with the build (``new_index``, (M,) int32: the owned atoms
+        renumbered in cell order, the ghosts after them).
+
+        ``positions`` ((M, 4) rows in ``[0, box_lengths)``): the first ``n_slots`` sorted slots (the
+        cells' atoms; rows sorted past them, a domain's departed atoms, are left out) are written in
+        slot order with their new index in ``w`` (``rows_in_slot_order_renamed``), and the list
+        kernel reads them contiguously (ROWS_INDEX_IN_W).  Targets are the new indices
+        ``< n_targets``; the lists (``capacity * n_targets`` entries in ``nbr``) hold new indices.
+        Returns ``(largest count, smallest r^2)`` (one synchronisation)."""
         cp = self.cp
-        m = int(positions.shape[0])
-        n_bins = int(np.prod(n_cells))
-        keys = cell_index(positions, np.asarray(box_lengths, dtype=np.float64), n_cells)
-        sort = CountingSortBuffers(*(cp.empty(size, dtype=np.int32) for size in CountingSortBuffers.sizes(m, n_bins)))
-        enqueue_counting_sort(self.backend, keys, sort, sort_within_bins=False)
-        rows = cp.empty_like(positions)
-        if m > 0:
-            not_reordering = cp.zeros(1, np.uint32)      # w carries the row index, not the slot
-            self._kernel(None, "sort_bins_rows", positions.dtype)(
-                ((n_bins + BLOCK - 1) // BLOCK,), (BLOCK,),
-                (sort.slots, sort.bin_start, np.int32(n_bins), sort.order, sort.count, positions,
-                 not_reordering, rows))
+        rows = cp.empty((n_slots, 4), dtype=positions.dtype)
+        if n_slots > 0:
+            self._kernel(None, "rows_in_slot_order_renamed", positions.dtype)(
+                ((n_slots + BLOCK - 1) // BLOCK,), (BLOCK,),
+                (sort.order, np.int32(n_slots), positions, new_index, rows))
         stats = cp.asarray([0, 0x7F7FFFFF], dtype=np.uint32)
         if n_targets > 0:
             self.launch_list_kernel(rows, n_targets, keys, sort.bin_start, sort.order, ROWS_INDEX_IN_W, n_cells,

@@ -754,6 +754,23 @@ extern "C" __global__ void sort_bins_rows_float(const int* __restrict__ slots, c
     sort_bins_and_rows(slots, bin_start, n_bins, order, count, pos4, reorder, out);
 }
 
+// The rows of the first n_slots sorted slots, each with its atom's index after the build in w
+// (spatial domains, pycumd/parallel/domains.py: the owned atoms are renumbered in the order of
+// these slots, the ghosts after them): out[s] = x, y, z of row order[s], w = new_index[order[s]].
+extern "C" __global__ void rows_in_slot_order_renamed(const int* __restrict__ order, int n_slots,
+                                                      const real_t* __restrict__ pos4,
+                                                      const int* __restrict__ new_index, real_t* __restrict__ out)
+{
+    const int s = blockIdx.x * blockDim.x + threadIdx.x;
+    if (s >= n_slots) return;
+    const int atom = order[s];
+    real_t x, y, z; int t;
+    load_position(pos4, atom, x, y, z, t);
+    real_t row[4] = {x, y, z, 0};
+    set_index_w(row[3], (unsigned int)new_index[atom]);
+    store_row4(out, s, row);
+}
+
 // Periodic wrap into [0, L) with image counters, done at rebuilds (as LAMMPS does at re-neighbouring):
 // x -= k L with k = floor(x / L), then one correction step for rounding.  Returns the wrapped row.
 __device__ __forceinline__ void wrap_position(real_t* __restrict__ pos4, int* __restrict__ image, int i,

@@ -26,21 +26,6 @@ extern "C" __global__ void scatter_row_words(const unsigned int* __restrict__ pa
     dst[(long long)(dst_first + r) * row_words + w] = packed[(long long)r * packed_words + packed_column + w];
 }
 
-// The holes the departed rows leave among the first `keep` rows filled from the rows after them
-// (LAMMPS' exchange: the last atoms move into the holes): for r < *count, row holes[r] gets row
-// keep + fillers[r] (rows of row_words 32-bit words; holes < keep <= keep + fillers, so no row is
-// both read and written).  The grid covers max_rows rows, an upper bound of *count known to the host.
-extern "C" __global__ void fill_holes_words(unsigned int* __restrict__ rows, const int* __restrict__ holes,
-                                            const int* __restrict__ fillers, const int* __restrict__ count,
-                                            int keep, int row_words, int max_rows)
-{
-    const long long k = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (k >= (long long)max_rows * row_words) return;
-    const int r = (int)(k / row_words), w = (int)(k % row_words);
-    if (r >= *count) return;
-    rows[(long long)holes[r] * row_words + w] = rows[(long long)(keep + fillers[r]) * row_words + w];
-}
-
 #ifndef real_t
 #define real_t float          // the positions' type (pycumd/parallel/domains.py compiles it for the state's)
 #endif

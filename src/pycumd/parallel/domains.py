@@ -171,11 +171,14 @@ class DomainNeighborList(NeighborStructureBase):
     1. wrap into the box;
     2. migrate, direction by direction, to the face neighbours only (an atom crosses at most one
        face per direction between builds): the leaving rows packed into one byte buffer per face;
-    3. the owned atoms put in cell order (a stable counting sort by the domain's cells), so that
-       the list and force kernels read neighbours close in memory;
-    4. choose the ghosts direction by direction (owned and earlier ghosts within ``r_ghost`` of a
+       the arrivals appended, the departed rows kept (never chosen as ghosts) until step 4;
+    3. choose the ghosts direction by direction (owned and earlier ghosts within ``r_ghost`` of a
        face), exchange them, and record the send lists (:class:`HaloStage`);
-    5. the cell list and the Verlet list over the extended rows.
+    4. one stable counting sort of the extended rows by the cells of the domain's frame, the
+       departed rows into bins after the cells: the owned atoms are renumbered in its slot order
+       (cell order, so that the list and force kernels read neighbours close in memory), the
+       ghosts after them, and the same sort is the list build's cell list;
+    5. the Verlet list over the extended rows.
 
     The owned positions are the extended array's first rows (the steps move them in place).  Every
     step :meth:`refresh_ghosts` sends the ghosts' positions along the recorded lists: one gather into
@@ -214,14 +217,6 @@ class DomainNeighborList(NeighborStructureBase):
         self.overlap_distance = self.serial.overlap_distance
         self.n_builds = 0
         self.steps_since_build = 0
-        #: builds between two cell orderings of the owned atoms; the builds in between only fill the
-        #: departed rows' holes (:meth:`_fill_holes`).  1 (every build) by measurement: on 2 x H200 at 1M
-        #: atoms every second ordering gave 823-842 steps/s against 900-1,145 with every build ordered
-        #: (docs/scaling.md)
-        self.reorder_every = 1
-        self._builds_since_order = 0
-        self._reorder_due = True
-        self.hole_fills = 0             # builds that dropped departed rows by filling their holes
         self.capacity = None
         self.nbr = self.nbr_count = None
         #: the directions cut into several domains (ghosts exchanged along these only)
@@ -233,7 +228,9 @@ class DomainNeighborList(NeighborStructureBase):
         self.extended = None
         self.extended_types = None      # CPU: (n_local + n_ghost,) int32 (GPU: column 3 of extended)
         self.extended_ids = None        # (n_local + n_ghost,) int64 global ids
-        self.shifted = None             # at the build: the extended rows as images next to the domain
+        #: during a build: the extended rows as images next to the domain, counting-sorted by cell, and
+        #: their new numbering (:meth:`_sort_extended`), for the list build
+        self._sorted_rows = None
         self.stages: list = []          # HaloStage per decomposed direction
         self._owned_rows = None         # the extended array's owned rows, which the State's positions are
         self._flag = None               # GPU: the displacement flag all-reduced between the devices
@@ -356,7 +353,9 @@ class DomainNeighborList(NeighborStructureBase):
         self._phase_start = now
 
     def build(self, state, by_id: bool = False) -> None:
-        """Wrap, migrate, order, exchange ghosts, build the list (growing its storage as needed)."""
+        """Wrap, migrate, exchange ghosts, one counting sort of the extended rows that both puts the
+        owned atoms in cell order and bins the list's sources, build the list (growing its storage
+        as needed)."""
         L = np.asarray(state.box_lengths, dtype=np.float64)
         self.check_box(L)
         self._phase(None)
@@ -371,40 +370,31 @@ class DomainNeighborList(NeighborStructureBase):
                 self._permute(state, self.xp.nonzero(alive)[0])
                 alive = None
             self._permute(state, self.xp.argsort(state.ids))
-        if by_id or self._reorder_due or self._builds_since_order + 1 >= self.reorder_every:
-            self._cell_order(state, origin, extent, n_cells, alive)
-            self._builds_since_order, self._reorder_due = 0, False
-        else:                                            # the departed rows' holes filled from the end
-            if alive is not None:
-                self._fill_holes(state, alive)
-                self.hole_fills += 1
-            self._builds_since_order += 1
-        self._phase("cell order")
-        self.exchange_ghosts(state)
+        ghosts = self.exchange_ghosts(state, alive)
         self._phase("ghosts")
+        n_rows = self._sort_extended(state, ghosts, origin, extent, n_cells, alive)
+        self._phase("cell order")
         n = state.n_atoms
         if self.capacity is None:
             volume = float(np.prod(self.d.hi - self.d.lo))
             self.capacity = self.serial.initial_capacity(max(n, 1), volume)
-        shifted, self.shifted = self.shifted, None      # the images (exchange_ghosts), from the domain's origin
-        shifted[:, :3] -= self.xp.asarray(origin, dtype=shifted.dtype)
-        if not self.backend.is_gpu:
-            keys = cell_index(shifted, extent, n_cells)
-            sort = counting_sort(keys, int(np.prod(n_cells)))
+        sorted_rows, self._sorted_rows = self._sorted_rows, None
         while True:
             if self.backend.is_gpu:
                 if self.nbr is None or self.nbr.size != n * self.capacity:
                     self.nbr = self.nbr_count = None
                     self.nbr = self.xp.empty(n * self.capacity, np.int32)
                     self.nbr_count = self.xp.empty(n, np.int32)
-                max_count, min_r2 = self.serial.builder.build_targets(
-                    shifted, n, extent, n_cells, self.r_list, self.capacity, self.nbr, self.nbr_count)
+                max_count, min_r2 = self.serial.builder.build_targets_renamed(
+                    sorted_rows.positions, sorted_rows.keys, sorted_rows.sort, n_rows, sorted_rows.new_index, n,
+                    extent, n_cells, self.r_list, self.capacity, self.nbr, self.nbr_count)
             else:
                 if self.nbr is None or self.nbr.shape != (n, self.capacity):
                     self.nbr = np.empty((n, self.capacity), np.int32)
                     self.nbr_count = np.empty(n, np.int32)
-                max_count, min_r2 = build_list_cpu(shifted, keys, sort.bin_start, sort.order, n_cells, extent,
-                                               1.0 / extent, self.r_list ** 2, self.nbr, self.nbr_count)
+                max_count, min_r2 = build_list_cpu(sorted_rows.positions, sorted_rows.keys, sorted_rows.sort.bin_start,
+                                                   sorted_rows.order, n_cells, extent, 1.0 / extent,
+                                                   self.r_list ** 2, self.nbr, self.nbr_count)
             if max_count <= self.capacity:
                 break
             self.capacity = capacity_for(int(max_count), len(self.extended))
@@ -425,6 +415,76 @@ class DomainNeighborList(NeighborStructureBase):
         self.n_builds += 1
         self.steps_since_build = 0
 
+    def _sort_extended(self, state, ghosts, origin, extent, n_cells, alive) -> int:
+        """Counting-sort the extended rows (the owned atoms, departed ones included, then the ghosts
+        :meth:`exchange_ghosts` received) by the cells of the domain's frame, stably: the departed
+        rows into bins after the cells.  Then renumber: the owned atoms that stay take the indices
+        0..n-1 in the order of their slots (so the owned atoms are in cell order, atoms of one cell
+        in their previous order), the ghosts n, n+1, ... in their received order.  The State's
+        per-atom arrays, the extended arrays and the send lists follow the new numbering; the sort
+        stays for the list build (:attr:`_sorted_rows`).  One sort serves both the cell order and
+        the list.  Returns the number of slots the list reads (the rows in the cells)."""
+        xp = self.xp
+        images, raw, ids, types = ghosts
+        n_old = state.n_atoms
+        n_ghost = sum(len(part) for part in ids)
+        departed = self.migrated if alive is not None else 0
+        n_new, n_rows = n_old - departed, n_old + n_ghost - departed
+        # the rows as images next to the domain, from the frame's origin: GPU (M, 4) x, y, z, type of the
+        # positions' type, CPU (M, 3) float64
+        owned = state.positions if self.backend.is_gpu else np.ascontiguousarray(state.positions[:, :3],
+                                                                                    dtype=np.float64)
+        shifted = xp.concatenate([owned, *images])
+        shifted[:, :3] -= xp.asarray(origin, dtype=shifted.dtype)
+        keys = cell_index(shifted, extent, n_cells)
+        n_bins = int(np.prod(n_cells))
+        if departed:
+            # the departed rows after every cell, spread over DEPARTED_BINS bins (their order does not
+            # matter, and the counting sort ranks a bin's members in O(k^2))
+            spread = n_bins + xp.arange(n_old, dtype=np.int32) % np.int32(DEPARTED_BINS)
+            keys[:n_old] = xp.where(alive, keys[:n_old], spread)
+        sort = counting_sort(keys, n_bins + (DEPARTED_BINS if departed else 0), self.backend)
+        # the owned rows in slot order: the slots before the departed bins holding a row < n_old
+        order = sort.order[:n_rows]
+        slots, _ = compact(order < n_old, self.backend)
+        owned_order = order[slots[:n_new]]
+        new_index = xp.empty(n_old + n_ghost, np.int32)
+        new_index[owned_order] = xp.arange(n_new, dtype=np.int32)
+        new_index[n_old:] = xp.arange(n_new, n_new + n_ghost, dtype=np.int32)
+        # the owned atoms' arrays in the new order, their positions the extended array's first rows: the
+        # steps move them in place, and the ghost refresh copies nothing of them
+        extended = xp.empty((n_new + n_ghost,) + owned.shape[1:], dtype=owned.dtype)
+        xp.take(owned, owned_order, axis=0, out=extended[:n_new])
+        first = n_new
+        for part in raw:
+            extended[first:first + len(part)] = part
+            first += len(part)
+        positions_are_rows = extended.dtype == state.positions.dtype and extended.shape[1:] == state.positions.shape[1:]
+        for name in migrating(state):
+            if name == "positions" and positions_are_rows:
+                state.positions = extended[:n_new]
+            else:
+                setattr(state, name, getattr(state, name)[owned_order])
+        self._resize_step_arrays(state, n_new)
+        self.extended = extended
+        self.extended_ids = xp.concatenate([state.ids.astype(np.int64), *ids])
+        self.extended_types = None if self.backend.is_gpu else np.concatenate([state.types, *types])
+        self._owned_rows = state.positions
+        # the send lists in the new numbering
+        for stage in self.stages:
+            stage.sends = [(new_index[indices], dest, source, offset - n_old + n_new, rows)
+                           for indices, dest, source, offset, rows in stage.sends]
+        if self.backend.is_gpu:
+            self._sorted_rows = SimpleNamespace(positions=shifted, keys=keys, sort=sort, new_index=new_index)
+        else:                                           # the rows and the order in the new numbering
+            rows = np.empty((n_new + n_ghost, 3))
+            rows[:n_new] = shifted[owned_order]
+            rows[n_new:] = shifted[n_old:]
+            renamed = np.full(len(sort.order), -1, dtype=np.int32)
+            renamed[:n_rows] = new_index[order]
+            self._sorted_rows = SimpleNamespace(positions=rows, keys=keys, sort=sort, order=renamed)
+        return n_rows
+
     def _permute(self, state, order) -> None:
         """Put the owned atoms' per-atom arrays in ``order`` (backend int array: a permutation, or
         a selection of rows); the per-step arrays (forces, energy, virial, positions at build)
@@ -444,58 +504,7 @@ class DomainNeighborList(NeighborStructureBase):
             state.virial = xp.zeros((n, 6), dtype=state.virial.dtype)
 
     def schedule_reorder(self) -> None:
-        """Put the owned atoms in cell order at the next build, whatever the schedule."""
-        self._reorder_due = True
-
-    def _fill_holes(self, state, alive) -> None:
-        """Drop the departed rows (``alive`` False, :meth:`migrate`'s) by moving the live rows after
-        the first ``n - departed`` into their holes, in row order (LAMMPS' exchange does the same):
-        work in proportion to the departed atoms, not to the domain's.  GPU: two compactions and one
-        launch per migrating array, the count of moves read on the device."""
-        xp = self.xp
-        keep = len(alive) - self.migrated
-        if self.migrated:
-            holes, n_holes = compact(~alive[:keep], self.backend)
-            fillers, _ = compact(alive[keep:], self.backend)
-            if self.backend.is_gpu:
-                count = xp.asarray(n_holes, dtype=np.int32).reshape(1)
-                kernel = _row_kernel(self.backend, "fill_holes_words")
-                for name in migrating(state):
-                    array = getattr(state, name)
-                    words = _row_bytes(array) // 4
-                    kernel(*_word_launch(self.migrated, words),
-                           (array, holes, fillers, count, np.int32(keep), np.int32(words), np.int32(self.migrated)))
-            else:
-                k = int(n_holes)
-                for name in migrating(state):
-                    array = getattr(state, name)
-                    array[holes[:k]] = array[keep + fillers[:k]]
-        for name in migrating(state):
-            setattr(state, name, getattr(state, name)[:keep])
-        self._resize_step_arrays(state, keep)
-
-    def _cell_order(self, state, origin, extent, n_cells, alive=None) -> None:
-        """Put the owned atoms in the order of the domain's cells, stably (atoms of one cell keep
-        their order); with ``alive`` (a boolean per row, :meth:`migrate`'s) the rows of departed
-        atoms are dropped in the same gather (they sort into bins after the cells, cut off)."""
-        n = state.n_atoms
-        if n < 2 and alive is None:
-            return
-        xp = self.xp
-        rows = xp.array(state.positions[:, :3], dtype=np.float64)
-        rows -= xp.asarray(origin)
-        keys = cell_index(rows, extent, n_cells)
-        n_bins = int(np.prod(n_cells))
-        if alive is not None:
-            # the departed rows after every cell, spread over DEPARTED_BINS bins (their order does not
-            # matter, and the counting sort ranks a bin's members in O(k^2))
-            spread = n_bins + xp.arange(len(keys), dtype=np.int32) % np.int32(DEPARTED_BINS)
-            keys = xp.where(alive, keys, spread).astype(np.int32)
-            n_bins += DEPARTED_BINS
-        order = counting_sort(keys, n_bins, self.backend).order
-        if alive is not None:                           # the departed rows sorted last: cut them off
-            order = order[:len(alive) - self.migrated]
-        self._permute(state, order)
+        """Nothing to schedule: every build puts the owned atoms in cell order (:meth:`_sort_extended`)."""
 
     def _tally(self, counts: list, peers: list, extra: list = ()) -> tuple:
         """Counts per face, exchanged with the face neighbours, read with one synchronisation.
@@ -575,14 +584,17 @@ class DomainNeighborList(NeighborStructureBase):
         to_high = away & (cell == high) & ~to_low
         return to_low, to_high, away, live & ~away
 
-    def exchange_ghosts(self, state) -> None:
-        """Choose the ghosts along each decomposed direction (see the class docstring), fill the
-        extended arrays and record the send lists the steps replay (:meth:`refresh_ghosts`).
+    def exchange_ghosts(self, state, alive=None) -> tuple:
+        """Choose the ghosts along each decomposed direction (see the class docstring), exchange them
+        and record the send lists the steps replay (:meth:`refresh_ghosts`), with row indices of the
+        owned rows as they are (:meth:`_sort_extended` renumbers them).  ``alive`` (a boolean per
+        owned row, :meth:`migrate`'s, or None): the departed rows are never chosen.
 
         A ghost is chosen by its image's position (shifted by -/+L across the periodic boundary),
-        which also goes into :attr:`shifted` for the list build; the forces read its owner's own
-        coordinates (:attr:`extended`), so that every pair term is computed from the same numbers as
-        in a serial run."""
+        which the list build bins; the forces read its owner's own coordinates (:attr:`extended`),
+        so that every pair term is computed from the same numbers as in a serial run.  Returns the
+        received parts in row order, ``(images, owners' rows, ids, types)`` (lists of arrays; the
+        types on the CPU only: the GPU's rows carry them)."""
         d, comm, xp = self.d, self.d.comm, self.xp
         # owned rows as they are: GPU (n, 4) ``x, y, z, type`` of the state's type; CPU (n, 3) float64
         owned = state.positions if self.backend.is_gpu else np.ascontiguousarray(state.positions[:, :3],
@@ -604,6 +616,9 @@ class DomainNeighborList(NeighborStructureBase):
                 coordinates.append(images_g[:, dim].astype(np.float64))
             masks = [[x < d.lo[dim] + d.r_ghost for x in coordinates],
                      [x >= d.hi[dim] - d.r_ghost for x in coordinates]]
+            if alive is not None:                   # the departed rows stay behind
+                for pair in masks:
+                    pair[0] &= alive
             # per face and part (owned, ghosts): the rows in the layer first, in row order
             firsts = [[compact(mask, self.backend) for mask in pair] for pair in masks]
             # one synchronisation: how many rows each face sends and receives, and of each part
@@ -654,15 +669,7 @@ class DomainNeighborList(NeighborStructureBase):
                 stage.buffers.append(buffer)
                 offset += rows[k]
             self.stages.append(stage)
-        self.extended = xp.concatenate([owned, *ghost_raw])
-        self.shifted = xp.concatenate([owned, *ghost_images])
-        self.extended_ids = xp.concatenate([state.ids.astype(np.int64), *ghost_ids])
-        self.extended_types = None if self.backend.is_gpu else np.concatenate([state.types, *ghost_types])
-        # the owned positions become the extended array's first rows: the steps move them in place,
-        # and the refresh copies nothing of them
-        if self.extended.dtype == state.positions.dtype and self.extended.shape[1:] == state.positions.shape[1:]:
-            state.positions = self.extended[:n]
-        self._owned_rows = state.positions
+        return ghost_images, ghost_raw, ghost_ids, ghost_types
 
     def refresh_ghosts(self, state) -> None:
         """Send the ghosts' new positions along the build's send lists (every step, before the
