@@ -310,19 +310,20 @@ class CudaListBuilder:
 
         ``positions`` ((M, 4) rows in ``[0, box_lengths)``): the first ``n_slots`` sorted slots (the
         cells' atoms; rows sorted past them, a domain's departed atoms, are left out) are written in
-        slot order with their new index in ``w`` (``rows_in_slot_order_renamed``), and the list
-        kernel reads them contiguously (ROWS_INDEX_IN_W).  Targets are the new indices
-        ``< n_targets``; the lists (``capacity * n_targets`` entries in ``nbr``) hold new indices.
+        slot order with their new index in ``w``, and their cells by new index
+        (``rows_in_slot_order_renamed``); the list kernel reads them contiguously
+        (ROWS_INDEX_IN_W).  Targets are the new indices ``< n_targets``; the lists (``capacity * n_targets`` entries in ``nbr``) hold new indices.
         Returns ``(largest count, smallest r^2)`` (one synchronisation)."""
         cp = self.cp
         rows = cp.empty((n_slots, 4), dtype=positions.dtype)
+        keys_renamed = cp.empty(n_slots, dtype=np.int32)
         if n_slots > 0:
             self._kernel(None, "rows_in_slot_order_renamed", positions.dtype)(
                 ((n_slots + BLOCK - 1) // BLOCK,), (BLOCK,),
-                (sort.order, np.int32(n_slots), positions, new_index, rows))
+                (sort.order, np.int32(n_slots), positions, new_index, keys, rows, keys_renamed))
         stats = cp.asarray([0, 0x7F7FFFFF], dtype=np.uint32)
         if n_targets > 0:
-            self.launch_list_kernel(rows, n_targets, keys, sort.bin_start, sort.order, ROWS_INDEX_IN_W, n_cells,
+            self.launch_list_kernel(rows, n_targets, keys_renamed, sort.bin_start, sort.order, ROWS_INDEX_IN_W, n_cells,
                                     box_lengths, r_list, capacity, nbr, nbr_count, stats)
         host = stats.get()
         return int(host[0]), float(host[1:2].view(np.float32)[0])

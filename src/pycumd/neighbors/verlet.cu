@@ -756,19 +756,25 @@ extern "C" __global__ void sort_bins_rows_float(const int* __restrict__ slots, c
 
 // The rows of the first n_slots sorted slots, each with its atom's index after the build in w
 // (spatial domains, pycumd/parallel/domains.py: the owned atoms are renumbered in the order of
-// these slots, the ghosts after them): out[s] = x, y, z of row order[s], w = new_index[order[s]].
+// these slots, the ghosts after them): out[s] = x, y, z of row order[s], w = new_index[order[s]];
+// and the atoms' cells by their new index (the list kernel reads a target's cell by its index):
+// keys_renamed[new_index[order[s]]] = keys[order[s]].
 extern "C" __global__ void rows_in_slot_order_renamed(const int* __restrict__ order, int n_slots,
                                                       const real_t* __restrict__ pos4,
-                                                      const int* __restrict__ new_index, real_t* __restrict__ out)
+                                                      const int* __restrict__ new_index,
+                                                      const int* __restrict__ keys, real_t* __restrict__ out,
+                                                      int* __restrict__ keys_renamed)
 {
     const int s = blockIdx.x * blockDim.x + threadIdx.x;
     if (s >= n_slots) return;
     const int atom = order[s];
+    const int renamed = new_index[atom];
     real_t x, y, z; int t;
     load_position(pos4, atom, x, y, z, t);
     real_t row[4] = {x, y, z, 0};
-    set_index_w(row[3], (unsigned int)new_index[atom]);
+    set_index_w(row[3], (unsigned int)renamed);
     store_row4(out, s, row);
+    keys_renamed[renamed] = keys[atom];
 }
 
 // Periodic wrap into [0, L) with image counters, done at rebuilds (as LAMMPS does at re-neighbouring):
