@@ -252,8 +252,6 @@ class LongRangeForces(ForceEvaluatorBase):
         self.precision = precision
         self.solver = potential.kspace
         self.reads_fixed_image = pair_forces.reads_fixed_image
-        #: captured in CUDA graphs only where the wrapped evaluator and the solver both may be
-        self.capturable = bool(pair_forces.capturable and getattr(self.solver, "capturable", False))
         if potential.coulomb_constant is not None:
             self.qqrd2e = potential.coulomb_constant
         elif units.name in QQRD2E:
@@ -263,6 +261,9 @@ class LongRangeForces(ForceEvaluatorBase):
         self.r_cut_coul = potential.r_cut_coul
         self.units_name = units.name
         self._setup_solver(state)
+        #: captured in CUDA graphs only where the wrapped evaluator and the (set-up) solver both may be
+        self.capturable = bool(pair_forces.capturable and self.solver.capturable)
+        self.solver.control = pair_forces.control
         xp = backend.xp
         self.coul_energy = xp.zeros(state.n_atoms)
         self._elong, self._virial, self._ecoul = 0.0, np.zeros(6), 0.0
@@ -322,6 +323,7 @@ class LongRangeForces(ForceEvaluatorBase):
     @control.setter
     def control(self, array) -> None:
         self.pair.control = array
+        self.solver.control = array
 
     def compute(self, state, neighbors, with_energy: bool, **options) -> None:
         self.pair.compute(state, neighbors, with_energy, **options)

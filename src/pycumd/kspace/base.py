@@ -57,6 +57,14 @@ class KSpaceSolver:
 
     name: str = ""
 
+    #: whether a compute without energies may be captured in a CUDA graph (no host synchronisation, no
+    #: allocation after the first call; the box fixed while the graph replays): PPPM on the GPU
+    capturable = False
+    #: the step-control array (:attr:`pycumd.contracts.ForceEvaluator.control`) of the evaluator that owns
+    #: the solver, or None: a capturable solver's kernels that write forces return at once in a frozen
+    #: block, as the pair kernels do
+    control = None
+
     def __init__(self, accuracy: float, *, mesh=None, order=None, gewald=None, compute=True):
         accuracy = float(accuracy)
         if not np.isfinite(accuracy) or accuracy == 0.0:

@@ -112,9 +112,10 @@ extern "C" __global__ void fieldforce_ik(const POS_T* __restrict__ pos, const do
                                          int nx, int ny, int nz, double dxinv, double dyinv, double dzinv,
                                          double shift, double shiftone, const double* __restrict__ coeff,
                                          const GRID_T* __restrict__ grad, long long grad_stride, double qqrd2e,
-                                         FORCE_T* __restrict__ forces) {
+                                         FORCE_T* __restrict__ forces, const int* __restrict__ control) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
+    if (control != nullptr && control[0]) return;     // control[0]: the step block is frozen (see step_graph.py)
     double wx[ORDER], wy[ORDER], wz[ORDER];
     const int x0 = stencil((double)pos[(size_t)i * POS_STRIDE + 0] * dxinv, shift, shiftone, coeff, wx);
     const int y0 = stencil((double)pos[(size_t)i * POS_STRIDE + 1] * dyinv, shift, shiftone, coeff, wy);

@@ -87,6 +87,14 @@ class PPPM(KSpaceSolver):
                              f"got {' '.join(map(str, self.mesh_requested))}")
         self._gpu = None
 
+    @property
+    def capturable(self) -> bool:
+        """On the GPU after :meth:`setup`: a compute without energies is kernels and cuFFT calls on the
+        current stream into buffers made at the first call (tests/test_kspace_gpu.py replays one from a
+        CUDA graph), so the CUDA-graph step may capture it."""
+        backend = getattr(self, "backend", None)
+        return backend is not None and backend.is_gpu
+
     # -- parameters ------------------------------------------------------------------------------
     def setup(self, box_lengths, charges, r_cut_coul, qqrd2e, backend, precision, units_name, *,
               table_bits=12, dielectric=1.0):
@@ -369,7 +377,8 @@ class PPPM(KSpaceSolver):
             positions, charges, np.int32(n), np.int32(nx), np.int32(ny), np.int32(nz),
             np.float64(self.delinv[0]), np.float64(self.delinv[1]), np.float64(self.delinv[2]),
             np.float64(shift), np.float64(shiftone), arrays["rho_coeff"], st["field_flat"],
-            np.int64(st["field_stride"]), np.float64(self.qqrd2e), forces))
+            np.int64(st["field_stride"]), np.float64(self.qqrd2e), forces,
+            self.control if self.control is not None else np.uint64(0)))
 
 
 # -- the pieces -------------------------------------------------------------------------------------
