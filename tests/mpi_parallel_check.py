@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 
 import numpy as np
 from mpi4py import MPI
@@ -87,6 +88,8 @@ def eam_input():
     return system, EAM.funcfl(path), 0.005, {"skin": 1.0}
 
 
+#: the special-pair combinations of tests/test_molecular.py's COMBOS (the mol-* cases)
+MOLECULE_COMBOS = ("harmonic", "fene", "amber")
 INPUTS = {"lj": lj_input, "lj-charged": charged_lj_input, "ions": ion_input, "small": small_box_input, "eam": eam_input}
 
 
@@ -187,9 +190,46 @@ def main_minimize(args):
         "ids_equal": bool((final.ids == ref_final.ids).all())}), flush=True)
 
 
+def main_molecular(args):
+    """``mol-COMBO``: tests/test_molecular.py's chains (bonds, angles, dihedrals, impropers, special pairs
+    of COMBOS[COMBO]) run from their LAMMPS script on one rank (rank 0) and over every rank; rank 0 prints
+    the largest relative difference of each thermo keyword and how many atoms migrated."""
+    import tempfile
+
+    from pycumd.inputs.lammps_input import run_lammps_script
+    from test_molecular import COMBOS, MOLECULE_SCRIPT, _chains_data
+
+    world = MPI.COMM_WORLD
+    combo = args.case.split("-", 1)[1]
+    folder = world.bcast(tempfile.mkdtemp() if world.rank == 0 else None)
+    data = os.path.join(folder, "chains.data")
+    if world.rank == 0:
+        _chains_data(data, n_chains=args.chains, length=args.chain_length)
+    world.Barrier()
+    script = MOLECULE_SCRIPT.format(data=data, **COMBOS[combo]).replace("run 200", f"run {args.steps}")
+    engine = dict(screen=False, device=args.device, precision=args.precision, deterministic=args.deterministic)
+    reference = run_lammps_script(text=script, **engine).thermo.rows if world.rank == 0 else None
+    world.Barrier()
+    result = run_lammps_script(text=script, comm=world, **engine)
+    sim = result.simulation
+    migrated = world.allreduce(getattr(sim.neighbors, "migrated_total", 0), op=MPI.SUM)
+    if world.rank != 0:
+        return
+    keys = ("Temp", "PotEng", "TotEng", "E_bond", "E_angle", "E_dihed", "E_impro", "E_vdwl", "Press")
+    # relative to the value, or for the energy parts (which may pass through zero) to the total energy's size
+    energy_scale = max(max(abs(r["TotEng"]), abs(r["PotEng"])) for r in reference)
+    scale = {key: energy_scale if key.startswith("E_") else 0.0 for key in keys}
+    worst = {key: max(abs(a[key] - b[key]) / max(abs(b[key]), scale[key], 1e-300)
+                      for a, b in zip(result.thermo.rows, reference)) for key in keys}
+    print("RESULT " + json.dumps({
+        "decomposition": sim.decomposition.describe(), "rows": [len(result.thermo.rows), len(reference)],
+        "steps": [int(r["Step"]) for r in result.thermo.rows], "worst": worst, "migrated": int(migrated),
+        "bonded": {key: float(reference[-1][key]) for key in keys[3:7]}}), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("case", choices=list(INPUTS) + ["min-cg", "min-fire"])
+    parser.add_argument("case", choices=list(INPUTS) + ["min-cg", "min-fire"] + [f"mol-{c}" for c in MOLECULE_COMBOS])
     parser.add_argument("--pair-method", default="neighbor")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--grid", default=None)
@@ -199,9 +239,13 @@ def main():
     parser.add_argument("--deterministic", action="store_true")
     parser.add_argument("--graphs-against-host", action="store_true",
                         help="the reference is the same decomposed run with host-driven steps (use_graphs=False)")
+    parser.add_argument("--chains", type=int, default=6, help="mol-*: number of chains")
+    parser.add_argument("--chain-length", type=int, default=6, help="mol-*: atoms per chain")
     args = parser.parse_args()
     if args.case.startswith("min-"):
         return main_minimize(args)
+    if args.case.startswith("mol-"):
+        return main_molecular(args)
     world = MPI.COMM_WORLD
     reference = None
     if args.graphs_against_host:          # every rank: the decomposed run, host-driven

@@ -469,7 +469,8 @@ def test_checkpoint_carries_the_topology(tmp_path):
     assert sim.system().molecules.tolist() == [0] * 4 + [1] * 5 + [2]
 
 
-def test_molecular_runs_refuse_mpi_ranks_clearly():
+def test_molecular_runs_over_mpi_ranks_refuse_all_pairs_clearly():
+    """Molecules over MPI ranks run on spatial domains (tests/test_parallel.py); all pairs is refused."""
     from pycumd.components import EngineOptions, NeighborOptions, build_components
     from pycumd.integrators import VelocityVerlet
     from pycumd.potentials.lennard_jones import LennardJones
@@ -484,11 +485,30 @@ def test_molecular_runs_refuse_mpi_ranks_clearly():
     original = components.communicator
     components.communicator = lambda comm: TwoRanks()
     try:
-        with pytest.raises(NotImplementedError, match="molecular topology over MPI ranks is not implemented yet"):
+        with pytest.raises(NotImplementedError, match="molecular topology over MPI ranks needs spatial domains"):
             build_components(system, LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0), VelocityVerlet(),
-                             NeighborOptions(), EngineOptions(device="cpu"))
+                             NeighborOptions(), EngineOptions(device="cpu", pair_method="all_pairs"))
     finally:
         components.communicator = original
+
+
+def test_a_term_beyond_a_domains_ghost_layer_is_named():
+    """Over spatial domains (BondedForces.follow_domain, at each build) a term of an owned atom whose partner
+    is not among the rank's rows stops the run with an error naming the term and its atoms; the terms with
+    an owned atom are computed, and a term's energy is counted by the rank owning its first atom."""
+    from pycumd.backend import select
+    from pycumd.precision import get_precision
+
+    positions = np.array([[1.0, 1.0, 1.0], [2.0, 1.0, 1.0], [3.0, 1.0, 1.0], [4.0, 1.0, 1.0]])
+    top = _one_term("bond", "harmonic", positions)
+    bonded = BondedForces(top, select("cpu"), get_precision("double", "cpu"))
+    ids = np.arange(1, 5)
+    bonded.follow_domain(ids[[1, 0]], 1)                  # owns the atom of id 2, sees id 1 as a ghost
+    assert bonded.which["bond"].tolist() == [0] and bonded.energy_terms["bond"].tolist() == []
+    bonded.follow_domain(ids[[0, 1]], 1)                  # owns id 1: the bond's first atom, so its energy
+    assert bonded.energy_terms["bond"].tolist() == [0]
+    with pytest.raises(InputError, match=r"bond 1 \(atoms 1 2\) reaches beyond the ghost layer"):
+        bonded.follow_domain(ids[[0]], 1)                 # owns id 1, its partner id 2 is missing
 
 
 # -- the GPU: the same bits as the CPU in deterministic double precision ------------------------------

@@ -131,6 +131,21 @@ def _assert_matches_one_rank(r, precision="double", conserves_momentum=True):
 
 
 @needs_mpi
+@pytest.mark.parametrize("ranks,combo", [(2, "amber"), pytest.param(3, "harmonic", marks=pytest.mark.ci_only),
+                                         pytest.param(3, "fene", marks=pytest.mark.ci_only)])
+def test_molecules_over_domains_match_one_rank(ranks, combo):
+    """Bonds, angles, dihedrals and impropers with excluded (harmonic: lj/coul 0 0 0; fene) or scaled (amber:
+    1-4 at 0.5) special pairs over spatial domains: each owned atom gathers its terms from the extended rows,
+    the lists drop the special pairs by global id, each term's energy is counted by the rank owning its first
+    atom.  The LAMMPS script's thermo (Temp, PotEng, TotEng, each bonded energy, E_vdwl, Press) every 20 steps
+    of 400 matches one rank to 1e-12, with atoms migrating."""
+    r = _result(ranks, f"mol-{combo}", "--steps", "400")
+    assert r["decomposition"].startswith("spatial domains") and r["rows"] == [21, 21], r
+    assert all(value < 1e-12 for value in r["worst"].values()), r
+    assert r["migrated"] > 0 and all(abs(e) > 0 for e in r["bonded"].values()), r
+
+
+@needs_mpi
 @pytest.mark.ci_only
 def test_per_atom_charges_migrate_with_their_atoms():
     """Per-atom charges (a charged LJ system; lj/cut does not read them) travel with the migrating atoms:
@@ -296,6 +311,17 @@ def test_gpu_deterministic_domains_are_bit_identical_to_one_rank(precision):
     """As on the CPU, on the GPU: 4 ranks (2 x 2 x 1 domains, sharing the GPU) against 1 rank."""
     r = _result(4, "lj", "--device", "cuda", "--precision", precision, "--deterministic")
     assert r["bit_identical"], r
+
+
+@pytest.mark.cuda
+@needs_gpu
+@needs_mpi
+@pytest.mark.parametrize("combo", ["amber", "fene"])
+def test_gpu_molecules_over_domains_match_one_rank(combo):
+    """The molecular chains on the GPU in double precision over 2 ranks (the bonded kernels over the extended
+    rows, the special-pair filter by the rows' global ids) against 1 rank: thermo to 1e-10 over 400 steps."""
+    r = _result(2, f"mol-{combo}", "--device", "cuda", "--steps", "400")
+    assert r["rows"] == [21, 21] and all(value < 1e-10 for value in r["worst"].values()), r
 
 
 @pytest.mark.cuda

@@ -194,8 +194,10 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     off = integrator.thermostat.off_terms(system) if integrator.thermostat is not None else {}
     if integrator.thermostat is not None and integrator.thermostat.constrained_dof and decomposed:
         raise NotImplementedError("fix shake over MPI ranks is not implemented yet; run on one rank")
-    if topology is not None and decomposed:
-        raise NotImplementedError("molecular topology over MPI ranks is not implemented yet; run on one rank")
+    if topology is not None and decomposed and pair_method == "all_pairs":
+        raise NotImplementedError("molecular topology over MPI ranks needs spatial domains (the neighbour list), and "
+                                  "this run computes all pairs (a box shorter than 2 (r_cut + skin) along an edge, or "
+                                  "pair_method='all_pairs'); use a larger box or one rank")
     if neighbor.exclude and decomposed:
         raise NotImplementedError("neigh_modify exclude over MPI ranks is not implemented yet; run on one rank")
     if (topology is not None or neighbor.exclude) and potential.many_body:
@@ -205,6 +207,9 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
         from .parallel import decompose
         parts = decompose(system, potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor, engine,
                           serial_list=neighbors)
+        if topology is not None:       # each domain's owned atoms gather their bonded terms from the extended rows
+            parts.forces = _molecular_forces(parts.forces, topology, backend, precision, pair_method, system.n_types,
+                                             off=off, domains=True)
         return with_step_control(Components(backend, precision, parts.state, integrator, parts.neighbors,
                                             parts.forces, pair_method, parts.decomposition.comm,
                                             parts.decomposition, cpu_threads))
@@ -256,7 +261,7 @@ def _many_body_pair_method(pair_method: str, potential, r_cut: float, skin: floa
 
 
 def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_types: int, exclude=(),
-                      weighted_14: bool = False, off=None):
+                      weighted_14: bool = False, off=None, domains: bool = False):
     """The pair evaluator with the molecular terms (:class:`pycumd.molecular.bonded.MolecularForces`);
     the all-pairs kernel has no list to exclude special pairs from."""
     from .molecular.bonded import MolecularForces
@@ -265,7 +270,7 @@ def _molecular_forces(forces, topology, backend, precision, pair_method: str, n_
         raise NotImplementedError("special pairs (special_bonds factors other than 1) need the neighbour list, and this run "
                                   "computes all pairs (a box shorter than about 3 (r_cut + skin) along an edge, "
                                   "or pair_method='all_pairs'); use a larger box")
-    return MolecularForces(forces, topology, backend, precision, n_types, exclude, weighted_14, off)
+    return MolecularForces(forces, topology, backend, precision, n_types, exclude, weighted_14, off, domains)
 
 
 def _check_composite_supported(pair_method: str, thermostat) -> None:

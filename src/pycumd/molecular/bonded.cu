@@ -56,12 +56,15 @@ extern "C" __global__ void bonded_row_map(const long long* ids, int* row_of, int
 #if TERM_KIND <= 3
 #define KIND_ATOMS (TERM_KIND == 0 ? 2 : TERM_KIND == 1 ? 3 : 4)
 
-extern "C" __global__ void bonded_terms(const real_t* pos, const int* row_of, const long long* atoms, const int* types,
+// The terms which[0..n_terms-1] (all on one rank; over spatial domains those with an owned atom).
+extern "C" __global__ void bonded_terms(const real_t* pos, const int* row_of, const long long* atoms,
+                                        const long long* which, const int* types,
                                         const double* table, int width, int n_terms, double Lx, double Ly, double Lz,
                                         long long slot0, long long term0, double* contrib, double* energy,
                                         double* virial, int* errors, int with_energy) {
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n_terms) return;
+    const int u = blockIdx.x * blockDim.x + threadIdx.x;
+    if (u >= n_terms) return;
+    const int t = (int)which[u];
     const double* row = table + (long long)types[t] * width;
     const long long* a = atoms + (long long)t * KIND_ATOMS;
     double e, w[6];
@@ -162,12 +165,14 @@ extern "C" __global__ void bonded_terms(const real_t* pos, const int* row_of, co
 #include "pair_sums.cuh"
 
 extern "C" __global__ void special_pair_terms(const real_t* pos, const int* row_of, const long long* atoms,
-                                              const double* factors, const int* types, const pair_t* table, int n_types,
+                                              const long long* which, const double* factors, const int* types,
+                                              const pair_t* table, int n_types,
                                               int n_terms, double Lx, double Ly, double Lz, long long slot0,
                                               long long term0, double* contrib, double* energy, double* virial,
                                               int with_energy) {
-    int t = blockIdx.x * blockDim.x + threadIdx.x;
-    if (t >= n_terms) return;
+    const int u = blockIdx.x * blockDim.x + threadIdx.x;
+    if (u >= n_terms) return;
+    const int t = (int)which[u];
     int i = row_of[atoms[2 * t]], j = row_of[atoms[2 * t + 1]];
     Vec3 d = delta(pos, i, j, Lx, Ly, Lz);
     double r2 = d.x * d.x + d.y * d.y + d.z * d.z;

@@ -32,6 +32,7 @@ import numba
 import numpy as np
 
 from ..bookkeeping import SimulationError
+from ..system import InputError
 from ..contracts import ForceEvaluatorBase
 from ..forces import min_image
 from ..jit_cache import cache_kernel, source_key
@@ -65,9 +66,10 @@ def _store_two_body(contrib, s, energy, virial, term, dx, dy, dz, fr, e, with_en
 
 def _make_bond_kernel(fn):
     @numba.njit(parallel=True)
-    def kernel(positions, row_of, atoms, types, table, L, invL, slot0, term0, contrib, energy, virial, errors,
+    def kernel(positions, row_of, atoms, which, types, table, L, invL, slot0, term0, contrib, energy, virial, errors,
                with_energy):
-        for t in numba.prange(atoms.shape[0]):
+        for u in numba.prange(which.shape[0]):
+            t = which[u]
             i, j = row_of[atoms[t, 0]], row_of[atoms[t, 1]]
             dx, dy, dz = _delta(positions, i, j, L, invL)
             e, fbond, err = fn(dx * dx + dy * dy + dz * dz, table[types[t]])
@@ -78,9 +80,10 @@ def _make_bond_kernel(fn):
 
 def _make_angle_kernel(fn):
     @numba.njit(parallel=True)
-    def kernel(positions, row_of, atoms, types, table, L, invL, slot0, term0, contrib, energy, virial, errors,
+    def kernel(positions, row_of, atoms, which, types, table, L, invL, slot0, term0, contrib, energy, virial, errors,
                with_energy):
-        for t in numba.prange(atoms.shape[0]):
+        for u in numba.prange(which.shape[0]):
+            t = which[u]
             i0, i1, i2 = row_of[atoms[t, 0]], row_of[atoms[t, 1]], row_of[atoms[t, 2]]
             d1x, d1y, d1z = _delta(positions, i0, i1, L, invL)
             d2x, d2y, d2z = _delta(positions, i2, i1, L, invL)
@@ -117,9 +120,10 @@ def _make_angle_kernel(fn):
 
 def _make_dihedral_kernel(fn):
     @numba.njit(parallel=True)
-    def kernel(positions, row_of, atoms, types, table, L, invL, slot0, term0, contrib, energy, virial, errors,
+    def kernel(positions, row_of, atoms, which, types, table, L, invL, slot0, term0, contrib, energy, virial, errors,
                with_energy):
-        for t in numba.prange(atoms.shape[0]):
+        for u in numba.prange(which.shape[0]):
+            t = which[u]
             i0, i1 = row_of[atoms[t, 0]], row_of[atoms[t, 1]]
             i2, i3 = row_of[atoms[t, 2]], row_of[atoms[t, 3]]
             b1x, b1y, b1z = _delta(positions, i1, i0, L, invL)
@@ -170,9 +174,10 @@ def _make_special_kernel(pair_function):
     factor times the pair potential (with its cutoff treatment, zero beyond the cutoff), as a bond of
     ``F/r = factor (F/r)(r^2)``."""
     @numba.njit(parallel=True)
-    def kernel(positions, row_of, atoms, factors, types, table, n_types, L, invL, slot0, term0, contrib, energy,
+    def kernel(positions, row_of, atoms, which, factors, types, table, n_types, L, invL, slot0, term0, contrib, energy,
                virial, with_energy):
-        for t in numba.prange(atoms.shape[0]):
+        for u in numba.prange(which.shape[0]):
+            t = which[u]
             i, j = row_of[atoms[t, 0]], row_of[atoms[t, 1]]
             dx, dy, dz = _delta(positions, i, j, L, invL)
             r2 = dx * dx + dy * dy + dz * dz
@@ -314,6 +319,13 @@ class BondedForces:
         self.errors = xp.zeros(max(self.n_terms, 1), np.int32)
         self.row_of = xp.full(len(topology.molecule), -1, np.int32 if backend.is_gpu else np.int64)
         self.atoms = {k: xp.asarray(topology.terms[k]) for k in self.kinds}
+        if self.special is not None:
+            self.atoms["special"] = self.special["atoms"]
+        #: the terms computed, by kind ("special": the scaled pairs): all of them on one rank; over spatial
+        #: domains those with an owned atom (:meth:`follow_domain`)
+        self.which = {k: xp.arange(len(a), dtype=np.int64) for k, a in self.atoms.items()}
+        #: spatial domains: the terms whose energy this rank counts (those whose first atom it owns); None on one rank
+        self.energy_terms = None
         self.types = {k: xp.asarray(topology.types[k]) for k in self.kinds}
         self.tables = {k: xp.asarray(tables[k][1]) for k in self.kinds}
         self.styles = {k: tables[k][0] for k in self.kinds}
@@ -347,45 +359,79 @@ class BondedForces:
                 sp["kernel"] = cache_kernel(_make_special_kernel(sp["potential"].pair_function()),
                                             None if key is None else ("_make_special_kernel", *key))
 
-    def compute(self, state, with_energy: bool) -> None:
+    def follow_domain(self, row_ids, n_owned: int) -> None:
+        """Spatial domains (:mod:`pycumd.parallel.domains`), after each build: the terms read the
+        extended rows (the owned atoms, rows ``0..n_owned-1``, then the ghosts) whose global ids are
+        ``row_ids``; this rank computes the terms with an owned atom (every owned atom gathers all of
+        its terms, so no force goes back to another rank) and counts the energy of those whose first
+        atom it owns.  A term with an owned atom and an atom beyond the ghost layer stops the run with
+        an error naming it (one host read per build)."""
+        xp = self.backend.xp
+        self.row_of.fill(-1)
+        self.row_of[row_ids] = xp.arange(len(row_ids), dtype=self.row_of.dtype)
+        self.which, self.energy_terms = {}, {}
+        for k, atoms in self.atoms.items():
+            rows = self.row_of[atoms]
+            present = rows >= 0
+            owned = present & (rows < n_owned)
+            touches = owned.any(axis=1)
+            incomplete = touches & ~present.all(axis=1)
+            if bool(incomplete.any()):
+                t = int(xp.argmax(incomplete))
+                ids = " ".join(str(int(a)) for a in self.backend.to_host(atoms[t]))
+                what = "scaled special pair" if k == "special" else k
+                raise InputError(f"{what} {t + 1} (atoms {ids}) reaches beyond the ghost layer of a domain: every "
+                                 f"bonded term of an owned atom must lie within the cutoff plus skin of it (LAMMPS: "
+                                 f"'Bond atoms missing'); use fewer MPI ranks, or a longer cutoff or skin")
+            self.which[k] = xp.nonzero(touches)[0].astype(np.int64)
+            self.energy_terms[k] = xp.nonzero(owned[:, 0])[0]
+
+    def compute(self, state, with_energy: bool, rows=None) -> None:
+        """Add the bonded forces to the owned atoms (``state``'s rows); ``rows``: ``(positions, types)`` of
+        the rows the terms read, where they are not the state's (spatial domains: the extended rows that
+        :meth:`follow_domain` mapped)."""
         if not self.kinds and self.special is None:
             return
+        positions, types = (state.positions, state.types) if rows is None else rows
         if self.backend.is_gpu:
-            self._compute_gpu(state, with_energy)
+            self._compute_gpu(state, positions, types, with_energy, mapped=rows is not None)
             return
-        self.row_of[state.ids] = np.arange(len(state.ids))
+        if rows is None:
+            self.row_of[state.ids] = np.arange(len(state.ids))
         L = np.asarray(state.box_lengths, dtype=np.float64)
         for k in self.kinds:
-            self._kernels[k](state.positions, self.row_of, self.atoms[k], self.types[k], self.tables[k], L, 1.0 / L,
-                             self.slot_offset[k], self.term_offset[k], self.contrib, self.term_energy,
+            self._kernels[k](positions, self.row_of, self.atoms[k], self.which[k], self.types[k], self.tables[k], L,
+                             1.0 / L, self.slot_offset[k], self.term_offset[k], self.contrib, self.term_energy,
                              self.term_virial, self.errors, with_energy)
         if self.special is not None:
             sp = self.special
-            sp["kernel"](state.positions, self.row_of, sp["atoms"], sp["factors"], state.types, sp["table"],
+            sp["kernel"](positions, self.row_of, sp["atoms"], self.which["special"], sp["factors"], types, sp["table"],
                          sp["n_types"], L, 1.0 / L, self.slot_offset["special"], self.term_offset["special"],
                          self.contrib, self.term_energy, self.term_virial, with_energy)
         _gather(state.ids, self.start, self.slot, self.term, self.share, self.contrib, self.term_energy,
                 self.term_virial, state.forces, state.energy, state.virial, with_energy)
         self.check_errors(state)
 
-    def _compute_gpu(self, state, with_energy: bool) -> None:
+    def _compute_gpu(self, state, positions, types, with_energy: bool, mapped: bool) -> None:
         n = state.n_atoms
-        grid = lambda count: ((count + BLOCK - 1) // BLOCK,)        # noqa: E731
-        self._row_map(grid(n), (BLOCK,), (state.ids, self.row_of, np.int32(n)))
+        grid = lambda count: ((max(count, 1) + BLOCK - 1) // BLOCK,)        # noqa: E731
+        if not mapped:
+            self._row_map(grid(n), (BLOCK,), (state.ids, self.row_of, np.int32(n)))
         L = [np.float64(x) for x in state.box_lengths]
         for k in self.kinds:
-            count = len(self.topology.terms[k])
+            count = len(self.which[k])
             self._modules[k].get_function("bonded_terms")(
                 grid(count), (BLOCK,),
-                (state.positions, self.row_of, self.atoms[k], self.types[k], self.tables[k],
+                (positions, self.row_of, self.atoms[k], self.which[k], self.types[k], self.tables[k],
                  np.int32(self.tables[k].shape[1]), np.int32(count), *L,
                  np.int64(self.slot_offset[k]), np.int64(self.term_offset[k]), self.contrib, self.term_energy,
                  self.term_virial, self.errors, np.int32(with_energy)))
         if self.special is not None:
             sp = self.special
-            sp["kernel"](grid(sp["count"]), (BLOCK,),
-                         (state.positions, self.row_of, sp["atoms"], sp["factors"], state.types, sp["table"],
-                          np.int32(sp["n_types"]), np.int32(sp["count"]), *L, np.int64(self.slot_offset["special"]),
+            count = len(self.which["special"])
+            sp["kernel"](grid(count), (BLOCK,),
+                         (positions, self.row_of, sp["atoms"], self.which["special"], sp["factors"], types, sp["table"],
+                          np.int32(sp["n_types"]), np.int32(count), *L, np.int64(self.slot_offset["special"]),
                           np.int64(self.term_offset["special"]), self.contrib, self.term_energy, self.term_virial,
                           np.int32(with_energy)))
         self._gather(grid(n), (BLOCK,),
@@ -399,10 +445,11 @@ class BondedForces:
             return
         n_bonds = len(self.topology.terms["bond"])
         errors = self.backend.to_host(self.errors[self.term_offset["bond"]:self.term_offset["bond"] + n_bonds])
-        worst = int(errors.max(initial=0))
+        computed = np.asarray(self.backend.to_host(self.which["bond"]), dtype=np.int64)   # (stale rows elsewhere)
+        worst = int(errors[computed].max(initial=0))
         if worst == 0:
             return
-        t = int(np.argmax(errors == worst))
+        t = int(computed[np.argmax(errors[computed] == worst)])
         a, b = (int(x) for x in self.topology.terms["bond"][t])
         style = self.styles["bond"].lammps_style
         if worst == 2:
@@ -421,7 +468,10 @@ class BondedForces:
         out = {}
         for k in KINDS:                               # not "special": the scaled pairs' energy is pair energy
             n = len(self.topology.terms[k]) if k in self.kinds else 0
-            out[k] = float(host[self.term_offset[k]:self.term_offset[k] + n].sum()) if n else 0.0
+            values = host[self.term_offset[k]:self.term_offset[k] + n]
+            if n and self.energy_terms is not None:    # spatial domains: the terms this rank counts
+                values = values[np.asarray(self.backend.to_host(self.energy_terms[k]), dtype=np.int64)]
+            out[k] = float(values.sum()) if n else 0.0
         return out
 
 
@@ -462,22 +512,25 @@ class SpecialExclusions:
             self._kernel = backend.kernel_module("molecular/bonded.cu", {"real_t": "double", "accum_t": "double"},
                                                  options=cuda_options).get_function("exclude_special_pairs")
 
-    def apply(self, state, neighbors) -> None:
+    def apply(self, state, neighbors, rows=None) -> None:
+        """Filter ``neighbors``' lists of the state's atoms; ``rows``: ``(ids, types)`` of the rows the lists
+        name where they are not the state's (spatial domains: the owned atoms, then the ghosts)."""
         if not self.active:
             return
         if neighbors.nbr is None:
             return
+        ids, types = (state.ids, state.types) if rows is None else rows
         if self.backend.is_gpu:
             n = state.n_atoms
             self._kernel(((n + BLOCK - 1) // BLOCK,), (BLOCK,),
-                         (neighbors.nbr, neighbors.nbr_count, state.ids, self.start, self.partners, state.types,
+                         (neighbors.nbr, neighbors.nbr_count, ids, self.start, self.partners, types,
                           self.type_excluded, np.int32(self.n_types), self.molecule, np.int32(self.molecule_rule),
                           np.int32(self.rules), np.int32(n)))
             return
-        plain = neighbors.nbr_plain
+        plain = getattr(neighbors, "nbr_plain", None)
         has_plain = bool(getattr(neighbors, "half", False) and plain is not None)
         _exclude_cpu(neighbors.nbr, neighbors.nbr_count, plain if has_plain else neighbors.nbr_count, has_plain,
-                     state.ids, self.start, self.partners, state.types, self.type_excluded, self.molecule,
+                     ids, self.start, self.partners, types, self.type_excluded, self.molecule,
                      self.molecule_rule, self.rules)
 
 
@@ -488,10 +541,14 @@ class MolecularForces(ForceEvaluatorBase):
     addresses and sizes."""
 
     def __init__(self, pair_forces, topology, backend, precision, n_types: int, exclude=(), weighted_14: bool = False,
-                 off=None):
+                 off=None, domains: bool = False):
         self.pair = pair_forces
         self.potential = pair_forces.potential
-        self.capturable = pair_forces.capturable
+        #: spatial domains (pycumd.parallel.domains): the lists name the extended rows, and the bonded terms
+        #: follow them after each build (a host read: so not captured between builds)
+        self.domains = bool(domains)
+        self._mapped_build = -1
+        self.capturable = pair_forces.capturable and not self.domains
         self.reads_fixed_image = pair_forces.reads_fixed_image
         self.topology = topology
         # weighted_14: the weighted 1-4 pairs of dihedral_style charmm are computed by the evaluator around
@@ -514,9 +571,20 @@ class MolecularForces(ForceEvaluatorBase):
         self.pair.control = array
 
     def compute(self, state, neighbors, with_energy: bool, **options) -> None:
-        self.exclusions.apply(state, neighbors)
+        if not self.domains:
+            self.exclusions.apply(state, neighbors)
+            self.pair.compute(state, neighbors, with_energy, **options)
+            self.bonded.compute(state, with_energy)
+            return
+        # spatial domains: the rows the lists and the terms name are the extended ones (owned, then ghosts),
+        # whose positions the pair evaluator's ghost refresh brings up to date
+        ids, types = neighbors.extended_ids, neighbors.row_types
+        if self._mapped_build != neighbors.n_builds:
+            self.bonded.follow_domain(ids, state.n_atoms)
+            self._mapped_build = neighbors.n_builds
+        self.exclusions.apply(state, neighbors, (ids, types))
         self.pair.compute(state, neighbors, with_energy, **options)
-        self.bonded.compute(state, with_energy)
+        self.bonded.compute(state, with_energy, rows=(neighbors.extended, types))
 
     def image_of(self, state):
         return self.pair.image_of(state)

@@ -57,15 +57,19 @@ class Decomposition:
     def bookkeeping(self, components, units, volume) -> "DistributedBookkeeping":
         return DistributedBookkeeping(components, units, volume, self)
 
-    def gather_arrays(self, state, backend) -> dict:
+    def gather_arrays(self, state, backend, extra=()) -> dict:
         """Positions (N, 3) float64, velocities (N, 3), images (N, 3) int32, types (N,) int32 and
-        ids (N,) int64 of all atoms, in id order, on every rank (a collective call)."""
+        ids (N,) int64 of all atoms, in id order, on every rank (a collective call); ``extra``: more
+        per-atom arrays of the state by name, as float64 (``per_atom_mass``, ``forces``, ``energy``,
+        ``virial``)."""
         if self.owns:
             local = {"positions": state.host_positions(backend), "velocities": state.host_values("velocities", backend),
                      "images": backend.to_host(state.images), "types": backend.to_host(state.types),
                      "ids": backend.to_host(state.ids)}
             if state.charges is not None:
                 local["charges"] = backend.to_host(state.charges)
+            for name in extra:
+                local[name] = state.host_values(name, backend)
         else:
             local = None
         parts = [p for p in self.comm.allgather(local) if p is not None]
@@ -112,14 +116,36 @@ class GatheredView:
     @property
     def state(self):
         if self._state is None:
-            from types import SimpleNamespace
-
-            a = self._decomposition.gather_arrays(self._sim.state, self._sim.backend)
-            self._state = SimpleNamespace(positions=a["positions"], velocities=a["velocities"],
-                                          images=a["images"], types=a["types"], ids=a["ids"], lo=None,
-                                          charges=a.get("charges"),
-                                          step=self._sim.state.step)
+            a = self._decomposition.gather_arrays(self._sim.state, self._sim.backend,
+                                                  extra=("per_atom_mass", "forces", "energy", "virial"))
+            self._state = GatheredState(a, self._sim.state.step)
         return self._state
+
+
+class GatheredState:
+    """Every atom's per-atom arrays on the host, in id order (float64 where they are numbers): what
+    :class:`GatheredView` gives reporters and thermo keywords in place of a rank's State (the
+    ``values``/``host_values``/``host_positions`` readers of :class:`~pycumd.state.State`)."""
+
+    lo = None
+
+    def __init__(self, arrays: dict, step: int):
+        self.__dict__.update(arrays)
+        self.charges = arrays.get("charges")
+        self.step = step
+
+    @property
+    def n_atoms(self) -> int:
+        return len(self.ids)
+
+    def values(self, name: str, backend=None):
+        return getattr(self, name)
+
+    def host_values(self, name: str, backend=None) -> np.ndarray:
+        return np.asarray(getattr(self, name), dtype=np.float64)
+
+    def host_positions(self, backend=None) -> np.ndarray:
+        return self.host_values("positions")[:, :3]
 
 
 class DistributedBookkeeping(Bookkeeping):
@@ -147,6 +173,10 @@ class DistributedBookkeeping(Bookkeeping):
 
     def kinetic_tensor(self) -> np.ndarray:
         return self.d.owners.sum(super().kinetic_tensor())
+
+    def bonded_energies(self) -> dict:
+        """Each kind's energy summed over the ranks (a rank counts the terms whose first atom it owns)."""
+        return {kind: self.d.owners.sum(value) for kind, value in super().bonded_energies().items()}
 
     def check_finite(self) -> None:
         """Every rank raises the same :class:`SimulationError` if some rank's atoms blew up (the

@@ -231,6 +231,7 @@ class DomainNeighborList(NeighborStructureBase):
         #: during a build: the extended rows as images next to the domain, counting-sorted by cell, and
         #: their new numbering (:meth:`_sort_extended`), for the list build
         self._sorted_rows = None
+        self._row_types = None          # GPU: (build, the extended rows' types) for row_types
         self.stages: list = []          # HaloStage per decomposed direction
         self._owned_rows = None         # the extended array's owned rows, which the State's positions are
         self._flag = None               # GPU: the displacement flag all-reduced between the devices
@@ -244,6 +245,16 @@ class DomainNeighborList(NeighborStructureBase):
         #: CUDA event)`` appended at each phase's end, read after the build (the GPU's time per phase
         #: against the host's)
         self.phase_marks: list | None = None
+
+    @property
+    def row_types(self):
+        """The atom type of each extended row ((n_local + n_ghost,) int32; the GPU's rows carry it in
+        their fourth column), for the molecular terms and exclusions over domains."""
+        if not self.backend.is_gpu:
+            return self.extended_types
+        if self._row_types is None or self._row_types[0] != self.n_builds:
+            self._row_types = (self.n_builds, self.extended[:, 3].astype(np.int32))
+        return self._row_types[1]
 
     @property
     def displacement_limit2(self) -> float:
