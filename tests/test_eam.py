@@ -414,7 +414,7 @@ def test_bench_eam_runs_the_lammps_input(tmp_path, monkeypatch):
                            "--out-dir", str(tmp_path), *ranks]) == 0
     rows = json.loads((tmp_path / "eam.json").read_text())
     assert rows[0]["N"] == 500 and rows[0]["steps"] == 20 and rows[0]["steps_per_s"] > 0
-    # the step's parts, each timed alone: two passes cost more than the half steps, a build more than a pass
-    assert rows[0]["build_s"] > rows[0]["forces_s"] / 2 > rows[0]["integrate_s"] > 0
+    # the step's parts, each timed alone, are recorded (their sizes are the device's to measure: no timing race here)
+    assert all(rows[0][part] > 0 for part in ("build_s", "forces_s", "integrate_s"))
     if ranks:
         assert rows[1]["N"] == 500 and rows[1]["TotEng"] == pytest.approx(rows[0]["TotEng"], rel=1e-9)
