@@ -25,7 +25,8 @@ For each tolerance tried, a Context on the initial state gives the Coulomb force
 state file's ions; their RMS |F - F_ref| (in eV/A after dividing out OpenMM's Coulomb constant
 against LAMMPS' metal 14.399645 eV A, measured on a two-charge system, so that only the solver's
 error counts) divided by 14.399645 eV/A is the error in pycumd's (LAMMPS') definition.  The search
-starts at 10 x the target, steps in log-log by the last two points (at most --max-trials contexts),
+starts at 10 x the target (or, when --json already holds an OpenMM record of the precision at another
+size, at its tolerance scaled by the ratio of the targets), steps in log-log by the last two points (at most --max-trials contexts),
 and keeps the largest tolerance whose error is within 10% above the target (else the most accurate
 one tried); every trial is in the record's ``calibration``.  --tolerance T skips the search.
 
@@ -157,10 +158,12 @@ def pme_parameters(context, nb) -> dict:
     return {"pme_alpha_per_nm": alpha, "mesh": [nx, ny, nz]}
 
 
-def calibrate(st, target: float, precision: str, platform_name: str, k_openmm: float, max_trials: int):
-    """The tolerance to run at and every trial [(tolerance, error_rel, alpha 1/nm, mesh)] (module docstring)."""
+def calibrate(st, target: float, precision: str, platform_name: str, k_openmm: float, max_trials: int,
+              start: float | None = None):
+    """The tolerance to run at and every trial [(tolerance, error_rel, alpha 1/nm, mesh)] (module docstring);
+    the first trial at ``start`` if given."""
     trials = []
-    tol = min(max(10.0 * target, 1e-8), 0.1)
+    tol = min(max(start if start else 10.0 * target, 1e-8), 0.1)
     for _ in range(max_trials):
         context, integrator, nb = make_context(st, tol, precision, platform_name)
         err = coulomb_error(context, st, k_openmm)
@@ -187,7 +190,7 @@ def calibrate(st, target: float, precision: str, platform_name: str, k_openmm: f
 
 
 def measure(path: str, precision: str, steps: int, warmup: int, platform_name: str, target: float | None,
-            tolerance: float | None, max_trials: int) -> dict:
+            tolerance: float | None, max_trials: int, start: float | None = None) -> dict:
     import openmm
     from openmm import unit
 
@@ -198,7 +201,7 @@ def measure(path: str, precision: str, steps: int, warmup: int, platform_name: s
     if tolerance is None:
         if target is None:
             raise ValueError("give --tolerance, --target-error or a --match record for this N and precision")
-        tolerance, trials = calibrate(st, target, precision, platform_name, k_openmm, max_trials)
+        tolerance, trials = calibrate(st, target, precision, platform_name, k_openmm, max_trials, start)
     t_setup = time.perf_counter()
     context, integrator, nb = make_context(st, tolerance, precision, platform_name)
     error = coulomb_error(context, st, k_openmm)
@@ -260,6 +263,23 @@ def match_target(path, n: int, precision: str):
     return found
 
 
+def first_guess(path, precision: str, target: float):
+    """The tolerance to try first: that of the last OpenMM record of ``precision`` in a JSON-lines file (another
+    size), scaled by the ratio of the targets to its measured error; None without one."""
+    if not path:
+        return None
+    guess = None
+    try:
+        with open(path) as f:
+            for line in f:
+                r = json.loads(line)
+                if r.get("engine") == "openmm" and r.get("precision") == precision and r.get("force_error_rel"):
+                    guess = r["ewald_error_tolerance"] * target / r["force_error_rel"]
+    except OSError:
+        return None
+    return guess
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--state", nargs="+", required=True, help="state files of pycumd bench charged --state-dir")
@@ -275,10 +295,11 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="append results as JSON lines to this file")
     ap.add_argument("--_child", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--_result", help=argparse.SUPPRESS)
+    ap.add_argument("--_start", type=float, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args._child:
         r = measure(args.state[0], args.precision[0], args.steps, args.warmup, args.platform, args.target_error,
-                    args.tolerance, args.max_trials)
+                    args.tolerance, args.max_trials, args._start)
         write_record(args._result, r, "w")
         return 0
 
@@ -310,6 +331,9 @@ def main(argv=None) -> int:
                      str(args.warmup), "--platform", args.platform, "--max-trials", str(args.max_trials)]
             if target is not None:
                 child += ["--target-error", repr(target)]
+                guess = first_guess(args.json, precision, target)
+                if guess:
+                    child += ["--_start", repr(guess)]
             if args.tolerance is not None:
                 child += ["--tolerance", repr(args.tolerance)]
             if target is None and args.tolerance is None:
