@@ -121,8 +121,8 @@ def make_system(state: dict):
     return system
 
 
-def make_potential(accuracy: float, cutoff: float = CUTOFF, order: int = 5):
-    """Tosi-Fumi born/coul/long with one cutoff (A) and ``kspace_style pppm accuracy`` of ``order``."""
+def make_potential(accuracy: float, cutoff: float = CUTOFF, order: int = 5, style: str = "pppm"):
+    """Tosi-Fumi born/coul/long with one cutoff (A) and ``kspace_style STYLE accuracy`` (PPPM of ``order``)."""
     from ..kspace import make_solver
     from ..potentials.born import Born
     from ..potentials.coul_long import CoulombLong
@@ -130,7 +130,7 @@ def make_potential(accuracy: float, cutoff: float = CUTOFF, order: int = 5):
     born = Born(r_cut=cutoff)
     for (i, j), (a, sigma, c, d) in TOSI_FUMI.items():
         born = born.pair_coeff(i, j, A=a, rho=RHO, sigma=sigma, C=c, D=d)
-    potential = CoulombLong(cutoff, short=born, kspace=make_solver("pppm", accuracy, order=order))
+    potential = CoulombLong(cutoff, short=born, kspace=make_solver(style, accuracy, **({"order": order} if style == "pppm" else {})))
     potential.table_bits = 0          # pycumd's erfc is exact: LAMMPS' estimate without the table's error
     return potential
 
