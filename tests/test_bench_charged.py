@@ -145,3 +145,46 @@ def test_openmm_peer_matches_the_system_and_the_error(tmp_path):
                     "--precision", "double", "--steps", "1", "--warmup", "0", "--tolerance", "1e-7", "--json",
                     str(tight)], check=True, capture_output=True)
     assert json.loads(tight.read_text())["force_error_rel"] < 1e-6       # the reference, seen by OpenMM
+
+
+# -- GPU (skipped without CuPy and a GPU):  PYTHONPATH=src python3 -m pytest -q tests/test_bench_charged.py -m cuda
+from pycumd.backend import cuda_available  # noqa: E402
+
+HAVE_CUDA = cuda_available()
+
+
+def gpu_only(test):
+    """Mark a test ``cuda`` and skip it without a GPU."""
+    return pytest.mark.cuda(pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")(test))
+
+
+@gpu_only
+def test_gpu_reference_equals_cpu(melt):
+    state, targets, reference, _ = melt
+    gpu, _ = charged.reference_coulomb_forces(state["positions"], state["charges"], state["box"], targets,
+                                              select("cuda"))
+    assert charged.rms_error(gpu, reference) < 1e-10 * np.abs(reference).max()
+
+
+@gpu_only
+@pytest.mark.parametrize("precision", ["single", "mixed", "double"])
+def test_gpu_run_measures_its_error(precision, tmp_path):
+    """The bench on the GPU at 4,096 ions: its measured error is PPPM's at 1e-4 (the CPU's within 2% in
+    double and mixed; single's float32 grid within 30%), the split's parts are timed."""
+    from pycumd.integrators import VelocityVerlet
+    from pycumd.simulation import Simulation
+
+    out = tmp_path / "r.jsonl"
+    assert charged.main(["--ions", "4096", "--device", "cuda", "--steps", "20", "--warmup", "5", "--precision",
+                         precision, "--json", str(out), "--out-dir", str(tmp_path)]) == 0
+    r = json.loads(out.read_text())
+    state = charged.build_state(8)
+    targets = charged.choose_targets(4096, charged.ERROR_ATOMS)
+    reference, _ = charged.reference_coulomb_forces(state["positions"], state["charges"], state["box"], targets,
+                                                    select("cuda"))
+    cpu = Simulation(charged.make_system(state), charged.make_potential(1e-4), VelocityVerlet(charged.DT),
+                     device="cpu", skin=charged.SKIN)
+    cpu_error = charged.rms_error(charged.coulomb_forces(cpu, targets), reference) / charged.QQRD2E
+    assert r["device"] != "cpu" and r["precision"] == precision
+    assert r["force_error_rel"] == pytest.approx(cpu_error, rel=0.3 if precision == "single" else 0.02)
+    assert 0 < r["kspace_s"] < r["forces_s"] and 0 < r["kspace_fraction"] < 1
