@@ -49,6 +49,13 @@ if [ -n "$whls" ]; then
 else
     echo "charged_device.sh: no OpenMM wheels in .whl/peers (carry .whl)"
 fi
+# CUDA libraries of the pip 'nvidia-*' packages, appended, in case OpenMM's CUDA plugin does not find
+# libnvrtc / libcufft by itself (as peers_device.sh)
+sp=$(python3 -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)
+if [ -n "$sp" ] && [ -d "$sp/nvidia" ]; then
+    extra=$(find "$sp/nvidia" -name 'lib*.so*' -printf '%h\n' 2>/dev/null | sort -u | paste -sd: -)
+    [ -n "$extra" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$extra"
+fi
 {
     date -u +%Y-%m-%dT%H:%M:%SZ
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader

@@ -24,14 +24,14 @@ g_ewald chosen so that the real-space erfc sum, cut at half the shortest box edg
 every ion of the box within reach), has LAMMPS' estimated error --reference-accuracy (default 1e-9
 relative), the k-space part LAMMPS' Ewald (pycumd.kspace.ewald) at that g and accuracy; the
 real-space part is summed directly for the chosen ions only (their rows against all N ions).
-Reported as ``force_error_abs`` = sqrt(mean over the chosen ions of |F - F_ref|^2) (eV/A) and
-``force_error_rel`` = that / the force between two unit charges 1 A apart (14.399645 eV/A), LAMMPS'
-definition of the kspace accuracy, beside LAMMPS' own estimate ``estimated_error_rel``.
+Reported as force_error_abs = sqrt(mean over the chosen ions of |F - F_ref|^2) (eV/A) and
+force_error_rel = that / the force between two unit charges 1 A apart (14.399645 eV/A), LAMMPS'
+definition of the kspace accuracy, beside LAMMPS' own estimate estimated_error_rel.
 
 The step split (seconds, each part timed alone on the final state, repeated; events on the GPU):
-``build_s`` one neighbour build, ``forces_s`` the whole force evaluation, ``pair_s`` the Born pass,
-``coul_real_s`` the real-space Coulomb pass, ``kspace_s`` PPPM, ``integrate_s`` both half steps;
-``kspace_fraction`` = kspace_s / the measured step time.
+build_s one neighbour build, forces_s the whole force evaluation, pair_s the Born pass,
+coul_real_s the real-space Coulomb pass, kspace_s PPPM, integrate_s both half steps;
+kspace_fraction = kspace_s / the measured step time.
 
 Output: --out-dir/charged.json (a list of records), and with --json FILE one JSON line per run
 appended.  With --state-dir DIR: DIR/nacl_N.npz per size, the state and the reference that
