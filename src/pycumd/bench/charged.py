@@ -372,6 +372,8 @@ def main(argv=None) -> int:
         print(f"# {n:,} ions: reference Ewald (g {info['g_ewald']:.5g}/A, real space to {info['r_cut']:.4g} A, "
               f"{info['kcount']} k-vectors, estimated error {info['estimated_error_rel']:.1e}) on "
               f"{len(targets)} ions in {time.perf_counter() - t0:.1f} s", flush=True)
+        if backend.is_gpu:
+            backend.xp.get_default_memory_pool().free_all_blocks()
         if args.state_dir:
             os.makedirs(args.state_dir, exist_ok=True)
             write_state_file(os.path.join(args.state_dir, f"nacl_{n}.npz"), state, targets, reference, info,
