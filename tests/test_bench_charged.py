@@ -103,9 +103,10 @@ def test_tiny_cpu_run_records_and_state_file(tmp_path, capsys):
     (["--ions", "64"], "less than twice the cutoff"),
     (["--accuracy", "0"], "--accuracy must be > 0"),
     (["--ions", "0"], "--ions must be >= 1"),
+    (["--device", "gpu"], "--device gpu: unknown device"),
 ])
 def test_bad_input_is_one_line(args, message, capsys, tmp_path):
-    assert charged.main(["--device", "cpu", "--out-dir", str(tmp_path), *args]) == 2
+    assert charged.main(["--device", "cpu", "--ions", "512", "--out-dir", str(tmp_path), *args]) == 2
     out = capsys.readouterr().out
     assert message in out and "Traceback" not in out
 

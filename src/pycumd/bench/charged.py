@@ -327,7 +327,8 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=500)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--device", default="auto")
-    ap.add_argument("--precision", nargs="+", default=["auto"])
+    ap.add_argument("--precision", nargs="+", default=["auto"], choices=["auto", "single", "mixed", "double"],
+                    help="precision policies (composite has no long-range Coulomb); auto: mixed on a GPU, double on the CPU")
     ap.add_argument("--cutoff", type=float, default=CUTOFF, help="Born and real-space Coulomb cutoff (A)")
     ap.add_argument("--skin", type=float, default=SKIN, help="neighbour skin (A)")
     ap.add_argument("--displacement", type=float, default=DISPLACEMENT, help="Gaussian displacement (A)")
@@ -358,7 +359,11 @@ def main(argv=None) -> int:
             return 2
     from ..backend import select
 
-    backend = select(args.device)
+    try:
+        backend = select(args.device)
+    except (ValueError, RuntimeError, ImportError) as exc:
+        print(f"pycumd bench charged: --device {args.device}: {exc}")
+        return 2
     print(f"{'engine':<8} {'device':<26} {'precision':>9} {'ions':>10} {'steps':>6} {'steps/s':>9} "
           f"{'Matom-st/s':>11} {'F err rel':>10} {'kspace':>7}", flush=True)
     results = []
