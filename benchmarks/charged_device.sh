@@ -13,6 +13,8 @@
 #   openmm   benchmarks/peers/openmm_pme.py on that state file (wheels .whl/peers/openmm*.whl: openmm and
 #            openmm-cuda-13), CUDA platform, the same precisions, ewaldErrorTolerance calibrated so that its
 #            measured error equals pycumd's of the same size and precision
+# Both start from the same state: the displaced rock-salt lattice run CHARGED_MELT (default 1000) untimed steps
+# into a melt by pycumd (CHARGED_BIG_MELT, default 500, above CHARGED_BIG ions); the state file carries it.
 # The sizes in order, pycumd before OpenMM at each.  Steps: CHARGED_STEPS / CHARGED_WARMUP (default 500 / 100)
 # below CHARGED_BIG ions (default 500000), CHARGED_BIG_STEPS / CHARGED_BIG_WARMUP (default 200 / 50) above.
 # The whole script keeps to CHARGED_BUDGET seconds (default 540): a run that would start with less than
@@ -21,7 +23,8 @@
 # $OUT/env.log, and the table (steps/s, OpenMM / pycumd ratio, errors, PPPM share) printed at the end and
 # in $OUT/table.txt.
 # Dry run without a GPU: CHARGED_IONS="512 1728" CHARGED_PRECISIONS=double CHARGED_DEVICE=cpu \
-#     CHARGED_PLATFORM=CPU CHARGED_STEPS=20 CHARGED_WARMUP=5 bash benchmarks/charged_device.sh
+#     CHARGED_PLATFORM=CPU CHARGED_STEPS=20 CHARGED_WARMUP=5 CHARGED_MELT=20 CHARGED_BIG_MELT=20 \
+#     bash benchmarks/charged_device.sh
 set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
@@ -35,6 +38,7 @@ PLATFORM=${CHARGED_PLATFORM:-CUDA}
 BIG=${CHARGED_BIG:-500000}
 STEPS=${CHARGED_STEPS:-500} WARMUP=${CHARGED_WARMUP:-100}
 BIG_STEPS=${CHARGED_BIG_STEPS:-200} BIG_WARMUP=${CHARGED_BIG_WARMUP:-50}
+MELT=${CHARGED_MELT:-1000} BIG_MELT=${CHARGED_BIG_MELT:-500}   # untimed steps from the lattice into a melt
 STATES=/tmp/charged_states
 JSON=$OUT/charged.jsonl
 start=$SECONDS
@@ -100,10 +104,10 @@ sys.exit(0 if any(r.get("engine") == e and r.get("N") == n and r.get("precision"
 
 for ions in $IONS; do
     n=$(python3 -c "import sys; c = max(1, round((int(sys.argv[1]) / 8) ** (1 / 3))); print(8 * c ** 3)" "$ions")
-    if (( n > BIG )); then s=$BIG_STEPS w=$BIG_WARMUP cap=260; else s=$STEPS w=$WARMUP cap=150; fi
+    if (( n > BIG )); then s=$BIG_STEPS w=$BIG_WARMUP m=$BIG_MELT cap=260; else s=$STEPS w=$WARMUP m=$MELT cap=150; fi
     rm -f "$STATES/nacl_$n.npz"
     run "pycumd_$n" $cap python3 -m pycumd.bench.charged --ions "$n" --precision $PRECISIONS --accuracy "$ACCURACY" \
-        --device "$DEVICE" --steps "$s" --warmup "$w" --state-dir "$STATES" --json "$JSON" --out-dir "$OUT/pycumd_$n"
+        --device "$DEVICE" --steps "$s" --warmup "$w" --melt-steps "$m" --state-dir "$STATES" --json "$JSON" --out-dir "$OUT/pycumd_$n"
     missing pycumd "$n" $? "pycumd_$n.log"
     if [ -f "$STATES/nacl_$n.npz" ]; then
         left=$(( BUDGET - (SECONDS - start) ))

@@ -79,8 +79,8 @@ def test_measured_error_is_about_zero_for_a_near_exact_solver_and_scales_with_ac
 def test_tiny_cpu_run_records_and_state_file(tmp_path, capsys):
     out = tmp_path / "r.jsonl"
     assert cli_main(["bench", "charged", "--ions", "512", "--device", "cpu", "--steps", "10", "--warmup", "2",
-                     "--precision", "double", "--error-atoms", "100", "--json", str(out), "--state-dir",
-                     str(tmp_path / "st"), "--out-dir", str(tmp_path / "o")]) == 0
+                     "--melt-steps", "10", "--precision", "double", "--error-atoms", "100", "--json", str(out),
+                     "--state-dir", str(tmp_path / "st"), "--out-dir", str(tmp_path / "o")]) == 0
     r = json.loads(out.read_text().splitlines()[-1])
     assert json.loads((tmp_path / "o" / "charged.json").read_text()) == [r]
     assert (r["engine"], r["N"], r["steps"], r["precision"], r["error_atoms"]) == ("pycumd", 512, 10, "double", 100)
@@ -91,11 +91,18 @@ def test_tiny_cpu_run_records_and_state_file(tmp_path, capsys):
     assert r["kspace_fraction"] == pytest.approx(r["kspace_s"] / r["step_s"])
     assert abs(r["TotEng_end"] - r["TotEng_start"]) < 1e-3          # eV per ion over 10 NVE steps
     with np.load(tmp_path / "st" / "nacl_512.npz") as z:
-        state = charged.build_state(4)
-        assert np.array_equal(z["positions"], state["positions"]) and np.array_equal(z["velocities"], state["velocities"])
+        # the initial state is the lattice start after the 10 melt steps; the reference is of that state
+        start = charged.build_state(4)
+        moved = z["positions"] - start["positions"]
+        moved -= start["box"] * np.round(moved / start["box"])
+        assert 0.01 < np.abs(moved).max() < 1.0 and np.array_equal(z["types"], start["types"])
+        assert not np.array_equal(z["velocities"], start["velocities"])
         assert z["reference_forces"].shape == (100, 3) and len(z["targets"]) == 100
+        again, _ = charged.reference_coulomb_forces(z["positions"], z["charges"], z["box"], z["targets"], CPU)
+        assert np.array_equal(again, z["reference_forces"])
         params = json.loads(str(z["params"]))
     assert params["cutoff"] == 9.0 and params["qqrd2e"] == 14.399645 and len(params["tosi_fumi"]) == 3
+    assert params["melt_steps"] == r["melt_steps"] == 10
     assert "F err rel" in capsys.readouterr().out
 
 
