@@ -327,6 +327,13 @@ class LongRangeForces(ForceEvaluatorBase):
 
     def compute(self, state, neighbors, with_energy: bool, **options) -> None:
         self.pair.compute(state, neighbors, with_energy, **options)
+        self.compute_coulomb(state, neighbors, with_energy)
+
+    def compute_real_space(self, state, neighbors, with_energy: bool) -> None:
+        """Pass 2 and 3 of the module docstring alone: the real-space ``erfc`` pass over the list, the
+        special pairs' corrections and the weighted 1-4 pairs, added into ``state.forces`` (and with ``with_energy`` the per-atom
+        energies and virials).  :meth:`compute` runs it after the wrapped evaluator; a benchmark times it
+        on its own (``pycumd bench charged``)."""
         if self.coul_energy.shape[0] != state.n_atoms:
             self.coul_energy = self.backend.xp.zeros(state.n_atoms)
         if with_energy:
@@ -335,6 +342,13 @@ class LongRangeForces(ForceEvaluatorBase):
             self._compute_gpu(state, neighbors, with_energy)
         else:
             self._compute_cpu(state, neighbors, with_energy)
+
+    def compute_coulomb(self, state, neighbors, with_energy: bool) -> None:
+        """All of the Coulomb sum (:meth:`compute_real_space`, then the k-space solver), added into
+        ``state.forces``; without the wrapped evaluator's short-range and bonded forces.  Into zeroed
+        forces it gives the Coulomb force alone (force units), as ``pycumd bench charged`` measures its
+        error."""
+        self.compute_real_space(state, neighbors, with_energy)
         self.solver.compute(state.positions, state.charges, state.box_lengths, state.forces, with_energy)
         if with_energy:
             self._elong = float(self.solver.energy)
