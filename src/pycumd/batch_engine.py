@@ -29,10 +29,18 @@ One step, for the whole batch (one call of each kernel over all atoms):
 6. final half step.
 
 The rule: each system's trajectory is the one it has alone, bit for bit (``tests/test_ensemble.py``,
-``test_batched_engine_*``).  What it runs: the CPU (Numba), double precision, deterministic mode,
-neighbour lists, one pair potential style of the registry (parameters, cutoffs, boxes, sizes,
-time steps, seeds may differ), velocity Verlet, NVE or Langevin.  Anything else is refused by
-:func:`unsupported_reason` with the reason (the member engine runs it).
+``test_batched_engine_*``).  What it runs: deterministic mode, neighbour lists, one pair potential
+style of the registry (parameters, cutoffs, boxes, sizes, time steps, seeds may differ), velocity
+Verlet, NVE or Langevin; on the CPU (Numba) in double precision, on the GPU in double and single
+precision (the kernels of ``forces.cu``, ``integrators/integrate.cu`` and ``neighbors/verlet.cu``
+compiled with ``-DBATCH=1``: ``pair_forces_batch(_energy)``, ``initial_integrate_batch``,
+``final_integrate_batch``, ``langevin_forces_batch``, ``wrap_positions_batch``,
+``displacement_exceeds_batch``, ``build_list_batch``, ``system_sums_batch``; the single-system kernels
+are the same PTX as without the define).  The GPU steps are host-stepped this round: each step is
+one launch per kernel for the whole batch and one read of the per-system rebuild flags, not yet a
+CUDA graph.  Anything else is refused by :func:`unsupported_reason` with the reason (the member engine
+runs it): mixed and composite precision, Nose-Hoover, barostats, molecules, charges, k-space,
+many-body potentials, all-pairs boxes, MPI.
 """
 
 from __future__ import annotations
@@ -65,16 +73,21 @@ def unsupported_reason(members) -> str | None:
     p0 = first.potential
     for i, m in enumerate(members):
         who = f"system {i}"
-        if m.backend.is_gpu:
-            return (f"{who} runs on the GPU: the batched engine runs on the CPU this round (the GPU "
-                    f"ensemble runs each member's own kernels)")
+        if m.backend.name != first.backend.name:
+            return f"{who} runs on {m.backend.name}, system 0 on {first.backend.name}: a batch shares one device"
         if m.decomposition is not None or m.comm.size > 1:
             return f"{who} runs over MPI ranks: the batched engine runs one process"
         if not m.precision.deterministic:
             return (f"{who} is not in deterministic mode: the batched engine needs deterministic=True "
                     f"(lists in id order, the condition of its bit-identity with a run alone)")
-        if m.precision.name != "double":
-            return f"{who} runs {m.precision.name} precision: the CPU's batched engine runs double"
+        if m.precision.name != first.precision.name:
+            return f"{who} runs {m.precision.name} precision, system 0 {first.precision.name}: a batch shares one"
+        if m.precision.name not in (("double", "single") if m.backend.is_gpu else ("double",)):
+            return (f"{who} runs {m.precision.name} precision: the batched engine runs double (and single "
+                    f"on the GPU) this round")
+        if m.backend.is_gpu and _lanes(m) != _lanes(first):
+            return (f"{who} takes {_lanes(m)} force lanes per atom, system 0 {_lanes(first)}: the GPU batch "
+                    f"launches one lane count (give the systems' PairForces the same lanes)")
         if m.pair_method != "neighbor":
             return f"{who} evaluates all pairs (a small box): the batched engine needs neighbour lists"
         if m.topology is not None:
@@ -104,6 +117,11 @@ def unsupported_reason(members) -> str | None:
         if m.state.n_atoms < 2:
             return f"{who} has fewer than 2 atoms"
     return None
+
+
+def _lanes(m) -> int:
+    """Threads per atom of a member's force kernel (its own, or the default for its size)."""
+    return int(m.forces.lanes or default_lanes(m.state.n_atoms))
 
 
 # -- the kernels (Numba; one call each over all systems) --------------------------------------
@@ -258,6 +276,32 @@ def segment_sums(values, atom_offset, out):
 
 
 # -- the engine -------------------------------------------------------------------------------
+BLOCK = 128
+
+
+class _GpuKernels:
+    """The batched CUDA kernels for one precision and pair style (``-DBATCH=1`` modules)."""
+
+    def __init__(self, backend, precision, potential):
+        from .forces import potential_defines
+        from .precision import c_type_name
+
+        real = c_type_name(precision.state_dtype)
+        forces = backend.kernel_module("forces.cu", {**precision.cuda_defines, **potential_defines(potential),
+                                                     "FIXED_POINT_SUMS_FP64": 0, "BATCH": 1},
+                                       options=precision.cuda_options)
+        self.forces = (forces.get_function("pair_forces_batch"), forces.get_function("pair_forces_batch_energy"))
+        c = precision.cuda_defines
+        integ = backend.kernel_module("integrators/integrate.cu", {"real_t": c["real_t"], "accum_t": c["accum_t"],
+                                                                   "BATCH": 1}, options=precision.cuda_options)
+        self.initial, self.final, self.langevin, self.sums = (integ.get_function(k) for k in (
+            "initial_integrate_batch", "final_integrate_batch", "langevin_forces_batch", "system_sums_batch"))
+        verlet = backend.kernel_module("neighbors/verlet.cu", {"real_t": real, "COMPOSITE": 0, "BATCH": 1},
+                                       options=precision.cuda_options)
+        self.wrap, self.moved, self.lists = (verlet.get_function(k) for k in (
+            "wrap_positions_batch", "displacement_exceeds_batch", "build_list_batch"))
+
+
 class BatchedEngine:
     """The members' states in shared arrays and the batched step (see the module docstring).
 
@@ -271,10 +315,15 @@ class BatchedEngine:
     Attributes
     ----------
     atom_offset : ndarray (S + 1,) int64
-    system : ndarray (N,) int32
-        Each atom's system.
+    system : array (N,) int32
+        Each atom's system (on the backend).
     active : ndarray (S,) bool
         Systems still advancing (a failed one is masked, :meth:`deactivate`).
+    nbr, nbr_count : arrays
+        The batch's lists.  CPU: ``nbr`` (N, stride) of indices within the system, whose row blocks
+        the members' neighbour lists view.  GPU: ``nbr`` (stride * N,) column-major of batch
+        indices, the members' own lists left as their last own build made them (their energies
+        come from the batch's force kernel at every stop).
     """
 
     def __init__(self, members):
@@ -282,18 +331,24 @@ class BatchedEngine:
         if reason is not None:
             raise BatchUnsupported(f"the batched engine cannot run this ensemble: {reason}")
         self.members = list(members)
+        first = self.members[0]
+        self.backend = first.backend
+        self.gpu = bool(self.backend.is_gpu)
+        xp = self.backend.xp
         S = len(self.members)
         sizes = np.array([m.state.n_atoms for m in self.members], dtype=np.int64)
         self.atom_offset = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-        self.system = np.repeat(np.arange(S, dtype=np.int32), sizes)
+        system = np.repeat(np.arange(S, dtype=np.int32), sizes)
+        self.system_host = system
+        self.system = xp.asarray(system)
         self.arrays = {}
         for name in BATCH_ARRAYS:
-            whole = np.concatenate([getattr(m.state, name) for m in self.members])
+            whole = xp.concatenate([getattr(m.state, name) for m in self.members])
             self.arrays[name] = whole
             for s, m in enumerate(self.members):
                 setattr(m.state, name, whole[self.atom_offset[s]:self.atom_offset[s + 1]])
         tables = [m.potential.table(m.n_types) for m in self.members]
-        self.table = np.ascontiguousarray(np.concatenate(tables), dtype=np.float64)
+        table = np.ascontiguousarray(np.concatenate(tables), dtype=np.float64)
         self.table_offset = np.concatenate([[0], np.cumsum([len(t) for t in tables])])[:-1].astype(np.int64)
         self.n_types = np.array([m.n_types for m in self.members], dtype=np.int64)
         self.L = np.array([np.asarray(m.state.box_lengths, dtype=np.float64) for m in self.members])
@@ -313,14 +368,48 @@ class BatchedEngine:
         self.gamma1 = np.zeros(S)
         self.gamma2 = np.zeros(S)
         self.active = np.ones(S, dtype=bool)
-        self.lanes = np.ones(S, dtype=np.int64)
+        self.lanes = np.array([_lanes(m) for m in self.members], dtype=np.int64)
         self.since = np.zeros(S, dtype=np.int64)
-        self._force_kernel = batch_force_kernel(self.members[0].potential)
         self.nbr = None
-        self.nbr_count = np.zeros(len(self.system), dtype=np.int32)
-        self._d2 = np.zeros(len(self.system))
-        self.keys = np.zeros(len(self.system), dtype=np.int32)
+        self.nbr_count = xp.zeros(self.n_atoms, dtype=np.int32)
         self.n_builds = 0              # batched builds (of one or more systems)
+        if self.gpu:
+            self._setup_gpu(first, table)
+        else:
+            self.table = table
+            self._force_kernel = batch_force_kernel(first.potential)
+            self._d2 = np.zeros(self.n_atoms)
+            self.keys = np.zeros(self.n_atoms, dtype=np.int32)
+
+    def _setup_gpu(self, first, table) -> None:
+        """The per-system table on the device, in the types the single kernels take (real_t boxes,
+        limits and step sizes, double Langevin factors), and the kernels."""
+        xp, precision = self.backend.xp, first.precision
+        real = precision.state_dtype
+        self.kernels = _GpuKernels(self.backend, precision, first.potential)
+        self._real = real
+        self.table = xp.asarray(table, dtype=precision.pair_dtype)
+        box = np.concatenate([self.L.astype(real), self.invL.astype(real)], axis=1)   # real(L), real(1 / L)
+        self.d_box = xp.asarray(np.ascontiguousarray(box))
+        self.d_cells = xp.asarray(self.cells.astype(np.int32).ravel())
+        self.d_r_list2 = xp.asarray(self.r_list2.astype(real))
+        self.d_limit2 = xp.asarray(self.limit2.astype(real))
+        self.d_step = xp.asarray(np.stack([self.dtf, self.dt], axis=1).astype(real).ravel())
+        self.d_table_row = xp.asarray(self.table_offset.astype(np.int32))
+        self.d_n_types = xp.asarray(self.n_types.astype(np.int32))
+        self.d_seed = xp.asarray(self.seed.astype(np.uint64))
+        self.d_atom_offset = xp.asarray(self.atom_offset)
+        self.d_control = xp.zeros(8, np.int32)          # control[0] == 0: never frozen
+        self.d_flags = xp.zeros(self.n_systems, np.int32)
+        self.d_counts = xp.zeros(self.n_systems, np.uint32)
+        self._upload_flags()
+
+    def _upload_flags(self) -> None:
+        if self.gpu:
+            xp = self.backend.xp
+            self.d_active = xp.asarray(self.active.astype(np.uint8))
+            self.d_noisy = xp.asarray((self.active & self.thermostat).astype(np.uint8))
+            self.d_noise = xp.asarray(np.stack([self.gamma1, self.gamma2], axis=1).ravel())
 
     @property
     def n_systems(self) -> int:
@@ -331,45 +420,69 @@ class BatchedEngine:
         return int(self.atom_offset[-1])
 
     def deactivate(self, s: int) -> None:
-        """Mask system ``s`` (it failed): its atoms are neither integrated, listed nor given forces."""
+        """Mask system ``s`` (it failed): its atoms are neither integrated nor listed again."""
         self.active[s] = False
+        self._upload_flags()
 
     # -- the members' lists and schedules in, and back out --------------------------------------
     def begin_run(self) -> None:
         """At the start of each run, after the members' set-up (``Simulation.begin_run``: their
-        own list and forces, as alone): their lists copied into the batch's storage (which their
-        neighbour structures then view), their schedules, lanes and box read."""
-        stride = max(int(m.neighbors.nbr.shape[1]) for m in self.members)
-        if self.nbr is None or self.nbr.shape[1] < stride:
-            self.nbr = np.zeros((self.n_atoms, stride), dtype=np.int32)
+        own list and forces, as alone): their lists copied into the batch's storage (which, on the
+        CPU, their neighbour structures then view), their schedules and lanes read."""
+        widths = [self._width(m) for m in self.members]
+        stride = max(widths)
+        if self.nbr is None or self._stride() < stride:
+            self.nbr = self._new_storage(stride)
         for s, m in enumerate(self.members):
             if not self.active[s]:
                 continue
             a, b = self.atom_offset[s], self.atom_offset[s + 1]
             nl = m.neighbors
-            if nl.nbr is not self._rows(s):
-                width = nl.nbr.shape[1]
-                self.nbr[a:b, :width] = nl.nbr
-                self.nbr_count[a:b] = nl.nbr_count
-            self._view_lists(s)
+            if self.gpu:        # column-major, batch indices
+                self.nbr.reshape(-1, self.n_atoms)[:widths[s], a:b] = nl.nbr.reshape(widths[s], b - a) + np.int32(a)
+            else:
+                self.nbr[a:b, :widths[s]] = nl.nbr
+            self.nbr_count[a:b] = nl.nbr_count
+            if not self.gpu:
+                self._view_lists(s)
             self.since[s] = nl.steps_since_build
-            self.lanes[s] = m.forces.lanes or default_lanes(m.state.n_atoms)
+            if _lanes(m) != self.lanes[s] and self.gpu:
+                raise BatchUnsupported(f"system {s}'s force lanes changed: the GPU batch launches one lane count")
+            self.lanes[s] = _lanes(m)
             if not np.array_equal(np.asarray(m.state.box_lengths, dtype=np.float64), self.L[s]):
                 raise BatchUnsupported(f"system {s}'s box changed: the batched engine runs fixed boxes")
         self._noise_factors()
 
-    def _rows(self, s):
-        return self.nbr[self.atom_offset[s]:self.atom_offset[s + 1]]
+    def _width(self, m) -> int:
+        """Slots per atom of a member's own list storage."""
+        return int(m.neighbors.nbr.size // max(m.state.n_atoms, 1))
+
+    def _stride(self) -> int:
+        return int(self.nbr.size // max(self.n_atoms, 1))
+
+    def _new_storage(self, stride: int):
+        """List storage of ``stride`` slots per atom, the old lists' entries kept."""
+        xp = self.backend.xp
+        new = xp.zeros(self.n_atoms * stride, dtype=np.int32)
+        if self.nbr is not None:
+            old = self._stride()
+            if self.gpu:
+                new.reshape(stride, self.n_atoms)[:old] = self.nbr.reshape(old, self.n_atoms)
+            else:
+                new.reshape(self.n_atoms, stride)[:, :old] = self.nbr
+        return new if self.gpu else new.reshape(self.n_atoms, stride)
 
     def _view_lists(self, s: int) -> None:
         nl = self.members[s].neighbors
-        nl.nbr = self._rows(s)
-        nl.nbr_count = self.nbr_count[self.atom_offset[s]:self.atom_offset[s + 1]]
+        a, b = self.atom_offset[s], self.atom_offset[s + 1]
+        nl.nbr = self.nbr[a:b]
+        nl.nbr_count = self.nbr_count[a:b]
 
     def _noise_factors(self) -> None:
         for s, m in enumerate(self.members):
             if self.thermostat[s]:
                 self.gamma1[s], self.gamma2[s] = m.thermostat.noise_factors(m)
+        self._upload_flags()
 
     def _ramps(self) -> bool:
         return any(m.thermostat is not None and m.thermostat.t_start != m.thermostat.t_stop
@@ -382,23 +495,17 @@ class BatchedEngine:
         schedules are brought up to date at the end (:meth:`sync_members`)."""
         ramps = self._ramps()
         self._noise_factors()
-        a = self.arrays
         for t in range(step + 1, until + 1):
             if ramps:
                 for m in self.members:
                     m.state.step = t
                 self._noise_factors()
-            batch_initial_integrate(a["positions"], a["velocities"], a["forces"], a["per_atom_mass"], self.system,
-                                    self.active, self.dtf, self.dt)
+            self._initial()
             self._neighbor_decision()
-            self._force_kernel(a["positions"], a["types"], self.system, self.atom_offset, self.active, self.L,
-                               self.invL, self.nbr, self.nbr_count, self.table, self.table_offset, self.n_types,
-                               self.lanes, a["forces"], a["energy"], a["virial"], t == until)
+            self._forces(t == until)
             if self.thermostat.any():
-                batch_langevin(a["velocities"], a["forces"], a["per_atom_mass"], a["ids"], self.system,
-                               self.thermostat & self.active, self.gamma1, self.gamma2, self.seed, t)
-            batch_final_integrate(a["velocities"], a["forces"], a["per_atom_mass"], self.system, self.active,
-                                  self.dtf)
+                self._langevin(t)
+            self._final()
         self.sync_members(until)
 
     def sync_members(self, step: int) -> None:
@@ -407,6 +514,66 @@ class BatchedEngine:
             if self.active[s]:
                 m.state.step = step
                 m.neighbors.steps_since_build = int(self.since[s])
+
+    def _grid(self, threads: int) -> tuple:
+        return ((threads + BLOCK - 1) // BLOCK,)
+
+    def _initial(self) -> None:
+        a = self.arrays
+        if self.gpu:
+            self.kernels.initial(self._grid(self.n_atoms), (BLOCK,), (
+                a["positions"], a["velocities"], a["forces"], a["per_atom_mass"], self.system, self.d_active,
+                self.d_step, np.int32(self.n_atoms)))
+        else:
+            batch_initial_integrate(a["positions"], a["velocities"], a["forces"], a["per_atom_mass"], self.system,
+                                    self.active, self.dtf, self.dt)
+
+    def _final(self) -> None:
+        a = self.arrays
+        if self.gpu:
+            self.kernels.final(self._grid(self.n_atoms), (BLOCK,), (
+                a["velocities"], a["forces"], a["per_atom_mass"], self.system, self.d_active, self.d_step,
+                np.int32(self.n_atoms)))
+        else:
+            batch_final_integrate(a["velocities"], a["forces"], a["per_atom_mass"], self.system, self.active,
+                                  self.dtf)
+
+    def _langevin(self, t: int) -> None:
+        a = self.arrays
+        if self.gpu:
+            self.kernels.langevin(self._grid(self.n_atoms), (BLOCK,), (
+                a["velocities"], a["forces"], a["per_atom_mass"], a["ids"], self.system, self.d_noisy,
+                self.d_noise, self.d_seed, np.int32(self.n_atoms), np.uint64(t)))
+        else:
+            batch_langevin(a["velocities"], a["forces"], a["per_atom_mass"], a["ids"], self.system,
+                           self.thermostat & self.active, self.gamma1, self.gamma2, self.seed, t)
+
+    def _forces(self, with_energy: bool) -> None:
+        a = self.arrays
+        if self.gpu:
+            n, lanes = self.n_atoms, int(self.lanes[0])
+            self.kernels.forces[bool(with_energy)](self._grid(n * lanes), (BLOCK,), (
+                self.d_control, a["positions"], self.nbr, self.nbr_count, np.int32(n), np.int32(n), self.table,
+                self.system, self.d_box, self.d_table_row, self.d_n_types, a["forces"], a["energy"], a["virial"],
+                np.int32(lanes)))
+        else:
+            self._force_kernel(a["positions"], a["types"], self.system, self.atom_offset, self.active, self.L,
+                               self.invL, self.nbr, self.nbr_count, self.table, self.table_offset, self.n_types,
+                               self.lanes, a["forces"], a["energy"], a["virial"], with_energy)
+
+    def _moved(self, checked) -> np.ndarray:
+        """(S,) bool: the systems of ``checked`` with an atom beyond their displacement limit."""
+        a = self.arrays
+        if self.gpu:
+            xp = self.backend.xp
+            self.d_flags.fill(0)
+            self.kernels.moved(self._grid(self.n_atoms), (BLOCK,), (
+                a["positions"], a["positions_at_build"], np.int32(self.n_atoms), self.system,
+                xp.asarray(checked.astype(np.uint8)), self.d_box, self.d_limit2, self.d_flags))
+            return self.d_flags.get() != 0
+        batch_displacement2(a["positions"], a["positions_at_build"], self.system, checked, self.L, self.invL,
+                            self._d2)
+        return np.maximum.reduceat(self._d2, self.atom_offset[:-1]) > self.limit2
 
     def _neighbor_decision(self) -> None:
         """LAMMPS ``Neighbor::decide`` per system (NeighborList.needs_rebuild), then one batched build."""
@@ -417,73 +584,93 @@ class BatchedEngine:
         rebuild = consider & ~self.check
         checked = consider & self.check
         if checked.any():
-            a = self.arrays
-            batch_displacement2(a["positions"], a["positions_at_build"], self.system, checked, self.L, self.invL,
-                                self._d2)
-            d2max = np.maximum.reduceat(self._d2, self.atom_offset[:-1])
-            rebuild |= checked & (d2max > self.limit2)
+            rebuild |= checked & self._moved(checked)
         if rebuild.any():
             self.build(rebuild)
 
     def build(self, rebuild) -> None:
         """Rebuild the lists of the systems flagged in ``rebuild`` ((S,) bool), leaving the others'
         atoms, lists and positions at build as they are."""
+        xp = self.backend.xp
         a = self.arrays
-        batch_wrap(a["positions"], a["images"], self.system, rebuild, self.L)
-        keys, cell_offset = batch_cell_index(a["positions"], self.system, self.L, self.cells, out=self.keys)
-        still = ~rebuild[self.system]
-        keys[still] = cell_offset[:-1][self.system[still]]
+        flags = xp.asarray(rebuild.astype(np.uint8)) if self.gpu else rebuild
+        if self.gpu:
+            self.kernels.wrap(self._grid(self.n_atoms), (BLOCK,), (
+                a["positions"], a["images"], np.int32(self.n_atoms), self.system, flags, self.d_box))
+            keys, cell_offset = batch_cell_index(a["positions"], self.system, self.L, self.cells)
+            first = xp.asarray(cell_offset[:-1].astype(np.int32))
+            keys = xp.where(flags[self.system] != 0, keys, first[self.system]).astype(np.int32)
+        else:
+            batch_wrap(a["positions"], a["images"], self.system, rebuild, self.L)
+            keys, cell_offset = batch_cell_index(a["positions"], self.system, self.L, self.cells, out=self.keys)
+            still = ~rebuild[self.system]
+            keys[still] = cell_offset[:-1][self.system[still]]
         sort = counting_sort(keys, int(cell_offset[-1]))
         reorder_in_place(sort.order, a["positions"], a["velocities"], a["per_atom_mass"], a["types"], a["images"],
                          a["ids"], a["positions_at_build"], keys)
         while True:
-            batch_list(a["positions"], keys, a["ids"], self.system, self.atom_offset, cell_offset, self.cells,
-                       self.L, self.invL, self.r_list2, rebuild, sort.bin_start, self.nbr, self.nbr_count,
-                       a["positions_at_build"])
-            counts = np.maximum.reduceat(self.nbr_count, self.atom_offset[:-1])
-            over = rebuild & (counts > self.nbr.shape[1])
+            counts = self._lists(keys, cell_offset, flags, sort.bin_start)
+            over = rebuild & (counts > self._stride())
             if not over.any():
                 break
             for s in np.flatnonzero(over):       # as alone: a larger storage, the build repeated
                 nl = self.members[s].neighbors
                 nl.overflows += 1
                 nl.capacity = capacity_for(int(counts[s]), self.members[s].state.n_atoms)
-            self._grow(max(self.members[s].neighbors.capacity for s in np.flatnonzero(over)))
+            self.nbr = self._new_storage(max(self.members[s].neighbors.capacity for s in np.flatnonzero(over)))
+            if not self.gpu:
+                for s in range(self.n_systems):
+                    self._view_lists(s)
         self.n_builds += 1
         for s in np.flatnonzero(rebuild):
             m = self.members[s]
             m.neighbors.record_builds(m.state, 1, [int(counts[s])])
             self.since[s] = 0
 
-    def _grow(self, stride: int) -> None:
-        """A wider list storage (the rows' contents kept; the members' views follow)."""
-        old = self.nbr
-        self.nbr = np.zeros((self.n_atoms, stride), dtype=np.int32)
-        self.nbr[:, :old.shape[1]] = old
-        for s in range(self.n_systems):
-            self._view_lists(s)
+    def _lists(self, keys, cell_offset, flags, bin_start) -> np.ndarray:
+        """The list kernel over the rebuilding systems; returns each system's largest count (host)."""
+        a = self.arrays
+        if self.gpu:
+            xp = self.backend.xp
+            self.d_counts.fill(0)
+            self.kernels.lists(self._grid(self.n_atoms), (BLOCK,), (
+                a["positions"], keys, a["ids"], np.int32(self.n_atoms), self.system, flags,
+                xp.asarray(cell_offset[:-1].astype(np.int32)), self.d_cells, self.d_box, self.d_r_list2, bin_start,
+                self.nbr, self.nbr_count, np.int32(self.n_atoms), np.int32(self._stride()),
+                a["positions_at_build"], self.d_counts))
+            return self.d_counts.get().astype(np.int64)
+        batch_list(a["positions"], keys, a["ids"], self.system, self.atom_offset, cell_offset, self.cells,
+                   self.L, self.invL, self.r_list2, flags, bin_start, self.nbr, self.nbr_count,
+                   a["positions_at_build"])
+        return np.maximum.reduceat(self.nbr_count, self.atom_offset[:-1])
 
     # -- per-system reductions ------------------------------------------------------------------
     def system_sums(self) -> dict:
-        """Per system, one pass over all atoms: ``"energy"`` (S,) the pair energy and ``"virial"``
-        (S, 6) of the last step that computed them, ``"kinetic"`` (S,) ``1/2 sum m v^2`` in
-        mass x velocity^2 units (times the units' mvv2e for energy).  Thermo values: a member's own
-        sums (``Simulation.potential_energy``, which the replica exchange reads) are NumPy's over
-        its segment, as alone."""
+        """Per system, one pass over all atoms (one launch on the GPU): ``"energy"`` (S,) the pair
+        energy and ``"virial"`` (S,) the virial's trace of the last step that computed them,
+        ``"kinetic"`` (S,) ``1/2 sum m v^2`` (mass x velocity^2 units; times the units' mvv2e for
+        energy).  Thermo values, in a fixed order: a member's own sums (``Simulation.potential_energy``,
+        which the replica exchange reads) are its backend's over its segment, as alone."""
         a = self.arrays
         S = self.n_systems
+        if self.gpu:
+            out = self.backend.xp.zeros(3 * S, np.float64)
+            self.kernels.sums((S,), (256,), (a["energy"], a["virial"], a["velocities"], a["per_atom_mass"],
+                                             self.d_atom_offset, out))
+            e, k, w = out.get().reshape(S, 3).T
+            return {"energy": e, "kinetic": k, "virial": w}
         e = np.empty((S, 1))
         segment_sums(a["energy"].reshape(-1, 1), self.atom_offset, e)
-        w = np.empty((S, 6))
-        segment_sums(a["virial"], self.atom_offset, w)
+        w = np.empty((S, 1))
+        segment_sums(a["virial"][:, :3].sum(axis=1).reshape(-1, 1), self.atom_offset, w)
         k = np.empty((S, 1))
         segment_sums((0.5 * a["per_atom_mass"] * (a["velocities"] ** 2).sum(axis=1)).reshape(-1, 1),
                      self.atom_offset, k)
-        return {"energy": e[:, 0], "virial": w, "kinetic": k[:, 0]}
+        return {"energy": e[:, 0], "virial": w[:, 0], "kinetic": k[:, 0]}
 
     def describe(self) -> str:
-        return (f"batched engine: {self.n_systems} systems, {self.n_atoms} atoms in shared arrays, "
-                f"{self.n_builds} batched builds")
+        return (f"batched engine ({self.backend.name}): {self.n_systems} systems, {self.n_atoms} atoms in shared "
+                f"arrays, {self.n_builds} batched builds")
 
 
 __all__ = ["BATCH_ARRAYS", "BatchUnsupported", "BatchedEngine", "batch_force_kernel", "segment_sums",
