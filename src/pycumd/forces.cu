@@ -233,7 +233,7 @@ __device__ __forceinline__ void pair_forces_batch_body(
 #define PAIR_FORCES_BATCH_PASS \
     control, pos4, nbr, nbr_count, n_local, stride, table, system, box, table_row, n_types_of, force, energy, virial, lanes
 FORCE_KERNEL_PAIR(pair_forces_batch, PAIR_FORCES_BATCH_ARGS, PAIR_FORCES_BATCH_PASS, FORCE_MIN_BLOCKS, FORCE_MIN_BLOCKS)
-#endif
+#endif // BATCH
 
 #if FIXED_POINT_FORCES || COMPOSITE
 // One coordinate of r_i - r_j from box fractions (minimum image by wrap-around), in float32:

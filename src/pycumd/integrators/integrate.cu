@@ -285,7 +285,7 @@ extern "C" __global__ void system_sums_batch(const accum_t* __restrict__ energy,
     }
     if (t == 0) for (int q = 0; q < 3; ++q) out[3 * s + q] = part[q][0];
 }
-#endif
+#endif // BATCH
 #if COMPOSITE
 #include "composite/float_float.cuh"
 // Composite precision (float-float, no float64): every quantity as hi and lo arrays of the same

@@ -1064,4 +1064,4 @@ extern "C" __global__ void build_list_batch(
     for (int q = 0; q < 4; ++q) pos4_at_build[4 * (size_t)i + q] = (at_build_t)pos4[4 * (size_t)i + q];
     atomicMax(max_count + s, (unsigned int)found);
 }
-#endif
+#endif // BATCH
