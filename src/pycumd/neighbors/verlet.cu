@@ -996,7 +996,7 @@ extern "C" __global__ void displacement_exceeds_batch(
 // The list of one target of a rebuilding system (atoms in cell order after the batch's counting sort
 // and reorder: bin b's atoms are rows bin_start[b] .. bin_start[b + 1] - 1): every other atom of the
 // system's cells within the stencil of the target's cell (offsets -2..2, fewer below 5 cells, each cell
-// once) closer than r_list, by the rule's minimum image d - L rint(d / L) (bit for bit the image-shift
+// once; cells wholly beyond r_list skipped) closer than r_list, by the rule's minimum image d - L rint(d / L) (bit for bit the image-shift
 // kernels' r^2, see the top of this file), then sorted by global id as sort_neighbours_by_id does
 // (deterministic mode's canonical order: so the row is the single build's row).  Entries are batch
 // rows, column-major with `stride`; a row longer than `capacity` is counted, not stored (the host
@@ -1004,6 +1004,11 @@ extern "C" __global__ void displacement_exceeds_batch(
 // target's positions at build are taken (snapshot_and_publish's copy).
 __device__ __forceinline__ int stencil_low(int n) { return -min(2, (n - 1) / 2); }
 __device__ __forceinline__ int stencil_high(int n) { return min(2, n / 2); }
+// The smallest distance along one axis between points of two cells d apart (width w): (|d| - 1) w, 0 for
+// neighbouring cells and below 5 cells (the builders' pruning, with their margin 1.001 on r_list^2).
+__device__ __forceinline__ real_t cell_gap_batch(int d, real_t w, int n) {
+    return (n < 5 || (d >= -1 && d <= 1)) ? real_t(0) : real_t(abs(d) - 1) * w;
+}
 
 extern "C" __global__ void build_list_batch(
     const real_t* __restrict__ pos4, const int* __restrict__ keys, const long long* __restrict__ ids, int n,
@@ -1024,12 +1029,17 @@ extern "C" __global__ void build_list_batch(
     const real_t rl2 = r_list2[s];
     real_t xi, yi, zi; int ti;
     load_position(pos4, i, xi, yi, zi, ti);
+    const real_t wx = Lx / nx, wy = Ly / ny, wz = Lz / nz, skip2 = rl2 * real_t(1.001);
     int found = 0;
     for (int dz = stencil_low(nz); dz <= stencil_high(nz); ++dz) {
         const int z = (cz + dz + nz) % nz;
+        const real_t gz = cell_gap_batch(dz, wz, nz);
         for (int dy = stencil_low(ny); dy <= stencil_high(ny); ++dy) {
             const int y = (cy + dy + ny) % ny;
+            const real_t gy = cell_gap_batch(dy, wy, ny);
             for (int dx = stencil_low(nx); dx <= stencil_high(nx); ++dx) {
+                const real_t gx = cell_gap_batch(dx, wx, nx);
+                if (gx * gx + gy * gy + gz * gz >= skip2) continue;    // the cell lies wholly beyond r_list
                 const int cell = first + (cx + dx + nx) % nx + nx * (y + ny * z);
                 for (int j = bin_start[cell]; j < bin_start[cell + 1]; ++j) {
                     real_t xj, yj, zj; int tj;
