@@ -8,8 +8,9 @@ and on every device: it runs its own components with the same arithmetic in the 
 stop between two steps changes nothing in either (:meth:`Simulation.advance`).  The test
 ``tests/test_ensemble.py`` checks this against runs made alone.
 
-The batched GPU engine of ``docs/batch.md`` (all systems in shared arrays, one launch per kernel,
-the arithmetic per atom unchanged) sits behind this class: it changes the speed, never the answer.
+The batched engine (:mod:`pycumd.batch_engine`, ``Ensemble(..., batch="batched")``: all systems in
+shared arrays that the members' states view, one call per kernel per step for the whole batch, the
+arithmetic per atom unchanged) sits behind this class: it changes the speed, never the answer.
 This module is the driver both share: lockstep, per-system reporters, replica exchange, blow-ups
 of one system, checkpoints of the whole batch, and waves of a batch that does not fit in memory.
 """
