@@ -15,10 +15,13 @@ One step, for the whole batch (one call of each kernel over all atoms):
 2. rebuild decision per system, as :meth:`NeighborList.needs_rebuild` alone (``every``, ``delay``,
    ``check``; the largest displacement of each system against its own limit);
 3. where some system rebuilds: the rebuilding systems' atoms wrapped (``wrap_atom``), one batched
-   cell index (:func:`~pycumd.neighbors.counting_sort.batch_cell_index`; a system that does not
-   rebuild gets one key, its first cell, so that the stable sort leaves it where it is), one
-   counting sort over all systems' cells, one in-place reorder of the per-atom arrays, and one list
-   kernel over the rebuilding systems' targets: every atom of the system's own cells within the
+   cell index (:func:`~pycumd.neighbors.counting_sort.batch_cell_index`), one counting sort over all
+   systems' bins, one in-place reorder of the per-atom arrays, and one list kernel over the
+   rebuilding systems' targets.  System ``s`` owns the bins ``[key_offset[s], key_offset[s] +
+   max(cells_s, N_s))``: a rebuilding system's atom takes the bin of its cell, an atom of a system that
+   does not rebuild the bin of its own row in the system (one atom a bin: the stable sort leaves it
+   where it is, and the GPU's sort ranks no large bin), so every system stays in its segment and only
+   the rebuilding ones move.  The list kernel: every atom of the system's own cells within the
    stencil closer than ``r_list`` (the minimum image), in global-id order.  Deterministic mode's
    lists are in id order alone too (``NeighborList.canonical_order``), so a row holds the same
    neighbours in the same order as alone; lists hold indices within the system;
@@ -186,7 +189,8 @@ def batch_wrap(positions, images, system, rebuild, L):
 def batch_list(positions, keys, ids, system, atom_offset, cell_offset, cells, L, invL, r_list2, rebuild,
                bin_start, nbr, nbr_count, at_build):
     """The lists of the rebuilding systems' targets (particles in cell order: ``bin_start`` of the
-    counting sort indexes them directly).  Target i of system s: every other atom of the cells of
+    counting sort indexes them directly; system s's cell c is bin ``cell_offset[s] + c``, the key of
+    its atoms in that cell).  Target i of system s: every other atom of the cells of
     s within the stencil of i's cell (cells wholly beyond ``r_list`` skipped), closer than ``r_list`` (minimum image, ``d - L rint(d / L)``,
     as the single builder's separation), stored as an index within s and then sorted by global id
     (deterministic mode's canonical order).  A row longer than the storage is counted, not stored
@@ -371,6 +375,16 @@ class BatchedEngine:
         self.invL = 1.0 / self.L
         nls = [m.neighbors for m in self.members]
         self.cells = np.array([nl.cells_per_dimension(L) for nl, L in zip(nls, self.L)], dtype=np.int64)
+        n_cells = np.prod(self.cells, axis=1)
+        cell_offset = np.concatenate([[0], np.cumsum(n_cells)])
+        # system s's bins: its cells, or one per atom where it does not rebuild (see the module docstring)
+        self.key_offset = np.concatenate([[0], np.cumsum(np.maximum(n_cells, sizes))]).astype(np.int64)
+        if self.key_offset[-1] >= 2**31:
+            raise BatchUnsupported(f"{int(self.key_offset[-1])} bins do not fit in int32 keys")
+        # per atom: what turns batch_cell_index's key into the bin (rebuilding), the bin of its row (not)
+        self.cell_to_bin = xp.asarray((self.key_offset[:-1] - cell_offset[:-1])[system].astype(np.int32))
+        self.row_bin = xp.asarray((self.key_offset[:-1][system] + np.arange(len(system))
+                                   - self.atom_offset[:-1][system]).astype(np.int32))
         self.r_list2 = np.array([nl.r_list * nl.r_list for nl in nls])
         self.limit2 = np.array([nl.displacement_limit2 for nl in nls])
         self.every = np.array([nl.every for nl in nls], dtype=np.int64)
@@ -408,6 +422,7 @@ class BatchedEngine:
         box = np.concatenate([self.L.astype(real), self.invL.astype(real)], axis=1)   # real(L), real(1 / L)
         self.d_box = xp.asarray(np.ascontiguousarray(box))
         self.d_cells = xp.asarray(self.cells.astype(np.int32).ravel())
+        self.d_key_offset = xp.asarray(self.key_offset[:-1].astype(np.int32))
         self.d_r_list2 = xp.asarray(self.r_list2.astype(real))
         self.d_limit2 = xp.asarray(self.limit2.astype(real))
         self.d_step = xp.asarray(np.stack([self.dtf, self.dt], axis=1).astype(real).ravel())
@@ -613,19 +628,17 @@ class BatchedEngine:
         if self.gpu:
             self.kernels.wrap(self._grid(self.n_atoms), (BLOCK,), (
                 a["positions"], a["images"], np.int32(self.n_atoms), self.system, flags, self.d_box))
-            keys, cell_offset = batch_cell_index(a["positions"], self.system, self.L, self.cells)
-            first = xp.asarray(cell_offset[:-1].astype(np.int32))
-            keys = xp.where(flags[self.system] != 0, keys, first[self.system]).astype(np.int32)
+            keys, _ = batch_cell_index(a["positions"], self.system, self.L, self.cells)
+            keys = xp.where(flags[self.system] != 0, keys + self.cell_to_bin, self.row_bin).astype(np.int32)
         else:
             batch_wrap(a["positions"], a["images"], self.system, rebuild, self.L)
-            keys, cell_offset = batch_cell_index(a["positions"], self.system, self.L, self.cells, out=self.keys)
-            still = ~rebuild[self.system]
-            keys[still] = cell_offset[:-1][self.system[still]]
-        sort = counting_sort(keys, int(cell_offset[-1]))
+            keys, _ = batch_cell_index(a["positions"], self.system, self.L, self.cells, out=self.keys)
+            keys[...] = np.where(rebuild[self.system], keys + self.cell_to_bin, self.row_bin)
+        sort = counting_sort(keys, int(self.key_offset[-1]))
         reorder_in_place(sort.order, a["positions"], a["velocities"], a["per_atom_mass"], a["types"], a["images"],
                          a["ids"], a["positions_at_build"], keys)
         while True:
-            counts = self._lists(keys, cell_offset, flags, sort.bin_start)
+            counts = self._lists(keys, self.key_offset, flags, sort.bin_start)
             over = rebuild & (counts > self._stride())
             if not over.any():
                 break
@@ -643,7 +656,7 @@ class BatchedEngine:
             m.neighbors.record_builds(m.state, 1, [int(counts[s])])
             self.since[s] = 0
 
-    def _lists(self, keys, cell_offset, flags, bin_start) -> np.ndarray:
+    def _lists(self, keys, key_offset, flags, bin_start) -> np.ndarray:
         """The list kernel over the rebuilding systems; returns each system's largest count (host)."""
         a = self.arrays
         if self.gpu:
@@ -651,11 +664,11 @@ class BatchedEngine:
             self.d_counts.fill(0)
             self.kernels.lists(self._grid(self.n_atoms), (BLOCK,), (
                 a["positions"], keys, a["ids"], np.int32(self.n_atoms), self.system, flags,
-                xp.asarray(cell_offset[:-1].astype(np.int32)), self.d_cells, self.d_box, self.d_r_list2, bin_start,
+                self.d_key_offset, self.d_cells, self.d_box, self.d_r_list2, bin_start,
                 self.nbr, self.nbr_count, np.int32(self.n_atoms), np.int32(self._stride()),
                 a["positions_at_build"], self.d_counts))
             return self.d_counts.get().astype(np.int64)
-        batch_list(a["positions"], keys, a["ids"], self.system, self.atom_offset, cell_offset, self.cells,
+        batch_list(a["positions"], keys, a["ids"], self.system, self.atom_offset, key_offset, self.cells,
                    self.L, self.invL, self.r_list2, flags, bin_start, self.nbr, self.nbr_count,
                    a["positions_at_build"])
         return np.maximum.reduceat(self.nbr_count, self.atom_offset[:-1])

@@ -994,7 +994,8 @@ extern "C" __global__ void displacement_exceeds_batch(
 }
 
 // The list of one target of a rebuilding system (atoms in cell order after the batch's counting sort
-// and reorder: bin b's atoms are rows bin_start[b] .. bin_start[b + 1] - 1): every other atom of the
+// and reorder: bin b's atoms are rows bin_start[b] .. bin_start[b + 1] - 1; the system's cell c is bin
+// cell_offset[s] + c, the key of its atoms in that cell): every other atom of the
 // system's cells within the stencil of the target's cell (offsets -2..2, fewer below 5 cells, each cell
 // once; cells wholly beyond r_list skipped) closer than r_list, by the rule's minimum image d - L rint(d / L) (bit for bit the image-shift
 // kernels' r^2, see the top of this file), then sorted by global id as sort_neighbours_by_id does
