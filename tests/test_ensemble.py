@@ -596,36 +596,31 @@ def test_batched_engine_is_bit_identical_to_each_system_alone(tmp_path):
     np.testing.assert_allclose(sums["kinetic"], kinetic, rtol=1e-12)
 
 
-def test_batched_replica_exchange_walks_as_the_member_engine():
+def test_batched_replica_exchange_walks_as_the_member_engine_and_restarts(tmp_path):
     """Three Langevin replicas (500 atoms each, T = 1.0, 1.05, 1.1) with an exchange attempt every 10
-    steps for 120 steps: the batched engine gives the member engine's walk (7 of 12 attempts
-    accepted), acceptance counts and bits."""
-    runs = {}
-    for batch in ("members", "batched"):
-        ens = tempering(cells=5, temperatures=LADDER, batch=batch)
-        ens.run(120)
-        runs[batch] = ens
-    a, b = runs["members"], runs["batched"]
+    steps for 60 steps: the batched engine gives the member engine's walk (2 of 6 attempts accepted),
+    acceptance counts and bits; checkpointed at step 30 and continued from the file, it ends with the
+    continuous run's bits and walk."""
+    path = tmp_path / "batch.ckpt"
+    a = tempering(cells=5, temperatures=LADDER)
+    a.run(60)
+    b = tempering(cells=5, temperatures=LADDER, checkpoint=path, checkpoint_every=30, batch="batched")
+    b.run(60)
     assert b.engine is not None and a.engine is None
     assert a.exchange.accepted.sum() > 0
     assert [w.tolist() for _, w in a.exchange.walk] == [w.tolist() for _, w in b.exchange.walk]
     assert np.array_equal(a.exchange.accepted, b.exchange.accepted)
     assert all(same_bits(x, y) for x, y in zip(a.members, b.members))
-
-
-def test_batched_checkpoint_restart_and_a_failed_system(tmp_path, capsys):
-    """A batched tempering run checkpointed at step 30 of 60 and continued from the file ends with the
-    continuous run's bits and walk; a system that blows up in a batch is named, masked, and the others
-    end with the bits they have alone."""
-    path = tmp_path / "batch.ckpt"
-    continuous = tempering(cells=5, temperatures=LADDER, checkpoint=path, checkpoint_every=30, batch="batched")
-    continuous.run(60)
     restarted = tempering(cells=5, temperatures=LADDER, batch="batched")
-    restarted.restore_checkpoint(str(path) + ".1")
+    restarted.restore_checkpoint(str(path) + ".1")        # the checkpoint of step 30
     restarted.run(30)
-    assert all(same_bits(x, y) for x, y in zip(continuous.members, restarted.members))
-    assert [w.tolist() for _, w in continuous.exchange.walk] == [w.tolist() for _, w in restarted.exchange.walk]
+    assert all(same_bits(x, y) for x, y in zip(b.members, restarted.members))
+    assert [w.tolist() for _, w in b.exchange.walk] == [w.tolist() for _, w in restarted.exchange.walk]
 
+
+def test_batched_engine_masks_a_system_that_blows_up(capsys):
+    """A system that blows up in a batch is named, masked, and the others end with the bits they
+    have alone."""
     ens = Ensemble([batch_member(0), batch_member(1, dt_scale=25.0), batch_member(3)], check_every=10,
                    batch="batched")
     ens.run(60)

@@ -61,13 +61,14 @@ def test_batch_sources_found():
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-@pytest.mark.parametrize("precision", list(BATCH_DEFINES))
+@pytest.mark.parametrize("arch, precision", [("sm_80", "double"), ("sm_90", "double"), ("sm_90", "single"),
+                                             pytest.param("sm_80", "single", marks=pytest.mark.ci_only)])
 @pytest.mark.parametrize("source", BATCH_SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_compiles_batched(source, precision, arch, tmp_path):
     _compile(source, arch, tmp_path, BATCH_DEFINES[precision])
 
 
+@pytest.mark.ci_only
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("source", ["forces.cu", "integrators/integrate.cu", "neighbors/verlet.cu"])
 def test_batch_define_leaves_the_single_kernels_alone(source, tmp_path):
