@@ -57,7 +57,7 @@ from .integrators.velocity_verlet import final_integrate_atom, initial_integrate
 from .jit_cache import cache_kernel
 from .neighbors.counting_sort import batch_cell_index, counting_sort, reorder_in_place
 from .neighbors.cpu_builder import displacement2_atom, wrap_atom
-from .neighbors.verlet import capacity_for
+from .neighbors.verlet import CAPACITY_WINDOW, capacity_for
 
 #: per-atom arrays of a member's State that the batch concatenates (each member's State gets views)
 BATCH_ARRAYS = ("positions", "velocities", "forces", "per_atom_mass", "types", "images", "ids",
@@ -403,6 +403,7 @@ class BatchedEngine:
         self.nbr = None
         self.nbr_count = xp.zeros(self.n_atoms, dtype=np.int32)
         self.n_builds = 0              # batched builds (of one or more systems)
+        self._build_log: list = []     # (rebuilt (S,) bool, largest counts (S,)) of each build since the last stop
         if self.gpu:
             self._setup_gpu(first, table)
         else:
@@ -540,7 +541,17 @@ class BatchedEngine:
         self.sync_members(until)
 
     def sync_members(self, step: int) -> None:
-        """Each member's step number and list schedule (steps since its last build) as the batch has them."""
+        """Each member's step number and list schedule as the batch has them: the builds since the
+        last stop recorded in its neighbour list (``NeighborList.record_builds``: their number and
+        largest counts), the steps since its last build."""
+        if self._build_log:
+            built = np.stack([mask for mask, _ in self._build_log])
+            counts = np.stack([c for _, c in self._build_log])
+            for s in np.flatnonzero(built.any(axis=0)):
+                m = self.members[s]
+                mine = counts[built[:, s], s]
+                m.neighbors.record_builds(m.state, len(mine), [int(c) for c in mine[-CAPACITY_WINDOW:]])
+            self._build_log = []
         for s, m in enumerate(self.members):
             if self.active[s]:
                 m.state.step = step
@@ -651,10 +662,8 @@ class BatchedEngine:
                 for s in range(self.n_systems):
                     self._view_lists(s)
         self.n_builds += 1
-        for s in np.flatnonzero(rebuild):
-            m = self.members[s]
-            m.neighbors.record_builds(m.state, 1, [int(counts[s])])
-            self.since[s] = 0
+        self.since[rebuild] = 0
+        self._build_log.append((rebuild.copy(), counts))     # recorded in the members at the stop
 
     def _lists(self, keys, key_offset, flags, bin_start) -> np.ndarray:
         """The list kernel over the rebuilding systems; returns each system's largest count (host)."""
