@@ -652,6 +652,26 @@ def test_batched_engine_refuses_what_it_does_not_run():
     assert Ensemble([batch_member(0), batch_member(2)], batch="auto").engine is not None
 
 
+def test_pycumd_run_batch_option_runs_a_sweep_in_the_batched_engine(tmp_path, monkeypatch, capsys):
+    """``pycumd run sweep.toml --batch batched --deterministic`` writes the thermo log of the member
+    engine's run, digit for digit; without --deterministic it says what the batched engine needs; on
+    one run --batch is refused."""
+    from pycumd.cli import main
+
+    (tmp_path / "sweep.toml").write_text(SWEEP_TOML)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "sweep.toml", "--deterministic", "--steps", "20", "--log", "members.csv"]) == 0
+    assert main(["run", "sweep.toml", "--deterministic", "--steps", "20", "--batch", "batched",
+                 "--log", "batched.csv"]) == 0
+    assert open("members.csv").read() == open("batched.csv").read()
+    capsys.readouterr()
+    assert main(["run", "sweep.toml", "--batch", "batched"]) != 0
+    assert "--deterministic on the command line" in capsys.readouterr().err
+    (tmp_path / "one.toml").write_text(SWEEP_TOML.split("\n", 2)[2].replace("cells = 5", "cells = 5\ndensity = 0.8"))
+    assert main(["run", "one.toml", "--batch", "batched"]) != 0
+    assert "--batch batched chooses the engine of a batch of runs" in capsys.readouterr().err
+
+
 @pytest.mark.cuda
 @pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")
 @pytest.mark.parametrize("precision", ["double", "single"])

@@ -82,7 +82,8 @@ def unsupported_reason(members) -> str | None:
             return f"{who} runs over MPI ranks: the batched engine runs one process"
         if not m.precision.deterministic:
             return (f"{who} is not in deterministic mode: the batched engine needs deterministic=True "
-                    f"(lists in id order, the condition of its bit-identity with a run alone)")
+                    f"(--deterministic on the command line; lists in id order, the condition of its "
+                    f"bit-identity with a run alone)")
         if m.precision.name != first.precision.name:
             return f"{who} runs {m.precision.name} precision, system 0 {first.precision.name}: a batch shares one"
         if m.precision.name not in (("double", "single") if m.backend.is_gpu else ("double",)):

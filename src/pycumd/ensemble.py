@@ -525,6 +525,8 @@ class EnsemblePlan:
     checkpoint: str | None = None
     checkpoint_every: int = 0
     source: dict | None = None
+    #: the engine (:class:`Ensemble`'s ``batch``: "members", "batched", "auto"; ``pycumd run --batch``)
+    batch: str = "members"
 
     def build(self, verbose=True, resume_step: int | None = None) -> Ensemble:
         """The :class:`Ensemble` of this plan (members built, files opened; ``resume_step``: see
@@ -538,7 +540,7 @@ class EnsemblePlan:
                                      checkpoint=self.checkpoint, checkpoint_every=self.checkpoint_every,
                                      verbose=verbose, resume_step=resume_step, exchange_log=self.exchange_log,
                                      neighbor=self.neighbor,
-                                     engine=self.engine)
+                                     engine=self.engine, batch=self.batch)
         ens.context = {"source": self.source, "device": self.engine.device, "precision": self.engine.precision,
                        "deterministic": self.engine.deterministic, "thermo_log": self.thermo_log,
                        "trajectory": self.trajectory, "checkpoint": self.checkpoint,
