@@ -14,11 +14,11 @@ exchange every K steps (pycumd.tempering), against the replicas run one after an
     pycumd bench batch --case independent --systems 64 --atoms 1000 --steps 200
     pycumd bench batch --engine both                     # the batched engine beside the member engine
 
-``--engine``: ``members`` (default: each member runs its own kernels, one set of launches per system
-per step), ``batched`` (pycumd.batch_engine: all systems in shared arrays, one launch per kernel per
+--engine: members (default: each member runs its own kernels, one set of launches per system
+per step), batched (pycumd.batch_engine: all systems in shared arrays, one launch per kernel per
 step for the whole batch; it runs in deterministic mode, so its members are built with
-``deterministic=True``), or ``both`` (the two in the same process, both deterministic, so that they
-integrate the same trajectories; the ratio ``batched_over_members`` is printed).  ``--deterministic``
+deterministic=True), or both (the two in the same process, both deterministic, so that they
+integrate the same trajectories; the ratio batched_over_members is printed).  --deterministic
 builds the member engine's systems in deterministic mode too when it runs alone.  The batched engine
 on the GPU runs double and single precision and is host-stepped this round (one read of the
 per-system rebuild flags per step, no CUDA graph).
