@@ -360,7 +360,6 @@ class BatchedEngine:
         sizes = np.array([m.state.n_atoms for m in self.members], dtype=np.int64)
         self.atom_offset = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         system = np.repeat(np.arange(S, dtype=np.int32), sizes)
-        self.system_host = system
         self.system = xp.asarray(system)
         self.arrays = {}
         for name in BATCH_ARRAYS:
@@ -419,7 +418,6 @@ class BatchedEngine:
         xp, precision = self.backend.xp, first.precision
         real = precision.state_dtype
         self.kernels = _GpuKernels(self.backend, precision, first.potential)
-        self._real = real
         self.table = xp.asarray(table, dtype=precision.pair_dtype)
         box = np.concatenate([self.L.astype(real), self.invL.astype(real)], axis=1)   # real(L), real(1 / L)
         self.d_box = xp.asarray(np.ascontiguousarray(box))
@@ -670,7 +668,6 @@ class BatchedEngine:
         """The list kernel over the rebuilding systems; returns each system's largest count (host)."""
         a = self.arrays
         if self.gpu:
-            xp = self.backend.xp
             self.d_counts.fill(0)
             self.kernels.lists(self._grid(self.n_atoms), (BLOCK,), (
                 a["positions"], keys, a["ids"], np.int32(self.n_atoms), self.system, flags,
