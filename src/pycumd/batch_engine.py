@@ -24,7 +24,8 @@ One step, for the whole batch (one call of each kernel over all atoms):
    the rebuilding ones move.  The list kernel: every atom of the system's own cells within the
    stencil closer than ``r_list`` (the minimum image), in global-id order.  Deterministic mode's
    lists are in id order alone too (``NeighborList.canonical_order``), so a row holds the same
-   neighbours in the same order as alone; lists hold indices within the system;
+   neighbours in the same order as alone; the CPU's lists hold indices within the system (the
+   members' lists view their rows), the GPU's batch rows, column-major;
 4. pair forces (``forces.make_atom_list_sums``: the single kernel's per-atom arithmetic, with the
    system's box, lanes and rows of the shared pair table), energies and virials at the stretch's
    last step;
@@ -40,8 +41,8 @@ compiled with ``-DBATCH=1``: ``pair_forces_batch(_energy)``, ``initial_integrate
 ``final_integrate_batch``, ``langevin_forces_batch``, ``wrap_positions_batch``,
 ``displacement_exceeds_batch``, ``build_list_batch``, ``system_sums_batch``; the single-system kernels
 are the same PTX as without the define).  The GPU steps are host-stepped this round: each step is
-one launch per kernel for the whole batch and one read of the per-system rebuild flags, not yet a
-CUDA graph.  Anything else is refused by :func:`unsupported_reason` with the reason (the member engine
+one launch per kernel for the whole batch, one read of the per-system rebuild flags (and at a build
+one of the systems' largest list counts), not yet a CUDA graph.  Anything else is refused by :func:`unsupported_reason` with the reason (the member engine
 runs it): mixed and composite precision, Nose-Hoover, barostats, molecules, charges, k-space,
 many-body potentials, all-pairs boxes, MPI.
 """
