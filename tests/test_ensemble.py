@@ -173,12 +173,12 @@ def test_exchanges_satisfy_detailed_balance():
 
 
 def tempering(seed=5, device="cpu", precision="double", temperatures=(1.0, 1.25, 1.6), checkpoint=None,
-              checkpoint_every=0):
+              checkpoint_every=0, cells=3, batch="members"):
     members = []
     for i, t in enumerate(temperatures):
-        members.append(member(i, device, precision, spec=(3, 0.8442, t, 20 + i, 1.0, 1.0, ("langevin", t))))
+        members.append(member(i, device, precision, spec=(cells, 0.8442, t, 20 + i, 1.0, 1.0, ("langevin", t))))
     return Ensemble(members, exchange=ReplicaExchange(temperatures, every=10, seed=seed), checkpoint=checkpoint,
-                    checkpoint_every=checkpoint_every, verbose=False)
+                    checkpoint_every=checkpoint_every, verbose=False, batch=batch)
 
 
 def test_replica_exchange_md_is_repeatable_and_follows_metropolis():
@@ -526,3 +526,185 @@ def test_one_counting_sort_bins_every_system_as_its_own_sort(backend, dtype, rng
         own = backend.to_host(counting_sort(own_keys, int(np.prod(grids[s]))).order)
         assert np.array_equal(order[start:start + n], own + start)
         start += n
+
+
+# -- the batched engine (pycumd.batch_engine): all systems in shared arrays, one call per kernel -------
+#: (lattice cells, density, temperature, velocity seed, epsilon, sigma, cutoff, dt, Langevin seed or None):
+#: four systems of different sizes (500 to 864 atoms), boxes (one not cubic), densities, LJ parameters,
+#: cutoffs, time steps and thermostats, all over neighbour lists
+BATCH_SYSTEMS = [
+    (5, 0.8442, 1.44, 11, 1.0, 1.0, 2.5, 0.005, None),
+    ((5, 6, 5), 0.90, 1.0, 13, 0.9, 1.0, 2.5, 0.004, None),
+    ((6, 5, 5), 0.70, 2.0, 12, 1.1, 0.95, 3.0, 0.005, 101),
+    (6, 0.75, 1.8, 14, 1.0, 1.05, 2.5, 0.003, 102),
+]
+
+
+#: a temperature ladder close enough for exchanges between replicas of 500 atoms
+LADDER = (1.0, 1.05, 1.1)
+
+
+def batch_member(i, device="cpu", precision="double", reporters=(), dt_scale=1.0):
+    """System ``i`` of :data:`BATCH_SYSTEMS` as a Simulation of its own (deterministic, skin 0.1)."""
+    cells, density, temperature, seed, eps, sigma, cutoff, dt, noise = BATCH_SYSTEMS[i]
+    system = lattice_system("fcc", cells, density=density)
+    create_velocities(system, temperature, seed)
+    pot = LennardJones(cutoff).pair_coeff(0, 0, epsilon=eps, sigma=sigma)
+    th = None if noise is None else Langevin(temperature, 0.5, noise)
+    return Simulation(system, pot, VelocityVerlet(dt * dt_scale, th), reporters=list(reporters), device=device,
+                      precision=precision, deterministic=True, skin=0.1)
+
+
+def check_batched_against_alone(device, precision, steps=100, tmp_path=None):
+    """A batched ensemble of BATCH_SYSTEMS against each system run alone: the same bits, the same
+    number of list builds (each system rebuilds at its own steps), the same thermo rows."""
+    from pycumd.outputs.ensemble_thermo import EnsembleThermoLog
+    from pycumd.outputs.thermo import ThermoReporter
+
+    log = EnsembleThermoLog(tmp_path / "thermo.csv", every=25)
+    n = len(BATCH_SYSTEMS)
+    ens = Ensemble([batch_member(i, device, precision, reporters=[log.reporter(i)]) for i in range(n)],
+                   batch="batched", verbose=False)
+    assert ens.engine is not None and ens.engine.n_systems == n
+    ens.run(steps)
+    log.close()
+    rows = list(csv.DictReader(open(tmp_path / "thermo.csv")))
+    builds = []
+    for i in range(n):
+        thermo = ThermoReporter(every=25, screen=False)
+        alone = batch_member(i, device, precision, reporters=[thermo])
+        alone.run(steps)
+        assert same_bits(alone, ens.members[i]), f"system {i}"
+        assert ens.members[i].neighbors.n_builds == alone.neighbors.n_builds, f"system {i}"
+        mine = [r for r in rows if int(r["system"]) == i]
+        assert [float(r["TotEng"]) for r in mine] == [r["TotEng"] for r in thermo.rows]
+        builds.append(alone.neighbors.n_builds)
+    assert min(builds) >= 5 and len(set(builds)) > 1          # rebuilds at steps of each system's own
+    return ens
+
+
+def test_batched_engine_is_bit_identical_to_each_system_alone(tmp_path):
+    """CPU, double, deterministic: four systems of different sizes, boxes, densities, seeds, LJ
+    parameters, cutoffs, time steps, NVE and Langevin, 100 steps in the batched engine (one call of
+    each kernel per step over the 2,564 atoms) end with the bits of each system alone, after the same
+    number of list builds; the thermo rows are the same; the engine's per-system sums agree with the
+    members' own (another summation order: to 1e-12)."""
+    ens = check_batched_against_alone("cpu", "double", tmp_path=tmp_path)
+    sums = ens.engine.system_sums()
+    np.testing.assert_allclose(sums["energy"], ens.potential_energies(), rtol=1e-12)
+    kinetic = np.array([m.kinetic_energy() for m in ens.members])
+    np.testing.assert_allclose(sums["kinetic"], kinetic, rtol=1e-12)
+
+
+def test_batched_replica_exchange_walks_as_the_member_engine_and_restarts(tmp_path):
+    """Three Langevin replicas (500 atoms each, T = 1.0, 1.05, 1.1) with an exchange attempt every 10
+    steps for 60 steps: the batched engine gives the member engine's walk (2 of 6 attempts accepted),
+    acceptance counts and bits; checkpointed at step 30 and continued from the file, it ends with the
+    continuous run's bits and walk."""
+    path = tmp_path / "batch.ckpt"
+    a = tempering(cells=5, temperatures=LADDER)
+    a.run(60)
+    b = tempering(cells=5, temperatures=LADDER, checkpoint=path, checkpoint_every=30, batch="batched")
+    b.run(60)
+    assert b.engine is not None and a.engine is None
+    assert a.exchange.accepted.sum() > 0
+    assert [w.tolist() for _, w in a.exchange.walk] == [w.tolist() for _, w in b.exchange.walk]
+    assert np.array_equal(a.exchange.accepted, b.exchange.accepted)
+    assert all(same_bits(x, y) for x, y in zip(a.members, b.members))
+    restarted = tempering(cells=5, temperatures=LADDER, batch="batched")
+    restarted.restore_checkpoint(str(path) + ".1")        # the checkpoint of step 30
+    restarted.run(30)
+    assert all(same_bits(x, y) for x, y in zip(b.members, restarted.members))
+    assert [w.tolist() for _, w in b.exchange.walk] == [w.tolist() for _, w in restarted.exchange.walk]
+
+
+def test_batched_engine_masks_a_system_that_blows_up(capsys):
+    """A system that blows up in a batch is named, masked, and the others end with the bits they
+    have alone."""
+    ens = Ensemble([batch_member(0), batch_member(1, dt_scale=25.0), batch_member(3)], check_every=10,
+                   batch="batched")
+    ens.run(60)
+    assert [f.system for f in ens.failures] == [1] and not ens.engine.active[1]
+    assert "system 1 stopped at step" in capsys.readouterr().err
+    for k, i in ((0, 0), (2, 3)):
+        alone = batch_member(i)
+        alone.run(60)
+        assert same_bits(alone, ens.members[k])
+
+
+def test_batched_engine_refuses_what_it_does_not_run():
+    """A clear error naming the system and what the batched engine does not run; ``batch="auto"``
+    keeps the member engine for such an ensemble and takes the batched one where it runs."""
+    from pycumd.batch_engine import BatchUnsupported
+
+    nvt = member(1)                                  # Nose-Hoover
+    with pytest.raises(BatchUnsupported, match="system 1: .*Nose-Hoover.* does not run in the batched engine"):
+        Ensemble([batch_member(0), nvt], batch="batched")
+    with pytest.raises(BatchUnsupported, match="system 0 evaluates all pairs"):
+        Ensemble([member(3)], batch="batched")
+    loose = Simulation(lattice_system("fcc", 5, density=0.8), LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0,
+                                                                                           sigma=1.0))
+    with pytest.raises(BatchUnsupported, match="not in deterministic mode"):
+        Ensemble([loose], batch="batched")
+    with pytest.raises(ValueError, match="batch must be"):
+        Ensemble([batch_member(0)], batch="gpu")
+    assert Ensemble([batch_member(0), nvt], batch="auto").engine is None
+    assert Ensemble([batch_member(0), batch_member(2)], batch="auto").engine is not None
+
+
+def test_pycumd_run_batch_option_runs_a_sweep_in_the_batched_engine(tmp_path, monkeypatch, capsys):
+    """``pycumd run sweep.toml --batch batched --deterministic`` writes the thermo log of the member
+    engine's run, digit for digit; without --deterministic it says what the batched engine needs; on
+    one run --batch is refused."""
+    from pycumd.cli import main
+
+    (tmp_path / "sweep.toml").write_text(SWEEP_TOML)
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "sweep.toml", "--deterministic", "--steps", "20", "--log", "members.csv"]) == 0
+    assert main(["run", "sweep.toml", "--deterministic", "--steps", "20", "--batch", "batched",
+                 "--log", "batched.csv"]) == 0
+    assert open("members.csv").read() == open("batched.csv").read()
+    capsys.readouterr()
+    assert main(["run", "sweep.toml", "--batch", "batched"]) != 0
+    assert "--deterministic on the command line" in capsys.readouterr().err
+    (tmp_path / "one.toml").write_text(SWEEP_TOML.split("\n", 2)[2].replace("cells = 5", "cells = 5\ndensity = 0.8"))
+    assert main(["run", "one.toml", "--batch", "batched"]) != 0
+    assert "--batch batched chooses the engine of a batch of runs" in capsys.readouterr().err
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_batched_engine_on_the_gpu_is_bit_identical_to_each_system_alone(precision, tmp_path):
+    """The GPU's batched kernels (-DBATCH=1) against each system alone on the GPU, in deterministic
+    double and single precision: the same bits, builds and thermo rows."""
+    check_batched_against_alone("cuda", precision, tmp_path=tmp_path)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")
+def test_batched_engine_gpu_double_is_the_cpus(tmp_path):
+    """Deterministic double precision: the GPU's batched engine ends with the CPU's batched engine's
+    bits, system by system (as single runs do, tests/test_determinism.py)."""
+    out = {}
+    for device in ("cpu", "cuda"):
+        ens = Ensemble([batch_member(i, device) for i in range(len(BATCH_SYSTEMS))], batch="batched", verbose=False)
+        ens.run(100)
+        out[device] = ens
+    for i, (a, b) in enumerate(zip(out["cpu"].members, out["cuda"].members)):
+        assert same_bits(a, b), f"system {i}"
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_batched_replica_exchange_on_the_gpu_walks_as_the_member_engine(precision):
+    """GPU tempering: the batched engine's walk and bits are the member engine's."""
+    runs = {}
+    for batch in ("members", "batched"):
+        ens = tempering(device="cuda", precision=precision, cells=5, temperatures=LADDER, batch=batch)
+        ens.run(120)
+        runs[batch] = ens
+    a, b = runs["members"], runs["batched"]
+    assert [w.tolist() for _, w in a.exchange.walk] == [w.tolist() for _, w in b.exchange.walk]
+    assert all(same_bits(x, y) for x, y in zip(a.members, b.members))

@@ -49,6 +49,49 @@ def _compile(source, arch, tmp_path, defines):
     assert (tmp_path / "kernel.cubin").stat().st_size > 0
 
 
+#: sources with the batched engine's kernels (#if BATCH: pycumd.batch_engine), compiled again with -DBATCH=1
+#: in the precisions the batched engine runs on the GPU (double, single)
+BATCH_SOURCES = [p for p in SOURCES if "#if BATCH" in p.read_text()]
+BATCH_DEFINES = {"double": ["-DBATCH=1"],
+                 "single": ["-DBATCH=1", "-Dreal_t=float", "-Dpair_t=float", "-Daccum_t=float"]}
+
+
+def test_batch_sources_found():
+    assert {"forces.cu", "integrate.cu", "verlet.cu"} <= {p.name for p in BATCH_SOURCES}
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("arch, precision", [("sm_80", "double"), ("sm_90", "double"), ("sm_90", "single"),
+                                             pytest.param("sm_80", "single", marks=pytest.mark.ci_only)])
+@pytest.mark.parametrize("source", BATCH_SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_compiles_batched(source, precision, arch, tmp_path):
+    _compile(source, arch, tmp_path, BATCH_DEFINES[precision])
+
+
+@pytest.mark.ci_only
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("source", ["forces.cu", "integrators/integrate.cu", "neighbors/verlet.cu"])
+def test_batch_define_leaves_the_single_kernels_alone(source, tmp_path):
+    """The batched kernels sit in #if BATCH blocks: without the define (BATCH=0, as pycumd compiles the
+    single-system kernels) the PTX has no batch entry and equals the PTX of the source with those
+    blocks cut out, so the single-system kernels are the same PTX as before the batched engine."""
+    import re
+
+    path = PACKAGE / source
+    text = path.read_text()
+    cut = re.sub(r"#ifndef BATCH\n#define BATCH 0\n#endif\n#if BATCH\n.*?\n#endif // BATCH\n", "", text, flags=re.S)
+    assert cut != text and "#if BATCH" not in cut
+    (tmp_path / "cut.cu").write_text(cut)
+    ptx = []
+    for name, src in (("with", path), ("without", tmp_path / "cut.cu")):
+        out = tmp_path / f"{name}.ptx"
+        cmd = [NVCC, "-std=c++17", "-arch=sm_80", "--ptx", f"-I{path.parent}", f"-I{PACKAGE}", "-o", str(out), str(src)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        ptx.append(out.read_text())
+    assert "_batch" not in ptx[0] and ptx[0] == ptx[1]
+
+
 def test_fixed_point_sources_found():
     assert {"forces.cu", "allpairs.cu"} <= {p.name for p in FIXED_POINT_SOURCES}
 

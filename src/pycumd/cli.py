@@ -137,6 +137,9 @@ def _run(args) -> int:
 
     if isinstance(plan, EnsemblePlan):              # a TOML sweep: a batch of runs
         return _run_ensemble(plan, args)
+    if args.batch is not None:
+        raise ValueError(f"--batch {args.batch} chooses the engine of a batch of runs (a TOML sweep); this "
+                         f"input is one run")
     if args.steps is not None:
         if args.restart:
             raise ValueError("--steps sets the length of a new run: a run continued with --restart keeps "
@@ -193,7 +196,7 @@ def _run(args) -> int:
 
 def _run_ensemble(plan, args, resume=None) -> int:
     """``pycumd run`` of a batch (a TOML ``sweep``): the command line's options that apply to one
-    (--device, --precision, --deterministic, --threads, --steps, --log: one CSV with a system column,
+    (--device, --precision, --deterministic, --threads, --batch, --steps, --log: one CSV with a system column,
     --trajectory: a pattern with {system} or a path numbered per system, --checkpoint[-every]); the
     others are refused."""
     from .ensemble import execute_ensemble
@@ -218,6 +221,8 @@ def _run_ensemble(plan, args, resume=None) -> int:
     plan.engine.deterministic = plan.engine.deterministic or args.deterministic
     if args.threads is not None:
         plan.engine.threads = args.threads
+    if args.batch is not None:
+        plan.batch = args.batch
     for option, path in (("--log", args.log), ("--checkpoint", args.checkpoint)):
         if path is not None:
             check_writable(path, option)
@@ -324,6 +329,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     r.add_argument("--deterministic", action="store_true",
                    help="GPU kernels without FMA contraction and the CPU's full neighbour list: "
                         "double-precision NVE gives the same bits on CPU and GPU")
+    r.add_argument("--batch", choices=["members", "batched", "auto"], default=None,
+                   help="a batch of runs (a TOML sweep): members (default: each system its own kernels), "
+                        "batched (all systems in one launch per kernel; needs --deterministic), or auto "
+                        "(batched where it runs)")
     r.add_argument("--threads", type=int, metavar="N",
                    help="CPU threads of each process (default: NUMBA_NUM_THREADS if set, else over MPI ranks "
                         "the cores divided by the ranks on the node, else every core)")

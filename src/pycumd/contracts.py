@@ -267,6 +267,9 @@ class StepHooksBase:
     runs_in_composite = True
     #: a thermostat whose target temperature :meth:`reset_target` changes (replica exchange)
     has_target_temperature = False
+    #: the batched engine of an Ensemble (:mod:`pycumd.batch_engine`) runs these hooks over all
+    #: systems in one launch (Langevin); False: an ensemble with them keeps the member engine
+    in_batch = False
 
     #: degrees of freedom the hooks' constraints remove from the temperature (LAMMPS ``Fix::dof``), known
     #: once :meth:`off_terms` has run

@@ -8,8 +8,9 @@ and on every device: it runs its own components with the same arithmetic in the 
 stop between two steps changes nothing in either (:meth:`Simulation.advance`).  The test
 ``tests/test_ensemble.py`` checks this against runs made alone.
 
-The batched GPU engine of ``docs/batch.md`` (all systems in shared arrays, one launch per kernel,
-the arithmetic per atom unchanged) sits behind this class: it changes the speed, never the answer.
+The batched engine (:mod:`pycumd.batch_engine`, ``Ensemble(..., batch="batched")``: all systems in
+shared arrays that the members' states view, one call per kernel per step for the whole batch, the
+arithmetic per atom unchanged) sits behind this class: it changes the speed, never the answer.
 This module is the driver both share: lockstep, per-system reporters, replica exchange, blow-ups
 of one system, checkpoints of the whole batch, and waves of a batch that does not fit in memory.
 """
@@ -80,6 +81,13 @@ class Ensemble:
         at reports).
     verbose : bool or file
         Where the ensemble's own messages go (failures, waves, the exchange summary); True: stderr.
+    batch : {"members", "batched", "auto"}
+        Which engine advances the systems.  ``"members"`` (default): every member runs its own
+        kernels.  ``"batched"``: the batched engine (:mod:`pycumd.batch_engine`: all systems' atoms
+        in shared arrays, each kernel called once per step over all of them; the same bits as the
+        members alone), or :class:`~pycumd.batch_engine.BatchUnsupported` saying what it does not
+        run (this round: the CPU, double precision, ``deterministic=True``, neighbour lists, one
+        pair style, NVE or Langevin).  ``"auto"``: the batched engine where it runs, else the members.
 
     Examples
     --------
@@ -94,7 +102,8 @@ class Ensemble:
     """
 
     def __init__(self, simulations, *, exchange=None, stop_all_on_error: bool = False, checkpoint=None,
-                 checkpoint_every: int = 0, check_every: int = 100, verbose=True, exchange_log=None):
+                 checkpoint_every: int = 0, check_every: int = 100, verbose=True, exchange_log=None,
+                 batch: str = "members"):
         self.members: list[Simulation] = list(simulations)
         if not self.members:
             raise ValueError("an ensemble needs at least one system")
@@ -125,13 +134,16 @@ class Ensemble:
         self._logs: list = []
         #: what the batch came from (:class:`EnsemblePlan`'s source and options), stored in its checkpoints
         self.context: dict = {}
+        #: the batched engine (:mod:`pycumd.batch_engine`) advancing the members, or None (each its own)
+        self.engine = _choose_engine(self.members, batch)
 
     # -- building ---------------------------------------------------------------------------
     @classmethod
     def from_systems(cls, systems, potentials, integrators=None, *, thermo_log=None, thermo_every: int = 100,
                      trajectory=None, trajectory_every: int = 100, exchange=None, stop_all_on_error: bool = False,
                      checkpoint=None, checkpoint_every: int = 0, check_every: int = 100, verbose=True,
-                     resume_step: int | None = None, exchange_log=None, **options) -> "Ensemble":
+                     resume_step: int | None = None, exchange_log=None, batch: str = "members",
+                     **options) -> "Ensemble":
         """Build a member per system.
 
         ``potentials`` is one potential for all or one per system (the same style with other
@@ -140,7 +152,7 @@ class Ensemble:
         with a ``system`` column (:class:`~pycumd.outputs.ensemble_thermo.EnsembleThermoLog`);
         ``trajectory``: a path pattern with ``{system}`` (``frames_{system}.gsd``), one file per
         system.  ``resume_step``: the step of the checkpoint the batch will continue (the thermo log
-        is cut back to it and appended to).  ``options`` go to every :class:`Simulation` (``neighbor=``, ``engine=``, ``skin=``,
+        is cut back to it and appended to).  ``batch``: the engine (:class:`Ensemble`'s ``batch``).  ``options`` go to every :class:`Simulation` (``neighbor=``, ``engine=``, ``skin=``,
         ``device=``, ``precision=``, ``deterministic=``, ...).
         """
         from .outputs.trajectory import trajectory_writer
@@ -172,7 +184,7 @@ class Ensemble:
             members.append(Simulation(system, pot, integ, reporters=reporters, **options))
         ens = cls(members, exchange=exchange, stop_all_on_error=stop_all_on_error, checkpoint=checkpoint,
                   checkpoint_every=checkpoint_every, check_every=check_every, verbose=verbose,
-                  exchange_log=exchange_log)
+                  exchange_log=exchange_log, batch=batch)
         if log is not None:
             ens._logs.append(log)
         return ens
@@ -240,10 +252,15 @@ class Ensemble:
         try:
             for i in self.active():
                 self._guarded(i, lambda m: m.begin_run(steps))
+            if self.engine is not None:
+                self.engine.begin_run()
             while self.step_of_active() < self._run_end:
                 stop = self._next_stop()
-                for i in self.active():
-                    self._guarded(i, lambda m: m.advance(stop))
+                if self.engine is not None:
+                    self._advance_batched(stop)
+                else:
+                    for i in self.active():
+                        self._guarded(i, lambda m: m.advance(stop))
                 if self.check_every and stop % self.check_every == 0:
                     for i in self.active():
                         self._guarded(i, lambda m: m.book.check_finite())
@@ -261,6 +278,13 @@ class Ensemble:
                 m.backend.synchronize()
         if self.exchange is not None and self._out:
             print(self.exchange.summary(), file=self._out, flush=True)
+
+    def _advance_batched(self, stop: int) -> None:
+        """The batched engine's steps to ``stop``, then each member's reports of that step."""
+        due = {i: self.members[i].due_reporters(stop) for i in self.active()}
+        self.engine.advance(stop, self.step_of_active())
+        for i in self.active():
+            self._guarded(i, lambda m: m.report_step(stop, due[i], True))
 
     def step_of_active(self) -> int:
         active = self.active()
@@ -289,6 +313,8 @@ class Ensemble:
             if self.stop_all_on_error or self.exchange is not None:
                 raise SimulationError(f"system {i} of the ensemble at step {m.step}: {exc}") from None
             self.failures.append(failure)
+            if self.engine is not None:
+                self.engine.deactivate(i)
             if self._out:
                 print(f"pycumd: system {i} stopped at step {m.step} ({exc}); the other "
                       f"{len(self.active())} go on", file=self._out, flush=True)
@@ -377,6 +403,19 @@ class Ensemble:
             log.close()
         if self._walk_log is not None:
             self._walk_log.close()
+
+
+def _choose_engine(members, batch: str):
+    """The batched engine for ``batch`` ("members", "batched", "auto"; see :class:`Ensemble`), or None."""
+    if batch not in ("members", "batched", "auto"):
+        raise ValueError(f"batch must be 'members', 'batched' or 'auto', got {batch!r}")
+    if batch == "members":
+        return None
+    from .batch_engine import BatchedEngine, unsupported_reason
+
+    if batch == "auto" and unsupported_reason(members) is not None:
+        return None
+    return BatchedEngine(members)
 
 
 # -- batches larger than memory ---------------------------------------------------------------
@@ -486,6 +525,8 @@ class EnsemblePlan:
     checkpoint: str | None = None
     checkpoint_every: int = 0
     source: dict | None = None
+    #: the engine (:class:`Ensemble`'s ``batch``: "members", "batched", "auto"; ``pycumd run --batch``)
+    batch: str = "members"
 
     def build(self, verbose=True, resume_step: int | None = None) -> Ensemble:
         """The :class:`Ensemble` of this plan (members built, files opened; ``resume_step``: see
@@ -499,7 +540,7 @@ class EnsemblePlan:
                                      checkpoint=self.checkpoint, checkpoint_every=self.checkpoint_every,
                                      verbose=verbose, resume_step=resume_step, exchange_log=self.exchange_log,
                                      neighbor=self.neighbor,
-                                     engine=self.engine)
+                                     engine=self.engine, batch=self.batch)
         ens.context = {"source": self.source, "device": self.engine.device, "precision": self.engine.precision,
                        "deterministic": self.engine.deterministic, "thermo_log": self.thermo_log,
                        "trajectory": self.trajectory, "checkpoint": self.checkpoint,

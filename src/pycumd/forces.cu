@@ -187,6 +187,54 @@ __device__ __forceinline__ void pair_forces_body(
     control, pos4, nbr, nbr_count, n_local, stride, table, n_types, Lx, Ly, Lz, invLx, invLy, invLz, force, energy, virial, lanes
 FORCE_KERNEL_PAIR(pair_forces, PAIR_FORCES_ARGS, PAIR_FORCES_PASS, FORCE_MIN_BLOCKS, FORCE_MIN_BLOCKS)
 
+#ifndef BATCH
+#define BATCH 0
+#endif
+#if BATCH
+// The batched engine's force kernel (batch_engine.py, docs/batch.md; compiled with -DBATCH=1, so the
+// kernels above are the same PTX without it): pair_forces_body's frame and neighbour loop for every
+// atom of every system in one launch, the target's system `system[i]` giving what a single run passes
+// as arguments: its box `box[6 s ..]` (Lx, Ly, Lz, 1/Lx, 1/Ly, 1/Lz, real_t values as the single
+// launch's), its rows of the shared pair table (from row `table_row[s]`, `n_types_of[s]` types).  The
+// lists hold batch indices (a neighbour is always in the target's system), column-major with the
+// batch's stride.  Every pair loads its table row (the one-type path's register copy holds the same
+// values), and `lanes` is the batch's (the same for every system).
+template <int WITH_ENERGY>
+__device__ __forceinline__ void pair_forces_batch_body(
+    const int* __restrict__ control, const real_t* __restrict__ pos4, const int* __restrict__ nbr,
+    const int* __restrict__ nbr_count, int n_local, int stride, const pair_t* __restrict__ table,
+    const int* __restrict__ system, const real_t* __restrict__ box, const int* __restrict__ table_row,
+    const int* __restrict__ n_types_of, accum_t* __restrict__ force, accum_t* __restrict__ energy,
+    accum_t* __restrict__ virial, int lanes)
+{
+    if (control[0]) return;
+    for_target_atom(n_local, lanes, force, energy, virial, WITH_ENERGY, [&](int i, int lane, bool active) {
+        real_t xi = 0, yi = 0, zi = 0; int ti = 0, s = 0;
+        if (active) { load_position(pos4, i, xi, yi, zi, ti); s = __ldg(system + i); }
+        PairSums sums;
+        pair_sums_zero(sums);
+        const real_t* const b = box + 6 * (size_t)s;
+        const int n_types = __ldg(n_types_of + s);
+        const pair_t* rows = table + ((size_t)__ldg(table_row + s) + (size_t)ti * n_types) * PAIR_TABLE_COLUMNS;
+        const int count = active ? nbr_count[i] : 0;
+        sum_neighbours<false>(sums, pos4, nbr, i, count, lane, lanes, stride, rows, xi, yi, zi,
+                              __ldg(b), __ldg(b + 1), __ldg(b + 2), __ldg(b + 3), __ldg(b + 4), __ldg(b + 5),
+                              WITH_ENERGY);
+        return sums;
+    });
+}
+
+#define PAIR_FORCES_BATCH_ARGS                                                                        \
+    const int* __restrict__ control, const real_t* __restrict__ pos4, const int* __restrict__ nbr,    \
+    const int* __restrict__ nbr_count, int n_local, int stride, const pair_t* __restrict__ table,     \
+    const int* __restrict__ system, const real_t* __restrict__ box, const int* __restrict__ table_row, \
+    const int* __restrict__ n_types_of, accum_t* __restrict__ force, accum_t* __restrict__ energy,    \
+    accum_t* __restrict__ virial, int lanes
+#define PAIR_FORCES_BATCH_PASS \
+    control, pos4, nbr, nbr_count, n_local, stride, table, system, box, table_row, n_types_of, force, energy, virial, lanes
+FORCE_KERNEL_PAIR(pair_forces_batch, PAIR_FORCES_BATCH_ARGS, PAIR_FORCES_BATCH_PASS, FORCE_MIN_BLOCKS, FORCE_MIN_BLOCKS)
+#endif // BATCH
+
 #if FIXED_POINT_FORCES || COMPOSITE
 // One coordinate of r_i - r_j from box fractions (minimum image by wrap-around), in float32:
 // (float)d * s for the 32-bit difference d.  SPLIT: the int-to-float conversion (I2F, a

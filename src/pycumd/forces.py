@@ -136,39 +136,61 @@ def default_lanes(n_atoms: int) -> int:
     return 1
 
 
-def _make_cpu_kernel(pair_function):
-    add, store = make_pair_sums(pair_function)
+@numba.njit(inline="always")
+def _plus(a, b):
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4], a[5] + b[5], a[6] + b[6],
+            a[7] + b[7], a[8] + b[8], a[9] + b[9])
+
+
+def make_atom_list_sums(pair_function):
+    """``atom_sums(i, offset, positions, types, L, invL, nbr, count, table, base, with_energy, lanes)``:
+    one target atom's sums over its full-list row (the one place of the neighbour-list kernel's
+    arithmetic; the single-system kernel below and the batched one, :mod:`pycumd.batch_engine`, call it).
+
+    Target ``i`` is row ``i`` of ``positions`` and of ``nbr``; its row holds ``count`` neighbour
+    indices ``j`` of rows ``offset + j`` of ``positions`` and ``types`` (``offset`` 0 alone; in a
+    batch the system's first atom: the lists hold indices within the system); ``table[base + type_j]``
+    is the pair's parameter row (``base = first row of the system's table + type_i n_types``).  Lane
+    ``l`` takes the neighbours ``l, l + lanes, ...`` in list order; the lanes' sums are added as the
+    GPU's butterfly does: (s0 + s1), ((s0 + s1) + (s2 + s3)), then the two quads of 8 lanes.  Returns
+    the 10-tuple ``(fx, fy, fz, e, w0..w5)`` (energy and virial not yet halved).
+    """
+    add, _ = make_pair_sums(pair_function)
 
     @numba.njit(inline="always")
-    def plus(a, b):
-        return (a[0] + b[0], a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4], a[5] + b[5], a[6] + b[6],
-                a[7] + b[7], a[8] + b[8], a[9] + b[9])
+    def atom_sums(i, offset, positions, types, L, invL, nbr, count, table, base, with_energy, lanes):
+        xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
+        two = four = eight = sums = ZERO_SUMS
+        for lane in range(lanes):
+            sums = ZERO_SUMS
+            for k in range(lane, count, lanes):
+                j = offset + nbr[i, k]
+                sums = add(sums, xi - positions[j, 0], yi - positions[j, 1], zi - positions[j, 2],
+                           L, invL, table[base + types[j]], with_energy)
+            if lane % 2 == 0:
+                two = sums
+                continue
+            two = _plus(two, sums)
+            if lane % 4 == 1:
+                four = two
+                continue
+            four = _plus(four, two)
+            eight = four if lane == 3 else _plus(eight, four)
+        return sums if lanes == 1 else two if lanes == 2 else four if lanes == 4 else eight
+
+    return atom_sums
+
+
+def _make_cpu_kernel(pair_function):
+    _, store = make_pair_sums(pair_function)
+    atom_sums = make_atom_list_sums(pair_function)
 
     @numba.njit(parallel=True)
     def kernel(positions, types, L, invL, nbr, nbr_count, table, n_types, forces, energy, virial,
                with_energy, lanes):
         for i in numba.prange(nbr_count.shape[0]):     # targets: the first n_local rows of positions
-            xi, yi, zi = positions[i, 0], positions[i, 1], positions[i, 2]
-            base = types[i] * n_types
-            # lane l: the neighbours l, l + lanes, ... in list order; the lanes' sums added as the GPU's
-            # butterfly does: (s0 + s1), ((s0 + s1) + (s2 + s3)), then the two quads of 8 lanes
-            two = four = eight = sums = ZERO_SUMS
-            for lane in range(lanes):
-                sums = ZERO_SUMS
-                for k in range(lane, nbr_count[i], lanes):
-                    j = nbr[i, k]
-                    sums = add(sums, xi - positions[j, 0], yi - positions[j, 1], zi - positions[j, 2],
-                               L, invL, table[base + types[j]], with_energy)
-                if lane % 2 == 0:
-                    two = sums
-                    continue
-                two = plus(two, sums)
-                if lane % 4 == 1:
-                    four = two
-                    continue
-                four = plus(four, two)
-                eight = four if lane == 3 else plus(eight, four)
-            total = sums if lanes == 1 else two if lanes == 2 else four if lanes == 4 else eight
+            total = atom_sums(i, 0, positions, types, L, invL, nbr, nbr_count[i], table, types[i] * n_types,
+                              with_energy, lanes)
             store(total, i, forces, energy, virial, with_energy)
     return kernel
 

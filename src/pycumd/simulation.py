@@ -327,6 +327,18 @@ class Simulation:
                 bar.update(state.step - self._run_start)
             self._stop_if_asked()
 
+    def due_reporters(self, step: int) -> list:
+        """The reporters that report at ``step`` of the current run."""
+        return self._due(step)
+
+    def report_step(self, step: int, due: list, with_energy: bool) -> None:
+        """The end of a step whose phases ran elsewhere (the batched engine of an
+        :class:`~pycumd.ensemble.Ensemble`, :mod:`pycumd.batch_engine`, which wrote this simulation's
+        arrays): the step number set, energies marked current (``with_energy``: the forces of the
+        step computed them) and the ``due`` reporters served, as :meth:`_one_step`'s last phase."""
+        self.state.step = step
+        self._phase_report(due, with_energy)
+
     def _one_step(self, step: int) -> None:
         """One step on the host-driven path: the phases of :data:`pycumd.step_order.STEP_ORDER`, in
         its order (the order of :meth:`run`'s docstring)."""

@@ -12,10 +12,16 @@ exchange every K steps (pycumd.tempering), against the replicas run one after an
 
     pycumd bench batch                                   # 1,024 x 1,000 and 64 x 4,000 (the issue's sizes)
     pycumd bench batch --case independent --systems 64 --atoms 1000 --steps 200
+    pycumd bench batch --engine both                     # the batched engine beside the member engine
 
-The ensemble today advances each member with its own kernels (docs/batch.md: the batched engine of
-one launch per kernel over all systems is designed, not built), so its rate is that of the members
-one after another, less what lockstep saves; the table says which engine ran.
+--engine: members (default: each member runs its own kernels, one set of launches per system
+per step), batched (pycumd.batch_engine: all systems in shared arrays, one launch per kernel per
+step for the whole batch; it runs in deterministic mode, so its members are built with
+deterministic=True), or both (the two in the same process, both deterministic, so that they
+integrate the same trajectories; the ratio batched_over_members is printed).  --deterministic
+builds the member engine's systems in deterministic mode too when it runs alone.  The batched engine
+on the GPU runs double and single precision and is host-stepped this round (one read of the
+per-system rebuild flags per step, no CUDA graph).
 """
 
 from __future__ import annotations
@@ -41,13 +47,43 @@ def _cells(n_atoms: int):
     return (side, side, side)
 
 
-def _member(n_atoms: int, seed: int, device: str, precision: str, integrator=None):
+def _member(n_atoms: int, seed: int, device: str, precision: str, integrator=None, deterministic: bool = False):
     from pycumd import LennardJones, Simulation, create_velocities, lattice_system
 
     system = lattice_system("fcc", _cells(n_atoms), density=0.8442)
     create_velocities(system, 1.44, seed)
     pot = LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
-    return Simulation(system, pot, integrator, skin=0.3, device=device, precision=precision)
+    return Simulation(system, pot, integrator, skin=0.3, device=device, precision=precision,
+                      deterministic=deterministic)
+
+
+#: the engines of --engine, in the order they run, and the words the table prints
+ENGINES = {"members": ("members",), "batched": ("batched",), "both": ("batched", "members")}
+ENGINE_WORDS = {"members": "members (one set of launches per system)",
+                "batched": "batched (one launch per kernel for the whole batch)"}
+
+
+def _engine_rates(out: dict, engines, make_members, steps: int, warmup: int, atoms_total: int, **ensemble) -> list:
+    """Time an Ensemble of ``make_members()`` with each engine; record ``<engine>_engine_atom_steps_per_s``
+    (and ``batch_atom_steps_per_s``, the first engine's) in ``out``; return the last members built."""
+    from pycumd.ensemble import Ensemble
+
+    members = None
+    for engine in engines:
+        members = make_members()
+        sync = members[0].backend.synchronize
+        extra = {key: (value() if callable(value) else value) for key, value in ensemble.items()}
+        ens = Ensemble(members, verbose=False, check_every=0, batch=engine, **extra)
+        seconds = _timed(ens.run, steps, warmup, sync)
+        out[f"{engine}_engine_atom_steps_per_s"] = atoms_total * steps / seconds
+        out.setdefault("batch_atom_steps_per_s", out[f"{engine}_engine_atom_steps_per_s"])
+        if "exchange" in extra:
+            out[f"{engine}_engine_acceptance"] = [float(a) for a in extra["exchange"].acceptance_ratios()]
+        ens = None
+    if len(engines) > 1:
+        out["batched_over_members"] = (out["batched_engine_atom_steps_per_s"]
+                                       / out["members_engine_atom_steps_per_s"])
+    return members
 
 
 def _timed(run, steps: int, warmup: int, sync) -> float:
@@ -62,27 +98,29 @@ def _timed(run, steps: int, warmup: int, sync) -> float:
 
 
 def independent(systems: int, atoms: int, steps: int, warmup: int, device: str, precision: str,
-                baselines=("one_big", "one_at_a_time")) -> dict:
-    from pycumd.ensemble import Ensemble
+                baselines=("one_big", "one_at_a_time"), engine: str = "members", deterministic: bool = False) -> dict:
+    engines = ENGINES[engine]
+    deterministic = deterministic or "batched" in engines
 
-    members = [_member(atoms, 1000 + i, device, precision) for i in range(systems)]
-    sync = members[0].backend.synchronize
-    ens = Ensemble(members, verbose=False, check_every=0)
+    def make_members():
+        return [_member(atoms, 1000 + i, device, precision, deterministic=deterministic) for i in range(systems)]
     out = {"case": "independent", "systems": systems, "atoms": atoms, "steps": steps,
-           "device": members[0].backend.device_name, "precision": members[0].precision.name,
-           "engine": "members (one set of launches per system)"}
-    seconds = _timed(ens.run, steps, warmup, sync)
-    out["batch_atom_steps_per_s"] = systems * atoms * steps / seconds
+           "engine": " and ".join(ENGINE_WORDS[e] for e in engines), "deterministic": deterministic}
+    members = _engine_rates(out, engines, make_members, steps, warmup, systems * atoms)
+    out.update(device=members[0].backend.device_name, precision=members[0].precision.name)
+    sync = members[0].backend.synchronize
     if "one_at_a_time" in baselines:
+        members = make_members()
+
         def one_by_one(n):
             for m in members:
                 m.run(n)
         seconds = _timed(one_by_one, steps, 0, sync)
         out["one_at_a_time_atom_steps_per_s"] = systems * atoms * steps / seconds
-    ens = members = None                  # freed before the big baseline is made
+    members = None                        # freed before the big baseline is made
     if "one_big" in baselines:
         try:
-            big = _member(systems * atoms, 87287, device, precision)
+            big = _member(systems * atoms, 87287, device, precision, deterministic=deterministic)
         except ValueError:                    # S x N atoms not a block of fcc cells: no such baseline
             big = None
         if big is not None:
@@ -92,27 +130,27 @@ def independent(systems: int, atoms: int, steps: int, warmup: int, device: str, 
     return out
 
 
-def tempering(replicas: int, atoms: int, steps: int, warmup: int, every: int, device: str, precision: str) -> dict:
+def tempering(replicas: int, atoms: int, steps: int, warmup: int, every: int, device: str, precision: str,
+              engine: str = "members", deterministic: bool = False) -> dict:
     from pycumd import VelocityVerlet
-    from pycumd.ensemble import Ensemble
     from pycumd.integrators import Langevin
     from pycumd.tempering import ReplicaExchange
 
     temperatures = list(np.geomspace(1.2, 2.0, replicas))
+    engines = ENGINES[engine]
+    deterministic = deterministic or "batched" in engines
 
     def build():
-        return [_member(atoms, 1000 + i, device, precision, VelocityVerlet(0.005, Langevin(t, 0.5, 77 + i)))
+        return [_member(atoms, 1000 + i, device, precision, VelocityVerlet(0.005, Langevin(t, 0.5, 77 + i)),
+                        deterministic=deterministic)
                 for i, t in enumerate(temperatures)]
-    members = build()
-    sync = members[0].backend.synchronize
-    exchange = ReplicaExchange(temperatures, every=every, seed=5)
-    ens = Ensemble(members, exchange=exchange, verbose=False, check_every=0)
     out = {"case": "tempering", "replicas": replicas, "atoms": atoms, "steps": steps, "every": every,
-           "device": members[0].backend.device_name, "precision": members[0].precision.name,
-           "engine": "members (one set of launches per system)"}
-    seconds = _timed(ens.run, steps, warmup, sync)
-    out["batch_atom_steps_per_s"] = replicas * atoms * steps / seconds
-    out["acceptance"] = [float(a) for a in exchange.acceptance_ratios()]
+           "engine": " and ".join(ENGINE_WORDS[e] for e in engines), "deterministic": deterministic}
+    members = _engine_rates(out, engines, build, steps, warmup, replicas * atoms,
+                            exchange=lambda: ReplicaExchange(temperatures, every=every, seed=5))
+    out.update(device=members[0].backend.device_name, precision=members[0].precision.name)
+    out["acceptance"] = out[f"{engines[0]}_engine_acceptance"]
+    sync = members[0].backend.synchronize
     alone = build()
 
     def one_by_one(n):
@@ -137,23 +175,28 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="auto")
     p.add_argument("--precision", default="single")
     p.add_argument("--no-big", action="store_true", help="independent: skip the one-big-system baseline")
+    p.add_argument("--engine", choices=tuple(ENGINES), default="members",
+                   help="members (each system its own kernels), batched (one launch per kernel for the whole "
+                        "batch; deterministic mode), or both in the same process (default members)")
+    p.add_argument("--deterministic", action="store_true",
+                   help="build the systems in deterministic mode (always so with the batched engine)")
     p.add_argument("--out-dir", default=None)
     args = p.parse_args(argv)
     results = []
     if args.case in ("independent", "both"):
         baselines = ("one_at_a_time",) if args.no_big else ("one_big", "one_at_a_time")
         results.append(independent(args.systems, args.atoms, args.steps, args.warmup, args.device, args.precision,
-                                   baselines))
+                                   baselines, args.engine, args.deterministic))
     if args.case in ("tempering", "both"):
         results.append(tempering(args.replicas, args.replica_atoms, args.steps, args.warmup, args.every,
-                                 args.device, args.precision))
+                                 args.device, args.precision, args.engine, args.deterministic))
     for r in results:
         print(f"{r['case']}: {r.get('systems', r.get('replicas'))} x {r['atoms']} atoms, {r['steps']} steps, "
               f"{r['device']}, {r['precision']}, engine: {r['engine']}")
         for key, value in r.items():
             if key.endswith("_per_s"):
                 print(f"  {key:<34} {value:.4g}")
-            elif key.startswith("batch_over"):
+            elif key.startswith("batch_over") or key == "batched_over_members":
                 print(f"  {key:<34} {value:.3f}")
         if "acceptance" in r:
             print(f"  acceptance per pair: {' '.join(f'{a:.2f}' for a in r['acceptance'])}")

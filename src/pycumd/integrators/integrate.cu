@@ -196,6 +196,96 @@ extern "C" __global__ void langevin_forces(const real_t* __restrict__ vel, accum
     }
 }
 
+#ifndef BATCH
+#define BATCH 0
+#endif
+#if BATCH
+// The batched engine's half steps and Langevin forces (batch_engine.py, docs/batch.md; compiled with
+// -DBATCH=1, so the kernels above are the same PTX without it): one thread per atom of every system,
+// the operations of initial_integrate, final_integrate and langevin_forces on the values a single run
+// passes as arguments, read from its system's row: `step_params[2 s]` dtf, `[2 s + 1]` dtv (real_t),
+// `noise[2 s]` gamma1, `[2 s + 1]` gamma2 (double), `seeds[s]`.  `active[s] == 0`: the system is
+// masked (it failed, or has no thermostat for the Langevin kernel).
+extern "C" __global__ void initial_integrate_batch(real_t* __restrict__ pos4, real_t* __restrict__ vel,
+                                                   const accum_t* __restrict__ force, const real_t* __restrict__ mass,
+                                                   const int* __restrict__ system, const unsigned char* __restrict__ active,
+                                                   const real_t* __restrict__ step_params, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int s = system[i];
+    if (!active[s]) return;
+    const real_t dtf = step_params[2 * s], dtv = step_params[2 * s + 1];
+    real_t dtfm = dtf / mass[i];
+    real_t x[4];
+    load_row4(pos4, i, x);
+    for (int d = 0; d < 3; ++d) {
+        real_t v = half_kick(vel[3 * (size_t)i + d], dtfm, force[3 * (size_t)i + d]);
+        vel[3 * (size_t)i + d] = v;
+        x[d] += dtv * v;
+    }
+    store_row4(pos4, i, x);
+}
+
+extern "C" __global__ void final_integrate_batch(real_t* __restrict__ vel, const accum_t* __restrict__ force,
+                                                 const real_t* __restrict__ mass, const int* __restrict__ system,
+                                                 const unsigned char* __restrict__ active,
+                                                 const real_t* __restrict__ step_params, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int s = system[i];
+    if (!active[s]) return;
+    real_t dtfm = step_params[2 * s] / mass[i];
+    for (int d = 0; d < 3; ++d) vel[3 * (size_t)i + d] = half_kick(vel[3 * (size_t)i + d], dtfm, force[3 * (size_t)i + d]);
+}
+
+extern "C" __global__ void langevin_forces_batch(const real_t* __restrict__ vel, accum_t* __restrict__ force,
+                                                 const real_t* __restrict__ mass, const long long* __restrict__ ids,
+                                                 const int* __restrict__ system, const unsigned char* __restrict__ active,
+                                                 const double* __restrict__ noise,
+                                                 const unsigned long long* __restrict__ seeds, int n,
+                                                 unsigned long long step)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int s = system[i];
+    if (!active[s]) return;
+    const double gamma1 = noise[2 * s], gamma2 = noise[2 * s + 1];
+    const unsigned long long seed = seeds[s];
+    double m = (double)mass[i];
+    double g1 = gamma1 * m, g2 = gamma2 * sqrt(m);
+    for (int d = 0; d < 3; ++d) {
+        double u = counter_uniform(seed, step, (unsigned long long)ids[i], (unsigned long long)d);
+        force[3 * (size_t)i + d] += (accum_t)(g1 * (double)vel[3 * (size_t)i + d] + g2 * (u - 0.5));
+    }
+}
+
+// Per-system sums for thermo output (batch_engine.py's system_sums): one block of 256 threads per
+// system, a fixed tree, so repeatable: out[3 s] = sum of energy, out[3 s + 1] = sum of m v^2 / 2,
+// out[3 s + 2] = sum of the virial's trace, over the system's atoms [atom_offset[s], atom_offset[s+1]).
+extern "C" __global__ void system_sums_batch(const accum_t* __restrict__ energy, const accum_t* __restrict__ virial,
+                                             const real_t* __restrict__ vel, const real_t* __restrict__ mass,
+                                             const long long* __restrict__ atom_offset, double* __restrict__ out)
+{
+    __shared__ double part[3][256];
+    const int s = blockIdx.x, t = threadIdx.x;
+    double e = 0, k = 0, w = 0;
+    for (long long i = atom_offset[s] + t; i < atom_offset[s + 1]; i += blockDim.x) {
+        e += (double)energy[i];
+        const double vx = vel[3 * i], vy = vel[3 * i + 1], vz = vel[3 * i + 2];
+        k += 0.5 * (double)mass[i] * (vx * vx + vy * vy + vz * vz);
+        w += (double)virial[6 * i] + (double)virial[6 * i + 1] + (double)virial[6 * i + 2];
+    }
+    part[0][t] = e; part[1][t] = k; part[2][t] = w;
+    __syncthreads();
+    for (int h = blockDim.x / 2; h > 0; h >>= 1) {
+        if (t < h) for (int q = 0; q < 3; ++q) part[q][t] += part[q][t + h];
+        __syncthreads();
+    }
+    if (t == 0) for (int q = 0; q < 3; ++q) out[3 * s + q] = part[q][0];
+}
+#endif // BATCH
 #if COMPOSITE
 #include "composite/float_float.cuh"
 // Composite precision (float-float, no float64): every quantity as hi and lo arrays of the same

@@ -34,14 +34,21 @@ def counter_uniform(seed, step, atom_id, component):
     return float(h >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
+@numba.njit(inline="always")
+def langevin_atom(i, velocities, forces, mass, ids, gamma1, gamma2, seed, step):
+    """Atom i's friction and noise added to its force (the one place of the CPU's arithmetic: the
+    single-system kernel and the batched one, :mod:`pycumd.batch_engine`, call it)."""
+    g1 = gamma1 * mass[i]
+    g2 = gamma2 * np.sqrt(mass[i])
+    for d in range(3):
+        u = counter_uniform(seed, step, ids[i], d)
+        forces[i, d] += g1 * velocities[i, d] + g2 * (u - 0.5)
+
+
 @numba.njit(parallel=True, cache=True)
 def _langevin_forces_cpu(velocities, forces, mass, ids, gamma1, gamma2, seed, step):
     for i in numba.prange(velocities.shape[0]):
-        g1 = gamma1 * mass[i]
-        g2 = gamma2 * np.sqrt(mass[i])
-        for d in range(3):
-            u = counter_uniform(seed, step, ids[i], d)
-            forces[i, d] += g1 * velocities[i, d] + g2 * (u - 0.5)
+        langevin_atom(i, velocities, forces, mass, ids, gamma1, gamma2, seed, step)
 
 
 class Langevin(StepHooksBase):
@@ -101,7 +108,16 @@ class Langevin(StepHooksBase):
         return self.t_start + (self.t_stop - self.t_start) * sim.run_fraction()
 
     def post_force(self, sim) -> None:
-        self._apply(sim.state, self._gamma1, self._gamma2_per_sqrt_t * np.sqrt(self.target(sim)))
+        self._apply(sim.state, *self.noise_factors(sim))
+
+    #: the batched engine (:mod:`pycumd.batch_engine`) runs it: its per-system row is
+    #: :meth:`noise_factors` and the seed
+    in_batch = True
+
+    def noise_factors(self, sim) -> tuple:
+        """``(gamma1, gamma2)`` of this step: friction per mass (1/time, over ftm2v) and the noise
+        amplitude per sqrt(mass) at the current target temperature, as the kernels take them."""
+        return self._gamma1, self._gamma2_per_sqrt_t * np.sqrt(self.target(sim))
 
     # begin_step, end_step and the checkpoint state are the base class's (nothing to do, nothing to
     # store beyond the seed: the noise is a counter-based stream of (seed, step, atom id))

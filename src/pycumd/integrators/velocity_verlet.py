@@ -12,22 +12,35 @@ from ..precision import c_type_name
 BLOCK = 128
 
 
+@numba.njit(inline="always")
+def initial_integrate_atom(i, positions, velocities, forces, mass, dtf, dtv):
+    """Atom i's initial half step ``v += dtf/m f; x += dtv v`` (the one place of the CPU's arithmetic:
+    the single-system kernel and the batched one, :mod:`pycumd.batch_engine`, call it)."""
+    dtfm = dtf / mass[i]
+    for d in range(3):
+        v = velocities[i, d] + dtfm * forces[i, d]
+        velocities[i, d] = v
+        positions[i, d] += dtv * v
+
+
+@numba.njit(inline="always")
+def final_integrate_atom(i, velocities, forces, mass, dtf):
+    """Atom i's final half step ``v += dtf/m f``."""
+    dtfm = dtf / mass[i]
+    for d in range(3):
+        velocities[i, d] += dtfm * forces[i, d]
+
+
 @numba.njit(parallel=True, cache=True)
 def _initial_integrate_cpu(positions, velocities, forces, mass, dtf, dtv):
     for i in numba.prange(positions.shape[0]):
-        dtfm = dtf / mass[i]
-        for d in range(3):
-            v = velocities[i, d] + dtfm * forces[i, d]
-            velocities[i, d] = v
-            positions[i, d] += dtv * v
+        initial_integrate_atom(i, positions, velocities, forces, mass, dtf, dtv)
 
 
 @numba.njit(parallel=True, cache=True)
 def _final_integrate_cpu(velocities, forces, mass, dtf):
     for i in numba.prange(velocities.shape[0]):
-        dtfm = dtf / mass[i]
-        for d in range(3):
-            velocities[i, d] += dtfm * forces[i, d]
+        final_integrate_atom(i, velocities, forces, mass, dtf)
 
 
 class VelocityVerlet(IntegratorBase):

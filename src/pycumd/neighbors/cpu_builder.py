@@ -17,27 +17,34 @@ from .counting_sort import cell_index, counting_sort, identity_into, identity_vi
 from .verlet import IMAGE_SHIFT_MIN_CELLS
 
 
-@numba.njit(cache=True)
-def wrap_positions_cpu(positions, images, L):
-    """Wrap into [0, L) and count images, exactly as the ``wrap_positions`` CUDA kernel does.
+@numba.njit(inline="always")
+def wrap_atom(i, positions, images, L):
+    """Row i wrapped into [0, L) with its image counters (the one place of the wrap's arithmetic:
+    :func:`wrap_positions_cpu` and the batched engine, :mod:`pycumd.batch_engine`, call it).
 
     ``x -= k L`` with ``k = floor(x / L)``; for the usual ``k = -1`` or ``1`` that is the single
     ``x + L`` or ``x - L`` LAMMPS does.  Non-finite coordinates are left for the blow-up check.
     """
+    for d in range(3):
+        x = positions[i, d]
+        if (x < 0.0 or x >= L[d]) and math.isfinite(x):
+            k = math.floor(x / L[d])
+            x -= k * L[d]
+            if x >= L[d]:
+                x -= L[d]
+                k += 1
+            if x < 0.0:
+                x += L[d]
+                k -= 1
+            images[i, d] += k
+            positions[i, d] = x
+
+
+@numba.njit(cache=True)
+def wrap_positions_cpu(positions, images, L):
+    """Wrap into [0, L) and count images, exactly as the ``wrap_positions`` CUDA kernel does (:func:`wrap_atom`)."""
     for i in range(positions.shape[0]):
-        for d in range(3):
-            x = positions[i, d]
-            if (x < 0.0 or x >= L[d]) and math.isfinite(x):
-                k = math.floor(x / L[d])
-                x -= k * L[d]
-                if x >= L[d]:
-                    x -= L[d]
-                    k += 1
-                if x < 0.0:
-                    x += L[d]
-                    k -= 1
-                images[i, d] += k
-                positions[i, d] = x
+        wrap_atom(i, positions, images, L)
 
 
 @numba.njit(inline="always")
@@ -272,17 +279,24 @@ def _sort_rows_by_id(nbr, nbr_count, ids, n_targets):
             nbr[i, b + 1] = j
 
 
+@numba.njit(inline="always")
+def displacement2_atom(i, positions, at_build, L, invL):
+    """Row i's squared displacement since the last build (minimum image; the one place of the
+    check's arithmetic, also the batched engine's)."""
+    s = 0.0
+    for d in range(3):
+        x = positions[i, d] - at_build[i, d]
+        x -= L[d] * np.rint(x * invL[d])
+        s += x * x
+    return s
+
+
 @numba.njit(parallel=True, cache=True)
 def _max_displacement2_cpu(positions, at_build, L, invL):
     n = positions.shape[0]
     d2 = np.zeros(n)
     for i in numba.prange(n):
-        s = 0.0
-        for d in range(3):
-            x = positions[i, d] - at_build[i, d]
-            x -= L[d] * np.rint(x * invL[d])
-            s += x * x
-        d2[i] = s
+        d2[i] = displacement2_atom(i, positions, at_build, L, invL)
     return d2.max() if n else 0.0
 
 
@@ -367,4 +381,4 @@ class CpuListBuilder:
         return nl.nbr[i, :nl.nbr_count[i]].copy()
 
 
-__all__ = ["CpuListBuilder", "build_list_cpu", "sorted_identity", "wrap_positions_cpu"]
+__all__ = ["CpuListBuilder", "build_list_cpu", "displacement2_atom", "sorted_identity", "wrap_atom", "wrap_positions_cpu"]

@@ -967,3 +967,135 @@ extern "C" __global__ void sort_neighbours_by_id(int* __restrict__ nbr, const in
         column[(size_t)(b + 1) * stride] = j;
     }
 }
+
+#ifndef BATCH
+#define BATCH 0
+#endif
+#if BATCH
+// The batched engine's builds (batch_engine.py, docs/batch.md; compiled with -DBATCH=1, so the kernels
+// above are the same PTX without it).  One thread per atom of every system; the system `system[i]`
+// gives what a single build passes as arguments: its box `box[6 s ..]` (L, 1/L, real_t), its cells
+// `cells[3 s ..]` and first cell `cell_offset[s]`, `r_list2[s]`, `limit2[s]`.  Only the systems whose
+// flag (`rebuild[s]`, `consider[s]`) is set do anything, so a build of some systems leaves the others'
+// atoms and lists as they are.
+
+// The wrap of wrap_positions for the rebuilding systems' atoms.
+extern "C" __global__ void wrap_positions_batch(real_t* __restrict__ pos4, int* __restrict__ image, int n,
+                                                const int* __restrict__ system, const unsigned char* __restrict__ rebuild,
+                                                const real_t* __restrict__ box)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int s = system[i];
+    if (!rebuild[s]) return;
+    const real_t L[3] = {box[6 * s], box[6 * s + 1], box[6 * s + 2]};
+    real_t x[3];
+    wrap_position(pos4, image, i, L, x);
+}
+
+// displacement_exceeds per system: flag[s] = 1 if an atom of a considered system s moved more than
+// sqrt(limit2[s]) since its system's last build (the same arithmetic).
+extern "C" __global__ void displacement_exceeds_batch(
+    const real_t* __restrict__ pos4, const at_build_t* __restrict__ pos4_at_build, int n,
+    const int* __restrict__ system, const unsigned char* __restrict__ consider, const real_t* __restrict__ box,
+    const real_t* __restrict__ limit2, int* __restrict__ flag)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int s = system[i];
+    if (!consider[s] || flag[s]) return;
+    const real_t* const b = box + 6 * s;
+    const real_t Lx = b[0], Ly = b[1], Lz = b[2], invLx = b[3], invLy = b[4], invLz = b[5];
+    real_t x, y, z; at_build_t x0, y0, z0; int t;
+    load_position(pos4, i, x, y, z, t);
+    load_position(pos4_at_build, i, x0, y0, z0, t);
+    real_t dx = x - (real_t)x0, dy = y - (real_t)y0, dz = z - (real_t)z0;
+    dx -= Lx * rint(dx * invLx);
+    dy -= Ly * rint(dy * invLy);
+    dz -= Lz * rint(dz * invLz);
+    if (dx * dx + dy * dy + dz * dz > limit2[s]) flag[s] = 1;
+}
+
+// The list of one target of a rebuilding system (atoms in cell order after the batch's counting sort
+// and reorder: bin b's atoms are rows bin_start[b] .. bin_start[b + 1] - 1; the system's cell c is bin
+// cell_offset[s] + c, the key of its atoms in that cell): every other atom of the
+// system's cells within the stencil of the target's cell (offsets -2..2, fewer below 5 cells, each cell
+// once; cells wholly beyond r_list skipped) closer than r_list, by the rule's minimum image d - L rint(d / L) (bit for bit the image-shift
+// kernels' r^2, see the top of this file), then sorted by global id as sort_neighbours_by_id does
+// (deterministic mode's canonical order: so the row is the single build's row).  Entries are batch
+// rows, column-major with `stride`; a row longer than `capacity` is counted, not stored (the host
+// grows the storage and builds again).  The system's largest count goes to max_count[s]; the
+// target's positions at build are taken (snapshot_and_publish's copy).
+__device__ __forceinline__ int stencil_low(int n) { return -min(2, (n - 1) / 2); }
+__device__ __forceinline__ int stencil_high(int n) { return min(2, n / 2); }
+// The smallest distance along one axis between points of two cells d apart (width w): (|d| - 1) w, 0 for
+// neighbouring cells and below 5 cells (the builders' pruning, with their margin 1.001 on r_list^2).
+__device__ __forceinline__ real_t cell_gap_batch(int d, real_t w, int n) {
+    return (n < 5 || (d >= -1 && d <= 1)) ? real_t(0) : real_t(abs(d) - 1) * w;
+}
+
+extern "C" __global__ void build_list_batch(
+    const real_t* __restrict__ pos4, const int* __restrict__ keys, const long long* __restrict__ ids, int n,
+    const int* __restrict__ system, const unsigned char* __restrict__ rebuild, const int* __restrict__ cell_offset,
+    const int* __restrict__ cells, const real_t* __restrict__ box, const real_t* __restrict__ r_list2,
+    const int* __restrict__ bin_start, int* __restrict__ nbr, int* __restrict__ nbr_count, int stride, int capacity,
+    at_build_t* __restrict__ pos4_at_build, unsigned int* __restrict__ max_count)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int s = system[i];
+    if (!rebuild[s]) return;
+    const int nx = cells[3 * s], ny = cells[3 * s + 1], nz = cells[3 * s + 2], first = cell_offset[s];
+    const int c = keys[i] - first;
+    const int cx = c % nx, cy = (c / nx) % ny, cz = c / (nx * ny);
+    const real_t* const b = box + 6 * s;
+    const real_t Lx = b[0], Ly = b[1], Lz = b[2], invLx = b[3], invLy = b[4], invLz = b[5];
+    const real_t rl2 = r_list2[s];
+    real_t xi, yi, zi; int ti;
+    load_position(pos4, i, xi, yi, zi, ti);
+    const real_t wx = Lx / nx, wy = Ly / ny, wz = Lz / nz, skip2 = rl2 * real_t(1.001);
+    int found = 0;
+    for (int dz = stencil_low(nz); dz <= stencil_high(nz); ++dz) {
+        const int z = (cz + dz + nz) % nz;
+        const real_t gz = cell_gap_batch(dz, wz, nz);
+        for (int dy = stencil_low(ny); dy <= stencil_high(ny); ++dy) {
+            const int y = (cy + dy + ny) % ny;
+            const real_t gy = cell_gap_batch(dy, wy, ny);
+            for (int dx = stencil_low(nx); dx <= stencil_high(nx); ++dx) {
+                const real_t gx = cell_gap_batch(dx, wx, nx);
+                if (gx * gx + gy * gy + gz * gz >= skip2) continue;    // the cell lies wholly beyond r_list
+                const int cell = first + (cx + dx + nx) % nx + nx * (y + ny * z);
+                for (int j = bin_start[cell]; j < bin_start[cell + 1]; ++j) {
+                    real_t xj, yj, zj; int tj;
+                    load_position(pos4, j, xj, yj, zj, tj);
+                    real_t ddx = xi - xj, ddy = yi - yj, ddz = zi - zj;
+                    ddx -= Lx * rint(ddx * invLx);
+                    ddy -= Ly * rint(ddy * invLy);
+                    ddz -= Lz * rint(ddz * invLz);
+                    const real_t r2 = ddx * ddx + ddy * ddy + ddz * ddz;
+                    if (r2 < rl2 && j != i) {
+                        if (found < capacity) nbr[(size_t)found * stride + i] = j;
+                        ++found;
+                    }
+                }
+            }
+        }
+    }
+    nbr_count[i] = found;
+    int* const column = nbr + i;
+    const int count = min(found, capacity);
+    for (int a = 1; a < count; ++a) {                  // sort_neighbours_by_id's insertion sort
+        const int j = column[(size_t)a * stride];
+        const long long key = ids[j];
+        int q = a - 1;
+        for (; q >= 0; --q) {
+            const int jq = column[(size_t)q * stride];
+            if (ids[jq] <= key) break;
+            column[(size_t)(q + 1) * stride] = jq;
+        }
+        column[(size_t)(q + 1) * stride] = j;
+    }
+    for (int q = 0; q < 4; ++q) pos4_at_build[4 * (size_t)i + q] = (at_build_t)pos4[4 * (size_t)i + q];
+    atomicMax(max_count + s, (unsigned int)found);
+}
+#endif // BATCH
