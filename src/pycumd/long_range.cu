@@ -13,9 +13,14 @@
 //                     coul factors f: the erfc term less (1 - f) qqrd2e q_i q_j / r (LAMMPS' */coul/long)
 //
 // Positions: (N, 4) real_t rows x, y, z, type; charges (N,) double; forces (N, 3), energy (N,), virial
-// (N, 6) accum_t; the Coulomb arithmetic in double.
+// (N, 6) accum_t; separations and the per-atom sums in double, each pair's erfc, exp, square root and
+// quotients in pair_t (pycumd.precision: double in double precision, float in single and mixed, as the
+// short-range pair terms).
 #ifndef real_t
 #define real_t double
+#endif
+#ifndef pair_t
+#define pair_t double
 #endif
 #ifndef accum_t
 #define accum_t double
@@ -42,12 +47,14 @@ __device__ __forceinline__ void coul_pair_add(CoulSums& s, double dx, double dy,
                                               double rc2, double subtract, int with_energy) {
     const double r2 = dx * dx + dy * dy + dz * dz;
     if (!(r2 < rc2)) return;
-    const double r = sqrt(r2);
-    const double gr = g * r;
-    const double erfc_gr = erfc(gr);
-    const double prefactor = qq / r;
-    const double e = prefactor * (erfc_gr - subtract);
-    const double fr = prefactor * (erfc_gr + TWO_OVER_SQRT_PI * gr * exp(-gr * gr) - subtract) / r2;
+    const pair_t r2p = (pair_t)r2;
+    const pair_t r = sqrt(r2p);
+    const pair_t gr = (pair_t)g * r;
+    const pair_t erfc_gr = erfc(gr);
+    const pair_t prefactor = (pair_t)qq / r;
+    const double e = (double)(prefactor * (erfc_gr - (pair_t)subtract));
+    const double fr = (double)(prefactor * (erfc_gr + (pair_t)TWO_OVER_SQRT_PI * gr * exp(-gr * gr) - (pair_t)subtract)
+                               / r2p);
     s.f[0] += dx * fr;
     s.f[1] += dy * fr;
     s.f[2] += dz * fr;
