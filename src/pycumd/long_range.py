@@ -348,6 +348,12 @@ class LongRangeForces(ForceEvaluatorBase):
             raise InputError(f"dihedral_style charmm with a 1-4 weight w > 0 needs pair_style lj/charmm/coul/long or "
                              f"lj/charmm/coul/charmm (their eps14 sigma14), not {potential.name} (LAMMPS: 'Dihedral charmm is incompatible "
                              f"with Pair style')")
+        special = topology.special
+        if float(special.lj[2]) != 0.0 or float(special.coul[2]) != 0.0:
+            raise InputError(f"dihedral_style charmm with a 1-4 weight w > 0 and pair_style {potential.name} needs the "
+                             f"1-4 special factors 0 (special_bonds charmm; LAMMPS: 'Must use 'special_bonds charmm' with "
+                             f"dihedral style charmm for use with CHARMM pair styles'), got lj {float(special.lj[2]):g} "
+                             f"coul {float(special.coul[2]):g}")
         start, partners, weights = pairs
         return {"start": xp.asarray(start), "partners": xp.asarray(partners), "weights": xp.asarray(weights),
                 "lj14": xp.asarray(lj14_table(n_types)), "n_types": n_types,
