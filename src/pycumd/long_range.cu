@@ -141,8 +141,9 @@ __device__ __forceinline__ void coul_long_pairs_body(
     double Lz, double invLx, double invLy, double invLz, double qqrd2e, double rc2, double pa, double pb,  \
     accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,                \
     double* __restrict__ coul_energy
-#define COUL_PAIRS_PASS \
-    control, pos4, charges, nbr, nbr_count, n, stride, Lx, Ly, Lz, invLx, invLy, invLz, qqrd2e, rc2, pa, pb, force, energy, virial, coul_energy
+#define COUL_PAIRS_PASS                                                                                   \
+    control, pos4, charges, nbr, nbr_count, n, stride, Lx, Ly, Lz, invLx, invLy, invLz, qqrd2e, rc2, pa, pb, force, \
+    energy, virial, coul_energy
 
 extern "C" __global__ void coul_long_pairs(COUL_PAIRS_ARGS) { coul_long_pairs_body<0, 0>(COUL_PAIRS_PASS); }
 extern "C" __global__ void coul_long_pairs_energy(COUL_PAIRS_ARGS) { coul_long_pairs_body<1, 0>(COUL_PAIRS_PASS); }

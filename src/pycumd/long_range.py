@@ -92,9 +92,10 @@ def coul_charmm_pair(r2, qq, factor, implicit, rc2, inner2, denom):
 
 @numba.njit(inline="always")
 def coulomb_pair(r2, qq, factor, kind, rc2, a, b):
-    """``(E, F/r)`` of one pair of the per-atom-charge Coulomb ``kind`` (:data:`pycumd.potentials.coul_long.COULOMB_LONG`:
-    :func:`coul_long_pair` with ``g = a``, a special pair's ``factor`` as LAMMPS' ``*/coul/long``;
-    ``COULOMB_CHARMM`` / ``COULOMB_CHARMM_IMPLICIT``: :func:`coul_charmm_pair` with ``inner2 = a``, ``denom = b``)."""
+    """``(E, F/r)`` of one pair of the per-atom-charge Coulomb ``kind``
+    (:data:`pycumd.potentials.coul_long.COULOMB_LONG`: :func:`coul_long_pair` with ``g = a``, a special pair's
+    ``factor`` as LAMMPS' ``*/coul/long``; ``COULOMB_CHARMM`` / ``COULOMB_CHARMM_IMPLICIT``:
+    :func:`coul_charmm_pair` with ``inner2 = a``, ``denom = b``)."""
     if kind == COULOMB_LONG:
         return coul_long_pair(r2, qq, a, rc2, 1.0 - factor)
     return coul_charmm_pair(r2, qq, factor, kind == COULOMB_CHARMM_IMPLICIT, rc2, a, b)
@@ -346,14 +347,14 @@ class LongRangeForces(ForceEvaluatorBase):
         lj14_table = getattr(potential.short, "lj14_table", None)
         if lj14_table is None:
             raise InputError(f"dihedral_style charmm with a 1-4 weight w > 0 needs pair_style lj/charmm/coul/long or "
-                             f"lj/charmm/coul/charmm (their eps14 sigma14), not {potential.name} (LAMMPS: 'Dihedral charmm is incompatible "
-                             f"with Pair style')")
+                             f"lj/charmm/coul/charmm (their eps14 sigma14), not {potential.name} (LAMMPS: 'Dihedral "
+                             f"charmm is incompatible with Pair style')")
         special = topology.special
         if float(special.lj[2]) != 0.0 or float(special.coul[2]) != 0.0:
-            raise InputError(f"dihedral_style charmm with a 1-4 weight w > 0 and pair_style {potential.name} needs the "
-                             f"1-4 special factors 0 (special_bonds charmm; LAMMPS: 'Must use 'special_bonds charmm' with "
-                             f"dihedral style charmm for use with CHARMM pair styles'), got lj {float(special.lj[2]):g} "
-                             f"coul {float(special.coul[2]):g}")
+            raise InputError(f"dihedral_style charmm with a 1-4 weight w > 0 and pair_style {potential.name} needs "
+                             f"the 1-4 special factors 0 (special_bonds charmm; LAMMPS: 'Must use 'special_bonds "
+                             f"charmm' with dihedral style charmm for use with CHARMM pair styles'), got lj "
+                             f"{float(special.lj[2]):g} coul {float(special.coul[2]):g}")
         start, partners, weights = pairs
         return {"start": xp.asarray(start), "partners": xp.asarray(partners), "weights": xp.asarray(weights),
                 "lj14": xp.asarray(lj14_table(n_types)), "n_types": n_types,
@@ -495,4 +496,5 @@ class LongRangeForces(ForceEvaluatorBase):
         return getattr(self.pair, name)
 
 
-__all__ = ["LongRangeForces", "coul_charmm_pair", "coul_long_pair", "coulomb_pair", "special_coulomb_pairs", "TWO_OVER_SQRT_PI"]
+__all__ = ["LongRangeForces", "coul_charmm_pair", "coul_long_pair", "coulomb_pair", "special_coulomb_pairs",
+           "TWO_OVER_SQRT_PI"]

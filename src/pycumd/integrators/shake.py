@@ -618,7 +618,8 @@ class Shake(StepHooksBase):
         virial = None
         if self._virial is not None:
             be = self._bound.backend
-            virial = {kind: np.asarray(be.to_host(self._virial[kind]), np.float64).tolist() for kind in self._bound.kinds}
+            virial = {kind: np.asarray(be.to_host(self._virial[kind]), np.float64).tolist()
+                      for kind in self._bound.kinds}
         return {"virial": virial, "warned": bool(self._bound.warned) if self._bound is not None else False}
 
     def restore_checkpoint_state(self, state: dict) -> None:
