@@ -161,9 +161,11 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                                                   engine.threads)
     precision = get_precision(engine.precision, backend.name, engine.deterministic)
     integrator.bind(backend, precision, system.units)
-    long_range = getattr(potential, "long_range", False)      # */coul/long + a k-space solver
+    # per-atom charges through pycumd.long_range: */coul/long + a k-space solver, lj/charmm/coul/charmm
+    long_range = getattr(potential, "per_atom_coulomb", False)
     if long_range and decomposed:
-        raise NotImplementedError(f"kspace over MPI ranks is not implemented yet (pair_style {potential.name}); "
+        what = "kspace" if potential.long_range else "per-atom Coulomb"
+        raise NotImplementedError(f"{what} over MPI ranks is not implemented yet (pair_style {potential.name}); "
                                   f"run on one rank")
     skin = neighbor.resolved_skin(system.units.name)
     r_cut = potential.max_cutoff(system.n_types)

@@ -1,21 +1,30 @@
-// The real-space part of an Ewald-split Coulomb sum between per-atom charges (twin of
-// pycumd/long_range.py's Numba kernels: the same operations in the same order, so deterministic double
-// precision differs only by the last bits of the libraries' erfc and exp).
+// The real-space part of a Coulomb sum between per-atom charges (twin of pycumd/long_range.py's Numba
+// kernels: the same operations in the same order, so deterministic double precision differs only by the last
+// bits of the libraries' erfc and exp).  KIND (potentials/coul_long.py's COULOMB_*): 0 the Ewald-split erfc
+// term of LAMMPS' */coul/long (pa = g), 1 the switched Coulomb of lj/charmm/coul/charmm, 2 that of
+// lj/charmm/coul/charmm/implicit (pa = the squared inner cutoff, pb = (rc2 - pa)^3).
 //
-//   coul_long_pairs(_energy): one thread per target atom over its full neighbour list (column-major,
-//                     nbr[k * stride + i]), in list order:
-//                       E_ij = qqrd2e q_i q_j erfc(g r) / r,
-//                       F/r  = qqrd2e q_i q_j (erfc(g r) / r + 2 g / sqrt(pi) exp(-g^2 r^2)) / r^2  (r < r_cut_coul),
-//                     added to the forces (and halves of E and r_ij (x) r_ij F/r to the energy and virial,
-//                     E/2 also to coul_energy) that the pair kernel wrote
+//   coul_long_pairs(_energy), coul_charmm_pairs(_energy), coul_charmm_implicit_pairs(_energy): one thread per
+//                     target atom over its full neighbour list (column-major, nbr[k * stride + i]), in list order:
+//                       KIND 0: E_ij = qqrd2e q_i q_j erfc(g r) / r,
+//                               F/r  = qqrd2e q_i q_j (erfc(g r) / r + 2 g / sqrt(pi) exp(-g^2 r^2)) / r^2;
+//                       KIND 1: E_ij = qqrd2e q_i q_j / r S1, F/r = qqrd2e q_i q_j / r S1 / r^2 (LAMMPS' force:
+//                               not -dE/dr between the cutoffs, which would add S2);
+//                       KIND 2: E_ij = qqrd2e q_i q_j / r^2 S1, F/r = 2 qqrd2e q_i q_j / r^2 (S1 + S2 / 2) / r^2
+//                               (S1 = 1, S2 = 0 inside the inner cutoff; potentials/charmm_switch.cuh);
+//                     (r < r_cut_coul) added to the forces (and halves of E and r_ij (x) r_ij F/r to the energy and
+//                     virial, E/2 also to coul_energy) that the pair kernel wrote
 //   long_range_row_map: row_of[ids[i]] = i
 //   coul_long_special: one thread per atom over its special partners (atom IDs, CSR by ID) with their
-//                     coul factors f: the erfc term less (1 - f) qqrd2e q_i q_j / r (LAMMPS' */coul/long)
+//                     coul factors f: KIND 0 the erfc term less (1 - f) qqrd2e q_i q_j / r (LAMMPS' */coul/long),
+//                     KIND 1, 2: f times the switched term
 //
 // Positions: (N, 4) real_t rows x, y, z, type; charges (N,) double; forces (N, 3), energy (N,), virial
-// (N, 6) accum_t; separations and the per-atom sums in double, each pair's erfc, exp, square root and
+// (N, 6) accum_t; separations and the per-atom sums in double; KIND 0's erfc, exp, square root and
 // quotients in pair_t (pycumd.precision: double in double precision, float in single and mixed, as the
-// short-range pair terms).
+// short-range pair terms), the CHARMM kinds' switching in double.
+#include "potentials/charmm_switch.cuh"
+
 #ifndef real_t
 #define real_t double
 #endif
@@ -42,19 +51,42 @@ __device__ __forceinline__ void coul_sums_zero(CoulSums& s) {
 
 __device__ __forceinline__ double min_image(double d, double L, double invL) { return d - L * rint(d * invL); }
 
-// One pair (the Numba coul_long_pair and forces.full_pair): its E and F/r less subtract * qq / r, added to s.
-__device__ __forceinline__ void coul_pair_add(CoulSums& s, double dx, double dy, double dz, double qq, double g,
-                                              double rc2, double subtract, int with_energy) {
+// One pair (the Numba coulomb_pair and forces.full_pair): its E and F/r of kind KIND (special coul factor
+// `factor`, 1 for a plain pair), added to s.
+__device__ __forceinline__ void coul_pair_add(CoulSums& s, double dx, double dy, double dz, double qq, double factor,
+                                              int kind, double rc2, double pa, double pb, int with_energy) {
     const double r2 = dx * dx + dy * dy + dz * dz;
     if (!(r2 < rc2)) return;
-    const pair_t r2p = (pair_t)r2;
-    const pair_t r = sqrt(r2p);
-    const pair_t gr = (pair_t)g * r;
-    const pair_t erfc_gr = erfc(gr);
-    const pair_t prefactor = (pair_t)qq / r;
-    const double e = (double)(prefactor * (erfc_gr - (pair_t)subtract));
-    const double fr = (double)(prefactor * (erfc_gr + (pair_t)TWO_OVER_SQRT_PI * gr * exp(-gr * gr) - (pair_t)subtract)
-                               / r2p);
+    double e, fr;
+    if (kind == 0) {                             // erfc (g = pa), less (1 - factor) qq / r
+        const pair_t subtract = (pair_t)(1.0 - factor);
+        const pair_t r2p = (pair_t)r2;
+        const pair_t r = sqrt(r2p);
+        const pair_t gr = (pair_t)pa * r;
+        const pair_t erfc_gr = erfc(gr);
+        const pair_t prefactor = (pair_t)qq / r;
+        e = (double)(prefactor * (erfc_gr - subtract));
+        fr = (double)(prefactor * (erfc_gr + (pair_t)TWO_OVER_SQRT_PI * gr * exp(-gr * gr) - subtract) / r2p);
+    } else {                                     // CHARMM switching (inner2 = pa, denom = pb)
+        const double r2inv = 1.0 / r2;
+        double force;
+        if (kind == 2) {
+            e = qq * r2inv;
+            force = 2.0 * e;
+        } else {
+            e = qq * sqrt(r2inv);
+            force = e;
+        }
+        if (r2 > pa) {
+            double switch1, switch2;
+            charmm_switch(r2, rc2, pa, pb, switch1, switch2);
+            if (kind == 2) force *= switch1 + 0.5 * switch2;
+            else force *= switch1;                     // as LAMMPS: not -dE/dr between the cutoffs
+            e *= switch1;
+        }
+        e = factor * e;
+        fr = factor * force * r2inv;
+    }
     s.f[0] += dx * fr;
     s.f[1] += dy * fr;
     s.f[2] += dz * fr;
@@ -83,12 +115,12 @@ __device__ __forceinline__ void coul_store(const CoulSums& s, int i, accum_t* __
     }
 }
 
-template <int WITH_ENERGY>
+template <int WITH_ENERGY, int KIND>
 __device__ __forceinline__ void coul_long_pairs_body(
     const int* __restrict__ control, const real_t* __restrict__ pos4, const double* __restrict__ charges,
     const int* __restrict__ nbr, const int* __restrict__ nbr_count, int n, int stride,
-    double Lx, double Ly, double Lz, double invLx, double invLy, double invLz, double qqrd2e, double g, double rc2,
-    accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,
+    double Lx, double Ly, double Lz, double invLx, double invLy, double invLz, double qqrd2e, double rc2, double pa,
+    double pb, accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,
     double* __restrict__ coul_energy)
 {
     if (control[0]) return;                     // control[0]: the step block is frozen (see step_graph.py)
@@ -104,7 +136,7 @@ __device__ __forceinline__ void coul_long_pairs_body(
         const double dx = min_image(xi - (double)pos4[4 * j], Lx, invLx);
         const double dy = min_image(yi - (double)pos4[4 * j + 1], Ly, invLy);
         const double dz = min_image(zi - (double)pos4[4 * j + 2], Lz, invLz);
-        coul_pair_add(s, dx, dy, dz, qi * charges[j], g, rc2, 0.0, WITH_ENERGY);
+        coul_pair_add(s, dx, dy, dz, qi * charges[j], 1.0, KIND, rc2, pa, pb, WITH_ENERGY);
     }
     coul_store(s, i, force, energy, virial, coul_energy, WITH_ENERGY);
 }
@@ -112,14 +144,21 @@ __device__ __forceinline__ void coul_long_pairs_body(
 #define COUL_PAIRS_ARGS                                                                                     \
     const int* __restrict__ control, const real_t* __restrict__ pos4, const double* __restrict__ charges,   \
     const int* __restrict__ nbr, const int* __restrict__ nbr_count, int n, int stride, double Lx, double Ly, \
-    double Lz, double invLx, double invLy, double invLz, double qqrd2e, double g, double rc2,               \
+    double Lz, double invLx, double invLy, double invLz, double qqrd2e, double rc2, double pa, double pb,  \
     accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,                \
     double* __restrict__ coul_energy
-#define COUL_PAIRS_PASS \
-    control, pos4, charges, nbr, nbr_count, n, stride, Lx, Ly, Lz, invLx, invLy, invLz, qqrd2e, g, rc2, force, energy, virial, coul_energy
+#define COUL_PAIRS_PASS                                                                                   \
+    control, pos4, charges, nbr, nbr_count, n, stride, Lx, Ly, Lz, invLx, invLy, invLz, qqrd2e, rc2, pa, pb, force, \
+    energy, virial, coul_energy
 
-extern "C" __global__ void coul_long_pairs(COUL_PAIRS_ARGS) { coul_long_pairs_body<0>(COUL_PAIRS_PASS); }
-extern "C" __global__ void coul_long_pairs_energy(COUL_PAIRS_ARGS) { coul_long_pairs_body<1>(COUL_PAIRS_PASS); }
+extern "C" __global__ void coul_long_pairs(COUL_PAIRS_ARGS) { coul_long_pairs_body<0, 0>(COUL_PAIRS_PASS); }
+extern "C" __global__ void coul_long_pairs_energy(COUL_PAIRS_ARGS) { coul_long_pairs_body<1, 0>(COUL_PAIRS_PASS); }
+extern "C" __global__ void coul_charmm_pairs(COUL_PAIRS_ARGS) { coul_long_pairs_body<0, 1>(COUL_PAIRS_PASS); }
+extern "C" __global__ void coul_charmm_pairs_energy(COUL_PAIRS_ARGS) { coul_long_pairs_body<1, 1>(COUL_PAIRS_PASS); }
+extern "C" __global__ void coul_charmm_implicit_pairs(COUL_PAIRS_ARGS) { coul_long_pairs_body<0, 2>(COUL_PAIRS_PASS); }
+extern "C" __global__ void coul_charmm_implicit_pairs_energy(COUL_PAIRS_ARGS) {
+    coul_long_pairs_body<1, 2>(COUL_PAIRS_PASS);
+}
 
 extern "C" __global__ void long_range_row_map(const long long* __restrict__ ids, int* __restrict__ row_of, int n) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -130,9 +169,9 @@ extern "C" __global__ void coul_long_special(
     const int* __restrict__ control, const real_t* __restrict__ pos4, const double* __restrict__ charges,
     const long long* __restrict__ ids, const int* __restrict__ row_of, const long long* __restrict__ start,
     const long long* __restrict__ partners, const double* __restrict__ factors, int n,
-    double Lx, double Ly, double Lz, double invLx, double invLy, double invLz, double qqrd2e, double g, double rc2,
-    accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,
-    double* __restrict__ coul_energy, int with_energy)
+    double Lx, double Ly, double Lz, double invLx, double invLy, double invLz, double qqrd2e, double rc2, double pa,
+    double pb, accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial,
+    double* __restrict__ coul_energy, int kind, int with_energy)
 {
     if (control[0]) return;
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -149,13 +188,15 @@ extern "C" __global__ void coul_long_special(
         const double dx = min_image(xi - (double)pos4[4 * j], Lx, invLx);
         const double dy = min_image(yi - (double)pos4[4 * j + 1], Ly, invLy);
         const double dz = min_image(zi - (double)pos4[4 * j + 2], Lz, invLz);
-        coul_pair_add(s, dx, dy, dz, qi * charges[j], g, rc2, 1.0 - factors[q], with_energy);
+        coul_pair_add(s, dx, dy, dz, qi * charges[j], factors[q], kind, rc2, pa, pb, with_energy);
     }
     coul_store(s, i, force, energy, virial, coul_energy, with_energy);
 }
 
 // The weighted 1-4 pairs of dihedral_style charmm (LAMMPS DihedralCharmm::compute; one entry per dihedral of
-// weight w > 0, both ends, no cutoff): w (LJ14 + qqrd2e q_i q_j / r), one thread per atom over its entries;
+// weight w > 0, both ends, no cutoff): w (LJ14 + qqrd2e q_i q_j / r), with implicit (lj/charmm/coul/charmm/implicit)
+// w (LJ14 + qqrd2e q_i q_j / r^2) with LAMMPS' force w qqrd2e q_i q_j / r^2 / r^2 along r (not -dE/dr: as LAMMPS'
+// DihedralCharmm); one thread per atom over its entries;
 // lj14 rows (n_types * n_types, 4): 48 eps14 s14^12, 24 eps14 s14^6, 4 eps14 s14^12, 4 eps14 s14^6.  Their
 // energies are pair energies (LAMMPS tallies them so); the Coulomb part also into coul_energy.
 extern "C" __global__ void charmm_weighted_14(
@@ -164,7 +205,7 @@ extern "C" __global__ void charmm_weighted_14(
     const long long* __restrict__ start, const long long* __restrict__ partners, const double* __restrict__ weights,
     const double* __restrict__ lj14, int n_types, int n, double Lx, double Ly, double Lz, double invLx,
     double invLy, double invLz, double qqrd2e, accum_t* __restrict__ force, accum_t* __restrict__ energy,
-    accum_t* __restrict__ virial, double* __restrict__ coul_energy, int with_energy)
+    accum_t* __restrict__ virial, double* __restrict__ coul_energy, int implicit, int with_energy)
 {
     if (control[0]) return;
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -186,7 +227,7 @@ extern "C" __global__ void charmm_weighted_14(
         const double r6inv = r2inv * r2inv * r2inv;
         const double* row = lj14 + 4 * ((size_t)types[i] * n_types + types[j]);
         const double w = weights[q];
-        const double force_coul = qi * charges[j] * sqrt(r2inv);
+        const double force_coul = implicit ? qi * charges[j] * r2inv : qi * charges[j] * sqrt(r2inv);
         const double force_lj = r6inv * (row[0] * r6inv - row[1]);
         const double fr = w * (force_lj + force_coul) * r2inv;
         const double e_coul = w * force_coul;

@@ -1,6 +1,7 @@
-"""Long-range Coulomb forces: the real-space ``erfc`` pass over the neighbour list, the special pairs'
+"""Coulomb forces between per-atom charges: the real-space pass over the neighbour list, the special pairs'
 corrections, and a k-space solver, around a pair force evaluator (LAMMPS ``*/coul/long`` pair styles
-with a ``kspace_style``).
+with a ``kspace_style``; also CHARMM's switched Coulomb of ``lj/charmm/coul/charmm[/implicit]``, the same
+passes with :func:`coul_charmm_pair` for the ``erfc`` term and no solver: the potential's ``coulomb_kind``).
 
 :class:`LongRangeForces` wraps the pair evaluator (a :class:`~pycumd.forces.PairForces`, or the
 :class:`~pycumd.molecular.bonded.MolecularForces` around one), as MolecularForces wraps its pair
@@ -35,7 +36,9 @@ import numpy as np
 from .contracts import ForceEvaluatorBase
 from .forces import (ZERO_SUMS, add_own_sums, clear_chunk, full_pair, half_list_chunks,
                      min_image_separation, newton_pair, sum_chunks)
+from .potentials.coul_long import COULOMB_CHARMM, COULOMB_CHARMM_IMPLICIT, COULOMB_LONG
 from .potentials.lammps_args import QQRD2E
+from .potentials.lj_charmm import charmm_switch
 from .system import InputError
 
 BLOCK = 128
@@ -60,6 +63,45 @@ def coul_long_pair(r2, qq, g, rc2, subtract):
 
 
 @numba.njit(inline="always")
+def coul_charmm_pair(r2, qq, factor, implicit, rc2, inner2, denom):
+    """``(E, F/r)`` of one pair of LAMMPS' ``lj/charmm/coul/charmm`` Coulomb part at squared distance ``r2``
+    (``qq = qqrd2e q_i q_j``, ``factor`` the special coul factor, 1 for a plain pair): ``E0 = qq / r``
+    (``implicit``: ``qq / r^2``, ``lj/charmm/coul/charmm/implicit``), switched between the squared inner and
+    outer cutoffs ``inner2`` and ``rc2`` with ``S1`` and ``S2`` of :func:`pycumd.potentials.lj_charmm.charmm_switch`
+    (``denom = (rc2 - inner2)^3``): ``E = factor E0 S1``, ``r F = factor E0 S1`` (as LAMMPS' current
+    ``PairLJCharmmCoulCharmm::compute``: not ``-r dE/dr``, which would add ``E0 S2``, between the cutoffs) and
+    with ``implicit`` ``r F = factor 2 E0 (S1 + S2 / 2) = -r dE/dr``; zero at and beyond ``rc2``."""
+    if not r2 < rc2:
+        return 0.0, 0.0
+    r2inv = 1.0 / r2
+    if implicit:
+        e = qq * r2inv
+        force = 2.0 * e
+    else:
+        e = qq * math.sqrt(r2inv)
+        force = e
+    if r2 > inner2:
+        switch1, switch2 = charmm_switch(r2, rc2, inner2, denom)
+        if implicit:
+            force *= switch1 + 0.5 * switch2
+        else:
+            force *= switch1
+        e *= switch1
+    return factor * e, factor * force * r2inv
+
+
+@numba.njit(inline="always")
+def coulomb_pair(r2, qq, factor, kind, rc2, a, b):
+    """``(E, F/r)`` of one pair of the per-atom-charge Coulomb ``kind``
+    (:data:`pycumd.potentials.coul_long.COULOMB_LONG`: :func:`coul_long_pair` with ``g = a``, a special pair's
+    ``factor`` as LAMMPS' ``*/coul/long``; ``COULOMB_CHARMM`` / ``COULOMB_CHARMM_IMPLICIT``:
+    :func:`coul_charmm_pair` with ``inner2 = a``, ``denom = b``)."""
+    if kind == COULOMB_LONG:
+        return coul_long_pair(r2, qq, a, rc2, 1.0 - factor)
+    return coul_charmm_pair(r2, qq, factor, kind == COULOMB_CHARMM_IMPLICIT, rc2, a, b)
+
+
+@numba.njit(inline="always")
 def _store(i, sums, forces, energy, virial, coul_energy, with_energy):
     """Add atom i's sums of a full list (energy and virial halved) to the state's arrays and, with
     energies, its Coulomb energy to ``coul_energy[i]``."""
@@ -75,8 +117,8 @@ def _store(i, sums, forces, energy, virial, coul_energy, with_energy):
 
 
 @numba.njit(parallel=True, cache=True)
-def coul_long_full(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, forces, energy, virial, coul_energy,
-                   with_energy):
+def coul_long_full(positions, charges, L, invL, nbr, nbr_count, qqrd2e, kind, rc2, pa, pb, forces, energy, virial,
+                   coul_energy, with_energy):
     """The real-space pass over a full list (each pair from both atoms, in list order; the GPU's sums)."""
     for i in numba.prange(nbr_count.shape[0]):
         qi = qqrd2e * charges[i]
@@ -84,13 +126,14 @@ def coul_long_full(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, 
         for k in range(nbr_count[i]):
             j = nbr[i, k]
             dx, dy, dz, r2 = min_image_separation(positions, i, j, L, invL)
-            e, fr = coul_long_pair(r2, qi * charges[j], g, rc2, 0.0)
+            e, fr = coulomb_pair(r2, qi * charges[j], 1.0, kind, rc2, pa, pb)
             sums = full_pair(dx, dy, dz, fr, e, with_energy, sums)
         _store(i, sums, forces, energy, virial, coul_energy, with_energy)
 
 
 @numba.njit(parallel=True, cache=True)
-def coul_long_half(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, bounds, acc, vir, with_energy):
+def coul_long_half(positions, charges, L, invL, nbr, nbr_count, qqrd2e, kind, rc2, pa, pb, bounds, acc, vir,
+                   with_energy):
     """The real-space pass over a half list (each pair once, Newton's third law), chunk t's sums in
     ``acc[t]`` (fx, fy, fz, e) and ``vir[t]`` (as :func:`pycumd.forces._make_cpu_half_kernel`; then
     :func:`pycumd.forces.sum_chunks`)."""
@@ -105,14 +148,14 @@ def coul_long_half(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, 
             for k in range(nbr_count[i]):
                 j = nbr[i, k]
                 dx, dy, dz, r2 = min_image_separation(positions, i, j, L, invL)
-                e, fr = coul_long_pair(r2, qi * charges[j], g, rc2, 0.0)
+                e, fr = coulomb_pair(r2, qi * charges[j], 1.0, kind, rc2, pa, pb)
                 sums = newton_pair(dx, dy, dz, fr, e, j, f, w, with_energy, sums)
             add_own_sums(f, w, i, sums, with_energy)
 
 
 @numba.njit(parallel=True, cache=True)
-def coul_long_special(positions, charges, ids, row_of, start, partners, factors, L, invL, qqrd2e, g, rc2, forces,
-                      energy, virial, coul_energy, with_energy):
+def coul_long_special(positions, charges, ids, row_of, start, partners, factors, L, invL, qqrd2e, kind, rc2, pa, pb,
+                      forces, energy, virial, coul_energy, with_energy):
     """The special pairs (not in the list): for each atom row, its partners ``partners[start[id]:start[id + 1]]``
     (atom IDs) with their coul factors, the erfc term less ``(1 - factor) qq / r``."""
     for i in numba.prange(ids.shape[0]):
@@ -124,7 +167,7 @@ def coul_long_special(positions, charges, ids, row_of, start, partners, factors,
         for q in range(start[a], start[a + 1]):
             j = row_of[partners[q]]
             dx, dy, dz, r2 = min_image_separation(positions, i, j, L, invL)
-            e, fr = coul_long_pair(r2, qi * charges[j], g, rc2, 1.0 - factors[q])
+            e, fr = coulomb_pair(r2, qi * charges[j], factors[q], kind, rc2, pa, pb)
             sums = full_pair(dx, dy, dz, fr, e, with_energy, sums)
         _store(i, sums, forces, energy, virial, coul_energy, with_energy)
 
@@ -155,10 +198,12 @@ def special_coulomb_pairs(topology) -> tuple:
 
 @numba.njit(parallel=True, cache=True)
 def charmm_weighted_14(positions, charges, types, ids, row_of, start, partners, weights, lj14, n_types, L, invL, qqrd2e,
-                       forces, energy, virial, coul_energy, with_energy):
+                       implicit, forces, energy, virial, coul_energy, with_energy):
     """The weighted 1-4 pairs of ``dihedral_style charmm`` (LAMMPS ``DihedralCharmm::compute``, one per
     dihedral of weight w > 0, no cutoff): ``w (LJ14 + qqrd2e q_i q_j / r)``, for each atom row over its
-    entries ``partners[start[id]:start[id + 1]]`` (each pair from both atoms; energies halved).  Their
+    entries ``partners[start[id]:start[id + 1]]`` (each pair from both atoms; energies halved).  ``implicit``
+    (``lj/charmm/coul/charmm/implicit``): ``w qqrd2e q_i q_j / r^2`` with LAMMPS' force ``w qqrd2e q_i q_j / r^2``
+    times ``r_ij / r^2`` (half of ``-dE/dr``: as LAMMPS' ``DihedralCharmm``, kept for agreement).  Their
     energies are pair energies, as LAMMPS tallies them: the Coulomb part also into ``coul_energy``."""
     for i in numba.prange(ids.shape[0]):
         a = ids[i]
@@ -174,7 +219,7 @@ def charmm_weighted_14(positions, charges, types, ids, row_of, start, partners, 
             r6inv = r2inv * r2inv * r2inv
             row = lj14[types[i] * n_types + types[j]]
             w = weights[q]
-            force_coul = qi * charges[j] * math.sqrt(r2inv)
+            force_coul = qi * charges[j] * (r2inv if implicit else math.sqrt(r2inv))
             force_lj = r6inv * (row[0] * r6inv - row[1])
             fr = w * (force_lj + force_coul) * r2inv
             e_coul = w * force_coul
@@ -237,7 +282,7 @@ class LongRangeForces(ForceEvaluatorBase):
     """
 
     def __init__(self, pair_forces, potential, state, units, backend, precision, topology=None, n_types: int = 1):
-        if potential.kspace is None:
+        if potential.kspace is None and potential.long_range:
             raise InputError(f"pair_style {potential.name} needs a k-space solver (LAMMPS: 'Pair style requires a "
                              f"KSpace style'): add kspace_style ewald|pppm ACC, or CoulombLong(..., kspace=make_solver(...))")
         if state.charges is None:
@@ -250,8 +295,9 @@ class LongRangeForces(ForceEvaluatorBase):
         self.potential = potential
         self.backend = backend
         self.precision = precision
-        self.solver = potential.kspace
+        self.solver = potential.kspace             # None: no k-space part (lj/charmm/coul/charmm)
         self.reads_fixed_image = pair_forces.reads_fixed_image
+        self.kind = potential.coulomb_kind
         if potential.coulomb_constant is not None:
             self.qqrd2e = potential.coulomb_constant
         elif units.name in QQRD2E:
@@ -260,10 +306,14 @@ class LongRangeForces(ForceEvaluatorBase):
             raise InputError(f"pair_style {potential.name}: no Coulomb constant for units {units.name}")
         self.r_cut_coul = potential.r_cut_coul
         self.units_name = units.name
-        self._setup_solver(state)
-        #: captured in CUDA graphs only where the wrapped evaluator and the (set-up) solver both may be
-        self.capturable = bool(pair_forces.capturable and self.solver.capturable)
-        self.solver.control = pair_forces.control
+        self.g_ewald = 0.0
+        if self.solver is not None:
+            self._setup_solver(state)
+            self.solver.control = pair_forces.control
+        #: captured in CUDA graphs only where the wrapped evaluator and the (set-up) solver, if any, both may be
+        self.capturable = bool(pair_forces.capturable and (self.solver is None or self.solver.capturable))
+        #: (rc2, pa, pb) of coulomb_pair
+        self.coulomb_parameters = tuple(float(x) for x in potential.coulomb_parameters(self.g_ewald))
         xp = backend.xp
         self.coul_energy = xp.zeros(state.n_atoms)
         self._elong, self._virial, self._ecoul = 0.0, np.zeros(6), 0.0
@@ -279,7 +329,9 @@ class LongRangeForces(ForceEvaluatorBase):
         self._chunks = None
         if backend.is_gpu:
             module = backend.kernel_module("long_range.cu", precision.cuda_defines, options=precision.cuda_options)
-            self._pairs = (module.get_function("coul_long_pairs"), module.get_function("coul_long_pairs_energy"))
+            name = {COULOMB_LONG: "coul_long_pairs", COULOMB_CHARMM: "coul_charmm_pairs",
+                    COULOMB_CHARMM_IMPLICIT: "coul_charmm_implicit_pairs"}[self.kind]
+            self._pairs = (module.get_function(name), module.get_function(f"{name}_energy"))
             self._special_kernel = module.get_function("coul_long_special")
             self._row_map = module.get_function("long_range_row_map")
             self._weighted_14_kernel = module.get_function("charmm_weighted_14")
@@ -287,19 +339,26 @@ class LongRangeForces(ForceEvaluatorBase):
     @staticmethod
     def _weighted_14(topology, potential, n_types, xp):
         """The weighted 1-4 pairs of dihedral_style charmm (w > 0) with the short-range part's 1-4 LJ table;
-        None without them.  Only lj/charmm/coul/long has the 1-4 coefficients (LAMMPS: 'Dihedral charmm is
-        incompatible with Pair style' otherwise)."""
+        None without them.  Only lj/charmm/coul/long and lj/charmm/coul/charmm[/implicit] have the 1-4
+        coefficients (LAMMPS: 'Dihedral charmm is incompatible with Pair style' otherwise)."""
         pairs = charmm_14_pairs(topology)
         if pairs is None:
             return None
         lj14_table = getattr(potential.short, "lj14_table", None)
         if lj14_table is None:
-            raise InputError(f"dihedral_style charmm with a 1-4 weight w > 0 needs pair_style lj/charmm/coul/long "
-                             f"(its eps14 sigma14), not {potential.name} (LAMMPS: 'Dihedral charmm is incompatible "
-                             f"with Pair style')")
+            raise InputError(f"dihedral_style charmm with a 1-4 weight w > 0 needs pair_style lj/charmm/coul/long or "
+                             f"lj/charmm/coul/charmm (their eps14 sigma14), not {potential.name} (LAMMPS: 'Dihedral "
+                             f"charmm is incompatible with Pair style')")
+        special = topology.special
+        if float(special.lj[2]) != 0.0 or float(special.coul[2]) != 0.0:
+            raise InputError(f"dihedral_style charmm with a 1-4 weight w > 0 and pair_style {potential.name} needs "
+                             f"the 1-4 special factors 0 (special_bonds charmm; LAMMPS: 'Must use 'special_bonds "
+                             f"charmm' with dihedral style charmm for use with CHARMM pair styles'), got lj "
+                             f"{float(special.lj[2]):g} coul {float(special.coul[2]):g}")
         start, partners, weights = pairs
         return {"start": xp.asarray(start), "partners": xp.asarray(partners), "weights": xp.asarray(weights),
-                "lj14": xp.asarray(lj14_table(n_types)), "n_types": n_types}
+                "lj14": xp.asarray(lj14_table(n_types)), "n_types": n_types,
+                "implicit": bool(getattr(potential, "implicit", False))}
 
     # -- the k-space solver -------------------------------------------------------------------
     def _setup_solver(self, state) -> None:
@@ -323,7 +382,8 @@ class LongRangeForces(ForceEvaluatorBase):
     @control.setter
     def control(self, array) -> None:
         self.pair.control = array
-        self.solver.control = array
+        if self.solver is not None:
+            self.solver.control = array
 
     def compute(self, state, neighbors, with_energy: bool, **options) -> None:
         self.pair.compute(state, neighbors, with_energy, **options)
@@ -344,21 +404,24 @@ class LongRangeForces(ForceEvaluatorBase):
             self._compute_cpu(state, neighbors, with_energy)
 
     def compute_coulomb(self, state, neighbors, with_energy: bool) -> None:
-        """All of the Coulomb sum (:meth:`compute_real_space`, then the k-space solver), added into
-        ``state.forces``; without the wrapped evaluator's short-range and bonded forces.  Into zeroed
-        forces it gives the Coulomb force alone (force units), as ``pycumd bench charged`` measures its
-        error."""
+        """All of the Coulomb sum (:meth:`compute_real_space`, then the k-space solver if there is one),
+        added into ``state.forces``; without the wrapped evaluator's short-range and bonded forces.  Into
+        zeroed forces it gives the Coulomb force alone (force units), as ``pycumd bench charged`` measures
+        its error."""
         self.compute_real_space(state, neighbors, with_energy)
-        self.solver.compute(state.positions, state.charges, state.box_lengths, state.forces, with_energy)
+        if self.solver is not None:
+            self.solver.compute(state.positions, state.charges, state.box_lengths, state.forces, with_energy)
         if with_energy:
-            self._elong = float(self.solver.energy)
-            self._virial = np.asarray(self.solver.virial, dtype=np.float64).copy()
+            if self.solver is not None:
+                self._elong = float(self.solver.energy)
+                self._virial = np.asarray(self.solver.virial, dtype=np.float64).copy()
             self._ecoul = float(self.coul_energy.sum())
 
     def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
         L = np.asarray(state.box_lengths, dtype=np.float64)
         invL = 1.0 / L
-        rc2 = self.r_cut_coul * self.r_cut_coul
+        rc2, pa, pb = self.coulomb_parameters
+        kind = self.kind
         if neighbors.half:
             n = state.n_atoms
             n_chunks = max(1, min(numba.get_num_threads(), n))
@@ -368,7 +431,7 @@ class LongRangeForces(ForceEvaluatorBase):
                                 np.empty(n), np.empty((n, 6)))
             acc, vir, f, e, w = self._chunks
             coul_long_half(state.positions, state.charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
-                           self.g_ewald, rc2, bounds, acc, vir, with_energy)
+                           kind, rc2, pa, pb, bounds, acc, vir, with_energy)
             sum_chunks(bounds, acc, vir, f, e, w, with_energy)
             state.forces += f
             if with_energy:
@@ -377,28 +440,27 @@ class LongRangeForces(ForceEvaluatorBase):
                 self.coul_energy += e
         else:
             coul_long_full(state.positions, state.charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
-                           self.g_ewald, rc2, state.forces, state.energy, state.virial, self.coul_energy, with_energy)
+                           kind, rc2, pa, pb, state.forces, state.energy, state.virial, self.coul_energy, with_energy)
         if self.row_of is not None:
             self.row_of[state.ids] = np.arange(state.n_atoms)
         if self.special is not None:
             sp = self.special
             coul_long_special(state.positions, state.charges, state.ids, self.row_of, sp["start"], sp["partners"],
-                              sp["factors"], L, invL, self.qqrd2e, self.g_ewald, rc2, state.forces, state.energy,
+                              sp["factors"], L, invL, self.qqrd2e, kind, rc2, pa, pb, state.forces, state.energy,
                               state.virial, self.coul_energy, with_energy)
         if self.weighted_14 is not None:
             w14 = self.weighted_14
             charmm_weighted_14(state.positions, state.charges, state.types, state.ids, self.row_of, w14["start"],
                                w14["partners"], w14["weights"], w14["lj14"], w14["n_types"], L, invL, self.qqrd2e,
-                               state.forces, state.energy, state.virial, self.coul_energy, with_energy)
+                               w14["implicit"], state.forces, state.energy, state.virial, self.coul_energy, with_energy)
 
     def _compute_gpu(self, state, neighbors, with_energy: bool) -> None:
         n = state.n_atoms
         grid = ((n + BLOCK - 1) // BLOCK,)
         L = [np.float64(x) for x in state.box_lengths]
         invL = [np.float64(1.0 / x) for x in state.box_lengths]
-        common = (*L, *invL, np.float64(self.qqrd2e), np.float64(self.g_ewald),
-                  np.float64(self.r_cut_coul * self.r_cut_coul), state.forces, state.energy, state.virial,
-                  self.coul_energy)
+        common = (*L, *invL, np.float64(self.qqrd2e), *(np.float64(x) for x in self.coulomb_parameters), state.forces,
+                  state.energy, state.virial, self.coul_energy)
         self._pairs[bool(with_energy)](grid, (BLOCK,), (self.control, state.positions, state.charges, neighbors.nbr,
                                                         neighbors.nbr_count, np.int32(n), np.int32(n), *common))
         if self.row_of is not None:
@@ -407,14 +469,14 @@ class LongRangeForces(ForceEvaluatorBase):
             sp = self.special
             self._special_kernel(grid, (BLOCK,), (self.control, state.positions, state.charges, state.ids, self.row_of,
                                                   sp["start"], sp["partners"], sp["factors"], np.int32(n), *common,
-                                                  np.int32(with_energy)))
+                                                  np.int32(self.kind), np.int32(with_energy)))
         if self.weighted_14 is not None:
             w14 = self.weighted_14
             self._weighted_14_kernel(grid, (BLOCK,), (
                 self.control, state.positions, state.charges, state.types, state.ids, self.row_of, w14["start"],
                 w14["partners"], w14["weights"], w14["lj14"], np.int32(w14["n_types"]), np.int32(n), *L, *invL,
                 np.float64(self.qqrd2e), state.forces, state.energy, state.virial, self.coul_energy,
-                np.int32(with_energy)))
+                np.int32(w14["implicit"]), np.int32(with_energy)))
 
     def image_of(self, state):
         return self.pair.image_of(state)
@@ -441,8 +503,8 @@ class LongRangeForces(ForceEvaluatorBase):
         return {"ecoul": self._ecoul, "elong": self._elong}
 
     def describe_solver(self) -> list:
-        """The solver's lines as LAMMPS prints them at its set-up."""
-        return list(self.solver.describe())
+        """The solver's lines as LAMMPS prints them at its set-up (none without a solver)."""
+        return [] if self.solver is None else list(self.solver.describe())
 
     def __getattr__(self, name):
         if name.startswith("_") or name == "pair":
@@ -450,4 +512,5 @@ class LongRangeForces(ForceEvaluatorBase):
         return getattr(self.pair, name)
 
 
-__all__ = ["LongRangeForces", "coul_long_pair", "special_coulomb_pairs", "TWO_OVER_SQRT_PI"]
+__all__ = ["LongRangeForces", "coul_charmm_pair", "coul_long_pair", "coulomb_pair", "special_coulomb_pairs",
+           "TWO_OVER_SQRT_PI"]

@@ -1582,7 +1582,9 @@ def lammps_fix_shake(style: str, a) -> Shake:
         if word in values:
             mode = word
         elif word == "mol":
-            raise NotImplementedError(f"fix {style} keyword mol (molecule templates) is not implemented")
+            raise NotImplementedError(f"fix {style} keyword mol (a molecule template, for the molecules fix deposit "
+                                      f"or fix pour add) is not implemented: pycumd has no molecule command; the "
+                                      f"clusters of the atoms present come from b, a, t and m")
         elif mode is None or word[:1].isalpha():
             raise ValueError(f"fix {style}: unexpected {word!r} (b, a, t, m followed by types or masses)")
         else:

@@ -610,7 +610,32 @@ class Shake(StepHooksBase):
                                        0.5 * dt * dt * sim.units.ftm2v, "final_integrate")
 
     def checkpoint_state(self) -> dict:
-        raise NotImplementedError(f"checkpoints of runs with fix {self.name} are not implemented yet")
+        """What a continued run needs besides the state's arrays: the constraint virial of the last step (per
+        cluster kind, (clusters, 6) as lists; the pressure and a barostat read it before the next SHAKE) and
+        whether the negative-determinant warning was given.  The clusters come again from the checkpoint's
+        topology (:meth:`off_terms`), and the step's constraint forces are in the stored forces: SHAKE keeps
+        no unconstrained positions between steps (it works from x, v and f at each ``post_force``)."""
+        virial = None
+        if self._virial is not None:
+            be = self._bound.backend
+            virial = {kind: np.asarray(be.to_host(self._virial[kind]), np.float64).tolist()
+                      for kind in self._bound.kinds}
+        return {"virial": virial, "warned": bool(self._bound.warned) if self._bound is not None else False}
+
+    def restore_checkpoint_state(self, state: dict) -> None:
+        """Put :meth:`checkpoint_state` back (after :meth:`bind`); a checkpoint of other clusters is refused."""
+        b = self._bound
+        b.warned = bool(state.get("warned", False))
+        if state.get("virial") is None:
+            self._virial = None
+            return
+        for kind, rows in state["virial"].items():
+            rows = np.asarray(rows, np.float64).reshape(-1, 6)
+            if kind not in b.virial or rows.shape != tuple(b.virial[kind].shape):
+                raise ValueError(f"fix {self.name}: the checkpoint's {kind} clusters ({len(rows)}) are not this run's "
+                                 f"({self.clusters.count(kind) if kind in KINDS else 0}): another selection or topology")
+            b.virial[kind][...] = b.backend.xp.asarray(rows)
+        self._virial = b.virial
 
     def describe(self) -> str:
         sel = self.selection

@@ -24,12 +24,20 @@ from __future__ import annotations
 
 import math
 
-#: LAMMPS long-range pair style -> (its short-range pair style or None, (fewest, most) pair_style arguments)
+#: the per-atom-charge Coulomb kinds of the real-space pass (:mod:`pycumd.long_range`, ``long_range.cu``'s KIND):
+#: the Ewald-split erfc term (this module), CHARMM's switched 1/r and 1/r^2 (:mod:`.coul_charmm`)
+COULOMB_LONG, COULOMB_CHARMM, COULOMB_CHARMM_IMPLICIT = 0, 1, 2
+
+#: LAMMPS pair style with per-atom charges through :mod:`pycumd.long_range` -> (its short-range pair style or
+#: None, (fewest, most) pair_style arguments): the long-range ``*/coul/long`` styles and CHARMM's switched
+#: ``lj/charmm/coul/charmm[/implicit]`` (no k-space: :mod:`.coul_charmm`)
 LONG_RANGE_STYLES = {"coul/long": (None, (1, 1)), "lj/cut/coul/long": ("lj/cut", (1, 2)),
                      "buck/coul/long": ("buck", (1, 2)), "born/coul/long": ("born", (1, 2)),
-                     "lj/charmm/coul/long": ("lj/charmm", (2, 3))}
+                     "lj/charmm/coul/long": ("lj/charmm", (2, 3)),
+                     "lj/charmm/coul/charmm": ("lj/charmm", (2, 4)),
+                     "lj/charmm/coul/charmm/implicit": ("lj/charmm", (2, 4))}
 #: long-range styles LAMMPS has that pycumd does not implement yet
-NOT_IMPLEMENTED_STYLES = ("lj/charmm/coul/charmm", "lj/charmm/coul/charmm/implicit", "lj/cut/coul/msm", "coul/msm",
+NOT_IMPLEMENTED_STYLES = ("lj/cut/coul/msm", "coul/msm",
                           "lj/long/coul/long", "lj/cut/tip4p/long", "coul/long/soft", "lj/cut/coul/long/soft",
                           "born/coul/wolf", "lj/charmmfsw/coul/long", "lj/class2/coul/long", "buck/long/coul/long")
 
@@ -62,10 +70,13 @@ class CoulombLong:
     >>> Simulation(system_with_charges, potential)
     """
 
-    #: capability flag read by :func:`pycumd.components.build_components`: per-atom charges, a
-    #: real-space Coulomb pass and a k-space solver
+    #: capability flags read by :func:`pycumd.components.build_components`: per-atom charges and a
+    #: real-space Coulomb pass (per_atom_coulomb), and a k-space solver (long_range)
+    per_atom_coulomb = True
     long_range = True
     many_body = False
+    #: the real-space pair function (:func:`pycumd.long_range.coulomb_pair`)
+    coulomb_kind = COULOMB_LONG
 
     def __init__(self, r_cut_coul: float, short=None, kspace=None, coulomb_constant: float | None = None,
                  name: str | None = None):
@@ -103,6 +114,11 @@ class CoulombLong:
                 zero.pair_coeff(t, t, epsilon=0.0, sigma=1.0)
             self._zero[n_types] = zero
         return self._zero[n_types]
+
+    def coulomb_parameters(self, g_ewald: float) -> tuple:
+        """``(rc2, pa, pb)`` of :func:`pycumd.long_range.coulomb_pair`: the squared Coulomb cutoff and the
+        Ewald parameter ``g_ewald`` (1/length)."""
+        return self.r_cut_coul * self.r_cut_coul, float(g_ewald), 0.0
 
     def table(self, n_types: int):
         """The short-range part's parameter table (raises naming a type pair without coefficients)."""
@@ -148,21 +164,33 @@ def coul_long_from_lammps(style: str, global_args: list, pair_coeffs: list, *, n
                 raise ValueError(f"pair_coeff {i + 1} {j + 1} ({style}) takes no coefficients, got "
                                  f"{' '.join(map(str, values))}")
         return CoulombLong(args[0], None, coulomb_constant=qqrd2e(units), name=style)
-    if base == "lj/charmm":
-        from .lammps_args import check_count
-        from .lj_charmm import LJCharmm
+    if style.startswith("lj/charmm/coul/charmm"):
+        from .coul_charmm import coul_charmm_from_lammps
 
-        short = LJCharmm(args[0], args[1], mixing=mixing or "arithmetic")
-        for i, j, values in pair_coeffs:
-            values = numbers(values, f"pair_coeff {i + 1} {j + 1} ({style})")
-            check_count(style, values, 2, 4)
-            if len(values) == 3:
-                raise ValueError(f"pair_coeff {i + 1} {j + 1} ({style}): give eps sigma or eps sigma eps14 sigma14")
-            short.pair_coeff(i, j, **dict(zip(("epsilon", "sigma", "epsilon14", "sigma14"), values)))
+        return coul_charmm_from_lammps(style, args, pair_coeffs, mixing=mixing, units=units)
+    if base == "lj/charmm":
+        short = lj_charmm_from_lammps(style, args[0], args[1], pair_coeffs, mixing)
         return CoulombLong(args[2] if len(args) == 3 else args[1], short, coulomb_constant=qqrd2e(units), name=style)
     short = potential_from_lammps(base, [args[0]], pair_coeffs, n_types=n_types, cutoff_mode=cutoff_mode,
                                   mixing=mixing or "geometric", units=units, directory=directory)
     return CoulombLong(args[-1], short, coulomb_constant=qqrd2e(units), name=style)
+
+
+def lj_charmm_from_lammps(style: str, r_inner: float, r_cut: float, pair_coeffs: list, mixing):
+    """The switched LJ part (:class:`.lj_charmm.LJCharmm`) of a ``lj/charmm/coul/*`` style: LJ cutoffs ``r_inner``
+    and ``r_cut``, ``pair_coeff I J eps sigma [eps14 sigma14]`` lines, mixed arithmetically unless ``mixing``
+    says otherwise."""
+    from .lammps_args import check_count, numbers
+    from .lj_charmm import LJCharmm
+
+    short = LJCharmm(r_inner, r_cut, mixing=mixing or "arithmetic")
+    for i, j, values in pair_coeffs:
+        values = numbers(values, f"pair_coeff {i + 1} {j + 1} ({style})")
+        check_count(style, values, 2, 4)
+        if len(values) == 3:
+            raise ValueError(f"pair_coeff {i + 1} {j + 1} ({style}): give eps sigma or eps sigma eps14 sigma14")
+        short.pair_coeff(i, j, **dict(zip(("epsilon", "sigma", "epsilon14", "sigma14"), values)))
+    return short
 
 
 def check_long_range_style(style: str, global_args: list) -> None:
@@ -185,5 +213,5 @@ def is_long_range_style(style: str) -> bool:
     return style in LONG_RANGE_STYLES or style in NOT_IMPLEMENTED_STYLES
 
 
-__all__ = ["CoulombLong", "LONG_RANGE_STYLES", "NOT_IMPLEMENTED_STYLES", "check_long_range_style",
-           "coul_long_from_lammps", "is_long_range_style"]
+__all__ = ["COULOMB_CHARMM", "COULOMB_CHARMM_IMPLICIT", "COULOMB_LONG", "CoulombLong", "LONG_RANGE_STYLES", "NOT_IMPLEMENTED_STYLES", "check_long_range_style",
+           "coul_long_from_lammps", "is_long_range_style", "lj_charmm_from_lammps"]

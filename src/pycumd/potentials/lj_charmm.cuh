@@ -3,6 +3,7 @@
 //   for r^2 > r_in^2: S1 = (rc^2 - r^2)^2 (rc^2 + 2 r^2 - 3 r_in^2) / denom, S2 = 12 r^2 (rc^2 - r^2)(r^2 - r_in^2) / denom,
 //   r F = r^-6 (lj1 r^-6 - lj2) S1 + V S2, V_switched = V S1
 #pragma once
+#include "potentials/charmm_switch.cuh"
 #define PAIR_TABLE_COLUMNS 10
 
 template <typename T>
@@ -12,9 +13,8 @@ __device__ __forceinline__ void pair_raw(T r2, const T* row, T& energy, T& force
     T force_lj = r6inv * (row[4] * r6inv - row[5]);
     energy = r6inv * (row[6] * r6inv - row[7]);
     if (r2 > row[8]) {
-        T d = row[0] - r2;
-        T switch1 = d * d * (row[0] + T(2) * r2 - T(3) * row[8]) / row[9];
-        T switch2 = T(12) * r2 * d * (r2 - row[8]) / row[9];
+        T switch1, switch2;
+        charmm_switch(r2, row[0], row[8], row[9], switch1, switch2);
         force_lj = force_lj * switch1 + energy * switch2;
         energy = energy * switch1;
     }

@@ -8,9 +8,9 @@ Table columns after the cutoff ones (``rc`` is the outer cutoff): ``lj1..lj4`` a
     S2 = 12 r^2 (rc^2 - r^2) (r^2 - r_in^2) / (rc^2 - r_in^2)^3
     r F = r^-6 (lj1 r^-6 - lj2) S1 + V S2,   V_switched = V S1,   V = r^-6 (lj3 r^-6 - lj4)
 
-``epsilon14`` and ``sigma14`` (the 1-4 pairs of ``dihedral_style charmm`` with a weight) are kept, not used:
-the weighted 1-4 pairs are not implemented yet.  Unlike pairs mix arithmetically by default, as LAMMPS'
-CHARMM styles.
+``epsilon14`` and ``sigma14`` give the 1-4 table (:meth:`LJCharmm.lj14_table`) of the weighted 1-4 pairs of
+``dihedral_style charmm`` (computed by :mod:`pycumd.long_range`).  Unlike pairs mix arithmetically by default,
+as LAMMPS' CHARMM styles.  Also the LJ part of ``lj/charmm/coul/charmm`` (:mod:`.coul_charmm`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,20 @@ from __future__ import annotations
 import numba
 
 from .lennard_jones import LennardJones
+
+
+@numba.njit(inline="always", cache=True)
+def charmm_switch(r2, rc2, inner2, denom):
+    """CHARMM's switching functions at squared distance ``r2`` between the squared inner and outer cutoffs
+    ``inner2`` < ``r2`` < ``rc2`` (``denom = (rc2 - inner2)^3``): ``(S1, S2)`` with
+    ``S1 = (rc2 - r2)^2 (rc2 + 2 r2 - 3 inner2) / denom`` (the factor on the energy) and
+    ``S2 = 12 r2 (rc2 - r2) (r2 - inner2) / denom = -r dS1/dr``.  The one place for both the LJ switch
+    here and the Coulomb switch of ``lj/charmm/coul/charmm`` (:func:`pycumd.long_range.coul_charmm_pair`);
+    CUDA twin: ``potentials/charmm_switch.cuh``."""
+    d = rc2 - r2
+    switch1 = d * d * (rc2 + 2.0 * r2 - 3.0 * inner2) / denom
+    switch2 = 12.0 * r2 * d * (r2 - inner2) / denom
+    return switch1, switch2
 
 
 @numba.njit(inline="always", cache=True)
@@ -29,9 +43,7 @@ def lj_charmm_raw(r2, row):
     force_lj = r6inv * (row[4] * r6inv - row[5])
     energy = r6inv * (row[6] * r6inv - row[7])
     if r2 > row[8]:
-        d = row[0] - r2
-        switch1 = d * d * (row[0] + 2.0 * r2 - 3.0 * row[8]) / row[9]
-        switch2 = 12.0 * r2 * d * (r2 - row[8]) / row[9]
+        switch1, switch2 = charmm_switch(r2, row[0], row[8], row[9])
         force_lj = force_lj * switch1 + energy * switch2
         energy = energy * switch1
     return energy, force_lj * r2inv

@@ -1,6 +1,8 @@
 """dihedral_style charmm: ``E = K [1 + cos(n phi - d)]`` (K energy, n integer >= 0, d integer degrees, w the
-1-4 weight).  The weighted 1-4 pair (LAMMPS adds it to E_vdwl and E_coul with lj/charmm pair styles) is not
-computed: a weight other than 0 is refused when the forces are set up (:mod:`pycumd.molecular.bonded`)."""
+1-4 weight).  The weighted 1-4 pair (LAMMPS adds it to E_vdwl and E_coul) is computed by
+:mod:`pycumd.long_range` with the lj/charmm pair styles (``lj/charmm/coul/long``, ``lj/charmm/coul/charmm``
+and its implicit form); with other pair styles a weight other than 0 is refused when the forces are set up
+(:mod:`pycumd.molecular.bonded`)."""
 
 import math
 
