@@ -22,13 +22,12 @@
 // A half kick: v + (dtf / m) f.
 __device__ __forceinline__ real_t half_kick(real_t v, real_t dtfm, accum_t f) { return v + dtfm * (real_t)f; }
 
-// initial_integrate: v += (dtf / m) f;  x += dtv v     (LAMMPS fix nve, dtf = dt/2 * ftm2v)
-extern "C" __global__ void initial_integrate(const int* __restrict__ control, real_t* __restrict__ pos4, real_t* __restrict__ vel,
-                                             const accum_t* __restrict__ force,
-                                             const real_t* __restrict__ mass, int n, real_t dtf, real_t dtv)
+// One atom's initial half step: v += (dtf / m) f; x += dtv v (initial_integrate's per-atom work, also the
+// batched kernel's).
+__device__ __forceinline__ void initial_integrate_atom(real_t* __restrict__ pos4, real_t* __restrict__ vel,
+                                                       const accum_t* __restrict__ force,
+                                                       const real_t* __restrict__ mass, int i, real_t dtf, real_t dtv)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n || control[0]) return;
     real_t dtfm = dtf / mass[i];
     real_t x[4];
     load_row4(pos4, i, x);
@@ -38,6 +37,16 @@ extern "C" __global__ void initial_integrate(const int* __restrict__ control, re
         x[d] += dtv * v;
     }
     store_row4(pos4, i, x);
+}
+
+// initial_integrate: v += (dtf / m) f;  x += dtv v     (LAMMPS fix nve, dtf = dt/2 * ftm2v)
+extern "C" __global__ void initial_integrate(const int* __restrict__ control, real_t* __restrict__ pos4, real_t* __restrict__ vel,
+                                             const accum_t* __restrict__ force,
+                                             const real_t* __restrict__ mass, int n, real_t dtf, real_t dtv)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || control[0]) return;
+    initial_integrate_atom(pos4, vel, force, mass, i, dtf, dtv);
 }
 
 // final_integrate: v += (dtf / m) f
@@ -215,16 +224,7 @@ extern "C" __global__ void initial_integrate_batch(real_t* __restrict__ pos4, re
     if (i >= n) return;
     const int s = system[i];
     if (!active[s]) return;
-    const real_t dtf = step_params[2 * s], dtv = step_params[2 * s + 1];
-    real_t dtfm = dtf / mass[i];
-    real_t x[4];
-    load_row4(pos4, i, x);
-    for (int d = 0; d < 3; ++d) {
-        real_t v = half_kick(vel[3 * (size_t)i + d], dtfm, force[3 * (size_t)i + d]);
-        vel[3 * (size_t)i + d] = v;
-        x[d] += dtv * v;
-    }
-    store_row4(pos4, i, x);
+    initial_integrate_atom(pos4, vel, force, mass, i, step_params[2 * s], step_params[2 * s + 1]);
 }
 
 extern "C" __global__ void final_integrate_batch(real_t* __restrict__ vel, const accum_t* __restrict__ force,

@@ -942,19 +942,11 @@ extern "C" __global__ void snapshot_and_publish(const real_t* __restrict__ pos4,
     if (k == 0 && publish) publish_build_stats(stats, capacity, control, ring);
 }
 
-// Canonical neighbour order (deterministic mode): each target's entries sorted by the global id of
-// the neighbour (insertion sort in place, one thread per target), so that the force sums run in an
-// order that depends neither on the cell grid nor on where the atoms are stored: the same in a
-// serial run and in every spatial decomposition (the CPU twin is verlet.py's _sort_rows_by_id).
-// Entries past the capacity are absent (an overflowed build is repeated with larger storage).
-extern "C" __global__ void sort_neighbours_by_id(int* __restrict__ nbr, const int* __restrict__ nbr_count,
-                                                 const long long* __restrict__ ids, int n_targets,
-                                                 int stride, int capacity)
+// A target's `count` list entries (column, `stride` ints apart) sorted in place by the global id of the
+// neighbour, stably (insertion sort): sort_neighbours_by_id's per-target work, also the batched build's.
+__device__ __forceinline__ void sort_column_by_id(int* __restrict__ column, int count, int stride,
+                                                  const long long* __restrict__ ids)
 {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n_targets) return;
-    const int count = min(nbr_count[i], capacity);
-    int* const column = nbr + i;
     for (int a = 1; a < count; ++a) {
         const int j = column[(size_t)a * stride];
         const long long key = ids[j];
@@ -966,6 +958,20 @@ extern "C" __global__ void sort_neighbours_by_id(int* __restrict__ nbr, const in
         }
         column[(size_t)(b + 1) * stride] = j;
     }
+}
+
+// Canonical neighbour order (deterministic mode): each target's entries sorted by the global id of
+// the neighbour (insertion sort in place, one thread per target), so that the force sums run in an
+// order that depends neither on the cell grid nor on where the atoms are stored: the same in a
+// serial run and in every spatial decomposition (the CPU twin is verlet.py's _sort_rows_by_id).
+// Entries past the capacity are absent (an overflowed build is repeated with larger storage).
+extern "C" __global__ void sort_neighbours_by_id(int* __restrict__ nbr, const int* __restrict__ nbr_count,
+                                                 const long long* __restrict__ ids, int n_targets,
+                                                 int stride, int capacity)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n_targets) return;
+    sort_column_by_id(nbr + i, min(nbr_count[i], capacity), stride, ids);
 }
 
 #ifndef BATCH
@@ -1082,19 +1088,7 @@ extern "C" __global__ void build_list_batch(
         }
     }
     nbr_count[i] = found;
-    int* const column = nbr + i;
-    const int count = min(found, capacity);
-    for (int a = 1; a < count; ++a) {                  // sort_neighbours_by_id's insertion sort
-        const int j = column[(size_t)a * stride];
-        const long long key = ids[j];
-        int q = a - 1;
-        for (; q >= 0; --q) {
-            const int jq = column[(size_t)q * stride];
-            if (ids[jq] <= key) break;
-            column[(size_t)(q + 1) * stride] = jq;
-        }
-        column[(size_t)(q + 1) * stride] = j;
-    }
+    sort_column_by_id(nbr + i, min(found, capacity), stride, ids);
     for (int q = 0; q < 4; ++q) pos4_at_build[4 * (size_t)i + q] = (at_build_t)pos4[4 * (size_t)i + q];
     atomicMax(max_count + s, (unsigned int)found);
 }
