@@ -92,6 +92,17 @@ def add_run_arguments(ap) -> None:
     ap.add_argument("--_result", help=argparse.SUPPRESS)
 
 
+def gpu_name() -> str | None:
+    """The first GPU's name from nvidia-smi, or None where there is none (the peers' records' device)."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=30)
+        names = [s.strip() for s in out.stdout.splitlines() if s.strip()]
+        return names[0] if out.returncode == 0 and names else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def package_versions(*names: str) -> dict:
     """Installed versions of the named distributions (those installed)."""
     from importlib import metadata

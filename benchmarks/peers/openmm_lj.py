@@ -23,18 +23,8 @@ import sys
 import time
 
 
-from common import (CUTOFF, DT, add_run_arguments, fcc_lattice, random_velocities, run_child,  # noqa: E402
-                    write_record)  # (same folder)
-
-
-def gpu_name() -> str | None:
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
-        names = [s.strip() for s in out.stdout.splitlines() if s.strip()]
-        return names[0] if out.returncode == 0 and names else None
-    except (OSError, subprocess.SubprocessError):
-        return None
+from common import (CUTOFF, DT, add_run_arguments, fcc_lattice, gpu_name, random_velocities,  # noqa: E402
+                    run_child, write_record)  # (same folder)
 
 
 def measure(cells: int, precision: str, steps: int, warmup: int, platform_name: str,

@@ -45,7 +45,7 @@ import time
 
 import numpy as np
 
-from common import run_child, write_record  # (same folder)
+from common import gpu_name, run_child, write_record  # (same folder)
 
 EV = 96.48533212331002          # kJ/mol per eV
 NM = 0.1                         # nm per A
@@ -232,18 +232,6 @@ def measure(path: str, precision: str, steps: int, warmup: int, platform_name: s
             "error_atoms": int(len(st["targets"])), "calibration": trials,
             "coulomb_constant_ratio": k_openmm / (qqrd2e * EV * NM), "setup_s": round(setup_s, 2),
             "TotEng_start": tot(s1), "TotEng_end": tot(s2)}
-
-
-def gpu_name() -> str | None:
-    import subprocess
-
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=30)
-        names = [s.strip() for s in out.stdout.splitlines() if s.strip()]
-        return names[0] if out.returncode == 0 and names else None
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def match_target(path, n: int, precision: str):
