@@ -18,7 +18,6 @@ Exits with status 0 and a message if OpenMM or (for --platform CUDA) a CUDA devi
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 import time
 
