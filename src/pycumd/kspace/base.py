@@ -37,6 +37,12 @@ class KSpaceSolver:
     compute : bool
         ``kspace_modify compute no`` gives False: :meth:`compute` then adds nothing and sets the
         energy and virial to zero (LAMMPS' behaviour).
+    slab : float or "nozforce", optional
+        ``kspace_modify slab VALUE`` (ewald and pppm; the system must have ``boundary p p f``):
+        the k-space sum sees the box extended along z by the factor VALUE (> 1; LAMMPS warns
+        below 2), and the Yeh-Berkowitz dipole correction (:meth:`_slab_correction`) is added to
+        the energy and the z forces.  ``"nozforce"``: no extension and no correction, the k-space
+        z forces are left out.  None: no slab (LAMMPS' default).
 
     Attributes
     ----------
@@ -57,7 +63,7 @@ class KSpaceSolver:
 
     name: str = ""
 
-    def __init__(self, accuracy: float, *, mesh=None, order=None, gewald=None, compute=True):
+    def __init__(self, accuracy: float, *, mesh=None, order=None, gewald=None, compute=True, slab=None):
         accuracy = float(accuracy)
         if not np.isfinite(accuracy) or accuracy == 0.0:
             raise ValueError(f"kspace_style {self.name}: accuracy must be a non-zero number, got {accuracy!r}")
@@ -68,6 +74,7 @@ class KSpaceSolver:
             raise ValueError(f"kspace_modify gewald: must be >= 0, got {gewald!r}")
         self.gewald_requested = float(gewald) if gewald else 0.0
         self.compute_enabled = bool(compute)
+        self.slab_flag, self.slab_volfactor = _slab_argument(self.name, slab)
         self.g_ewald = self.gewald_requested
         self.energy = 0.0
         self.virial = np.zeros(6)
@@ -157,7 +164,8 @@ class KSpaceSolver:
             raise ValueError(f"kspace_style {self.name}: the pair style's Coulomb cutoff must be > 0, "
                              f"got {r_cut_coul!r}")
         self.box_lengths = box
-        self.volume = float(np.prod(box))
+        self.kbox = self._kspace_box(box)            # the extended box of a slab (the box otherwise)
+        self.volume = float(np.prod(self.kbox))
         self.natoms = int(len(charges))
         self.qsum, self.qsqsum = charge_sums(charges)
         self.qqrd2e = float(qqrd2e)
@@ -167,11 +175,65 @@ class KSpaceSolver:
         self.two_charge_force = two_charge_force(units_name, self.qqrd2e * float(dielectric))
         self.accuracy = self.accuracy_relative * self.two_charge_force
 
+    def _kspace_box(self, box) -> np.ndarray:
+        """The box (3,) the k-space sum sees: ``box`` with z times the slab factor (LAMMPS'
+        ``zprd_slab``; the box itself without ``slab``)."""
+        box = np.asarray(box, dtype=np.float64).reshape(3).copy()
+        box[2] *= self.slab_volfactor
+        return box
+
+    def _slab_correction(self, positions, charges, forces, with_energy: bool) -> None:
+        """LAMMPS' ``slabcorr`` (Yeh and Berkowitz, with Ballenegger et al.'s terms of a net charge):
+        with the dipole ``M = sum q_i z_i``, ``Q = sum q`` and the extended volume V,
+
+            E += qqrd2e 2 pi (M^2 - Q sum q_i z_i^2 - Q^2 Lz_slab^2 / 12) / V,
+            F_i,z += -qqrd2e 4 pi q_i (M - Q z_i) / V,
+
+        the sum over z_i^2 only where ``|Q| > 1e-5`` (LAMMPS' SMALL).  Both are unchanged by a shift of
+        the z origin.  No virial term (LAMMPS adds none).  Vectorised on the backend's arrays."""
+        xp = self.backend.xp
+        z = positions[:, 2].astype(xp.float64)
+        q = charges.astype(xp.float64)
+        dipole = q @ z
+        ffact = -4.0 * np.pi * self.qqrd2e / self.volume
+        forces[:, 2] += (ffact * q * (dipole - self.qsum * z)).astype(forces.dtype)
+        if with_energy:
+            dipole = float(dipole)
+            dipole_r2 = float(q @ (z * z)) if abs(self.qsum) > _SLAB_SMALL else 0.0
+            zprd_slab = self.box_lengths[2] * self.slab_volfactor
+            e_slab = 2.0 * np.pi * (dipole * dipole - self.qsum * dipole_r2
+                                    - self.qsum * self.qsum * zprd_slab * zprd_slab / 12.0) / self.volume
+            self.energy += self.qqrd2e * e_slab
+
     def _self_and_background(self) -> float:
         """``g sum q^2 / sqrt(pi) + pi (sum q)^2 / (2 g^2 V)`` (charge^2 / length), subtracted from
         the reciprocal sum in LAMMPS' energy."""
         g = self.g_ewald
         return g * self.qsqsum / np.sqrt(np.pi) + 0.5 * np.pi * self.qsum ** 2 / (g * g * self.volume)
+
+
+#: LAMMPS' SMALL of slabcorr: below this |sum q| the net-charge terms of the slab correction are left out
+_SLAB_SMALL = 1.0e-5
+
+
+def _slab_argument(style: str, slab):
+    """``(flag, volfactor)`` of ``kspace_modify slab VALUE|nozforce`` as LAMMPS reads it: (0, 1.0) none,
+    (1, VALUE) the extended box and the dipole correction, (2, 1.0) nozforce."""
+    if slab is None:
+        return 0, 1.0
+    if style not in ("ewald", "pppm"):
+        raise NotImplementedError(f"kspace_modify slab is not implemented for kspace_style {style} (ewald and pppm "
+                                  f"have it; LAMMPS: 'Cannot use slab correction with MSM')")
+    if isinstance(slab, str) and slab == "nozforce":
+        return 2, 1.0
+    try:
+        factor = float(slab)
+    except (TypeError, ValueError):
+        raise ValueError(f"kspace_modify slab: expected a number > 1 or 'nozforce', got {slab!r}") from None
+    if not np.isfinite(factor) or factor <= 1.0:
+        raise ValueError(f"kspace_modify slab {slab}: the factor must be > 1 (LAMMPS: 'Bad kspace_modify slab "
+                         f"parameter')")
+    return 1, factor
 
 
 def _mesh_argument(style: str, mesh):
@@ -195,7 +257,7 @@ def make_solver(style: str, accuracy: float, **modify) -> KSpaceSolver:
     accuracy : float
         The ACC argument (relative RMS force accuracy).
     **modify
-        ``mesh``, ``order``, ``gewald``, ``compute`` (see :class:`KSpaceSolver`); msm also takes
+        ``mesh``, ``order``, ``gewald``, ``compute``, ``slab`` (see :class:`KSpaceSolver`); msm also takes
         ``cutoff_adjust``, ``pressure_scalar`` and ``neighbor_skin`` (:class:`pycumd.kspace.msm.MSM`).
     """
     if style == "ewald":

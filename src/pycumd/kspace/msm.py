@@ -79,8 +79,8 @@ class MSM(KSpaceSolver):
     name = "msm"
 
     def __init__(self, accuracy, *, mesh=None, order=None, gewald=None, compute=True, cutoff_adjust=True,
-                 pressure_scalar=True, neighbor_skin=None, periodic=True):
-        super().__init__(accuracy, mesh=mesh, order=order, gewald=gewald, compute=compute)
+                 pressure_scalar=True, neighbor_skin=None, periodic=True, slab=None):
+        super().__init__(accuracy, mesh=mesh, order=order, gewald=gewald, compute=compute, slab=slab)
         order = 10 if order is None else int(order)
         if order not in ml.ORDERS:
             raise ValueError(f"kspace_modify order: MSM order must be 4, 6, 8, or 10, got {order}")
