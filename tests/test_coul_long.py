@@ -456,7 +456,7 @@ def test_charmm_weighted_1_4_pairs_match_lammps(rng, tmp_path):
     (["pair_style lj/cut 5.0", "pair_coeff * * 0.1 3.0", "kspace_style ewald 1e-4"], "needs a long-range Coulomb pair"),
     (["pair_style coul/long 5.0", "pair_coeff * *", "kspace_style msm 1e-4"], r"kspace_style msm \(line 6\) needs a \*/coul/msm"),
     (["pair_style coul/long 5.0", "pair_coeff * *", "kspace_style ewald 1e-4", "kspace_modify slab 3.0"],
-     "kspace_modify slab is not supported"),
+     "kspace_modify slab needs boundary p p f"),
     (["pair_style lj/charmm/coul/charmm 8.0 10.0"], "pair_style lj/charmm/coul/charmm is not implemented"),
     (["pair_style lj/cut/coul/long 5.0 6.0 7.0"], "takes 1 to 2 argument"),
     (["kspace_modify order 5"], "kspace_modify before kspace_style"),

@@ -194,6 +194,8 @@ class KSpaceSolver:
         xp = self.backend.xp
         z = positions[:, 2].astype(xp.float64)
         q = charges.astype(xp.float64)
+        if with_energy or not self.backend.is_gpu:      # the GPU checks where it synchronises anyway
+            self._check_slab_extent(float(z.min()), float(z.max()))
         dipole = q @ z
         ffact = -4.0 * np.pi * self.qqrd2e / self.volume
         forces[:, 2] += (ffact * q * (dipole - self.qsum * z)).astype(forces.dtype)
@@ -204,6 +206,21 @@ class KSpaceSolver:
             e_slab = 2.0 * np.pi * (dipole * dipole - self.qsum * dipole_r2
                                     - self.qsum * self.qsum * zprd_slab * zprd_slab / 12.0) / self.volume
             self.energy += self.qqrd2e * e_slab
+
+    def _check_slab_extent(self, z_min: float, z_max: float) -> None:
+        """LAMMPS' ``boundary p p f`` loses an atom that leaves the box along z; the engine keeps z periodic
+        for the pairs, which is the same only while the atoms stay inside ``[0, Lz)`` with a vacuum gap of
+        at least the Coulomb cutoff between the slab's two faces across the z boundary.  A ValueError
+        otherwise."""
+        lz = float(self.box_lengths[2])
+        if z_min < 0.0 or z_max >= lz:
+            raise ValueError(f"kspace_modify slab (boundary p p f): an atom left the box along z (z from {z_min:g} to "
+                             f"{z_max:g}, box 0 to {lz:g}; LAMMPS: 'Lost atoms')")
+        if lz - (z_max - z_min) < self.r_cut:
+            raise ValueError(f"kspace_modify slab (boundary p p f): the atoms span z from {z_min:g} to {z_max:g} in a "
+                             f"box of {lz:g}, a vacuum gap of {lz - (z_max - z_min):g} < the Coulomb cutoff "
+                             f"{self.r_cut:g}: pycumd keeps z periodic for the pairs and needs the gap (make the box "
+                             f"taller along z)")
 
     def _self_and_background(self) -> float:
         """``g sum q^2 / sqrt(pi) + pi (sum q)^2 / (2 g^2 V)`` (charge^2 / length), subtracted from
