@@ -165,6 +165,8 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     if long_range and decomposed:
         raise NotImplementedError(f"kspace over MPI ranks is not implemented yet (pair_style {potential.name}); "
                                   f"run on one rank")
+    if long_range:               # the solver's real-space cutoff first (MSM's cutoff/adjust): the list's cutoff reads it
+        potential.resolve_cutoff(system)
     skin = neighbor.resolved_skin(system.units.name)
     r_cut = potential.max_cutoff(system.n_types)
     pair_method = choose_pair_method(engine.pair_method, r_cut, skin, system.box.L)

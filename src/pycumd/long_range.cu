@@ -23,6 +23,30 @@
 
 #define TWO_OVER_SQRT_PI 1.1283791670955126   // 2 / sqrt(pi), LAMMPS' EWALD_F
 
+// COUL_MSM=1: the */coul/msm styles instead (a module of its own; coul/long's kernels are unchanged): MSM's
+// split 1/r - gamma(r/a)/a with g = 1/a and gamma(rho) = sum_k c_k rho^(2k), k = 0..MSM_SPLIT (= order/2),
+// the coefficients of LAMMPS' gcons (multilevel.split_coefficients)
+#ifndef COUL_MSM
+#define COUL_MSM 0
+#endif
+#ifndef MSM_SPLIT
+#define MSM_SPLIT 5
+#endif
+#if COUL_MSM
+#if MSM_SPLIT == 2
+__device__ __constant__ double MSM_GCONS[3] = {15.0 / 8.0, -5.0 / 4.0, 3.0 / 8.0};
+#elif MSM_SPLIT == 3
+__device__ __constant__ double MSM_GCONS[4] = {35.0 / 16.0, -35.0 / 16.0, 21.0 / 16.0, -5.0 / 16.0};
+#elif MSM_SPLIT == 4
+__device__ __constant__ double MSM_GCONS[5] = {315.0 / 128.0, -105.0 / 32.0, 189.0 / 64.0, -45.0 / 32.0, 35.0 / 128.0};
+#elif MSM_SPLIT == 5
+__device__ __constant__ double MSM_GCONS[6] = {693.0 / 256.0, -1155.0 / 256.0, 693.0 / 128.0, -495.0 / 128.0,
+                                               385.0 / 256.0, -63.0 / 256.0};
+#else
+#error "MSM_SPLIT must be 2..5 (MSM orders 4, 6, 8, 10)"
+#endif
+#endif
+
 struct CoulSums {
     double f[3];
     double e;
@@ -43,11 +67,26 @@ __device__ __forceinline__ void coul_pair_add(CoulSums& s, double dx, double dy,
     const double r2 = dx * dx + dy * dy + dz * dz;
     if (!(r2 < rc2)) return;
     const double r = sqrt(r2);
+    const double prefactor = qq / r;
+#if COUL_MSM
+    // the Numba coul_long_pair's MSM branch: E = qq/r (1 - rho gamma), F/r = qq/r (1 + rho^2 gamma') / r^2
+    const double rho = r * g;
+    const double rho2 = rho * rho;
+    double power = rho, e_sum = 0.0, f_sum = 0.0;
+#pragma unroll
+    for (int k = 0; k <= MSM_SPLIT; ++k) {
+        e_sum += MSM_GCONS[k] * power;
+        f_sum += 2.0 * k * MSM_GCONS[k] * power;
+        power *= rho2;
+    }
+    const double e = prefactor * (1.0 - e_sum - subtract);
+    const double fr = prefactor * (1.0 + f_sum - subtract) / r2;
+#else
     const double gr = g * r;
     const double erfc_gr = erfc(gr);
-    const double prefactor = qq / r;
     const double e = prefactor * (erfc_gr - subtract);
     const double fr = prefactor * (erfc_gr + TWO_OVER_SQRT_PI * gr * exp(-gr * gr) - subtract) / r2;
+#endif
     s.f[0] += dx * fr;
     s.f[1] += dy * fr;
     s.f[2] += dz * fr;

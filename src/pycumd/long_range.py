@@ -44,18 +44,34 @@ TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 @numba.njit(inline="always")
-def coul_long_pair(r2, qq, g, rc2, subtract):
-    """``(E, F/r)`` of one pair at squared distance ``r2`` with ``qq = qqrd2e q_i q_j``, Ewald parameter
-    ``g``, less ``subtract qq / r`` (``1 - factor_coul`` of a special pair, 0 otherwise); zero beyond
-    the Coulomb cutoff ``rc2`` (squared)."""
+def coul_long_pair(r2, qq, g, rc2, subtract, gcons):
+    """``(E, F/r)`` of one pair at squared distance ``r2`` with ``qq = qqrd2e q_i q_j``, less
+    ``subtract qq / r`` (``1 - factor_coul`` of a special pair, 0 otherwise); zero beyond the Coulomb
+    cutoff ``rc2`` (squared).  ``gcons`` empty: the Ewald split ``erfc(g r)/r`` (``*/coul/long``, ``g``
+    the Ewald parameter); otherwise MSM's split (``*/coul/msm``, LAMMPS' PairCoulMSM) with ``g = 1/a``
+    (``a`` the cutoff) and ``gamma(rho) = sum_k gcons[k] rho^(2k)``: ``E = qq/r (1 - rho gamma(rho))``,
+    ``F/r = qq/r (1 + rho^2 gamma'(rho)) / r^2``, ``rho = r/a``."""
     if not r2 < rc2:
         return 0.0, 0.0
     r = math.sqrt(r2)
-    gr = g * r
-    erfc_gr = math.erfc(gr)
     prefactor = qq / r
-    e = prefactor * (erfc_gr - subtract)
-    fr = prefactor * (erfc_gr + TWO_OVER_SQRT_PI * gr * math.exp(-gr * gr) - subtract) / r2
+    if gcons.shape[0] == 0:
+        gr = g * r
+        erfc_gr = math.erfc(gr)
+        e = prefactor * (erfc_gr - subtract)
+        fr = prefactor * (erfc_gr + TWO_OVER_SQRT_PI * gr * math.exp(-gr * gr) - subtract) / r2
+        return e, fr
+    rho = r * g
+    rho2 = rho * rho
+    power = rho                       # rho^(2k+1)
+    e_sum = 0.0                       # rho gamma(rho)
+    f_sum = 0.0                       # rho^2 gamma'(rho)
+    for k in range(gcons.shape[0]):
+        e_sum += gcons[k] * power
+        f_sum += 2.0 * k * gcons[k] * power
+        power *= rho2
+    e = prefactor * (1.0 - e_sum - subtract)
+    fr = prefactor * (1.0 + f_sum - subtract) / r2
     return e, fr
 
 
@@ -75,8 +91,8 @@ def _store(i, sums, forces, energy, virial, coul_energy, with_energy):
 
 
 @numba.njit(parallel=True, cache=True)
-def coul_long_full(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, forces, energy, virial, coul_energy,
-                   with_energy):
+def coul_long_full(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, gcons, forces, energy, virial,
+                   coul_energy, with_energy):
     """The real-space pass over a full list (each pair from both atoms, in list order; the GPU's sums)."""
     for i in numba.prange(nbr_count.shape[0]):
         qi = qqrd2e * charges[i]
@@ -84,13 +100,13 @@ def coul_long_full(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, 
         for k in range(nbr_count[i]):
             j = nbr[i, k]
             dx, dy, dz, r2 = min_image_separation(positions, i, j, L, invL)
-            e, fr = coul_long_pair(r2, qi * charges[j], g, rc2, 0.0)
+            e, fr = coul_long_pair(r2, qi * charges[j], g, rc2, 0.0, gcons)
             sums = full_pair(dx, dy, dz, fr, e, with_energy, sums)
         _store(i, sums, forces, energy, virial, coul_energy, with_energy)
 
 
 @numba.njit(parallel=True, cache=True)
-def coul_long_half(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, bounds, acc, vir, with_energy):
+def coul_long_half(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, gcons, bounds, acc, vir, with_energy):
     """The real-space pass over a half list (each pair once, Newton's third law), chunk t's sums in
     ``acc[t]`` (fx, fy, fz, e) and ``vir[t]`` (as :func:`pycumd.forces._make_cpu_half_kernel`; then
     :func:`pycumd.forces.sum_chunks`)."""
@@ -105,14 +121,14 @@ def coul_long_half(positions, charges, L, invL, nbr, nbr_count, qqrd2e, g, rc2, 
             for k in range(nbr_count[i]):
                 j = nbr[i, k]
                 dx, dy, dz, r2 = min_image_separation(positions, i, j, L, invL)
-                e, fr = coul_long_pair(r2, qi * charges[j], g, rc2, 0.0)
+                e, fr = coul_long_pair(r2, qi * charges[j], g, rc2, 0.0, gcons)
                 sums = newton_pair(dx, dy, dz, fr, e, j, f, w, with_energy, sums)
             add_own_sums(f, w, i, sums, with_energy)
 
 
 @numba.njit(parallel=True, cache=True)
-def coul_long_special(positions, charges, ids, row_of, start, partners, factors, L, invL, qqrd2e, g, rc2, forces,
-                      energy, virial, coul_energy, with_energy):
+def coul_long_special(positions, charges, ids, row_of, start, partners, factors, L, invL, qqrd2e, g, rc2, gcons,
+                      forces, energy, virial, coul_energy, with_energy):
     """The special pairs (not in the list): for each atom row, its partners ``partners[start[id]:start[id + 1]]``
     (atom IDs) with their coul factors, the erfc term less ``(1 - factor) qq / r``."""
     for i in numba.prange(ids.shape[0]):
@@ -124,7 +140,7 @@ def coul_long_special(positions, charges, ids, row_of, start, partners, factors,
         for q in range(start[a], start[a + 1]):
             j = row_of[partners[q]]
             dx, dy, dz, r2 = min_image_separation(positions, i, j, L, invL)
-            e, fr = coul_long_pair(r2, qi * charges[j], g, rc2, 1.0 - factors[q])
+            e, fr = coul_long_pair(r2, qi * charges[j], g, rc2, 1.0 - factors[q], gcons)
             sums = full_pair(dx, dy, dz, fr, e, with_energy, sums)
         _store(i, sums, forces, energy, virial, coul_energy, with_energy)
 
@@ -262,7 +278,13 @@ class LongRangeForces(ForceEvaluatorBase):
             raise InputError(f"pair_style {potential.name}: no Coulomb constant for units {units.name}")
         self.r_cut_coul = potential.r_cut_coul
         self.units_name = units.name
+        #: MSM's splitting (*/coul/msm): the pass evaluates 1/r - gamma(r/a)/a
+        self.msm = potential.splitting == "msm"
         self._setup_solver(state)
+        #: kspace_style msm with pressure/scalar yes (LAMMPS' default): the Coulomb pass's virial is its energy / 3
+        #: on the diagonal (LAMMPS' PairCoulMSM), and the pressure tensor's components are refused (thermo)
+        self.scalar_pressure_only = self.msm and bool(getattr(self.solver, "pressure_scalar", False))
+        self._scratch_virial = None
         xp = backend.xp
         self.coul_energy = xp.zeros(state.n_atoms)
         self._elong, self._virial, self._ecoul = 0.0, np.zeros(6), 0.0
@@ -277,7 +299,10 @@ class LongRangeForces(ForceEvaluatorBase):
                 self.row_of = xp.full(len(topology.molecule), -1, np.int32 if backend.is_gpu else np.int64)
         self._chunks = None
         if backend.is_gpu:
-            module = backend.kernel_module("long_range.cu", precision.cuda_defines, options=precision.cuda_options)
+            defines = dict(precision.cuda_defines)
+            if self.msm:                 # a module of its own: coul/long's kernels stay as they are
+                defines.update({"COUL_MSM": 1, "MSM_SPLIT": len(self._gcons) - 1})
+            module = backend.kernel_module("long_range.cu", defines, options=precision.cuda_options)
             self._pairs = (module.get_function("coul_long_pairs"), module.get_function("coul_long_pairs_energy"))
             self._special_kernel = module.get_function("coul_long_special")
             self._row_map = module.get_function("long_range_row_map")
@@ -307,8 +332,23 @@ class LongRangeForces(ForceEvaluatorBase):
         table size of the real-space Coulomb (``pair_modify table``) for its error estimate."""
         box = tuple(float(x) for x in state.box_lengths)
         charges = np.asarray(self.backend.to_host(state.charges), dtype=np.float64)
+        if (getattr(self.solver, "splitting", "ewald") == "msm") != self.msm:
+            raise InputError(f"pair_style {self.potential.name} and kspace_style {self.solver.name} do not go together: "
+                             f"kspace_style msm needs a */coul/msm pair style and a */coul/msm style needs kspace_style "
+                             f"msm (LAMMPS: 'KSpace style is incompatible with Pair style')")
         self.solver.setup(np.asarray(box), charges, self.r_cut_coul, self.qqrd2e, self.backend, self.precision,
                           self.units_name, table_bits=self.potential.table_bits)
+        if self.msm:
+            # the pair style takes the solver's cutoff (LAMMPS' MSM::init adjusts it) and its splitting
+            self.r_cut_coul = float(self.solver.r_cut)
+            if self.r_cut_coul > self.potential.r_cut_pair * (1.0 + 1e-12):
+                raise InputError(f"pair_style {self.potential.name}: the solver's Coulomb cutoff {self.r_cut_coul:g} is "
+                                 f"beyond the neighbour list's {self.potential.r_cut_pair:g} (CoulombLong.resolve_cutoff "
+                                 f"must run before the list is made)")
+            self.g_ewald = 1.0 / self.r_cut_coul
+            self._gcons = np.asarray(self.solver.gamma_coefficients(), dtype=np.float64)
+            return
+        self._gcons = np.zeros(0)
         self.g_ewald = float(self.solver.g_ewald)
         if not self.g_ewald > 0:
             raise InputError(f"kspace_style {self.solver.name}: g_ewald is {self.g_ewald} after its set-up")
@@ -352,23 +392,27 @@ class LongRangeForces(ForceEvaluatorBase):
                                 np.empty(n), np.empty((n, 6)))
             acc, vir, f, e, w = self._chunks
             coul_long_half(state.positions, state.charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
-                           self.g_ewald, rc2, bounds, acc, vir, with_energy)
+                           self.g_ewald, rc2, self._gcons, bounds, acc, vir, with_energy)
             sum_chunks(bounds, acc, vir, f, e, w, with_energy)
             state.forces += f
             if with_energy:
                 state.energy += e
-                state.virial += w
+                if not self.scalar_pressure_only:
+                    state.virial += w
                 self.coul_energy += e
         else:
             coul_long_full(state.positions, state.charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
-                           self.g_ewald, rc2, state.forces, state.energy, state.virial, self.coul_energy, with_energy)
+                           self.g_ewald, rc2, self._gcons, state.forces, state.energy, self._coul_virial(state),
+                           self.coul_energy, with_energy)
         if self.row_of is not None:
             self.row_of[state.ids] = np.arange(state.n_atoms)
         if self.special is not None:
             sp = self.special
             coul_long_special(state.positions, state.charges, state.ids, self.row_of, sp["start"], sp["partners"],
-                              sp["factors"], L, invL, self.qqrd2e, self.g_ewald, rc2, state.forces, state.energy,
-                              state.virial, self.coul_energy, with_energy)
+                              sp["factors"], L, invL, self.qqrd2e, self.g_ewald, rc2, self._gcons, state.forces,
+                              state.energy, self._coul_virial(state), self.coul_energy, with_energy)
+        if with_energy and self.scalar_pressure_only:
+            self._scalar_coulomb_virial(state)
         if self.weighted_14 is not None:
             w14 = self.weighted_14
             charmm_weighted_14(state.positions, state.charges, state.types, state.ids, self.row_of, w14["start"],
@@ -381,7 +425,7 @@ class LongRangeForces(ForceEvaluatorBase):
         L = [np.float64(x) for x in state.box_lengths]
         invL = [np.float64(1.0 / x) for x in state.box_lengths]
         common = (*L, *invL, np.float64(self.qqrd2e), np.float64(self.g_ewald),
-                  np.float64(self.r_cut_coul * self.r_cut_coul), state.forces, state.energy, state.virial,
+                  np.float64(self.r_cut_coul * self.r_cut_coul), state.forces, state.energy, self._coul_virial(state),
                   self.coul_energy)
         self._pairs[bool(with_energy)](grid, (BLOCK,), (self.control, state.positions, state.charges, neighbors.nbr,
                                                         neighbors.nbr_count, np.int32(n), np.int32(n), *common))
@@ -392,6 +436,8 @@ class LongRangeForces(ForceEvaluatorBase):
             self._special_kernel(grid, (BLOCK,), (self.control, state.positions, state.charges, state.ids, self.row_of,
                                                   sp["start"], sp["partners"], sp["factors"], np.int32(n), *common,
                                                   np.int32(with_energy)))
+        if with_energy and self.scalar_pressure_only:
+            self._scalar_coulomb_virial(state)
         if self.weighted_14 is not None:
             w14 = self.weighted_14
             self._weighted_14_kernel(grid, (BLOCK,), (
@@ -399,6 +445,20 @@ class LongRangeForces(ForceEvaluatorBase):
                 w14["partners"], w14["weights"], w14["lj14"], np.int32(w14["n_types"]), np.int32(n), *L, *invL,
                 np.float64(self.qqrd2e), state.forces, state.energy, state.virial, self.coul_energy,
                 np.int32(with_energy)))
+
+    def _coul_virial(self, state):
+        """Where the Coulomb pass adds its virial: the state's, or under MSM's scalar pressure a scratch array
+        (its tensor is replaced by :meth:`_scalar_coulomb_virial`)."""
+        if not self.scalar_pressure_only:
+            return state.virial
+        if self._scratch_virial is None or self._scratch_virial.shape != state.virial.shape:
+            self._scratch_virial = self.backend.xp.zeros_like(state.virial)
+        return self._scratch_virial
+
+    def _scalar_coulomb_virial(self, state) -> None:
+        """LAMMPS' PairCoulMSM under ``pressure/scalar yes``: the Coulomb pairs' virial is their energy / 3 on
+        the diagonal, zero off it (per atom: its Coulomb energy / 3)."""
+        state.virial[:, :3] += (self.coul_energy / 3.0).astype(state.virial.dtype)[:, None]
 
     def image_of(self, state):
         return self.pair.image_of(state)

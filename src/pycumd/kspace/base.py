@@ -62,6 +62,11 @@ class KSpaceSolver:
     """
 
     name: str = ""
+    #: how the pair style splits 1/r: ``"ewald"`` (``erfc(g r)/r``, the ``*/coul/long`` styles) or ``"msm"``
+    #: (``1/r - gamma(r/a)/a``, the ``*/coul/msm`` styles)
+    splitting: str = "ewald"
+    #: whether :meth:`coulomb_cutoff` may return another cutoff than the pair style's (MSM's cutoff/adjust)
+    adjusts_cutoff: bool = False
 
     def __init__(self, accuracy: float, *, mesh=None, order=None, gewald=None, compute=True, slab=None):
         accuracy = float(accuracy)
@@ -106,6 +111,12 @@ class KSpaceSolver:
             LAMMPS' ``dielectric``: the two-charge force uses ``qqr2e = qqrd2e * dielectric``.
         """
         raise NotImplementedError
+
+    def coulomb_cutoff(self, box_lengths, charges, r_cut_coul: float, qqrd2e: float, units_name: str, *,
+                       table_bits: int = 12, dielectric: float = 1.0) -> float:
+        """The real-space Coulomb cutoff (length units) the pair style must use with this solver for this
+        box and these charges (arguments as :meth:`setup`): ``r_cut_coul`` unless :attr:`adjusts_cutoff`."""
+        return float(r_cut_coul)
 
     def compute(self, positions, charges, box_lengths, forces, with_energy: bool) -> None:
         """Add the reciprocal-space forces (force units) into ``forces``.
