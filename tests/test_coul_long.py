@@ -454,7 +454,7 @@ def test_charmm_weighted_1_4_pairs_match_lammps(rng, tmp_path):
 @pytest.mark.parametrize("lines, match", [
     (["pair_style coul/long 5.0", "pair_coeff * *"], "requires a kspace_style"),
     (["pair_style lj/cut 5.0", "pair_coeff * * 0.1 3.0", "kspace_style ewald 1e-4"], "needs a long-range Coulomb pair"),
-    (["pair_style coul/long 5.0", "pair_coeff * *", "kspace_style msm 1e-4"], r"kspace_style msm \(line 6\) needs a \*/coul/msm"),
+    (["pair_style coul/long 5.0", "pair_coeff * *", "kspace_style msm 1e-4"], r"kspace_style msm \(line 6\) and pair_style coul/long do not go together"),
     (["pair_style coul/long 5.0", "pair_coeff * *", "kspace_style ewald 1e-4", "kspace_modify slab 3.0"],
      "kspace_modify slab needs boundary p p f"),
     (["pair_style lj/charmm/coul/charmm 8.0 10.0"], "pair_style lj/charmm/coul/charmm is not implemented"),
