@@ -55,6 +55,21 @@ def charged_lj_input():
     return system, potential, dt, options
 
 
+def coulomb_input(style):
+    """lj_input with charges +-0.5 (neutral, random signs) and the long-range Coulomb sum: lj/cut/coul/long with
+    pppm or ewald, or lj/cut/coul/msm with msm (cutoff/adjust no), Coulomb cutoff 2.5, accuracy 1e-4."""
+    from pycumd.kspace import make_solver
+    from pycumd.potentials.coul_long import CoulombLong
+
+    system, lj, dt, options = lj_input()
+    rng = np.random.default_rng(7)
+    system.charges = rng.permutation(np.repeat([0.5, -0.5], system.n_atoms // 2))
+    keywords = {"cutoff_adjust": False} if style == "msm" else {}
+    potential = CoulombLong(2.5, short=lj, kspace=make_solver(style, 1e-4, **keywords),
+                            splitting="msm" if style == "msm" else "ewald")
+    return system, potential, dt, options
+
+
 def ion_input():
     system, potential, dt = ion_mixture([6, 8], [12, 16], [0.5, 0.5], 250, 7.0e-5, gamma=20.0, seed=3)
     return system, potential, dt, {"pair_method": "all_pairs"}
@@ -87,7 +102,8 @@ def eam_input():
     return system, EAM.funcfl(path), 0.005, {"skin": 1.0}
 
 
-INPUTS = {"lj": lj_input, "lj-charged": charged_lj_input, "ions": ion_input, "small": small_box_input, "eam": eam_input}
+INPUTS = {"lj": lj_input, "lj-charged": charged_lj_input, "coul-pppm": lambda: coulomb_input("pppm"),
+          "coul-ewald": lambda: coulomb_input("ewald"), "coul-msm": lambda: coulomb_input("msm"), "ions": ion_input, "small": small_box_input, "eam": eam_input}
 
 
 def owned_forces(sim, comm):
@@ -208,6 +224,7 @@ def main():
     migrated = world.allreduce(getattr(nl, "migrated_total", 0), op=MPI.SUM)
     hole_fills = world.allreduce(getattr(nl, "hole_fills", 0), op=MPI.SUM)
     local_counts = world.allgather(sim.state.n_atoms)
+    coulomb = sim.forces.coulomb_energies() if hasattr(sim.forces, "coulomb_energies") else None   # collective
     if world.rank != 0:
         return
     _, ref_sim, ref_forces0, ref_collect, ref_final = reference
@@ -224,8 +241,12 @@ def main():
     p1, _ = momentum(final)
     frame = collect.frame
     frame_rel = float(np.abs(frame.positions - (ref_final.positions + ref_final.box.origin)).max() / L.min())
+    coulomb_rel = 0.0
+    if coulomb is not None:          # the last step's E_coul (real space) and E_long (k-space)
+        ref_coulomb = ref_sim.forces.coulomb_energies()
+        coulomb_rel = max(abs(coulomb[k] - ref_coulomb[k]) / abs(ref_coulomb[k]) for k in ("ecoul", "elong"))
     result = {
-        "ranks": world.size, "decomposition": sim.decomposition.describe(), "device": sim.backend.device_name,
+        "coulomb_rel": coulomb_rel, "ranks": world.size, "decomposition": sim.decomposition.describe(), "device": sim.backend.device_name,
         "force_rel": force_rel, "position_rel": pos_rel, "velocity_rel": vel_rel, "thermo_rel": thermo_rel,
         "thermo_rows": [len(collect.rows), len(ref_collect.rows)], "frame_rel": frame_rel,
         "frame_ids_sorted": bool((np.diff(frame.ids) > 0).all()), "n_atoms": [int(final.n_atoms), int(system.n_atoms)],

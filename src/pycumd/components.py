@@ -162,9 +162,9 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     precision = get_precision(engine.precision, backend.name, engine.deterministic)
     integrator.bind(backend, precision, system.units)
     long_range = getattr(potential, "long_range", False)      # */coul/long + a k-space solver
-    if long_range and decomposed:
-        raise NotImplementedError(f"kspace over MPI ranks is not implemented yet (pair_style {potential.name}); "
-                                  f"run on one rank")
+    if long_range and decomposed and backend.is_gpu:
+        raise NotImplementedError(f"kspace over MPI ranks runs on the CPU only (pair_style {potential.name}); run the "
+                                  f"GPU on one rank")
     if long_range:               # the solver's real-space cutoff first (MSM's cutoff/adjust): the list's cutoff reads it
         potential.resolve_cutoff(system)
     skin = neighbor.resolved_skin(system.units.name)
@@ -205,10 +205,17 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                   f"(a many-body potential) are not implemented")
     if decomposed:
         from .parallel import decompose
-        parts = decompose(system, potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor, engine,
-                          serial_list=neighbors)
+        pair_potential = potential.short_range(system.n_types) if long_range else potential
+        parts = decompose(system, pair_potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor,
+                          engine, serial_list=neighbors)
+        forces = parts.forces
+        if long_range:         # the Coulomb pass over the domains' list, the solver's grid summed over the ranks
+            from .long_range import LongRangeForces
+
+            forces = LongRangeForces(forces, potential, parts.state, system.units, backend, precision, None,
+                                     system.n_types, decomposition=parts.decomposition)
         return with_step_control(Components(backend, precision, parts.state, integrator, parts.neighbors,
-                                            parts.forces, pair_method, parts.decomposition.comm,
+                                            forces, pair_method, parts.decomposition.comm,
                                             parts.decomposition, cpu_threads))
     neighbors.check_box(system.box.L)
     state = State.from_system(system, backend, precision)

@@ -250,9 +250,14 @@ class LongRangeForces(ForceEvaluatorBase):
         (molecular systems).
     n_types : int
         Atom types (the 1-4 LJ table's rows).
+    decomposition : pycumd.parallel.domains.DomainDecomposition, optional
+        Spatial domains over MPI ranks (CPU): ``pair_forces`` is then the domains' evaluator, the Coulomb pass
+        runs over the owned atoms with the ghosts' positions and charges (``DomainNeighborList.forward``),
+        and the solver sums its grid over the ranks (:meth:`pycumd.kspace.base.KSpaceSolver.set_communicator`).
     """
 
-    def __init__(self, pair_forces, potential, state, units, backend, precision, topology=None, n_types: int = 1):
+    def __init__(self, pair_forces, potential, state, units, backend, precision, topology=None, n_types: int = 1,
+                 decomposition=None):
         if potential.kspace is None:
             raise InputError(f"pair_style {potential.name} needs a k-space solver (LAMMPS: 'Pair style requires a "
                              f"KSpace style'): add kspace_style ewald|pppm ACC, or CoulombLong(..., kspace=make_solver(...))")
@@ -278,6 +283,11 @@ class LongRangeForces(ForceEvaluatorBase):
             raise InputError(f"pair_style {potential.name}: no Coulomb constant for units {units.name}")
         self.r_cut_coul = potential.r_cut_coul
         self.units_name = units.name
+        self.decomposition = decomposition
+        if decomposition is not None and (backend.is_gpu or topology is not None):
+            raise NotImplementedError(f"pair_style {potential.name} over MPI ranks runs on the CPU without a molecular "
+                                      f"topology only")
+        self._ghost_charges = None
         #: MSM's splitting (*/coul/msm): the pass evaluates 1/r - gamma(r/a)/a
         self.msm = potential.splitting == "msm"
         self._setup_solver(state)
@@ -332,6 +342,11 @@ class LongRangeForces(ForceEvaluatorBase):
         table size of the real-space Coulomb (``pair_modify table``) for its error estimate."""
         box = tuple(float(x) for x in state.box_lengths)
         charges = np.asarray(self.backend.to_host(state.charges), dtype=np.float64)
+        if self.decomposition is not None:       # the solver's parameters read every charge, in id order (as 1 rank)
+            parts = self.decomposition.owners.allgather((np.asarray(self.backend.to_host(state.ids)), charges))
+            ids = np.concatenate([p[0] for p in parts])
+            charges = np.concatenate([p[1] for p in parts])[np.argsort(ids, kind="stable")]
+            self.solver.set_communicator(self.decomposition.owners)
         if (getattr(self.solver, "splitting", "ewald") == "msm") != self.msm:
             raise InputError(f"pair_style {self.potential.name} and kspace_style {self.solver.name} do not go together: "
                              f"kspace_style msm needs a */coul/msm pair style and a */coul/msm style needs kspace_style "
@@ -371,6 +386,8 @@ class LongRangeForces(ForceEvaluatorBase):
             self.coul_energy.fill(0.0)
         if self.backend.is_gpu:
             self._compute_gpu(state, neighbors, with_energy)
+        elif self.decomposition is not None:
+            self._compute_cpu(state, neighbors, with_energy, *self._extended(state, neighbors))
         else:
             self._compute_cpu(state, neighbors, with_energy)
         self.solver.compute(state.positions, state.charges, state.box_lengths, state.forces, with_energy)
@@ -379,7 +396,25 @@ class LongRangeForces(ForceEvaluatorBase):
             self._virial = np.asarray(self.solver.virial, dtype=np.float64).copy()
             self._ecoul = float(self.coul_energy.sum())
 
-    def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
+    def _extended(self, state, neighbors) -> tuple:
+        """Spatial domains: the positions and charges of the owned atoms and their ghosts (the list's sources),
+        the ghosts' charges forwarded from their owners (LAMMPS' forward communication of q)."""
+        if neighbors.half:
+            raise NotImplementedError("the Coulomb pass over MPI domains needs the full neighbour list")
+        positions = neighbors.extended
+        n = state.n_atoms
+        q = self._ghost_charges
+        if q is None or q.shape[0] != positions.shape[0]:
+            q = self._ghost_charges = np.empty(positions.shape[0])
+        q[:n] = state.charges
+        neighbors.forward(q)
+        return positions, q
+
+    def _compute_cpu(self, state, neighbors, with_energy: bool, positions=None, charges=None) -> None:
+        """The real-space pass on the CPU over ``positions`` and ``charges`` (default the state's; spatial
+        domains: the owned atoms' and their ghosts', :meth:`_extended`) for the state's atoms."""
+        positions = state.positions if positions is None else positions
+        charges = state.charges if charges is None else charges
         L = np.asarray(state.box_lengths, dtype=np.float64)
         invL = 1.0 / L
         rc2 = self.r_cut_coul * self.r_cut_coul
@@ -391,7 +426,7 @@ class LongRangeForces(ForceEvaluatorBase):
                 self._chunks = (np.empty((n_chunks, n, 4)), np.empty((n_chunks, n, 6)), np.empty((n, 3)),
                                 np.empty(n), np.empty((n, 6)))
             acc, vir, f, e, w = self._chunks
-            coul_long_half(state.positions, state.charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
+            coul_long_half(positions, charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
                            self.g_ewald, rc2, self._gcons, bounds, acc, vir, with_energy)
             sum_chunks(bounds, acc, vir, f, e, w, with_energy)
             state.forces += f
@@ -401,7 +436,7 @@ class LongRangeForces(ForceEvaluatorBase):
                     state.virial += w
                 self.coul_energy += e
         else:
-            coul_long_full(state.positions, state.charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
+            coul_long_full(positions, charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
                            self.g_ewald, rc2, self._gcons, state.forces, state.energy, self._coul_virial(state),
                            self.coul_energy, with_energy)
         if self.row_of is not None:
@@ -475,13 +510,19 @@ class LongRangeForces(ForceEvaluatorBase):
         return self.pair.bonded_energies()
 
     def global_energy_virial(self) -> tuple:
-        """The k-space energy (energy units) and virial (6,) of the last evaluation with energies."""
+        """The k-space energy (energy units) and virial (6,) of the last evaluation with energies (over MPI
+        domains: rank 0 of the owners gives them, the others zero, so that the sums over the ranks count them
+        once)."""
+        if self.decomposition is not None and self.decomposition.owners.rank != 0:
+            return 0.0, np.zeros(6)
         return self._elong, self._virial.copy()
 
     def coulomb_energies(self) -> dict:
         """``{"ecoul": real-space Coulomb energy (special-pair corrections included), "elong": k-space
         energy}`` (energy units, whole system) of the last evaluation with energies (LAMMPS' thermo
         keywords ecoul and elong)."""
+        if self.decomposition is not None:       # collective: the real-space part summed over the domains
+            return {"ecoul": self.decomposition.owners.sum(self._ecoul), "elong": self._elong}
         return {"ecoul": self._ecoul, "elong": self._elong}
 
     def describe_solver(self) -> list:

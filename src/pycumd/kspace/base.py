@@ -67,6 +67,11 @@ class KSpaceSolver:
     splitting: str = "ewald"
     #: whether :meth:`coulomb_cutoff` may return another cutoff than the pair style's (MSM's cutoff/adjust)
     adjusts_cutoff: bool = False
+    #: the ranks among which the atoms are spread (a :class:`pycumd.parallel.comm.Communicator`), or None
+    #: for one process: each rank passes only its own atoms to :meth:`compute`, the solver sums its grid
+    #: (or structure factors) over the ranks, every rank solves the same replicated problem and
+    #: interpolates to its own atoms (:meth:`set_communicator`; CPU)
+    grid_comm = None
 
     def __init__(self, accuracy: float, *, mesh=None, order=None, gewald=None, compute=True, slab=None):
         accuracy = float(accuracy)
@@ -145,6 +150,18 @@ class KSpaceSolver:
         """The lines LAMMPS prints at its init for this solver (after :meth:`setup`)."""
         raise NotImplementedError
 
+    def set_communicator(self, comm) -> None:
+        """Spread the atoms over ``comm``'s ranks (see :attr:`grid_comm`); :meth:`setup` must still be given
+        every charge of the system.  The energy and virial are then the whole system's on every rank."""
+        self.grid_comm = comm if comm is not None and comm.size > 1 else None
+
+    def _sum_over_ranks(self, array):
+        """``array`` (a host grid or vector of partial sums over this rank's atoms) summed over the ranks
+        of :attr:`grid_comm`, in place; unchanged for one process."""
+        if self.grid_comm is None:
+            return array
+        return self.grid_comm.allreduce_sum(array)
+
     # -- shared by the styles ------------------------------------------------------------------
     def _start_compute(self, box_lengths, with_energy: bool) -> bool:
         """The start of every style's :meth:`compute`: False (and, with energies, energy and virial 0)
@@ -206,13 +223,21 @@ class KSpaceSolver:
         z = positions[:, 2].astype(xp.float64)
         q = charges.astype(xp.float64)
         if with_energy or not self.backend.is_gpu:      # the GPU checks where it synchronises anyway
-            self._check_slab_extent(float(z.min()), float(z.max()))
+            z_min = float(z.min()) if z.shape[0] else np.inf
+            z_max = float(z.max()) if z.shape[0] else -np.inf
+            if self.grid_comm is not None:
+                z_min, z_max = -self.grid_comm.max(-z_min), self.grid_comm.max(z_max)
+            self._check_slab_extent(z_min, z_max)
         dipole = q @ z
+        if self.grid_comm is not None:
+            dipole = self.grid_comm.sum(float(dipole))
         ffact = -4.0 * np.pi * self.qqrd2e / self.volume
         forces[:, 2] += (ffact * q * (dipole - self.qsum * z)).astype(forces.dtype)
         if with_energy:
             dipole = float(dipole)
             dipole_r2 = float(q @ (z * z)) if abs(self.qsum) > _SLAB_SMALL else 0.0
+            if self.grid_comm is not None:
+                dipole_r2 = self.grid_comm.sum(dipole_r2)
             zprd_slab = self.box_lengths[2] * self.slab_volfactor
             e_slab = 2.0 * np.pi * (dipole * dipole - self.qsum * dipole_r2
                                     - self.qsum * self.qsum * zprd_slab * zprd_slab / 12.0) / self.volume

@@ -107,6 +107,11 @@ class Ewald(KSpaceSolver):
             phase = x @ self._k[start:start + block].T            # (N, kb)
             sfac_re[start:start + block] = q @ xp.cos(phase)
             sfac_im[start:start + block] = q @ xp.sin(phase)
+        if self.grid_comm is not None:      # this rank's atoms' partial sums: the whole system's
+            if self.backend.is_gpu:
+                raise NotImplementedError("kspace_style ewald over MPI ranks runs on the CPU only")
+            sfac = self._sum_over_ranks(np.concatenate([sfac_re, sfac_im]))
+            sfac_re, sfac_im = sfac[:self.kcount].copy(), sfac[self.kcount:].copy()
         field = xp.zeros((n, 3))
         for start in range(0, self.kcount, block):
             sl = slice(start, start + block)

@@ -293,6 +293,10 @@ class MSM(KSpaceSolver):
         q = xp.ascontiguousarray(charges.astype(xp.float64))
         grids = [ml.anterpolate(self.backend, x, q, self.grid_lo[0], self.grid_shape[0], self.spacings[0],
                                 self.periodic, self.order)]
+        if self.grid_comm is not None:          # several ranks: each anterpolated its own atoms
+            if self.backend.is_gpu:
+                raise NotImplementedError("kspace_style msm over MPI ranks runs on the CPU only")
+            grids[0] = self._sum_over_ranks(np.ascontiguousarray(grids[0]))
         for mats in self._restrict:
             grids.append(ml.apply_axes(xp, mats, grids[-1]))
         pots = []

@@ -266,6 +266,7 @@ class PPPM(KSpaceSolver):
         shift, shiftone = _shifts(self.order)
         density = np.zeros((nz, ny, nx))
         make_rho_cpu(x, q, self.delinv, self.delvolinv, shift, shiftone, self.rho_coeff, density)
+        self._sum_over_ranks(density)            # several ranks: each spread its own atoms (replicated grid)
         rho_k = np.fft.rfftn(density)
         if with_energy:
             power = rho_k.real ** 2 + rho_k.imag ** 2
@@ -339,6 +340,8 @@ class PPPM(KSpaceSolver):
         return self._gpu
 
     def _compute_gpu(self, positions, charges, forces, with_energy):
+        if self.grid_comm is not None:
+            raise NotImplementedError("kspace_style pppm over MPI ranks runs on the CPU only")
         import cupy as cp
         from cupy.cuda import cufft
 
