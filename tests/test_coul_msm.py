@@ -89,7 +89,7 @@ CASES = [   # (pair_style, pair_coeffs, accuracy, kspace_modify, box, n_side, te
 @pytest.mark.parametrize("case", range(len(CASES)), ids=[f"{c[0]} {c[3]}".strip() for c in CASES])
 def test_msm_pair_styles_match_lammps(tmp_path, case):
     """E_coul, E_long, E_vdwl, pe and the pressure (tensor where LAMMPS gives it) to 1e-10 relative, the
-    forces to 1e-10 of their RMS (measured: <= 2e-14 relative, forces <= 1e-13)."""
+    forces to 1e-10 of their RMS (measured: <= 2.1e-14 relative, forces <= 6e-12 of their RMS)."""
     pair, coeffs, accuracy, modify, box, n_side, tensor = CASES[case]
     x, q = ions(n_side, box)
     write_data(tmp_path / "data.ions", x, q, box)

@@ -1,5 +1,8 @@
 """Ewald-split Coulomb between per-atom charges, with a short-range pair potential beside it: LAMMPS'
-``coul/long``, ``lj/cut/coul/long``, ``buck/coul/long`` and ``born/coul/long``.
+``coul/long``, ``lj/cut/coul/long``, ``buck/coul/long``, ``born/coul/long`` and ``lj/charmm/coul/long``; and
+the MSM-split ``coul/msm``, ``lj/cut/coul/msm`` and ``lj/charmm/coul/msm`` (``splitting="msm"``: the
+real-space term ``qqrd2e q_i q_j [1/r - gamma(r/a)/a]`` of MSM's splitting within the cutoff ``a``, with
+``kspace_style msm``; docs/kspace.md).
 
 The Coulomb energy of a periodic system is split with the Ewald parameter ``g`` (1/length):
 
@@ -57,6 +60,9 @@ class CoulombLong:
         1 in lj, 332.06371 in real, 14.399645 in metal).
     name : str, optional
         The LAMMPS style name (for descriptions); default from ``short``.
+    splitting : str, optional
+        ``"ewald"`` (erfc, the ``*/coul/long`` styles) or ``"msm"`` (MSM's gamma, the ``*/coul/msm`` styles,
+        with ``kspace_style msm``); None: ``"msm"`` for a ``*/coul/msm`` name, ``"ewald"`` otherwise.
 
     Examples
     --------
