@@ -70,6 +70,20 @@ def coulomb_input(style):
     return system, potential, dt, options
 
 
+def coulomb_slab_input():
+    """coulomb_input("pppm") as a slab: the box twice as tall along z (the atoms in its middle half, a vacuum
+    gap of ~10 > the cutoff) and kspace_modify slab 3.0 (the dipole correction summed over the ranks)."""
+    from pycumd.box import Box
+    from pycumd.kspace import make_solver
+
+    system, potential, dt, options = coulomb_input("pppm")
+    L = system.box.L
+    tall = System(Box((L[0], L[1], 2.0 * L[2])), system.positions + [0.0, 0.0, 0.5 * L[2]], system.masses,
+                  velocities=system.velocities, charges=system.charges)
+    potential.kspace = make_solver("pppm", 1e-4, slab=3.0)
+    return tall, potential, dt, options
+
+
 def ion_input():
     system, potential, dt = ion_mixture([6, 8], [12, 16], [0.5, 0.5], 250, 7.0e-5, gamma=20.0, seed=3)
     return system, potential, dt, {"pair_method": "all_pairs"}
@@ -103,7 +117,8 @@ def eam_input():
 
 
 INPUTS = {"lj": lj_input, "lj-charged": charged_lj_input, "coul-pppm": lambda: coulomb_input("pppm"),
-          "coul-ewald": lambda: coulomb_input("ewald"), "coul-msm": lambda: coulomb_input("msm"), "ions": ion_input, "small": small_box_input, "eam": eam_input}
+          "coul-ewald": lambda: coulomb_input("ewald"), "coul-msm": lambda: coulomb_input("msm"),
+          "coul-slab": coulomb_slab_input, "ions": ion_input, "small": small_box_input, "eam": eam_input}
 
 
 def owned_forces(sim, comm):
