@@ -239,7 +239,7 @@ def main():
     migrated = world.allreduce(getattr(nl, "migrated_total", 0), op=MPI.SUM)
     hole_fills = world.allreduce(getattr(nl, "hole_fills", 0), op=MPI.SUM)
     local_counts = world.allgather(sim.state.n_atoms)
-    coulomb = sim.forces.coulomb_energies() if hasattr(sim.forces, "coulomb_energies") else None   # collective
+    coulomb = sim.forces.coulomb_energies()       # long-range Coulomb: collective; {} for the other evaluators
     if world.rank != 0:
         return
     _, ref_sim, ref_forces0, ref_collect, ref_final = reference
@@ -257,7 +257,7 @@ def main():
     frame = collect.frame
     frame_rel = float(np.abs(frame.positions - (ref_final.positions + ref_final.box.origin)).max() / L.min())
     coulomb_rel = 0.0
-    if coulomb is not None:          # the last step's E_coul (real space) and E_long (k-space)
+    if coulomb:                      # the last step's E_coul (real space) and E_long (k-space)
         ref_coulomb = ref_sim.forces.coulomb_energies()
         coulomb_rel = max(abs(coulomb[k] - ref_coulomb[k]) / abs(ref_coulomb[k]) for k in ("ecoul", "elong"))
     result = {
