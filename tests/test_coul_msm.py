@@ -173,7 +173,6 @@ def test_python_api_mismatch_is_refused():
 
 @pytest.mark.cuda
 @needs_cuda
-@needs_lammps
 @pytest.mark.parametrize("case", [1, 3, 4], ids=["lj/cut/coul/msm", "lj/charmm/coul/msm", "coul/msm order 4"])
 def test_msm_pair_styles_gpu_equal_cpu(tmp_path, case):
     """The CUDA coul/msm pass (long_range.cu with COUL_MSM) and the GPU MSM solver: thermo and forces as the
