@@ -60,10 +60,10 @@ def msm_script(data, pair, coeffs, accuracy, modify, tensor):
             + "\nthermo_modify format float %.15g\nrun 0\n")
 
 
-def pycumd_run0(tmp_path, script, device="cpu"):
+def pycumd_run0(tmp_path, script, device="cpu", precision="double"):
     """Thermo row 0 and the forces (sorted by atom ID) of the script's run 0."""
     (tmp_path / "in.pycumd").write_text(script)
-    result = run_lammps_script(path=tmp_path / "in.pycumd", screen=False, device=device, precision="double")
+    result = run_lammps_script(path=tmp_path / "in.pycumd", screen=False, device=device, precision=precision)
     sim = result.sim
     b = sim.backend
     ids = np.asarray(b.to_host(sim.state.ids))
@@ -189,15 +189,38 @@ def test_msm_pair_styles_gpu_equal_cpu(tmp_path, case):
     np.testing.assert_allclose(f_gpu, f_cpu, rtol=0, atol=1e-10 * scale)
 
 
+@pytest.mark.cuda
+@needs_cuda
+@pytest.mark.parametrize("precision", ["mixed", "single"])
+def test_msm_pair_style_gpu_float_pair_terms(tmp_path, precision):
+    """The coul/msm pass in single and mixed precision: MSM's polynomial in float32 (pair_t, as coul/long's
+    erfc), the sums in double (mixed) or float32 (single); the solver in double (as LAMMPS' MSM): E_coul, the
+    potential energy and the forces as the double CPU run's to 1e-5 (mixed) and 1e-4 (single) relative, the
+    tolerances of the coul/long pass (tests/test_coul_long.py)."""
+    pair, coeffs, accuracy, modify, box, n_side, tensor = CASES[1]
+    x, q = ions(n_side, box)
+    write_data(tmp_path / "data.ions", x, q, box)
+    script = msm_script(tmp_path / "data.ions", pair, coeffs, accuracy, modify, tensor)
+    row_cpu, f_cpu, _ = pycumd_run0(tmp_path, script, "cpu")
+    row_gpu, f_gpu, _ = pycumd_run0(tmp_path, script, "cuda", precision)
+    tol = {"mixed": 1e-5, "single": 1e-4}[precision]
+    for key in ("PotEng", "E_coul"):
+        assert row_gpu[key] == pytest.approx(row_cpu[key], rel=tol), key
+    assert np.abs(f_gpu - f_cpu).max() <= 10 * tol * np.abs(f_cpu).max()
+
+
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
-@pytest.mark.parametrize("split, arch", [(2, "sm_80"), (3, "sm_80"), (4, "sm_90"), (5, "sm_90")])
-def test_coul_msm_kernels_compile(tmp_path, split, arch):
-    """long_range.cu's */coul/msm build (COUL_MSM=1, MSM_SPLIT = order/2 for orders 4..10) compiles, and its
-    gamma coefficients are LAMMPS' gcons (multilevel.split_coefficients, exact fractions)."""
+@pytest.mark.parametrize("split, arch, single", [(2, "sm_80", False), (3, "sm_80", True), (4, "sm_90", False),
+                                                 (5, "sm_90", True)])
+def test_coul_msm_kernels_compile(tmp_path, split, arch, single):
+    """long_range.cu's */coul/msm build (COUL_MSM=1, MSM_SPLIT = order/2 for orders 4..10) compiles (in double,
+    and with ``single`` as single precision builds it: the polynomial in float32 pair_t), and its gamma
+    coefficients are LAMMPS' gcons (multilevel.split_coefficients, exact fractions)."""
     from pycumd.kspace.multilevel import split_coefficients
 
     source = Path(__file__).resolve().parents[1] / "src" / "pycumd" / "long_range.cu"
-    cmd = ["nvcc", "-std=c++17", f"-arch={arch}", "--cubin", f"-I{source.parent}", "-DCOUL_MSM=1",
+    floats = ["-Dreal_t=float", "-Dpair_t=float", "-Daccum_t=float"] if single else []
+    cmd = ["nvcc", "-std=c++17", f"-arch={arch}", "--cubin", f"-I{source.parent}", "-DCOUL_MSM=1", *floats,
            f"-DMSM_SPLIT={split}", "-o", str(tmp_path / "k.cubin"), str(source)]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr

@@ -1323,8 +1323,8 @@ class LammpsPlanner:
                              f"this pair style')")
         if s.kspace is not None and not long_range:
             raise ValueError(f"kspace_style {s.kspace[0]} (line {s.kspace[2]}) needs a long-range Coulomb pair style "
-                             f"(coul/long, lj/cut/coul/long, buck/coul/long, born/coul/long), not {style} (LAMMPS: "
-                             f"'KSpace style is incompatible with Pair style')")
+                             f"(coul/long, lj/cut/coul/long, buck/coul/long, born/coul/long, lj/charmm/coul/long, or a "
+                             f"*/coul/msm style), not {style} (LAMMPS: 'KSpace style is incompatible with Pair style')")
         if long_range and (s.kspace[0] == "msm") != (potential.splitting == "msm"):   # MSM splits 1/r its own way
             raise ValueError(f"kspace_style {s.kspace[0]} (line {s.kspace[2]}) and pair_style {style} do not go "
                              f"together: kspace_style msm needs a */coul/msm pair style (coul/msm, lj/cut/coul/msm, "
