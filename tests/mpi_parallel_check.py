@@ -56,6 +56,35 @@ def charged_lj_input():
     return system, potential, dt, options
 
 
+def coulomb_input(style):
+    """lj_input with charges +-0.5 (neutral, random signs) and the long-range Coulomb sum: lj/cut/coul/long with
+    pppm or ewald, or lj/cut/coul/msm with msm (cutoff/adjust no), Coulomb cutoff 2.5, accuracy 1e-4."""
+    from pycumd.kspace import make_solver
+    from pycumd.potentials.coul_long import CoulombLong
+
+    system, lj, dt, options = lj_input()
+    rng = np.random.default_rng(7)
+    system.charges = rng.permutation(np.repeat([0.5, -0.5], system.n_atoms // 2))
+    keywords = {"cutoff_adjust": False} if style == "msm" else {}
+    potential = CoulombLong(2.5, short=lj, kspace=make_solver(style, 1e-4, **keywords),
+                            splitting="msm" if style == "msm" else "ewald")
+    return system, potential, dt, options
+
+
+def coulomb_slab_input():
+    """coulomb_input("pppm") as a slab: the box twice as tall along z (the atoms in its middle half, a vacuum
+    gap of ~10 > the cutoff) and kspace_modify slab 3.0 (the dipole correction summed over the ranks)."""
+    from pycumd.box import Box
+    from pycumd.kspace import make_solver
+
+    system, potential, dt, options = coulomb_input("pppm")
+    L = system.box.L
+    tall = System(Box((L[0], L[1], 2.0 * L[2])), system.positions + [0.0, 0.0, 0.5 * L[2]], system.masses,
+                  velocities=system.velocities, charges=system.charges)
+    potential.kspace = make_solver("pppm", 1e-4, slab=3.0)
+    return tall, potential, dt, options
+
+
 def ion_input():
     system, potential, dt = ion_mixture([6, 8], [12, 16], [0.5, 0.5], 250, 7.0e-5, gamma=20.0, seed=3)
     return system, potential, dt, {"pair_method": "all_pairs"}
@@ -90,7 +119,9 @@ def eam_input():
 
 #: the special-pair combinations of tests/test_molecular.py's COMBOS (the mol-* cases)
 MOLECULE_COMBOS = ("harmonic", "fene", "amber")
-INPUTS = {"lj": lj_input, "lj-charged": charged_lj_input, "ions": ion_input, "small": small_box_input, "eam": eam_input}
+INPUTS = {"lj": lj_input, "lj-charged": charged_lj_input, "coul-pppm": lambda: coulomb_input("pppm"),
+          "coul-ewald": lambda: coulomb_input("ewald"), "coul-msm": lambda: coulomb_input("msm"),
+          "coul-slab": coulomb_slab_input, "ions": ion_input, "small": small_box_input, "eam": eam_input}
 
 
 def owned_forces(sim, comm):
@@ -261,6 +292,7 @@ def main():
     migrated = world.allreduce(getattr(nl, "migrated_total", 0), op=MPI.SUM)
     cell_ordered = world.allreduce(int(owned_in_cell_order(sim)), op=MPI.MIN)
     local_counts = world.allgather(sim.state.n_atoms)
+    coulomb = sim.forces.coulomb_energies()       # long-range Coulomb: collective; {} for the other evaluators
     if world.rank != 0:
         return
     _, ref_sim, ref_forces0, ref_collect, ref_final = reference
@@ -277,8 +309,12 @@ def main():
     p1, _ = momentum(final)
     frame = collect.frame
     frame_rel = float(np.abs(frame.positions - (ref_final.positions + ref_final.box.origin)).max() / L.min())
+    coulomb_rel = 0.0
+    if coulomb:                      # the last step's E_coul (real space) and E_long (k-space)
+        ref_coulomb = ref_sim.forces.coulomb_energies()
+        coulomb_rel = max(abs(coulomb[k] - ref_coulomb[k]) / abs(ref_coulomb[k]) for k in ("ecoul", "elong"))
     result = {
-        "ranks": world.size, "decomposition": sim.decomposition.describe(), "device": sim.backend.device_name,
+        "coulomb_rel": coulomb_rel, "ranks": world.size, "decomposition": sim.decomposition.describe(), "device": sim.backend.device_name,
         "force_rel": force_rel, "position_rel": pos_rel, "velocity_rel": vel_rel, "thermo_rel": thermo_rel,
         "thermo_rows": [len(collect.rows), len(ref_collect.rows)], "frame_rel": frame_rel,
         "frame_ids_sorted": bool((np.diff(frame.ids) > 0).all()), "n_atoms": [int(final.n_atoms), int(system.n_atoms)],

@@ -454,10 +454,10 @@ def test_charmm_weighted_1_4_pairs_match_lammps(rng, tmp_path):
 @pytest.mark.parametrize("lines, match", [
     (["pair_style coul/long 5.0", "pair_coeff * *"], "requires a kspace_style"),
     (["pair_style lj/cut 5.0", "pair_coeff * * 0.1 3.0", "kspace_style ewald 1e-4"], "needs a long-range Coulomb pair"),
-    (["pair_style coul/long 5.0", "pair_coeff * *", "kspace_style msm 1e-4"], r"kspace_style msm \(line 6\) needs a \*/coul/msm"),
+    (["pair_style coul/long 5.0", "pair_coeff * *", "kspace_style msm 1e-4"], r"kspace_style msm \(line 6\) and pair_style coul/long do not go together"),
     (["pair_style coul/long 5.0", "pair_coeff * *", "kspace_style ewald 1e-4", "kspace_modify slab 3.0"],
-     "kspace_modify slab is not supported"),
-    (["pair_style lj/cut/coul/msm 8.0"], "pair_style lj/cut/coul/msm is not implemented"),
+     "kspace_modify slab needs boundary p p f"),
+    (["pair_style lj/class2/coul/long 8.0"], "pair_style lj/class2/coul/long is not implemented"),
     (["pair_style lj/cut/coul/long 5.0 6.0 7.0"], "takes 1 to 2 argument"),
     (["kspace_modify order 5"], "kspace_modify before kspace_style"),
 ])
@@ -695,3 +695,39 @@ def test_gpu_pppm_steps_in_graphs_are_bit_identical_to_host_steps(rng, precision
     for name in ("positions", "velocities"):
         a, b = (np.asarray(s.backend.to_host(getattr(s.state, name))) for s in (host, graph))
         assert np.array_equal(a, b), name
+
+
+@pytest.mark.parametrize("what", ["molecular kspace", "charmm"])
+def test_coulomb_over_mpi_ranks_refuses_what_it_does_not_cover(what):
+    """Over MPI ranks (CPU spatial domains) the */coul/long and */coul/msm styles run without a molecular topology
+    (tests/test_parallel.py); with one (their special pairs' corrections over the domains) and for
+    lj/charmm/coul/charmm (no solver) the build stops, saying so, before any domain is made."""
+    import pycumd.components as components
+    from pycumd.components import EngineOptions, NeighborOptions, build_components
+    from pycumd.integrators import VelocityVerlet
+    from pycumd.molecular.topology import empty_topology
+    from pycumd.potentials.coul_charmm import CoulombCharmm
+    from pycumd.potentials.lj_charmm import LJCharmm
+
+    class TwoRanks:
+        size, rank = 2, 0
+
+    positions = random_positions(np.random.default_rng(3), 8, 12.0, 1.5)
+    charges = np.tile([0.5, -0.5], 4)
+    if what == "charmm":
+        system = System(Box([12.0] * 3), positions, [1.0], charges=charges)
+        lj = LJCharmm(3.0, 4.0)
+        lj.pair_coeff(0, 0, epsilon=0.1, sigma=1.0)
+        potential, match = CoulombCharmm(lj), "per-atom Coulomb over MPI ranks is not implemented"
+    else:
+        system = System(Box([12.0] * 3), positions, [1.0], charges=charges, topology=empty_topology(np.arange(1, 9)))
+        potential = CoulombLong(4.0, LennardJones(4.0).pair_coeff(0, 0, epsilon=0.1, sigma=1.0),
+                                kspace=make_solver("ewald", 1e-4))
+        match = "kspace with a molecular topology over MPI ranks is not implemented"
+    original = components.communicator
+    components.communicator = lambda comm: TwoRanks()
+    try:
+        with pytest.raises(NotImplementedError, match=match):
+            build_components(system, potential, VelocityVerlet(), NeighborOptions(), EngineOptions(device="cpu"))
+    finally:
+        components.communicator = original

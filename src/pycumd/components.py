@@ -161,12 +161,22 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                                                   engine.threads)
     precision = get_precision(engine.precision, backend.name, engine.deterministic)
     integrator.bind(backend, precision, system.units)
-    # per-atom charges through pycumd.long_range: */coul/long + a k-space solver, lj/charmm/coul/charmm
+    # per-atom charges through pycumd.long_range: */coul/long and */coul/msm + a k-space solver, lj/charmm/coul/charmm
     long_range = getattr(potential, "per_atom_coulomb", False)
+    kspace = long_range and getattr(potential, "long_range", False)
     if long_range and decomposed:
-        what = "kspace" if potential.long_range else "per-atom Coulomb"
-        raise NotImplementedError(f"{what} over MPI ranks is not implemented yet (pair_style {potential.name}); "
-                                  f"run on one rank")
+        if not kspace:
+            raise NotImplementedError(f"per-atom Coulomb over MPI ranks is not implemented yet (pair_style "
+                                      f"{potential.name}); run on one rank")
+        if backend.is_gpu:
+            raise NotImplementedError(f"kspace over MPI ranks runs on the CPU only (pair_style {potential.name}); run "
+                                      f"the GPU on one rank")
+        if system.topology is not None:
+            raise NotImplementedError(f"kspace with a molecular topology over MPI ranks is not implemented yet (the "
+                                      f"special pairs' Coulomb corrections over domains; pair_style {potential.name}); "
+                                      f"run on one rank")
+    if kspace:                  # the solver's real-space cutoff first (MSM's cutoff/adjust): the list's cutoff reads it
+        potential.resolve_cutoff(system)
     skin = neighbor.resolved_skin(system.units.name)
     r_cut = potential.max_cutoff(system.n_types)
     pair_method = choose_pair_method(engine.pair_method, r_cut, skin, system.box.L)
@@ -207,13 +217,20 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
                                   f"(a many-body potential) are not implemented")
     if decomposed:
         from .parallel import decompose
-        parts = decompose(system, potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor, engine,
-                          serial_list=neighbors)
+        pair_potential = potential.short_range(system.n_types) if long_range else potential
+        parts = decompose(system, pair_potential, integrator, backend, precision, pair_method, r_cut, skin, neighbor,
+                          engine, serial_list=neighbors)
+        forces = parts.forces
         if topology is not None:       # each domain's owned atoms gather their bonded terms from the extended rows
-            parts.forces = _molecular_forces(parts.forces, topology, backend, precision, pair_method, system.n_types,
-                                             off=off, domains=True)
+            forces = _molecular_forces(forces, topology, backend, precision, pair_method, system.n_types, off=off,
+                                       domains=True)
+        if long_range:         # the Coulomb pass over the domains' list, the solver's grid summed over the ranks
+            from .long_range import LongRangeForces
+
+            forces = LongRangeForces(forces, potential, parts.state, system.units, backend, precision, None,
+                                     system.n_types, decomposition=parts.decomposition)
         return with_step_control(Components(backend, precision, parts.state, integrator, parts.neighbors,
-                                            parts.forces, pair_method, parts.decomposition.comm,
+                                            forces, pair_method, parts.decomposition.comm,
                                             parts.decomposition, cpu_threads))
     neighbors.check_box(system.box.L)
     state = State.from_system(system, backend, precision)

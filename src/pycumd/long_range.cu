@@ -1,13 +1,16 @@
 // The real-space part of a Coulomb sum between per-atom charges (twin of pycumd/long_range.py's Numba
 // kernels: the same operations in the same order, so deterministic double precision differs only by the last
 // bits of the libraries' erfc and exp).  KIND (potentials/coul_long.py's COULOMB_*): 0 the Ewald-split erfc
-// term of LAMMPS' */coul/long (pa = g), 1 the switched Coulomb of lj/charmm/coul/charmm, 2 that of
-// lj/charmm/coul/charmm/implicit (pa = the squared inner cutoff, pb = (rc2 - pa)^3).
+// term of LAMMPS' */coul/long (pa = g; compiled with COUL_MSM, MSM's split of */coul/msm, pa = 1/a), 1 the
+// switched Coulomb of lj/charmm/coul/charmm, 2 that of lj/charmm/coul/charmm/implicit (pa = the squared inner
+// cutoff, pb = (rc2 - pa)^3).
 //
 //   coul_long_pairs(_energy), coul_charmm_pairs(_energy), coul_charmm_implicit_pairs(_energy): one thread per
 //                     target atom over its full neighbour list (column-major, nbr[k * stride + i]), in list order:
 //                       KIND 0: E_ij = qqrd2e q_i q_j erfc(g r) / r,
-//                               F/r  = qqrd2e q_i q_j (erfc(g r) / r + 2 g / sqrt(pi) exp(-g^2 r^2)) / r^2;
+//                               F/r  = qqrd2e q_i q_j (erfc(g r) / r + 2 g / sqrt(pi) exp(-g^2 r^2)) / r^2
+//                               (COUL_MSM: E_ij = qqrd2e q_i q_j / r (1 - rho gamma(rho)),
+//                               F/r = qqrd2e q_i q_j / r (1 + rho^2 gamma'(rho)) / r^2, rho = r/a);
 //                       KIND 1: E_ij = qqrd2e q_i q_j / r S1, F/r = qqrd2e q_i q_j / r S1 / r^2 (LAMMPS' force:
 //                               not -dE/dr between the cutoffs, which would add S2);
 //                       KIND 2: E_ij = qqrd2e q_i q_j / r^2 S1, F/r = 2 qqrd2e q_i q_j / r^2 (S1 + S2 / 2) / r^2
@@ -16,12 +19,13 @@
 //                     virial, E/2 also to coul_energy) that the pair kernel wrote
 //   long_range_row_map: row_of[ids[i]] = i
 //   coul_long_special: one thread per atom over its special partners (atom IDs, CSR by ID) with their
-//                     coul factors f: KIND 0 the erfc term less (1 - f) qqrd2e q_i q_j / r (LAMMPS' */coul/long),
+//                     coul factors f: KIND 0 the erfc (MSM) term less (1 - f) qqrd2e q_i q_j / r (LAMMPS'
+//                     */coul/long, */coul/msm),
 //                     KIND 1, 2: f times the switched term
 //
 // Positions: (N, 4) real_t rows x, y, z, type; charges (N,) double; forces (N, 3), energy (N,), virial
-// (N, 6) accum_t; separations and the per-atom sums in double; KIND 0's erfc, exp, square root and
-// quotients in pair_t (pycumd.precision: double in double precision, float in single and mixed, as the
+// (N, 6) accum_t; separations and the per-atom sums in double; KIND 0's erfc, exp (or MSM's polynomial), square
+// root and quotients in pair_t (pycumd.precision: double in double precision, float in single and mixed, as the
 // short-range pair terms), the CHARMM kinds' switching in double.
 #include "potentials/charmm_switch.cuh"
 
@@ -36,6 +40,30 @@
 #endif
 
 #define TWO_OVER_SQRT_PI 1.1283791670955126   // 2 / sqrt(pi), LAMMPS' EWALD_F
+
+// COUL_MSM=1: KIND 0 is the */coul/msm styles' instead (a module of its own; coul/long's kernels are unchanged):
+// MSM's split 1/r - gamma(r/a)/a with pa = g = 1/a and gamma(rho) = sum_k c_k rho^(2k), k = 0..MSM_SPLIT
+// (= order/2), the coefficients of LAMMPS' gcons (multilevel.split_coefficients), in pair_t as KIND 0's erfc
+#ifndef COUL_MSM
+#define COUL_MSM 0
+#endif
+#ifndef MSM_SPLIT
+#define MSM_SPLIT 5
+#endif
+#if COUL_MSM
+#if MSM_SPLIT == 2
+__device__ __constant__ pair_t MSM_GCONS[3] = {15.0 / 8.0, -5.0 / 4.0, 3.0 / 8.0};
+#elif MSM_SPLIT == 3
+__device__ __constant__ pair_t MSM_GCONS[4] = {35.0 / 16.0, -35.0 / 16.0, 21.0 / 16.0, -5.0 / 16.0};
+#elif MSM_SPLIT == 4
+__device__ __constant__ pair_t MSM_GCONS[5] = {315.0 / 128.0, -105.0 / 32.0, 189.0 / 64.0, -45.0 / 32.0, 35.0 / 128.0};
+#elif MSM_SPLIT == 5
+__device__ __constant__ pair_t MSM_GCONS[6] = {693.0 / 256.0, -1155.0 / 256.0, 693.0 / 128.0, -495.0 / 128.0,
+                                               385.0 / 256.0, -63.0 / 256.0};
+#else
+#error "MSM_SPLIT must be 2..5 (MSM orders 4, 6, 8, 10)"
+#endif
+#endif
 
 struct CoulSums {
     double f[3];
@@ -58,15 +86,32 @@ __device__ __forceinline__ void coul_pair_add(CoulSums& s, double dx, double dy,
     const double r2 = dx * dx + dy * dy + dz * dz;
     if (!(r2 < rc2)) return;
     double e, fr;
-    if (kind == 0) {                             // erfc (g = pa), less (1 - factor) qq / r
+    if (kind == 0) {                             // the Ewald split (g = pa), less (1 - factor) qq / r
         const pair_t subtract = (pair_t)(1.0 - factor);
         const pair_t r2p = (pair_t)r2;
         const pair_t r = sqrt(r2p);
+#if COUL_MSM
+        const pair_t prefactor = (pair_t)qq / r;
+        // MSM's split instead of erfc (pa = 1/a; the Numba coul_long_pair's gcons branch):
+        // E = qq/r (1 - rho gamma(rho)), F/r = qq/r (1 + rho^2 gamma'(rho)) / r^2, rho = r/a
+        const pair_t rho = (pair_t)pa * r;
+        const pair_t rho2 = rho * rho;
+        pair_t power = rho, e_sum = (pair_t)0, f_sum = (pair_t)0;   // rho^(2k+1), rho gamma, rho^2 gamma'
+#pragma unroll
+        for (int k = 0; k <= MSM_SPLIT; ++k) {
+            e_sum += MSM_GCONS[k] * power;
+            f_sum += (pair_t)(2 * k) * MSM_GCONS[k] * power;
+            power *= rho2;
+        }
+        e = (double)(prefactor * ((pair_t)1 - e_sum - subtract));
+        fr = (double)(prefactor * ((pair_t)1 + f_sum - subtract) / r2p);
+#else
         const pair_t gr = (pair_t)pa * r;
         const pair_t erfc_gr = erfc(gr);
         const pair_t prefactor = (pair_t)qq / r;
         e = (double)(prefactor * (erfc_gr - subtract));
         fr = (double)(prefactor * (erfc_gr + (pair_t)TWO_OVER_SQRT_PI * gr * exp(-gr * gr) - subtract) / r2p);
+#endif
     } else {                                     // CHARMM switching (inner2 = pa, denom = pb)
         const double r2inv = 1.0 / r2;
         double force;

@@ -14,7 +14,9 @@ evaluator.  One evaluation:
    ``E_ij = qqrd2e q_i q_j erfc(g r) / r``, ``F/r = qqrd2e q_i q_j (erfc(g r) / r + 2 g / sqrt(pi)
    exp(-g^2 r^2)) / r^2`` for ``r < r_cut_coul`` (CPU: Numba, the full or half list as the pair kernels
    have it; GPU: ``long_range.cu``, one thread per atom over the full list; a pass of its own, so the
-   tuned pair kernels are unchanged for runs without it);
+   tuned pair kernels are unchanged for runs without it); with MSM's splitting (``*/coul/msm``, kspace_style
+   msm) the same pass and kind evaluate ``qqrd2e q_i q_j [1/r - gamma(r/a)/a]`` instead (:func:`coul_long_pair`'s
+   ``gcons``; on the GPU a module of its own compiled with ``COUL_MSM``);
 3. the special pairs (``special_bonds`` coul factors ``f`` other than 1; they are not in the list): as
    LAMMPS' ``*/coul/long`` styles, the full ``erfc`` term less ``(1 - f) qqrd2e q_i q_j / r`` (so that
    an excluded pair, ``f = 0``, takes back the part of its interaction the k-space sum holds), within
@@ -47,18 +49,34 @@ TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 @numba.njit(inline="always")
-def coul_long_pair(r2, qq, g, rc2, subtract):
-    """``(E, F/r)`` of one pair at squared distance ``r2`` with ``qq = qqrd2e q_i q_j``, Ewald parameter
-    ``g``, less ``subtract qq / r`` (``1 - factor_coul`` of a special pair, 0 otherwise); zero beyond
-    the Coulomb cutoff ``rc2`` (squared)."""
+def coul_long_pair(r2, qq, g, rc2, subtract, gcons):
+    """``(E, F/r)`` of one pair at squared distance ``r2`` with ``qq = qqrd2e q_i q_j``, less
+    ``subtract qq / r`` (``1 - factor_coul`` of a special pair, 0 otherwise); zero beyond the Coulomb
+    cutoff ``rc2`` (squared).  ``gcons`` empty: the Ewald split ``erfc(g r)/r`` (``*/coul/long``, ``g``
+    the Ewald parameter); otherwise MSM's split (``*/coul/msm``, LAMMPS' PairCoulMSM) with ``g = 1/a``
+    (``a`` the cutoff) and ``gamma(rho) = sum_k gcons[k] rho^(2k)``: ``E = qq/r (1 - rho gamma(rho))``,
+    ``F/r = qq/r (1 + rho^2 gamma'(rho)) / r^2``, ``rho = r/a``."""
     if not r2 < rc2:
         return 0.0, 0.0
     r = math.sqrt(r2)
-    gr = g * r
-    erfc_gr = math.erfc(gr)
     prefactor = qq / r
-    e = prefactor * (erfc_gr - subtract)
-    fr = prefactor * (erfc_gr + TWO_OVER_SQRT_PI * gr * math.exp(-gr * gr) - subtract) / r2
+    if gcons.shape[0] == 0:
+        gr = g * r
+        erfc_gr = math.erfc(gr)
+        e = prefactor * (erfc_gr - subtract)
+        fr = prefactor * (erfc_gr + TWO_OVER_SQRT_PI * gr * math.exp(-gr * gr) - subtract) / r2
+        return e, fr
+    rho = r * g
+    rho2 = rho * rho
+    power = rho                       # rho^(2k+1)
+    e_sum = 0.0                       # rho gamma(rho)
+    f_sum = 0.0                       # rho^2 gamma'(rho)
+    for k in range(gcons.shape[0]):
+        e_sum += gcons[k] * power
+        f_sum += 2.0 * k * gcons[k] * power
+        power *= rho2
+    e = prefactor * (1.0 - e_sum - subtract)
+    fr = prefactor * (1.0 + f_sum - subtract) / r2
     return e, fr
 
 
@@ -91,13 +109,14 @@ def coul_charmm_pair(r2, qq, factor, implicit, rc2, inner2, denom):
 
 
 @numba.njit(inline="always")
-def coulomb_pair(r2, qq, factor, kind, rc2, a, b):
+def coulomb_pair(r2, qq, factor, kind, rc2, a, b, gcons):
     """``(E, F/r)`` of one pair of the per-atom-charge Coulomb ``kind``
-    (:data:`pycumd.potentials.coul_long.COULOMB_LONG`: :func:`coul_long_pair` with ``g = a``, a special pair's
-    ``factor`` as LAMMPS' ``*/coul/long``; ``COULOMB_CHARMM`` / ``COULOMB_CHARMM_IMPLICIT``:
-    :func:`coul_charmm_pair` with ``inner2 = a``, ``denom = b``)."""
+    (:data:`pycumd.potentials.coul_long.COULOMB_LONG`: :func:`coul_long_pair` with ``g = a`` and MSM's
+    ``gcons`` (empty: erfc), a special pair's ``factor`` as LAMMPS' ``*/coul/long`` and ``*/coul/msm``;
+    ``COULOMB_CHARMM`` / ``COULOMB_CHARMM_IMPLICIT``: :func:`coul_charmm_pair` with ``inner2 = a``,
+    ``denom = b``)."""
     if kind == COULOMB_LONG:
-        return coul_long_pair(r2, qq, a, rc2, 1.0 - factor)
+        return coul_long_pair(r2, qq, a, rc2, 1.0 - factor, gcons)
     return coul_charmm_pair(r2, qq, factor, kind == COULOMB_CHARMM_IMPLICIT, rc2, a, b)
 
 
@@ -117,8 +136,8 @@ def _store(i, sums, forces, energy, virial, coul_energy, with_energy):
 
 
 @numba.njit(parallel=True, cache=True)
-def coul_long_full(positions, charges, L, invL, nbr, nbr_count, qqrd2e, kind, rc2, pa, pb, forces, energy, virial,
-                   coul_energy, with_energy):
+def coul_long_full(positions, charges, L, invL, nbr, nbr_count, qqrd2e, kind, rc2, pa, pb, gcons, forces, energy,
+                   virial, coul_energy, with_energy):
     """The real-space pass over a full list (each pair from both atoms, in list order; the GPU's sums)."""
     for i in numba.prange(nbr_count.shape[0]):
         qi = qqrd2e * charges[i]
@@ -126,13 +145,13 @@ def coul_long_full(positions, charges, L, invL, nbr, nbr_count, qqrd2e, kind, rc
         for k in range(nbr_count[i]):
             j = nbr[i, k]
             dx, dy, dz, r2 = min_image_separation(positions, i, j, L, invL)
-            e, fr = coulomb_pair(r2, qi * charges[j], 1.0, kind, rc2, pa, pb)
+            e, fr = coulomb_pair(r2, qi * charges[j], 1.0, kind, rc2, pa, pb, gcons)
             sums = full_pair(dx, dy, dz, fr, e, with_energy, sums)
         _store(i, sums, forces, energy, virial, coul_energy, with_energy)
 
 
 @numba.njit(parallel=True, cache=True)
-def coul_long_half(positions, charges, L, invL, nbr, nbr_count, qqrd2e, kind, rc2, pa, pb, bounds, acc, vir,
+def coul_long_half(positions, charges, L, invL, nbr, nbr_count, qqrd2e, kind, rc2, pa, pb, gcons, bounds, acc, vir,
                    with_energy):
     """The real-space pass over a half list (each pair once, Newton's third law), chunk t's sums in
     ``acc[t]`` (fx, fy, fz, e) and ``vir[t]`` (as :func:`pycumd.forces._make_cpu_half_kernel`; then
@@ -148,14 +167,14 @@ def coul_long_half(positions, charges, L, invL, nbr, nbr_count, qqrd2e, kind, rc
             for k in range(nbr_count[i]):
                 j = nbr[i, k]
                 dx, dy, dz, r2 = min_image_separation(positions, i, j, L, invL)
-                e, fr = coulomb_pair(r2, qi * charges[j], 1.0, kind, rc2, pa, pb)
+                e, fr = coulomb_pair(r2, qi * charges[j], 1.0, kind, rc2, pa, pb, gcons)
                 sums = newton_pair(dx, dy, dz, fr, e, j, f, w, with_energy, sums)
             add_own_sums(f, w, i, sums, with_energy)
 
 
 @numba.njit(parallel=True, cache=True)
 def coul_long_special(positions, charges, ids, row_of, start, partners, factors, L, invL, qqrd2e, kind, rc2, pa, pb,
-                      forces, energy, virial, coul_energy, with_energy):
+                      gcons, forces, energy, virial, coul_energy, with_energy):
     """The special pairs (not in the list): for each atom row, its partners ``partners[start[id]:start[id + 1]]``
     (atom IDs) with their coul factors, the erfc term less ``(1 - factor) qq / r``."""
     for i in numba.prange(ids.shape[0]):
@@ -167,7 +186,7 @@ def coul_long_special(positions, charges, ids, row_of, start, partners, factors,
         for q in range(start[a], start[a + 1]):
             j = row_of[partners[q]]
             dx, dy, dz, r2 = min_image_separation(positions, i, j, L, invL)
-            e, fr = coulomb_pair(r2, qi * charges[j], factors[q], kind, rc2, pa, pb)
+            e, fr = coulomb_pair(r2, qi * charges[j], factors[q], kind, rc2, pa, pb, gcons)
             sums = full_pair(dx, dy, dz, fr, e, with_energy, sums)
         _store(i, sums, forces, energy, virial, coul_energy, with_energy)
 
@@ -279,9 +298,14 @@ class LongRangeForces(ForceEvaluatorBase):
         (molecular systems).
     n_types : int
         Atom types (the 1-4 LJ table's rows).
+    decomposition : pycumd.parallel.domains.DomainDecomposition, optional
+        Spatial domains over MPI ranks (CPU): ``pair_forces`` is then the domains' evaluator, the Coulomb pass
+        runs over the owned atoms with the ghosts' positions and charges (``DomainNeighborList.forward``),
+        and the solver sums its grid over the ranks (:meth:`pycumd.kspace.base.KSpaceSolver.set_communicator`).
     """
 
-    def __init__(self, pair_forces, potential, state, units, backend, precision, topology=None, n_types: int = 1):
+    def __init__(self, pair_forces, potential, state, units, backend, precision, topology=None, n_types: int = 1,
+                 decomposition=None):
         if potential.kspace is None and potential.long_range:
             raise InputError(f"pair_style {potential.name} needs a k-space solver (LAMMPS: 'Pair style requires a "
                              f"KSpace style'): add kspace_style ewald|pppm ACC, or CoulombLong(..., kspace=make_solver(...))")
@@ -306,6 +330,15 @@ class LongRangeForces(ForceEvaluatorBase):
             raise InputError(f"pair_style {potential.name}: no Coulomb constant for units {units.name}")
         self.r_cut_coul = potential.r_cut_coul
         self.units_name = units.name
+        self.decomposition = decomposition
+        if decomposition is not None and (backend.is_gpu or topology is not None):
+            raise NotImplementedError(f"pair_style {potential.name} over MPI ranks runs on the CPU without a molecular "
+                                      f"topology only")
+        self._ghost_charges = None
+        #: MSM's splitting (*/coul/msm): kind 0's pass evaluates 1/r - gamma(r/a)/a instead of erfc(g r)/r
+        self.msm = getattr(potential, "splitting", "ewald") == "msm"
+        #: MSM's gamma coefficients (coul_long_pair's gcons); empty: erfc (and the kinds without a solver)
+        self._gcons = np.zeros(0)
         self.g_ewald = 0.0
         if self.solver is not None:
             self._setup_solver(state)
@@ -314,6 +347,10 @@ class LongRangeForces(ForceEvaluatorBase):
         self.capturable = bool(pair_forces.capturable and (self.solver is None or self.solver.capturable))
         #: (rc2, pa, pb) of coulomb_pair
         self.coulomb_parameters = tuple(float(x) for x in potential.coulomb_parameters(self.g_ewald))
+        #: kspace_style msm with pressure/scalar yes (LAMMPS' default): the Coulomb pass's virial is its energy / 3
+        #: on the diagonal (LAMMPS' PairCoulMSM), and the pressure tensor's components are refused (thermo)
+        self.scalar_pressure_only = self.msm and bool(getattr(self.solver, "pressure_scalar", False))
+        self._scratch_virial = None
         xp = backend.xp
         self.coul_energy = xp.zeros(state.n_atoms)
         self._elong, self._virial, self._ecoul = 0.0, np.zeros(6), 0.0
@@ -328,7 +365,10 @@ class LongRangeForces(ForceEvaluatorBase):
                 self.row_of = xp.full(len(topology.molecule), -1, np.int32 if backend.is_gpu else np.int64)
         self._chunks = None
         if backend.is_gpu:
-            module = backend.kernel_module("long_range.cu", precision.cuda_defines, options=precision.cuda_options)
+            defines = dict(precision.cuda_defines)
+            if self.msm:                 # a module of its own: coul/long's kernels stay as they are
+                defines.update({"COUL_MSM": 1, "MSM_SPLIT": len(self._gcons) - 1})
+            module = backend.kernel_module("long_range.cu", defines, options=precision.cuda_options)
             name = {COULOMB_LONG: "coul_long_pairs", COULOMB_CHARMM: "coul_charmm_pairs",
                     COULOMB_CHARMM_IMPLICIT: "coul_charmm_implicit_pairs"}[self.kind]
             self._pairs = (module.get_function(name), module.get_function(f"{name}_energy"))
@@ -367,8 +407,29 @@ class LongRangeForces(ForceEvaluatorBase):
         table size of the real-space Coulomb (``pair_modify table``) for its error estimate."""
         box = tuple(float(x) for x in state.box_lengths)
         charges = np.asarray(self.backend.to_host(state.charges), dtype=np.float64)
+        if self.decomposition is not None:       # the solver's parameters read every charge, in id order (as 1 rank)
+            parts = self.decomposition.owners.allgather((np.asarray(self.backend.to_host(state.ids)), charges))
+            ids = np.concatenate([p[0] for p in parts])
+            charges = np.concatenate([p[1] for p in parts])[np.argsort(ids, kind="stable")]
+            self.solver.set_communicator(self.decomposition.owners)
+        if (getattr(self.solver, "splitting", "ewald") == "msm") != self.msm:
+            raise InputError(f"pair_style {self.potential.name} and kspace_style {self.solver.name} do not go together: "
+                             f"kspace_style msm needs a */coul/msm pair style and a */coul/msm style needs kspace_style "
+                             f"msm (LAMMPS: 'KSpace style is incompatible with Pair style')")
         self.solver.setup(np.asarray(box), charges, self.r_cut_coul, self.qqrd2e, self.backend, self.precision,
                           self.units_name, table_bits=self.potential.table_bits)
+        if self.msm:
+            # the pair style takes the solver's cutoff (LAMMPS' MSM::init adjusts it) and its splitting
+            # (CoulombLong.coulomb_parameters' rc2 is r_cut_pair's: the two must be one cutoff)
+            self.r_cut_coul = float(self.solver.r_cut)
+            if abs(self.r_cut_coul - self.potential.r_cut_pair) > 1e-12 * self.potential.r_cut_pair:
+                raise InputError(f"pair_style {self.potential.name}: the solver's Coulomb cutoff {self.r_cut_coul:g} "
+                                 f"is not the pair style's {self.potential.r_cut_pair:g} (CoulombLong.resolve_cutoff "
+                                 f"must run before the list is made)")
+            self.g_ewald = 1.0 / self.r_cut_coul
+            self._gcons = np.asarray(self.solver.gamma_coefficients(), dtype=np.float64)
+            return
+        self._gcons = np.zeros(0)
         self.g_ewald = float(self.solver.g_ewald)
         if not self.g_ewald > 0:
             raise InputError(f"kspace_style {self.solver.name}: g_ewald is {self.g_ewald} after its set-up")
@@ -400,6 +461,8 @@ class LongRangeForces(ForceEvaluatorBase):
             self.coul_energy.fill(0.0)
         if self.backend.is_gpu:
             self._compute_gpu(state, neighbors, with_energy)
+        elif self.decomposition is not None:
+            self._compute_cpu(state, neighbors, with_energy, *self._extended(state, neighbors))
         else:
             self._compute_cpu(state, neighbors, with_energy)
 
@@ -417,7 +480,25 @@ class LongRangeForces(ForceEvaluatorBase):
                 self._virial = np.asarray(self.solver.virial, dtype=np.float64).copy()
             self._ecoul = float(self.coul_energy.sum())
 
-    def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
+    def _extended(self, state, neighbors) -> tuple:
+        """Spatial domains: the positions and charges of the owned atoms and their ghosts (the list's sources),
+        the ghosts' charges forwarded from their owners (LAMMPS' forward communication of q)."""
+        if neighbors.half:
+            raise NotImplementedError("the Coulomb pass over MPI domains needs the full neighbour list")
+        positions = neighbors.extended
+        n = state.n_atoms
+        q = self._ghost_charges
+        if q is None or q.shape[0] != positions.shape[0]:
+            q = self._ghost_charges = np.empty(positions.shape[0])
+        q[:n] = state.charges
+        neighbors.forward(q)
+        return positions, q
+
+    def _compute_cpu(self, state, neighbors, with_energy: bool, positions=None, charges=None) -> None:
+        """The real-space pass on the CPU over ``positions`` and ``charges`` (default the state's; spatial
+        domains: the owned atoms' and their ghosts', :meth:`_extended`) for the state's atoms."""
+        positions = state.positions if positions is None else positions
+        charges = state.charges if charges is None else charges
         L = np.asarray(state.box_lengths, dtype=np.float64)
         invL = 1.0 / L
         rc2, pa, pb = self.coulomb_parameters
@@ -430,24 +511,28 @@ class LongRangeForces(ForceEvaluatorBase):
                 self._chunks = (np.empty((n_chunks, n, 4)), np.empty((n_chunks, n, 6)), np.empty((n, 3)),
                                 np.empty(n), np.empty((n, 6)))
             acc, vir, f, e, w = self._chunks
-            coul_long_half(state.positions, state.charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
-                           kind, rc2, pa, pb, bounds, acc, vir, with_energy)
+            coul_long_half(positions, charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
+                           kind, rc2, pa, pb, self._gcons, bounds, acc, vir, with_energy)
             sum_chunks(bounds, acc, vir, f, e, w, with_energy)
             state.forces += f
             if with_energy:
                 state.energy += e
-                state.virial += w
+                if not self.scalar_pressure_only:
+                    state.virial += w
                 self.coul_energy += e
         else:
-            coul_long_full(state.positions, state.charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
-                           kind, rc2, pa, pb, state.forces, state.energy, state.virial, self.coul_energy, with_energy)
+            coul_long_full(positions, charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
+                           kind, rc2, pa, pb, self._gcons, state.forces, state.energy, self._coul_virial(state),
+                           self.coul_energy, with_energy)
         if self.row_of is not None:
             self.row_of[state.ids] = np.arange(state.n_atoms)
         if self.special is not None:
             sp = self.special
             coul_long_special(state.positions, state.charges, state.ids, self.row_of, sp["start"], sp["partners"],
-                              sp["factors"], L, invL, self.qqrd2e, kind, rc2, pa, pb, state.forces, state.energy,
-                              state.virial, self.coul_energy, with_energy)
+                              sp["factors"], L, invL, self.qqrd2e, kind, rc2, pa, pb, self._gcons, state.forces,
+                              state.energy, self._coul_virial(state), self.coul_energy, with_energy)
+        if with_energy and self.scalar_pressure_only:
+            self._scalar_coulomb_virial(state)
         if self.weighted_14 is not None:
             w14 = self.weighted_14
             charmm_weighted_14(state.positions, state.charges, state.types, state.ids, self.row_of, w14["start"],
@@ -460,7 +545,7 @@ class LongRangeForces(ForceEvaluatorBase):
         L = [np.float64(x) for x in state.box_lengths]
         invL = [np.float64(1.0 / x) for x in state.box_lengths]
         common = (*L, *invL, np.float64(self.qqrd2e), *(np.float64(x) for x in self.coulomb_parameters), state.forces,
-                  state.energy, state.virial, self.coul_energy)
+                  state.energy, self._coul_virial(state), self.coul_energy)
         self._pairs[bool(with_energy)](grid, (BLOCK,), (self.control, state.positions, state.charges, neighbors.nbr,
                                                         neighbors.nbr_count, np.int32(n), np.int32(n), *common))
         if self.row_of is not None:
@@ -470,6 +555,8 @@ class LongRangeForces(ForceEvaluatorBase):
             self._special_kernel(grid, (BLOCK,), (self.control, state.positions, state.charges, state.ids, self.row_of,
                                                   sp["start"], sp["partners"], sp["factors"], np.int32(n), *common,
                                                   np.int32(self.kind), np.int32(with_energy)))
+        if with_energy and self.scalar_pressure_only:
+            self._scalar_coulomb_virial(state)
         if self.weighted_14 is not None:
             w14 = self.weighted_14
             self._weighted_14_kernel(grid, (BLOCK,), (
@@ -477,6 +564,20 @@ class LongRangeForces(ForceEvaluatorBase):
                 w14["partners"], w14["weights"], w14["lj14"], np.int32(w14["n_types"]), np.int32(n), *L, *invL,
                 np.float64(self.qqrd2e), state.forces, state.energy, state.virial, self.coul_energy,
                 np.int32(w14["implicit"]), np.int32(with_energy)))
+
+    def _coul_virial(self, state):
+        """Where the Coulomb pass adds its virial: the state's, or under MSM's scalar pressure a scratch array
+        (its tensor is replaced by :meth:`_scalar_coulomb_virial`)."""
+        if not self.scalar_pressure_only:
+            return state.virial
+        if self._scratch_virial is None or self._scratch_virial.shape != state.virial.shape:
+            self._scratch_virial = self.backend.xp.zeros_like(state.virial)
+        return self._scratch_virial
+
+    def _scalar_coulomb_virial(self, state) -> None:
+        """LAMMPS' PairCoulMSM under ``pressure/scalar yes``: the Coulomb pairs' virial is their energy / 3 on
+        the diagonal, zero off it (per atom: its Coulomb energy / 3)."""
+        state.virial[:, :3] += (self.coul_energy / 3.0).astype(state.virial.dtype)[:, None]
 
     def image_of(self, state):
         return self.pair.image_of(state)
@@ -493,13 +594,19 @@ class LongRangeForces(ForceEvaluatorBase):
         return self.pair.bonded_energies()
 
     def global_energy_virial(self) -> tuple:
-        """The k-space energy (energy units) and virial (6,) of the last evaluation with energies."""
+        """The k-space energy (energy units) and virial (6,) of the last evaluation with energies (over MPI
+        domains: rank 0 of the owners gives them, the others zero, so that the sums over the ranks count them
+        once)."""
+        if self.decomposition is not None and self.decomposition.owners.rank != 0:
+            return 0.0, np.zeros(6)
         return self._elong, self._virial.copy()
 
     def coulomb_energies(self) -> dict:
         """``{"ecoul": real-space Coulomb energy (special-pair corrections included), "elong": k-space
         energy}`` (energy units, whole system) of the last evaluation with energies (LAMMPS' thermo
         keywords ecoul and elong)."""
+        if self.decomposition is not None:       # collective: the real-space part summed over the domains
+            return {"ecoul": self.decomposition.owners.sum(self._ecoul), "elong": self._elong}
         return {"ecoul": self._ecoul, "elong": self._elong}
 
     def describe_solver(self) -> list:

@@ -113,6 +113,7 @@ class _Setup:
     charges_set_per_atom: str = ""       # a set command that gave part of a type another charge (its words)
     kspace: tuple | None = None          # kspace_style (style, accuracy, line)
     kspace_modify: dict = field(default_factory=dict)   # kspace_modify keywords -> values
+    boundary: tuple = ("p", "p", "p")     # boundary (p p p, or p p f for a kspace slab)
     pair_cutoff_mode: str = "truncate"
     pair_mixing: str = "geometric"
     pair_mixing_given: bool = False
@@ -295,8 +296,12 @@ class LammpsPlanner:
             raise ValueError("only dimension 3 is supported")
 
     def _cmd_boundary(self, a):
-        if a != ["p", "p", "p"]:
-            raise ValueError("only periodic boundaries 'p p p' are supported")
+        """``boundary p p p``, or ``p p f`` for a slab (with ``kspace_modify slab``: checked where the k-space
+        solver is made, :meth:`_potential`); other boundaries raise."""
+        if a not in (["p", "p", "p"], ["p", "p", "f"]):
+            raise NotImplementedError(f"boundary {' '.join(a)}: pycumd supports 'p p p', and 'p p f' with a "
+                                      f"kspace_style ewald|pppm and kspace_modify slab")
+        self.setup.boundary = tuple(a)
 
     def _cmd_lattice(self, a):
         style, scale = a[0], float(a[1])
@@ -474,7 +479,7 @@ class LammpsPlanner:
 
     def _cmd_kspace_style(self, a):
         """``kspace_style ewald|pppm|msm ACC`` (``none`` removes it): the k-space solver of a ``*/coul/long``
-        pair style (:mod:`pycumd.kspace`; msm needs the coul/msm styles, which raise); other styles raise
+        pair style (:mod:`pycumd.kspace`; msm with the */coul/msm styles); other styles raise
         naming themselves."""
         from ..kspace.base import make_solver
 
@@ -491,8 +496,8 @@ class LammpsPlanner:
         self._dirty = True
 
     def _cmd_kspace_modify(self, a):
-        """``kspace_modify mesh NX NY NZ | order N | gewald G | compute yes|no`` (several at once); any other
-        keyword raises naming it."""
+        """``kspace_modify mesh NX NY NZ | order N | gewald G | compute yes|no | slab VALUE|nozforce |
+        cutoff/adjust yes|no | pressure/scalar yes|no`` (several at once); any other keyword raises naming it."""
         if self.setup.kspace is None:
             raise ValueError("kspace_modify before kspace_style (LAMMPS: 'KSpace style has not yet been set')")
         k, out = 0, self.setup.kspace_modify
@@ -513,13 +518,20 @@ class LammpsPlanner:
                 out["gewald"] = float(value)
             elif key == "compute":
                 out["compute"] = _yes_no(value, "kspace_modify compute")
+            elif key == "slab":
+                out["slab"] = value if value == "nozforce" else float(value)
+            elif key == "cutoff/adjust":
+                out["cutoff_adjust"] = _yes_no(value, "kspace_modify cutoff/adjust")
+            elif key == "pressure/scalar":
+                out["pressure_scalar"] = _yes_no(value, "kspace_modify pressure/scalar")
             else:
-                raise NotImplementedError(f"kspace_modify {key} is not supported (mesh, order, gewald, compute)")
+                raise NotImplementedError(f"kspace_modify {key} is not supported (mesh, order, gewald, compute, "
+                                          f"slab, cutoff/adjust, pressure/scalar)")
             k += 2
         from ..kspace.base import make_solver
 
         style, accuracy, _ = self.setup.kspace
-        make_solver(style, accuracy, **out)                   # the values checked here
+        make_solver(style, accuracy, **_solver_keywords(style, out))      # the values checked here
         self._dirty = True
 
     def _cmd_pair_modify(self, a):
@@ -1311,16 +1323,18 @@ class LammpsPlanner:
                              f"this pair style')")
         if s.kspace is not None and not long_range:
             raise ValueError(f"kspace_style {s.kspace[0]} (line {s.kspace[2]}) needs a long-range Coulomb pair style "
-                             f"(coul/long, lj/cut/coul/long, buck/coul/long, born/coul/long), not {style} (LAMMPS: "
-                             f"'KSpace style is incompatible with Pair style')")
-        if long_range and s.kspace[0] == "msm":        # MSM splits the Coulomb sum its own way, not by erfc
-            raise NotImplementedError(f"kspace_style msm (line {s.kspace[2]}) needs a */coul/msm pair style, not "
-                                      f"{style} (LAMMPS: 'KSpace style is incompatible with Pair style'); pycumd has "
-                                      f"the msm solver (docs/kspace.md) but not the coul/msm pair styles yet")
+                             f"(coul/long, lj/cut/coul/long, buck/coul/long, born/coul/long, lj/charmm/coul/long, or a "
+                             f"*/coul/msm style), not {style} (LAMMPS: 'KSpace style is incompatible with Pair style')")
+        if long_range and (s.kspace[0] == "msm") != (potential.splitting == "msm"):   # MSM splits 1/r its own way
+            raise ValueError(f"kspace_style {s.kspace[0]} (line {s.kspace[2]}) and pair_style {style} do not go "
+                             f"together: kspace_style msm needs a */coul/msm pair style (coul/msm, lj/cut/coul/msm, "
+                             f"lj/charmm/coul/msm) and those need kspace_style msm (LAMMPS: 'KSpace style is "
+                             f"incompatible with Pair style')")
+        _check_boundary(s, long_range, style)
         if long_range:
             from ..kspace.base import make_solver
 
-            potential.kspace = make_solver(s.kspace[0], s.kspace[1], **s.kspace_modify)
+            potential.kspace = make_solver(s.kspace[0], s.kspace[1], **_solver_keywords(s.kspace[0], s.kspace_modify))
             potential.table_bits = s.pair_table
         return potential
 
@@ -1745,6 +1759,35 @@ def _rdf_options(a, n_types: int) -> tuple:
             pairs.append(((ri.start, ri.stop - 1), (rj.start, rj.stop - 1)))
         pairs = tuple(pairs)
     return bins, cutoff, pairs
+
+
+#: kspace_modify keywords only MSM reads (LAMMPS accepts them with any style and the others ignore them)
+_MSM_ONLY_KEYWORDS = ("cutoff_adjust", "pressure_scalar")
+
+
+def _solver_keywords(style: str, modify: dict) -> dict:
+    """The make_solver keywords of the kspace_modify values for ``style`` (the MSM-only ones left out for the
+    other styles, which ignore them as LAMMPS does)."""
+    return {k: v for k, v in modify.items() if style == "msm" or k not in _MSM_ONLY_KEYWORDS}
+
+
+def _check_boundary(s, long_range: bool, style: str) -> None:
+    """LAMMPS' checks of the boundary against the k-space solver: ``p p f`` needs ``kspace_modify slab``
+    (LAMMPS: 'Cannot use non-periodic boundaries with PPPM'), and a slab needs ``p p f`` ('Incorrect
+    boundaries with slab PPPM'); pycumd has non-periodic boundaries only for a slab."""
+    slab = s.kspace_modify.get("slab") if s.kspace is not None else None
+    periodic = s.boundary == ("p", "p", "p")
+    solver = {"pppm": "PPPM", "ewald": "Ewald", "msm": "MSM"}.get(s.kspace[0], s.kspace[0]) if s.kspace else ""
+    if not periodic and not long_range:
+        raise NotImplementedError(f"boundary {' '.join(s.boundary)} with pair_style {style}: pycumd has non-periodic "
+                                  f"boundaries only for a slab (a */coul/long style, kspace_style ewald|pppm and "
+                                  f"kspace_modify slab); use boundary p p p")
+    if not periodic and slab is None:
+        raise ValueError(f"boundary {' '.join(s.boundary)} with kspace_style {s.kspace[0]} needs kspace_modify slab "
+                         f"(LAMMPS: 'Cannot use non-periodic boundaries with {solver}')")
+    if periodic and slab is not None:
+        raise ValueError(f"kspace_modify slab needs boundary p p f, not p p p (LAMMPS: 'Incorrect boundaries with "
+                         f"slab {solver}')")
 
 
 def _yes_no(value: str, what: str) -> bool:

@@ -37,6 +37,12 @@ class KSpaceSolver:
     compute : bool
         ``kspace_modify compute no`` gives False: :meth:`compute` then adds nothing and sets the
         energy and virial to zero (LAMMPS' behaviour).
+    slab : float or "nozforce", optional
+        ``kspace_modify slab VALUE`` (ewald and pppm; the system must have ``boundary p p f``):
+        the k-space sum sees the box extended along z by the factor VALUE (> 1; LAMMPS warns
+        below 2), and the Yeh-Berkowitz dipole correction (:meth:`_slab_correction`) is added to
+        the energy and the z forces.  ``"nozforce"``: no extension and no correction, the k-space
+        z forces are left out.  None: no slab (LAMMPS' default).
 
     Attributes
     ----------
@@ -56,6 +62,16 @@ class KSpaceSolver:
     """
 
     name: str = ""
+    #: how the pair style splits 1/r: ``"ewald"`` (``erfc(g r)/r``, the ``*/coul/long`` styles) or ``"msm"``
+    #: (``1/r - gamma(r/a)/a``, the ``*/coul/msm`` styles)
+    splitting: str = "ewald"
+    #: whether :meth:`coulomb_cutoff` may return another cutoff than the pair style's (MSM's cutoff/adjust)
+    adjusts_cutoff: bool = False
+    #: the ranks among which the atoms are spread (a :class:`pycumd.parallel.comm.Communicator`), or None
+    #: for one process: each rank passes only its own atoms to :meth:`compute`, the solver sums its grid
+    #: (or structure factors) over the ranks, every rank solves the same replicated problem and
+    #: interpolates to its own atoms (:meth:`set_communicator`; CPU)
+    grid_comm = None
 
     #: whether a compute without energies may be captured in a CUDA graph (no host synchronisation, no
     #: allocation after the first call; the box fixed while the graph replays): PPPM on the GPU
@@ -65,7 +81,7 @@ class KSpaceSolver:
     #: block, as the pair kernels do
     control = None
 
-    def __init__(self, accuracy: float, *, mesh=None, order=None, gewald=None, compute=True):
+    def __init__(self, accuracy: float, *, mesh=None, order=None, gewald=None, compute=True, slab=None):
         accuracy = float(accuracy)
         if not np.isfinite(accuracy) or accuracy == 0.0:
             raise ValueError(f"kspace_style {self.name}: accuracy must be a non-zero number, got {accuracy!r}")
@@ -76,6 +92,7 @@ class KSpaceSolver:
             raise ValueError(f"kspace_modify gewald: must be >= 0, got {gewald!r}")
         self.gewald_requested = float(gewald) if gewald else 0.0
         self.compute_enabled = bool(compute)
+        self.slab_flag, self.slab_volfactor = _slab_argument(self.name, slab)
         self.g_ewald = self.gewald_requested
         self.energy = 0.0
         self.virial = np.zeros(6)
@@ -108,6 +125,12 @@ class KSpaceSolver:
         """
         raise NotImplementedError
 
+    def coulomb_cutoff(self, box_lengths, charges, r_cut_coul: float, qqrd2e: float, units_name: str, *,
+                       table_bits: int = 12, dielectric: float = 1.0) -> float:
+        """The real-space Coulomb cutoff (length units) the pair style must use with this solver for this
+        box and these charges (arguments as :meth:`setup`): ``r_cut_coul`` unless :attr:`adjusts_cutoff`."""
+        return float(r_cut_coul)
+
     def compute(self, positions, charges, box_lengths, forces, with_energy: bool) -> None:
         """Add the reciprocal-space forces (force units) into ``forces``.
 
@@ -134,6 +157,18 @@ class KSpaceSolver:
     def describe(self) -> list[str]:
         """The lines LAMMPS prints at its init for this solver (after :meth:`setup`)."""
         raise NotImplementedError
+
+    def set_communicator(self, comm) -> None:
+        """Spread the atoms over ``comm``'s ranks (see :attr:`grid_comm`); :meth:`setup` must still be given
+        every charge of the system.  The energy and virial are then the whole system's on every rank."""
+        self.grid_comm = comm if comm is not None and comm.size > 1 else None
+
+    def _sum_over_ranks(self, array):
+        """``array`` (a host grid or vector of partial sums over this rank's atoms) summed over the ranks
+        of :attr:`grid_comm`, in place; unchanged for one process."""
+        if self.grid_comm is None:
+            return array
+        return self.grid_comm.allreduce_sum(array)
 
     # -- shared by the styles ------------------------------------------------------------------
     def _start_compute(self, box_lengths, with_energy: bool) -> bool:
@@ -165,7 +200,8 @@ class KSpaceSolver:
             raise ValueError(f"kspace_style {self.name}: the pair style's Coulomb cutoff must be > 0, "
                              f"got {r_cut_coul!r}")
         self.box_lengths = box
-        self.volume = float(np.prod(box))
+        self.kbox = self._kspace_box(box)            # the extended box of a slab (the box otherwise)
+        self.volume = float(np.prod(self.kbox))
         self.natoms = int(len(charges))
         self.qsum, self.qsqsum = charge_sums(charges)
         self.qqrd2e = float(qqrd2e)
@@ -175,11 +211,90 @@ class KSpaceSolver:
         self.two_charge_force = two_charge_force(units_name, self.qqrd2e * float(dielectric))
         self.accuracy = self.accuracy_relative * self.two_charge_force
 
+    def _kspace_box(self, box) -> np.ndarray:
+        """The box (3,) the k-space sum sees: ``box`` with z times the slab factor (LAMMPS'
+        ``zprd_slab``; the box itself without ``slab``)."""
+        box = np.asarray(box, dtype=np.float64).reshape(3).copy()
+        box[2] *= self.slab_volfactor
+        return box
+
+    def _slab_correction(self, positions, charges, forces, with_energy: bool) -> None:
+        """LAMMPS' ``slabcorr`` (Yeh and Berkowitz, with Ballenegger et al.'s terms of a net charge):
+        with the dipole ``M = sum q_i z_i``, ``Q = sum q`` and the extended volume V,
+
+            E += qqrd2e 2 pi (M^2 - Q sum q_i z_i^2 - Q^2 Lz_slab^2 / 12) / V,
+            F_i,z += -qqrd2e 4 pi q_i (M - Q z_i) / V,
+
+        the sum over z_i^2 only where ``|Q| > 1e-5`` (LAMMPS' SMALL).  Both are unchanged by a shift of
+        the z origin.  No virial term (LAMMPS adds none).  Vectorised on the backend's arrays."""
+        xp = self.backend.xp
+        z = positions[:, 2].astype(xp.float64)
+        q = charges.astype(xp.float64)
+        if with_energy or not self.backend.is_gpu:      # the GPU checks where it synchronises anyway
+            z_min = float(z.min()) if z.shape[0] else np.inf
+            z_max = float(z.max()) if z.shape[0] else -np.inf
+            if self.grid_comm is not None:
+                z_min, z_max = -self.grid_comm.max(-z_min), self.grid_comm.max(z_max)
+            self._check_slab_extent(z_min, z_max)
+        dipole = q @ z
+        if self.grid_comm is not None:
+            dipole = self.grid_comm.sum(float(dipole))
+        ffact = -4.0 * np.pi * self.qqrd2e / self.volume
+        forces[:, 2] += (ffact * q * (dipole - self.qsum * z)).astype(forces.dtype)
+        if with_energy:
+            dipole = float(dipole)
+            dipole_r2 = float(q @ (z * z)) if abs(self.qsum) > _SLAB_SMALL else 0.0
+            if self.grid_comm is not None:
+                dipole_r2 = self.grid_comm.sum(dipole_r2)
+            zprd_slab = self.box_lengths[2] * self.slab_volfactor
+            e_slab = 2.0 * np.pi * (dipole * dipole - self.qsum * dipole_r2
+                                    - self.qsum * self.qsum * zprd_slab * zprd_slab / 12.0) / self.volume
+            self.energy += self.qqrd2e * e_slab
+
+    def _check_slab_extent(self, z_min: float, z_max: float) -> None:
+        """LAMMPS' ``boundary p p f`` loses an atom that leaves the box along z; the engine keeps z periodic
+        for the pairs, which is the same only while the atoms stay inside ``[0, Lz)`` with a vacuum gap of
+        at least the Coulomb cutoff between the slab's two faces across the z boundary.  A ValueError
+        otherwise."""
+        lz = float(self.box_lengths[2])
+        if z_min < 0.0 or z_max >= lz:
+            raise ValueError(f"kspace_modify slab (boundary p p f): an atom left the box along z (z from {z_min:g} to "
+                             f"{z_max:g}, box 0 to {lz:g}; LAMMPS: 'Lost atoms')")
+        if lz - (z_max - z_min) < self.r_cut:
+            raise ValueError(f"kspace_modify slab (boundary p p f): the atoms span z from {z_min:g} to {z_max:g} in a "
+                             f"box of {lz:g}, a vacuum gap of {lz - (z_max - z_min):g} < the Coulomb cutoff "
+                             f"{self.r_cut:g}: pycumd keeps z periodic for the pairs and needs the gap (make the box "
+                             f"taller along z)")
+
     def _self_and_background(self) -> float:
         """``g sum q^2 / sqrt(pi) + pi (sum q)^2 / (2 g^2 V)`` (charge^2 / length), subtracted from
         the reciprocal sum in LAMMPS' energy."""
         g = self.g_ewald
         return g * self.qsqsum / np.sqrt(np.pi) + 0.5 * np.pi * self.qsum ** 2 / (g * g * self.volume)
+
+
+#: LAMMPS' SMALL of slabcorr: below this |sum q| the net-charge terms of the slab correction are left out
+_SLAB_SMALL = 1.0e-5
+
+
+def _slab_argument(style: str, slab):
+    """``(flag, volfactor)`` of ``kspace_modify slab VALUE|nozforce`` as LAMMPS reads it: (0, 1.0) none,
+    (1, VALUE) the extended box and the dipole correction, (2, 1.0) nozforce."""
+    if slab is None:
+        return 0, 1.0
+    if style not in ("ewald", "pppm"):
+        raise NotImplementedError(f"kspace_modify slab is not implemented for kspace_style {style} (ewald and pppm "
+                                  f"have it; LAMMPS: 'Cannot use slab correction with MSM')")
+    if isinstance(slab, str) and slab == "nozforce":
+        return 2, 1.0
+    try:
+        factor = float(slab)
+    except (TypeError, ValueError):
+        raise ValueError(f"kspace_modify slab: expected a number > 1 or 'nozforce', got {slab!r}") from None
+    if not np.isfinite(factor) or factor <= 1.0:
+        raise ValueError(f"kspace_modify slab {slab}: the factor must be > 1 (LAMMPS: 'Bad kspace_modify slab "
+                         f"parameter')")
+    return 1, factor
 
 
 def _mesh_argument(style: str, mesh):
@@ -203,7 +318,7 @@ def make_solver(style: str, accuracy: float, **modify) -> KSpaceSolver:
     accuracy : float
         The ACC argument (relative RMS force accuracy).
     **modify
-        ``mesh``, ``order``, ``gewald``, ``compute`` (see :class:`KSpaceSolver`); msm also takes
+        ``mesh``, ``order``, ``gewald``, ``compute``, ``slab`` (see :class:`KSpaceSolver`); msm also takes
         ``cutoff_adjust``, ``pressure_scalar`` and ``neighbor_skin`` (:class:`pycumd.kspace.msm.MSM`).
     """
     if style == "ewald":

@@ -46,12 +46,13 @@ class Ewald(KSpaceSolver):
     def _setup_box(self, box_lengths):
         """LAMMPS' Ewald::setup: the k-vector cut and coefficients of this box (g_ewald kept)."""
         self.box_lengths = np.asarray(box_lengths, dtype=np.float64).reshape(3)
-        self.volume = float(np.prod(self.box_lengths))
-        kmaxes = [self._kmax_for(L) for L in self.box_lengths]
+        self.kbox = self._kspace_box(self.box_lengths)
+        self.volume = float(np.prod(self.kbox))
+        kmaxes = [self._kmax_for(L) for L in self.kbox]
         self.kxmax, self.kymax, self.kzmax = kmaxes
         self.kmax = max(kmaxes)
         self.kmax3d = 4 * self.kmax ** 3 + 6 * self.kmax ** 2 + 3 * self.kmax
-        unitk = 2.0 * math.pi / self.box_lengths
+        unitk = 2.0 * math.pi / self.kbox
         self.gsqmx = max((unitk[d] * kmaxes[d]) ** 2 for d in range(3)) * 1.00001
         integer_k = _half_space_kvectors(kmaxes, self.kmax, unitk, self.gsqmx)
         k = integer_k * unitk
@@ -86,9 +87,10 @@ class Ewald(KSpaceSolver):
     def estimated_accuracy(self) -> float:
         """LAMMPS' final estimate of the absolute RMS force error (force units)."""
         lpr = math.sqrt(sum(self._rms(km, L) ** 2 for km, L in
-                            zip((self.kxmax, self.kymax, self.kzmax), self.box_lengths)) / 3.0)
-        spr = real_space_error(self.g_ewald, self.natoms, self.r_cut, self.box_lengths, self.q2)
-        tpr = table_error(self.natoms, self.r_cut, self.box_lengths, self.q2, self.table_bits)
+                            zip((self.kxmax, self.kymax, self.kzmax), self.kbox)) / 3.0)
+        # LAMMPS' Ewald::init takes the extended volume of a slab here (PPPM the box's own)
+        spr = real_space_error(self.g_ewald, self.natoms, self.r_cut, self.kbox, self.q2)
+        tpr = table_error(self.natoms, self.r_cut, self.kbox, self.q2, self.table_bits)
         return math.sqrt(lpr * lpr + spr * spr + tpr * tpr)
 
     def compute(self, positions, charges, box_lengths, forces, with_energy):
@@ -105,6 +107,11 @@ class Ewald(KSpaceSolver):
             phase = x @ self._k[start:start + block].T            # (N, kb)
             sfac_re[start:start + block] = q @ xp.cos(phase)
             sfac_im[start:start + block] = q @ xp.sin(phase)
+        if self.grid_comm is not None:      # this rank's atoms' partial sums: the whole system's
+            if self.backend.is_gpu:
+                raise NotImplementedError("kspace_style ewald over MPI ranks runs on the CPU only")
+            sfac = self._sum_over_ranks(np.concatenate([sfac_re, sfac_im]))
+            sfac_re, sfac_im = sfac[:self.kcount].copy(), sfac[self.kcount:].copy()
         field = xp.zeros((n, 3))
         for start in range(0, self.kcount, block):
             sl = slice(start, start + block)
@@ -112,11 +119,15 @@ class Ewald(KSpaceSolver):
             partial = xp.sin(phase) * sfac_re[sl] - xp.cos(phase) * sfac_im[sl]
             field += partial @ self._eg[sl]
         qscale = self.qqrd2e
+        if self.slab_flag == 2:          # kspace_modify slab nozforce: no k-space z forces
+            field[:, 2] = 0.0
         forces += (qscale * q)[:, None] * field
         if with_energy:
             uk = self._ug * (sfac_re * sfac_re + sfac_im * sfac_im)
             self.energy = float(qscale * (float(uk.sum()) - self._self_and_background()))
             self.virial = qscale * np.asarray(self.backend.to_host(uk @ self._vg), dtype=np.float64)
+        if self.slab_flag == 1:
+            self._slab_correction(positions, charges, forces, with_energy)
 
     def describe(self):
         acc = self.estimated_accuracy()

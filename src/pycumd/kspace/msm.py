@@ -77,10 +77,11 @@ class MSM(KSpaceSolver):
     """
 
     name = "msm"
+    splitting = "msm"
 
     def __init__(self, accuracy, *, mesh=None, order=None, gewald=None, compute=True, cutoff_adjust=True,
-                 pressure_scalar=True, neighbor_skin=None, periodic=True):
-        super().__init__(accuracy, mesh=mesh, order=order, gewald=gewald, compute=compute)
+                 pressure_scalar=True, neighbor_skin=None, periodic=True, slab=None):
+        super().__init__(accuracy, mesh=mesh, order=order, gewald=gewald, compute=compute, slab=slab)
         order = 10 if order is None else int(order)
         if order not in ml.ORDERS:
             raise ValueError(f"kspace_modify order: MSM order must be 4, 6, 8, or 10, got {order}")
@@ -100,15 +101,29 @@ class MSM(KSpaceSolver):
         self.periodic = flags[0]
         self.g_ewald = 0.0
 
+    @property
+    def adjusts_cutoff(self) -> bool:
+        """``kspace_modify cutoff/adjust yes`` without a ``mesh``: the Coulomb cutoff follows from the accuracy."""
+        return self.cutoff_adjust
+
+    def coulomb_cutoff(self, box_lengths, charges, r_cut_coul, qqrd2e, units_name, *, table_bits=12, dielectric=1.0):
+        """The cutoff LAMMPS' MSM::init gives the pair style (``r_cut_coul`` or the adjusted one), without
+        building the grids (the engine's neighbour list needs it first)."""
+        self._common_setup(box_lengths, charges, r_cut_coul, qqrd2e, units_name, table_bits, dielectric)
+        self._check_charges()
+        self._set_grid_global()
+        return float(self.r_cut)
+
+    def gamma_coefficients(self) -> np.ndarray:
+        """``c_k`` (k = 0..order/2) of the splitting ``gamma(rho) = sum_k c_k rho^(2k)`` (rho <= 1) that the
+        ``*/coul/msm`` pair styles use: ``qqrd2e q_i q_j [1/r - gamma(r/a)/a]`` inside the cutoff ``a``."""
+        return ml.split_coefficients(self.order)
+
     # -- parameters (LAMMPS' MSM::init, set_grid_global) ----------------------------------------
     def setup(self, box_lengths, charges, r_cut_coul, qqrd2e, backend, precision, units_name, *,
               table_bits=12, dielectric=1.0):
         self._common_setup(box_lengths, charges, r_cut_coul, qqrd2e, units_name, table_bits, dielectric)
-        if self.qsqsum == 0.0:
-            raise ValueError("kspace_style msm: the system has no charges")
-        if abs(self.qsum) > 1e-5:
-            raise ValueError(f"kspace_style msm: the system is not charge neutral (net charge "
-                             f"{self.qsum:.8g}); MSM needs a neutral system")
+        self._check_charges()
         self.backend = backend
         self.precision = precision
         self.units_name = units_name
@@ -116,6 +131,13 @@ class MSM(KSpaceSolver):
         self._set_grid_global()
         self.estimated_accuracy = self._total_error()
         self._setup_box(self.box_lengths)
+
+    def _check_charges(self) -> None:
+        if self.qsqsum == 0.0:
+            raise ValueError("kspace_style msm: the system has no charges")
+        if abs(self.qsum) > 1e-5:
+            raise ValueError(f"kspace_style msm: the system is not charge neutral (net charge "
+                             f"{self.qsum:.8g}); MSM needs a neutral system")
 
     def _c_p(self) -> float:
         """Hardy's error constant ``4 c'_p M_p / 3`` times LAMMPS' empirical RMS-force scaling."""
@@ -271,6 +293,10 @@ class MSM(KSpaceSolver):
         q = xp.ascontiguousarray(charges.astype(xp.float64))
         grids = [ml.anterpolate(self.backend, x, q, self.grid_lo[0], self.grid_shape[0], self.spacings[0],
                                 self.periodic, self.order)]
+        if self.grid_comm is not None:          # several ranks: each anterpolated its own atoms
+            if self.backend.is_gpu:
+                raise NotImplementedError("kspace_style msm over MPI ranks runs on the CPU only")
+            grids[0] = self._sum_over_ranks(np.ascontiguousarray(grids[0]))
         for mats in self._restrict:
             grids.append(ml.apply_axes(xp, mats, grids[-1]))
         pots = []

@@ -76,8 +76,8 @@ class PPPM(KSpaceSolver):
 
     name = "pppm"
 
-    def __init__(self, accuracy, *, mesh=None, order=None, gewald=None, compute=True):
-        super().__init__(accuracy, mesh=mesh, order=order, gewald=gewald, compute=compute)
+    def __init__(self, accuracy, *, mesh=None, order=None, gewald=None, compute=True, slab=None):
+        super().__init__(accuracy, mesh=mesh, order=order, gewald=gewald, compute=compute, slab=slab)
         order = 5 if order is None else int(order)
         if not MIN_ORDER <= order <= MAX_ORDER:
             raise ValueError(f"kspace_modify order: PPPM order must be {MIN_ORDER}..{MAX_ORDER}, got {order}")
@@ -91,9 +91,10 @@ class PPPM(KSpaceSolver):
     def capturable(self) -> bool:
         """On the GPU after :meth:`setup`: a compute without energies is kernels and cuFFT calls on the
         current stream into buffers made at the first call (tests/test_kspace_gpu.py replays one from a
-        CUDA graph), so the CUDA-graph step may capture it."""
+        CUDA graph), so the CUDA-graph step may capture it.  Not with ``kspace_modify slab``: its correction
+        allocates and reads the dipole on the host."""
         backend = getattr(self, "backend", None)
-        return backend is not None and backend.is_gpu
+        return backend is not None and backend.is_gpu and not self.slab_flag
 
     # -- parameters ------------------------------------------------------------------------------
     def setup(self, box_lengths, charges, r_cut_coul, qqrd2e, backend, precision, units_name, *,
@@ -131,7 +132,7 @@ class PPPM(KSpaceSolver):
             counts = list(self.mesh_requested)
         else:
             counts = []
-            for length in self.box_lengths:
+            for length in self.kbox:
                 h = 1.0 / self.g_ewald
                 n = int(length / h) + 1
                 err = self._ik_error(h, length)
@@ -146,7 +147,7 @@ class PPPM(KSpaceSolver):
         return tuple(counts)
 
     def _df_kspace(self) -> float:
-        errors = [self._ik_error(L / n, L) for L, n in zip(self.box_lengths, self.mesh)]
+        errors = [self._ik_error(L / n, L) for L, n in zip(self.kbox, self.mesh)]
         return math.sqrt(sum(e * e for e in errors)) / math.sqrt(3.0)
 
     def _newton_f(self) -> float:
@@ -189,8 +190,8 @@ class PPPM(KSpaceSolver):
         """Green's function, k-vectors and virial factors of the half spectrum for this box: on the
         host (then uploaded), or with ``on_device`` by the ``influence_ik`` kernel into the GPU's
         arrays (a barostat's new box: no allocation, no host work on the grid)."""
-        box = np.asarray(box_lengths, dtype=np.float64).reshape(3)
-        self.box_lengths = box
+        self.box_lengths = np.asarray(box_lengths, dtype=np.float64).reshape(3)
+        box = self.kbox = self._kspace_box(self.box_lengths)     # a slab's extended box
         self.volume = float(np.prod(box))
         nx, ny, nz = self.mesh
         m = float(nx * ny * nz)
@@ -236,10 +237,10 @@ class PPPM(KSpaceSolver):
         mh = (nx // 2 + 1) * ny * nz
         for name, f in zip(("fkx", "fky", "fkz"), self._fk):
             g[name].set(f)
-        nb = _alias_counts(self.mesh, self.box_lengths, self.g_ewald)
+        nb = _alias_counts(self.mesh, self.kbox, self.g_ewald)
         self._gpu["influence_ik"](((mh + 255) // 256,), (256,), (
             np.int32(nx), np.int32(ny), np.int32(nz), np.int32(nb[0]), np.int32(nb[1]), np.int32(nb[2]),
-            np.float64(self.box_lengths[0]), np.float64(self.box_lengths[1]), np.float64(self.box_lengths[2]),
+            np.float64(self.kbox[0]), np.float64(self.kbox[1]), np.float64(self.kbox[2]),
             np.float64(self.g_ewald), g["gf_b"], np.float64(1.0 / (nx * ny * nz)), np.float64(energy_scale),
             g["green"], g["energy_weight"], g["virial_weight"]))
 
@@ -251,10 +252,16 @@ class PPPM(KSpaceSolver):
     def compute(self, positions, charges, box_lengths, forces, with_energy):
         if not self._start_compute(box_lengths, with_energy):
             return
+        if self.slab_flag == 2:          # kspace_modify slab nozforce: the k-space z forces left out
+            z_before = forces[:, 2].copy()
         if self.backend.is_gpu:
             self._compute_gpu(positions, charges, forces, with_energy)
         else:
             self._compute_cpu(positions, charges, forces, with_energy)
+        if self.slab_flag == 2:
+            forces[:, 2] = z_before
+        elif self.slab_flag == 1:
+            self._slab_correction(positions, charges, forces, with_energy)
 
     def _finish_energy(self, e_sum: float, v_sum):
         qscale = self.qqrd2e
@@ -268,6 +275,7 @@ class PPPM(KSpaceSolver):
         shift, shiftone = _shifts(self.order)
         density = np.zeros((nz, ny, nx))
         make_rho_cpu(x, q, self.delinv, self.delvolinv, shift, shiftone, self.rho_coeff, density)
+        self._sum_over_ranks(density)            # several ranks: each spread its own atoms (replicated grid)
         rho_k = np.fft.rfftn(density)
         if with_energy:
             power = rho_k.real ** 2 + rho_k.imag ** 2
@@ -341,6 +349,8 @@ class PPPM(KSpaceSolver):
         return self._gpu
 
     def _compute_gpu(self, positions, charges, forces, with_energy):
+        if self.grid_comm is not None:
+            raise NotImplementedError("kspace_style pppm over MPI ranks runs on the CPU only")
         import cupy as cp
         from cupy.cuda import cufft
 

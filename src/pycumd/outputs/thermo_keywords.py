@@ -144,6 +144,9 @@ class ThermoState:
         return (self.dof * u.boltz * self.temp() + w[0] + w[1] + w[2]) / 3.0 / self.volume() * u.nktv2p
 
     def press_tensor(self, a: int, c: int) -> float:
+        if getattr(self.sim.forces, "scalar_pressure_only", False):     # kspace_style msm, pressure/scalar yes
+            raise ValueError("Must use 'kspace_modify pressure/scalar no' for tensor components with kspace_style "
+                             "msm (LAMMPS' error): its virial is only a scalar (E/3 on the diagonal)")
         col = _VIRIAL_COLUMN[(a, c)]
         return (self.ke_tensor()[col] + self.virial()[col]) / self.volume() * self.sim.units.nktv2p
 

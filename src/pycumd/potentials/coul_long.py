@@ -1,5 +1,8 @@
 """Ewald-split Coulomb between per-atom charges, with a short-range pair potential beside it: LAMMPS'
-``coul/long``, ``lj/cut/coul/long``, ``buck/coul/long`` and ``born/coul/long``.
+``coul/long``, ``lj/cut/coul/long``, ``buck/coul/long``, ``born/coul/long`` and ``lj/charmm/coul/long``; and
+the MSM-split ``coul/msm``, ``lj/cut/coul/msm`` and ``lj/charmm/coul/msm`` (``splitting="msm"``: the
+real-space term ``qqrd2e q_i q_j [1/r - gamma(r/a)/a]`` of MSM's splitting within the cutoff ``a``, with
+``kspace_style msm``; docs/kspace.md).
 
 The Coulomb energy of a periodic system is split with the Ewald parameter ``g`` (1/length):
 
@@ -29,16 +32,19 @@ import math
 COULOMB_LONG, COULOMB_CHARMM, COULOMB_CHARMM_IMPLICIT = 0, 1, 2
 
 #: LAMMPS pair style with per-atom charges through :mod:`pycumd.long_range` -> (its short-range pair style or
-#: None, (fewest, most) pair_style arguments): the long-range ``*/coul/long`` styles and CHARMM's switched
-#: ``lj/charmm/coul/charmm[/implicit]`` (no k-space: :mod:`.coul_charmm`)
+#: None, (fewest, most) pair_style arguments): the long-range ``*/coul/long`` and ``*/coul/msm`` styles and CHARMM's
+#: switched ``lj/charmm/coul/charmm[/implicit]`` (no k-space: :mod:`.coul_charmm`)
 LONG_RANGE_STYLES = {"coul/long": (None, (1, 1)), "lj/cut/coul/long": ("lj/cut", (1, 2)),
                      "buck/coul/long": ("buck", (1, 2)), "born/coul/long": ("born", (1, 2)),
                      "lj/charmm/coul/long": ("lj/charmm", (2, 3)),
                      "lj/charmm/coul/charmm": ("lj/charmm", (2, 4)),
-                     "lj/charmm/coul/charmm/implicit": ("lj/charmm", (2, 4))}
+                     "lj/charmm/coul/charmm/implicit": ("lj/charmm", (2, 4)),
+                     "coul/msm": (None, (1, 1)), "lj/cut/coul/msm": ("lj/cut", (1, 2)),
+                     "lj/charmm/coul/msm": ("lj/charmm", (2, 3))}
+#: the styles whose real-space Coulomb is MSM's split ``1/r - gamma(r/a)/a`` (kspace_style msm), not erfc
+MSM_STYLES = ("coul/msm", "lj/cut/coul/msm", "lj/charmm/coul/msm")
 #: long-range styles LAMMPS has that pycumd does not implement yet
-NOT_IMPLEMENTED_STYLES = ("lj/cut/coul/msm", "coul/msm",
-                          "lj/long/coul/long", "lj/cut/tip4p/long", "coul/long/soft", "lj/cut/coul/long/soft",
+NOT_IMPLEMENTED_STYLES = ("lj/long/coul/long", "lj/cut/tip4p/long", "coul/long/soft", "lj/cut/coul/long/soft",
                           "born/coul/wolf", "lj/charmmfsw/coul/long", "lj/class2/coul/long", "buck/long/coul/long")
 
 
@@ -61,6 +67,9 @@ class CoulombLong:
         1 in lj, 332.06371 in real, 14.399645 in metal).
     name : str, optional
         The LAMMPS style name (for descriptions); default from ``short``.
+    splitting : str, optional
+        ``"ewald"`` (erfc, the ``*/coul/long`` styles) or ``"msm"`` (MSM's gamma, the ``*/coul/msm`` styles,
+        with ``kspace_style msm``); None: ``"msm"`` for a ``*/coul/msm`` name, ``"ewald"`` otherwise.
 
     Examples
     --------
@@ -79,7 +88,7 @@ class CoulombLong:
     coulomb_kind = COULOMB_LONG
 
     def __init__(self, r_cut_coul: float, short=None, kspace=None, coulomb_constant: float | None = None,
-                 name: str | None = None):
+                 name: str | None = None, splitting: str | None = None):
         r_cut_coul = float(r_cut_coul)
         if not (r_cut_coul > 0 and math.isfinite(r_cut_coul)):
             raise ValueError(f"coul/long: the Coulomb cutoff must be positive and finite, got {r_cut_coul}")
@@ -89,7 +98,18 @@ class CoulombLong:
         self.short = short
         self.kspace = kspace
         self.coulomb_constant = None if coulomb_constant is None else float(coulomb_constant)
-        self.name = name or ("coul/long" if short is None else f"{short.name}/coul/long")
+        if splitting is None:
+            splitting = "msm" if name in MSM_STYLES else "ewald"
+        if splitting not in ("ewald", "msm"):
+            raise ValueError(f"coul/long: splitting must be 'ewald' (erfc) or 'msm' (MSM's gamma), got {splitting!r}")
+        #: ``"ewald"``: the real-space term ``erfc(g r)/r`` (``*/coul/long``); ``"msm"``: ``1/r - gamma(r/a)/a``
+        #: of MSM's splitting (``*/coul/msm``, with ``kspace_style msm``)
+        self.splitting = splitting
+        suffix = "coul/msm" if splitting == "msm" else "coul/long"
+        self.name = name or (suffix if short is None else f"{short.name}/{suffix}")
+        #: the real-space Coulomb cutoff the pairs use: ``r_cut_coul``, or the cutoff the solver set
+        #: (:meth:`resolve_cutoff`: MSM's ``cutoff/adjust``)
+        self.r_cut_pair = r_cut_coul
         self.cutoff = "truncate" if short is None else short.cutoff
         #: LAMMPS' ``pair_modify table N`` (its real-space Coulomb table of 2^N points; 0: none): pycumd's
         #: erfc is exact either way, the solver's error estimate and its printed lines take it as LAMMPS does
@@ -97,9 +117,32 @@ class CoulombLong:
         self._zero = {}
 
     def max_cutoff(self, n_types: int) -> float:
-        """The neighbour-list cutoff (length units): the larger of the Coulomb and the short-range cutoffs."""
+        """The neighbour-list cutoff (length units): the larger of the Coulomb (:attr:`r_cut_pair`) and the
+        short-range cutoffs."""
         short = 0.0 if self.short is None else self.short.max_cutoff(n_types)
-        return max(self.r_cut_coul, short)
+        return max(self.r_cut_pair, short)
+
+    def resolve_cutoff(self, system) -> float:
+        """The real-space Coulomb cutoff (length units) for this system, set as :attr:`r_cut_pair` before the
+        neighbour list is made: ``r_cut_coul``, unless the solver changes it (MSM with ``kspace_modify
+        cutoff/adjust yes``, LAMMPS' default: from the accuracy, the box and the charges; the capability
+        ``KSpaceSolver.adjusts_cutoff``).  Also checks that the splitting and the solver belong together."""
+        solver = self.kspace
+        if solver is not None:
+            msm_solver = getattr(solver, "splitting", "ewald") == "msm"
+            if msm_solver != (self.splitting == "msm"):
+                raise ValueError(f"pair_style {self.name} and kspace_style {solver.name} do not go together: "
+                                 f"kspace_style msm needs a */coul/msm pair style and a */coul/msm style needs kspace_style "
+                                 f"msm (LAMMPS: 'KSpace style is incompatible with Pair style')")
+        self.r_cut_pair = self.r_cut_coul
+        if solver is not None and getattr(solver, "adjusts_cutoff", False) and system.charges is not None:
+            from .lammps_args import QQRD2E
+
+            qqrd2e = self.coulomb_constant if self.coulomb_constant is not None else QQRD2E.get(system.units.name)
+            if qqrd2e is not None:
+                self.r_cut_pair = float(solver.coulomb_cutoff(system.box.L, system.charges, self.r_cut_coul, qqrd2e,
+                                                              system.units.name, table_bits=self.table_bits))
+        return self.r_cut_pair
 
     def short_range(self, n_types: int):
         """The pair potential the pair evaluator runs: ``short``, or for ``coul/long`` alone a
@@ -116,9 +159,10 @@ class CoulombLong:
         return self._zero[n_types]
 
     def coulomb_parameters(self, g_ewald: float) -> tuple:
-        """``(rc2, pa, pb)`` of :func:`pycumd.long_range.coulomb_pair`: the squared Coulomb cutoff and the
-        Ewald parameter ``g_ewald`` (1/length)."""
-        return self.r_cut_coul * self.r_cut_coul, float(g_ewald), 0.0
+        """``(rc2, pa, pb)`` of :func:`pycumd.long_range.coulomb_pair`: the squared Coulomb cutoff the pairs use
+        (:attr:`r_cut_pair`) and ``g_ewald`` (1/length): the Ewald parameter, or with MSM's splitting ``1/a``
+        (``a`` the solver's cutoff, which :meth:`resolve_cutoff` made :attr:`r_cut_pair`)."""
+        return self.r_cut_pair * self.r_cut_pair, float(g_ewald), 0.0
 
     def table(self, n_types: int):
         """The short-range part's parameter table (raises naming a type pair without coefficients)."""
@@ -146,7 +190,8 @@ class CoulombLong:
 
 def coul_long_from_lammps(style: str, global_args: list, pair_coeffs: list, *, n_types: int, cutoff_mode: str,
                           mixing: str, units: str, directory=None) -> CoulombLong:
-    """The :class:`CoulombLong` of ``pair_style STYLE ARGS`` and its ``pair_coeff`` lines (LAMMPS' forms:
+    """The :class:`CoulombLong` of ``pair_style STYLE ARGS`` and its ``pair_coeff`` lines (the ``*/coul/msm``
+    styles as their ``*/coul/long`` twins, with MSM's splitting; LAMMPS' forms:
     ``coul/long rc`` with ``pair_coeff * *``; ``lj/cut/coul/long rc_lj [rc_coul]`` with ``eps sigma [rc_lj]``;
     ``buck/coul/long rc_buck [rc_coul]`` with ``A rho C [rc_buck]``; ``born/coul/long rc_born [rc_coul]`` with
     ``A rho sigma C D [rc_born]``; ``lj/charmm/coul/long inner outer [rc_coul]`` with ``eps sigma [eps14 sigma14]``,
@@ -213,5 +258,6 @@ def is_long_range_style(style: str) -> bool:
     return style in LONG_RANGE_STYLES or style in NOT_IMPLEMENTED_STYLES
 
 
-__all__ = ["COULOMB_CHARMM", "COULOMB_CHARMM_IMPLICIT", "COULOMB_LONG", "CoulombLong", "LONG_RANGE_STYLES", "NOT_IMPLEMENTED_STYLES", "check_long_range_style",
-           "coul_long_from_lammps", "is_long_range_style", "lj_charmm_from_lammps"]
+__all__ = ["COULOMB_CHARMM", "COULOMB_CHARMM_IMPLICIT", "COULOMB_LONG", "CoulombLong", "LONG_RANGE_STYLES", "MSM_STYLES",
+           "NOT_IMPLEMENTED_STYLES", "check_long_range_style", "coul_long_from_lammps", "is_long_range_style",
+           "lj_charmm_from_lammps"]
