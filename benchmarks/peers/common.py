@@ -103,6 +103,22 @@ def gpu_name() -> str | None:
         return None
 
 
+def openmm_with_platform(script: str, platform: str):
+    """The ``openmm`` module if it imports and has ``platform`` (else None, having printed why: the peer
+    scripts then measure nothing and exit 0)."""
+    try:
+        import openmm
+    except ImportError as e:
+        print(f"{script}: OpenMM is not installed ({e}); nothing measured.")
+        return None
+    names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
+    if platform not in names:
+        print(f"{script}: OpenMM {openmm.__version__} has no {platform} platform (it has {names}); "
+              f"load errors: {openmm.Platform.getPluginLoadFailures()}; nothing measured.")
+        return None
+    return openmm
+
+
 def package_versions(*names: str) -> dict:
     """Installed versions of the named distributions (those installed)."""
     from importlib import metadata

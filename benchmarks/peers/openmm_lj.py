@@ -22,8 +22,8 @@ import sys
 import time
 
 
-from common import (CUTOFF, DT, add_run_arguments, fcc_lattice, gpu_name, random_velocities,  # noqa: E402
-                    run_child, write_record)  # (same folder)
+from common import (CUTOFF, DT, add_run_arguments, fcc_lattice, gpu_name, openmm_with_platform,  # noqa: E402
+                    random_velocities, run_child, write_record)  # (same folder)
 
 
 def measure(cells: int, precision: str, steps: int, warmup: int, platform_name: str,
@@ -117,15 +117,8 @@ def main(argv=None) -> int:
     if args._child:
         return child_main(args)
 
-    try:
-        import openmm
-    except ImportError as e:
-        print(f"openmm_lj: OpenMM is not installed ({e}); nothing measured.")
-        return 0
-    names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
-    if args.platform not in names:
-        print(f"openmm_lj: OpenMM {openmm.__version__} has no {args.platform} platform (it has {names}); "
-              f"load errors: {openmm.Platform.getPluginLoadFailures()}; nothing measured.")
+    openmm = openmm_with_platform("openmm_lj", args.platform)
+    if openmm is None:
         return 0
     args._version = openmm.__version__
     args._device = args.platform

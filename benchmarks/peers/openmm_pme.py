@@ -45,7 +45,7 @@ import time
 
 import numpy as np
 
-from common import gpu_name, run_child, write_record  # (same folder)
+from common import gpu_name, openmm_with_platform, run_child, write_record  # (same folder)
 
 EV = 96.48533212331002          # kJ/mol per eV
 NM = 0.1                         # nm per A
@@ -291,15 +291,8 @@ def main(argv=None) -> int:
         write_record(args._result, r, "w")
         return 0
 
-    try:
-        import openmm
-    except ImportError as e:
-        print(f"openmm_pme: OpenMM is not installed ({e}); nothing measured.")
-        return 0
-    names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
-    if args.platform not in names:
-        print(f"openmm_pme: OpenMM {openmm.__version__} has no {args.platform} platform (it has {names}); "
-              f"load errors: {openmm.Platform.getPluginLoadFailures()}; nothing measured.")
+    openmm = openmm_with_platform("openmm_pme", args.platform)
+    if openmm is None:
         return 0
     device = args.platform
     if args.platform == "CUDA":

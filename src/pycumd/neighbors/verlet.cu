@@ -684,6 +684,21 @@ extern "C" __global__ void __launch_bounds__(32 * PLANE_WARPS, PLANE_MIN_BLOCKS_
 }
 #endif
 
+// Atom i's squared displacement since the last build (minimum image): the displacement checks' per-atom work.
+__device__ __forceinline__ real_t displacement2(const real_t* __restrict__ pos4,
+                                                const at_build_t* __restrict__ pos4_at_build, int i, real_t Lx,
+                                                real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz)
+{
+    real_t x, y, z; at_build_t x0, y0, z0; int t;
+    load_position(pos4, i, x, y, z, t);
+    load_position(pos4_at_build, i, x0, y0, z0, t);
+    real_t dx = x - (real_t)x0, dy = y - (real_t)y0, dz = z - (real_t)z0;
+    dx -= Lx * rint(dx * invLx);
+    dy -= Ly * rint(dy * invLy);
+    dz -= Lz * rint(dz * invLz);
+    return dx * dx + dy * dy + dz * dz;
+}
+
 // Displacement check: flag = 1 if any atom moved more than sqrt(limit2) since the last build
 // (does nothing once the flag is set: in a captured step block the flag freezes the block).
 extern "C" __global__ void displacement_exceeds(
@@ -693,14 +708,7 @@ extern "C" __global__ void displacement_exceeds(
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n_local || *flag) return;
-    real_t x, y, z; at_build_t x0, y0, z0; int t;
-    load_position(pos4, i, x, y, z, t);
-    load_position(pos4_at_build, i, x0, y0, z0, t);
-    real_t dx = x - (real_t)x0, dy = y - (real_t)y0, dz = z - (real_t)z0;
-    dx -= Lx * rint(dx * invLx);
-    dy -= Ly * rint(dy * invLy);
-    dz -= Lz * rint(dz * invLz);
-    if (dx * dx + dy * dy + dz * dz > limit2) *flag = 1;
+    if (displacement2(pos4, pos4_at_build, i, Lx, Ly, Lz, invLx, invLy, invLz) > limit2) *flag = 1;
 }
 
 // A build's last pass of the counting sort (counting_sort.cu's sort_bins: binning.cuh's rank_bins,
@@ -1011,15 +1019,7 @@ extern "C" __global__ void displacement_exceeds_batch(
     const int s = system[i];
     if (!consider[s] || flag[s]) return;
     const real_t* const b = box + 6 * s;
-    const real_t Lx = b[0], Ly = b[1], Lz = b[2], invLx = b[3], invLy = b[4], invLz = b[5];
-    real_t x, y, z; at_build_t x0, y0, z0; int t;
-    load_position(pos4, i, x, y, z, t);
-    load_position(pos4_at_build, i, x0, y0, z0, t);
-    real_t dx = x - (real_t)x0, dy = y - (real_t)y0, dz = z - (real_t)z0;
-    dx -= Lx * rint(dx * invLx);
-    dy -= Ly * rint(dy * invLy);
-    dz -= Lz * rint(dz * invLz);
-    if (dx * dx + dy * dy + dz * dz > limit2[s]) flag[s] = 1;
+    if (displacement2(pos4, pos4_at_build, i, b[0], b[1], b[2], b[3], b[4], b[5]) > limit2[s]) flag[s] = 1;
 }
 
 // The list of one target of a rebuilding system (atoms in cell order after the batch's counting sort
