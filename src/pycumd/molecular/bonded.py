@@ -445,11 +445,16 @@ class BondedForces:
             return
         n_bonds = len(self.topology.terms["bond"])
         errors = self.backend.to_host(self.errors[self.term_offset["bond"]:self.term_offset["bond"] + n_bonds])
-        computed = np.asarray(self.backend.to_host(self.which["bond"]), dtype=np.int64)   # (stale rows elsewhere)
-        worst = int(errors[computed].max(initial=0))
+        computed = None                                # one rank: every bond was computed
+        if self.energy_terms is not None:              # domains: the rows of the bonds not computed are stale
+            computed = np.asarray(self.backend.to_host(self.which["bond"]), dtype=np.int64)
+            errors = errors[computed]
+        worst = int(errors.max(initial=0))
         if worst == 0:
             return
-        t = int(computed[np.argmax(errors[computed] == worst)])
+        t = int(np.argmax(errors == worst))
+        if computed is not None:
+            t = int(computed[t])
         a, b = (int(x) for x in self.topology.terms["bond"][t])
         style = self.styles["bond"].lammps_style
         if worst == 2:
