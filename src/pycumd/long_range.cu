@@ -79,6 +79,16 @@ __device__ __forceinline__ void coul_sums_zero(CoulSums& s) {
 
 __device__ __forceinline__ double min_image(double d, double L, double invL) { return d - L * rint(d * invL); }
 
+// r_i - r_j with the minimum image, in double, from atom i's coordinates and row j of pos4: the separation of
+// every pass below.
+__device__ __forceinline__ void separation_from(const real_t* __restrict__ pos4, int j, double xi, double yi,
+                                                double zi, double Lx, double Ly, double Lz, double invLx,
+                                                double invLy, double invLz, double& dx, double& dy, double& dz) {
+    dx = min_image(xi - (double)pos4[4 * j], Lx, invLx);
+    dy = min_image(yi - (double)pos4[4 * j + 1], Ly, invLy);
+    dz = min_image(zi - (double)pos4[4 * j + 2], Lz, invLz);
+}
+
 // One pair (the Numba coulomb_pair and forces.full_pair): its E and F/r of kind KIND (special coul factor
 // `factor`, 1 for a plain pair), added to s.
 __device__ __forceinline__ void coul_pair_add(CoulSums& s, double dx, double dy, double dz, double qq, double factor,
@@ -178,9 +188,8 @@ __device__ __forceinline__ void coul_long_pairs_body(
     const int count = nbr_count[i];
     for (int k = 0; k < count; ++k) {
         const int j = nbr[(size_t)k * stride + i];
-        const double dx = min_image(xi - (double)pos4[4 * j], Lx, invLx);
-        const double dy = min_image(yi - (double)pos4[4 * j + 1], Ly, invLy);
-        const double dz = min_image(zi - (double)pos4[4 * j + 2], Lz, invLz);
+        double dx, dy, dz;
+        separation_from(pos4, j, xi, yi, zi, Lx, Ly, Lz, invLx, invLy, invLz, dx, dy, dz);
         coul_pair_add(s, dx, dy, dz, qi * charges[j], 1.0, KIND, rc2, pa, pb, WITH_ENERGY);
     }
     coul_store(s, i, force, energy, virial, coul_energy, WITH_ENERGY);
@@ -230,9 +239,8 @@ extern "C" __global__ void coul_long_special(
     coul_sums_zero(s);
     for (long long q = lo; q < hi; ++q) {
         const int j = row_of[partners[q]];
-        const double dx = min_image(xi - (double)pos4[4 * j], Lx, invLx);
-        const double dy = min_image(yi - (double)pos4[4 * j + 1], Ly, invLy);
-        const double dz = min_image(zi - (double)pos4[4 * j + 2], Lz, invLz);
+        double dx, dy, dz;
+        separation_from(pos4, j, xi, yi, zi, Lx, Ly, Lz, invLx, invLy, invLz, dx, dy, dz);
         coul_pair_add(s, dx, dy, dz, qi * charges[j], factors[q], kind, rc2, pa, pb, with_energy);
     }
     coul_store(s, i, force, energy, virial, coul_energy, with_energy);
@@ -265,9 +273,8 @@ extern "C" __global__ void charmm_weighted_14(
     double ec = 0.0;
     for (long long q = lo; q < hi; ++q) {
         const int j = row_of[partners[q]];
-        const double dx = min_image(xi - (double)pos4[4 * j], Lx, invLx);
-        const double dy = min_image(yi - (double)pos4[4 * j + 1], Ly, invLy);
-        const double dz = min_image(zi - (double)pos4[4 * j + 2], Lz, invLz);
+        double dx, dy, dz;
+        separation_from(pos4, j, xi, yi, zi, Lx, Ly, Lz, invLx, invLy, invLz, dx, dy, dz);
         const double r2inv = 1.0 / (dx * dx + dy * dy + dz * dz);
         const double r6inv = r2inv * r2inv * r2inv;
         const double* row = lj14 + 4 * ((size_t)types[i] * n_types + types[j]);
