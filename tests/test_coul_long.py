@@ -335,17 +335,15 @@ def water_like_data(path, rng, cells=4, spacing=5.125):
     Path(path).write_text("\n".join(lines) + "\n")
 
 
-@needs_lammps
-@pytest.mark.lammps
-def test_special_pairs_with_coul_long_match_lammps(rng, tmp_path):
-    """A molecular system (atom_style full, bonds and angles) with special_bonds lj 0 0.5 1 coul 0 0.8 1:
-    excluded 1-2 pairs and scaled 1-3 pairs take LAMMPS' erfc - (1 - f) / r; step 0 and 20 NVE steps."""
-    water_like_data(tmp_path / "data.water", rng)
-    script = f"""units real
+def water_script(data, kspace: str) -> str:
+    """The head of a LAMMPS script for water_like_data's file ``data`` (lj/cut/coul/long 8, harmonic bonds and
+    angles, special_bonds lj 0 0.5 1 coul 0 0.8 1, exact erfc) with ``kspace_style KSPACE``; the caller adds
+    the run."""
+    return f"""units real
 atom_style full
 bond_style harmonic
 angle_style harmonic
-read_data {tmp_path / 'data.water'}
+read_data {data}
 pair_style lj/cut/coul/long 8.0
 pair_coeff 1 1 0.1553 3.166
 pair_coeff 2 2 0.0 1.0
@@ -353,9 +351,18 @@ bond_coeff 1 450.0 0.9572
 angle_coeff 1 55.0 104.52
 special_bonds lj 0.0 0.5 1.0 coul 0.0 0.8 1.0
 pair_modify table 0
-kspace_style ewald 1e-6
+kspace_style {kspace}
 neighbor 2.0 bin
-velocity all create 300.0 4928459 loop geom
+"""
+
+
+@needs_lammps
+@pytest.mark.lammps
+def test_special_pairs_with_coul_long_match_lammps(rng, tmp_path):
+    """A molecular system (atom_style full, bonds and angles) with special_bonds lj 0 0.5 1 coul 0 0.8 1:
+    excluded 1-2 pairs and scaled 1-3 pairs take LAMMPS' erfc - (1 - f) / r; step 0 and 20 NVE steps."""
+    water_like_data(tmp_path / "data.water", rng)
+    script = water_script(tmp_path / "data.water", "ewald 1e-6") + """velocity all create 300.0 4928459 loop geom
 timestep 0.5
 fix 1 all nve
 thermo_style custom step temp pe ecoul elong evdwl ebond eangle etotal press
@@ -514,21 +521,7 @@ def test_gpu_real_space_matches_cpu(rng, precision):
 @pytest.mark.skipif(not _gpu_available(), reason="no CUDA device")
 def test_gpu_special_pairs_match_lammps(rng, tmp_path):
     water_like_data(tmp_path / "data.water", rng)
-    script = f"""units real
-atom_style full
-bond_style harmonic
-angle_style harmonic
-read_data {tmp_path / 'data.water'}
-pair_style lj/cut/coul/long 8.0
-pair_coeff 1 1 0.1553 3.166
-pair_coeff 2 2 0.0 1.0
-bond_coeff 1 450.0 0.9572
-angle_coeff 1 55.0 104.52
-special_bonds lj 0.0 0.5 1.0 coul 0.0 0.8 1.0
-pair_modify table 0
-kspace_style pppm 1e-5
-neighbor 2.0 bin
-thermo_style custom step pe ecoul elong press
+    script = water_script(tmp_path / "data.water", "pppm 1e-5") + """thermo_style custom step pe ecoul elong press
 thermo_modify format float %.15g
 run 0
 """
