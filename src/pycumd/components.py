@@ -171,10 +171,6 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
         if backend.is_gpu:
             raise NotImplementedError(f"kspace over MPI ranks runs on the CPU only (pair_style {potential.name}); run "
                                       f"the GPU on one rank")
-        if system.topology is not None:
-            raise NotImplementedError(f"kspace with a molecular topology over MPI ranks is not implemented yet (the "
-                                      f"special pairs' Coulomb corrections over domains; pair_style {potential.name}); "
-                                      f"run on one rank")
     if kspace:                  # the solver's real-space cutoff first (MSM's cutoff/adjust): the list's cutoff reads it
         potential.resolve_cutoff(system)
     skin = neighbor.resolved_skin(system.units.name)
@@ -223,11 +219,11 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
         forces = parts.forces
         if topology is not None:       # each domain's owned atoms gather their bonded terms from the extended rows
             forces = _molecular_forces(forces, topology, backend, precision, pair_method, system.n_types, off=off,
-                                       domains=True)
-        if long_range:         # the Coulomb pass over the domains' list, the solver's grid summed over the ranks
-            from .long_range import LongRangeForces
+                                       weighted_14=long_range, domains=True)
+        if long_range:         # the Coulomb pass over the domains' list, the solver's grid summed over the ranks,
+            from .long_range import LongRangeForces      # the special pairs' corrections over the extended rows
 
-            forces = LongRangeForces(forces, potential, parts.state, system.units, backend, precision, None,
+            forces = LongRangeForces(forces, potential, parts.state, system.units, backend, precision, topology,
                                      system.n_types, decomposition=parts.decomposition)
         return with_step_control(Components(backend, precision, parts.state, integrator, parts.neighbors,
                                             forces, pair_method, parts.decomposition.comm,

@@ -176,7 +176,10 @@ def coul_long_half(positions, charges, L, invL, nbr, nbr_count, qqrd2e, kind, rc
 def coul_long_special(positions, charges, ids, row_of, start, partners, factors, L, invL, qqrd2e, kind, rc2, pa, pb,
                       gcons, forces, energy, virial, coul_energy, with_energy):
     """The special pairs (not in the list): for each atom row, its partners ``partners[start[id]:start[id + 1]]``
-    (atom IDs) with their coul factors, the erfc term less ``(1 - factor) qq / r``."""
+    (atom IDs) with their coul factors, the erfc term less ``(1 - factor) qq / r``.  ``positions`` and
+    ``charges`` are the rows ``row_of`` names (one rank: the state's; spatial domains: the owned rows, then the
+    ghosts); a partner without a row (-1: beyond a domain's ghost layer, so beyond the Coulomb cutoff, where
+    the term is zero) is skipped."""
     for i in numba.prange(ids.shape[0]):
         a = ids[i]
         if start[a] == start[a + 1]:
@@ -185,6 +188,8 @@ def coul_long_special(positions, charges, ids, row_of, start, partners, factors,
         sums = ZERO_SUMS
         for q in range(start[a], start[a + 1]):
             j = row_of[partners[q]]
+            if j < 0:
+                continue
             dx, dy, dz, r2 = min_image_separation(positions, i, j, L, invL)
             e, fr = coulomb_pair(r2, qi * charges[j], factors[q], kind, rc2, pa, pb, gcons)
             sums = full_pair(dx, dy, dz, fr, e, with_energy, sums)
@@ -301,7 +306,10 @@ class LongRangeForces(ForceEvaluatorBase):
     decomposition : pycumd.parallel.domains.DomainDecomposition, optional
         Spatial domains over MPI ranks (CPU): ``pair_forces`` is then the domains' evaluator, the Coulomb pass
         runs over the owned atoms with the ghosts' positions and charges (``DomainNeighborList.forward``),
-        and the solver sums its grid over the ranks (:meth:`pycumd.kspace.base.KSpaceSolver.set_communicator`).
+        the special pairs and the weighted 1-4 pairs of each owned atom over the extended rows
+        (:meth:`_follow_domain`), and the solver sums its grid over the ranks
+        (:meth:`pycumd.kspace.base.KSpaceSolver.set_communicator`).  The GPU over ranks raises
+        NotImplementedError.
     """
 
     def __init__(self, pair_forces, potential, state, units, backend, precision, topology=None, n_types: int = 1,
@@ -331,9 +339,9 @@ class LongRangeForces(ForceEvaluatorBase):
         self.r_cut_coul = potential.r_cut_coul
         self.units_name = units.name
         self.decomposition = decomposition
-        if decomposition is not None and (backend.is_gpu or topology is not None):
-            raise NotImplementedError(f"pair_style {potential.name} over MPI ranks runs on the CPU without a molecular "
-                                      f"topology only")
+        if decomposition is not None and backend.is_gpu:
+            raise NotImplementedError(f"pair_style {potential.name} over MPI ranks runs on the CPU only; run the GPU "
+                                      f"on one rank")
         self._ghost_charges = None
         #: MSM's splitting (*/coul/msm): kind 0's pass evaluates 1/r - gamma(r/a)/a instead of erfc(g r)/r
         self.msm = getattr(potential, "splitting", "ewald") == "msm"
@@ -363,6 +371,8 @@ class LongRangeForces(ForceEvaluatorBase):
             self.weighted_14 = self._weighted_14(topology, potential, n_types, xp)
             if self.special is not None or self.weighted_14 is not None:
                 self.row_of = xp.full(len(topology.molecule), -1, np.int32 if backend.is_gpu else np.int64)
+        #: spatial domains: the list build whose extended rows ``row_of`` maps (:meth:`_follow_domain`)
+        self._mapped_build = -1
         self._chunks = None
         if backend.is_gpu:
             defines = dict(precision.cuda_defines)
@@ -524,20 +534,54 @@ class LongRangeForces(ForceEvaluatorBase):
             coul_long_full(positions, charges, L, invL, neighbors.nbr, neighbors.nbr_count, self.qqrd2e,
                            kind, rc2, pa, pb, self._gcons, state.forces, state.energy, self._coul_virial(state),
                            self.coul_energy, with_energy)
-        if self.row_of is not None:
+        types = state.types
+        if self.row_of is not None and self.decomposition is None:
             self.row_of[state.ids] = np.arange(state.n_atoms)
+        elif self.row_of is not None:        # spatial domains: the partners are owned or ghost rows
+            types = neighbors.row_types
+            if self._mapped_build != neighbors.n_builds:
+                self._follow_domain(state, neighbors)
         if self.special is not None:
             sp = self.special
-            coul_long_special(state.positions, state.charges, state.ids, self.row_of, sp["start"], sp["partners"],
+            coul_long_special(positions, charges, state.ids, self.row_of, sp["start"], sp["partners"],
                               sp["factors"], L, invL, self.qqrd2e, kind, rc2, pa, pb, self._gcons, state.forces,
                               state.energy, self._coul_virial(state), self.coul_energy, with_energy)
         if with_energy and self.scalar_pressure_only:
             self._scalar_coulomb_virial(state)
         if self.weighted_14 is not None:
             w14 = self.weighted_14
-            charmm_weighted_14(state.positions, state.charges, state.types, state.ids, self.row_of, w14["start"],
+            charmm_weighted_14(positions, charges, types, state.ids, self.row_of, w14["start"],
                                w14["partners"], w14["weights"], w14["lj14"], w14["n_types"], L, invL, self.qqrd2e,
                                w14["implicit"], state.forces, state.energy, state.virial, self.coul_energy, with_energy)
+
+    def _follow_domain(self, state, neighbors) -> None:
+        """Spatial domains, after each list build: ``row_of`` maps each global id to an extended row (owned
+        or ghost; an atom present in several rows, a periodic image of its own domain, maps to one of them:
+        they hold the same coordinates and charge, and the kernels take the minimum image), -1 for the atoms
+        beyond the ghost layer.  The special pairs and the weighted 1-4 pairs are computed for the owned rows
+        only, each from both of its atoms (energies and virials halved), so that the sums over the ranks
+        count each pair once and no force goes back to another rank.  A special pair beyond the ghost layer
+        (``r_cut + skin``) is beyond the Coulomb cutoff, where its correction is zero (the kernel skips it);
+        a weighted 1-4 pair (no cutoff) of an owned atom beyond it stops the run with an error naming it."""
+        ids = neighbors.extended_ids
+        row_of = self.row_of
+        row_of.fill(-1)
+        row_of[ids] = np.arange(len(ids), dtype=row_of.dtype)
+        self._mapped_build = neighbors.n_builds
+        w14 = self.weighted_14
+        if w14 is None:
+            return
+        start, partners = np.asarray(w14["start"]), np.asarray(w14["partners"])
+        owned = np.asarray(state.ids, dtype=np.int64)
+        counts = start[owned + 1] - start[owned]
+        entries = np.repeat(start[owned] - np.cumsum(counts) + counts, counts) + np.arange(counts.sum())
+        missing = row_of[partners[entries]] < 0
+        if missing.any():
+            k = int(np.argmax(missing))
+            a, b = int(np.repeat(owned, counts)[k]), int(partners[entries[k]])
+            raise InputError(f"the weighted 1-4 pair of atoms {a} and {b} (dihedral_style charmm) reaches "
+                             f"beyond the ghost layer of a domain: every 1-4 pair of an owned atom must lie within the "
+                             f"cutoff plus skin of it; use fewer MPI ranks, or a longer cutoff or skin")
 
     def _compute_gpu(self, state, neighbors, with_energy: bool) -> None:
         n = state.n_atoms
