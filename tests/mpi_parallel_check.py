@@ -329,10 +329,11 @@ run {steps}
 
 def main_molcoul(args):
     """``molcoul-STYLE-KSPACE``: the charged chains of MOLCOUL_SCRIPTS[STYLE] with ``kspace_style KSPACE 1e-5``
-    (msm: with the pair style's */coul/msm twin; ``rhodo``: RHODO_SCRIPT, pppm 1e-4) from their LAMMPS script, on
-    one rank (rank 0) and over every rank: rank 0 prints the largest relative difference of the forces at step 0 (a
-    ``run 0``) and at the last step (by atom id), and of each thermo keyword every 10 steps (the energy parts
-    relative to the largest total energy), how many atoms migrated and the wall seconds of each run."""
+    (msm: with the pair style's */coul/msm twin; switched and implicit: lj/charmm/coul/charmm[/implicit] without a
+    solver; ``rhodo``: RHODO_SCRIPT, pppm 1e-4) from their LAMMPS script, on one rank (rank 0) and over every rank:
+    rank 0 prints the largest relative difference of the forces at step 0 (a ``run 0``) and at the last step (by
+    atom id), and of each thermo keyword every 10 steps (the energy parts relative to the largest total energy), how
+    many atoms migrated and the wall seconds of each run."""
     import tempfile
     import time
 
@@ -355,6 +356,9 @@ def main_molcoul(args):
             chain_data(data, np.random.default_rng(2026), cells=5, spacing=6.0)
         world.Barrier()
         head, skin = MOLCOUL_SCRIPTS[style].format(data=data, kspace=f"{kspace} 1e-5"), 1.0
+        if kspace in ("switched", "implicit"):      # lj/charmm/coul/charmm[/implicit]: no solver
+            head = head.replace("/coul/long", "/coul/charmm" + ("/implicit" if kspace == "implicit" else ""))
+            head = head.replace(f"kspace_style {kspace} 1e-5\n", "")
         if kspace == "msm":       # the */coul/msm twin of the pair style, at its own cutoff
             head = head.replace("/coul/long", "/coul/msm") + "kspace_modify cutoff/adjust no\n"
     engine = dict(screen=False, device=args.device, precision=args.precision)
@@ -391,7 +395,8 @@ def main_molcoul(args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("case", choices=list(INPUTS) + ["min-cg", "min-fire"] + [f"mol-{c}" for c in MOLECULE_COMBOS]
-                        + [f"molcoul-{s}-{k}" for s in MOLCOUL_SCRIPTS for k in ("pppm", "ewald", "msm")] + ["rhodo"])
+                        + [f"molcoul-{s}-{k}" for s in MOLCOUL_SCRIPTS for k in ("pppm", "ewald", "msm")]
+                        + ["molcoul-charmm-switched", "molcoul-charmm-implicit"] + ["rhodo"])
     parser.add_argument("--pair-method", default="neighbor")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--grid", default=None)

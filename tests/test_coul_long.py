@@ -723,30 +723,3 @@ def test_special_rows_over_domains_map_ghosts_and_name_a_missing_1_4_partner():
                       0, 36.0, 0.3, 0.0, np.zeros(0), f, e, w, ec, True)
     assert np.allclose(f[0], -f[1], rtol=1e-14, atol=0.0) and abs(f[0, 0]) > 1.0 and f[0, 1] == f[0, 2] == 0.0
     assert e[0] == e[1] != 0.0
-
-
-def test_coulomb_over_mpi_ranks_refuses_what_it_does_not_cover():
-    """Over MPI ranks (CPU spatial domains) the */coul/long and */coul/msm styles run, with or without a molecular
-    topology (tests/test_parallel.py); lj/charmm/coul/charmm (no solver) stops the build, saying so, before any
-    domain is made."""
-    import pycumd.components as components
-    from pycumd.components import EngineOptions, NeighborOptions, build_components
-    from pycumd.integrators import VelocityVerlet
-    from pycumd.potentials.coul_charmm import CoulombCharmm
-    from pycumd.potentials.lj_charmm import LJCharmm
-
-    class TwoRanks:
-        size, rank = 2, 0
-
-    positions = random_positions(np.random.default_rng(3), 8, 12.0, 1.5)
-    system = System(Box([12.0] * 3), positions, [1.0], charges=np.tile([0.5, -0.5], 4))
-    lj = LJCharmm(3.0, 4.0)
-    lj.pair_coeff(0, 0, epsilon=0.1, sigma=1.0)
-    potential, match = CoulombCharmm(lj), "per-atom Coulomb over MPI ranks is not implemented"
-    original = components.communicator
-    components.communicator = lambda comm: TwoRanks()
-    try:
-        with pytest.raises(NotImplementedError, match=match):
-            build_components(system, potential, VelocityVerlet(), NeighborOptions(), EngineOptions(device="cpu"))
-    finally:
-        components.communicator = original

@@ -194,11 +194,14 @@ def test_long_range_coulomb_domains_match_one_rank(case, ranks):
                                          pytest.param("molcoul-lj-ewald", 2, marks=pytest.mark.ci_only),
                                          pytest.param("molcoul-charmm-ewald", 3, marks=pytest.mark.ci_only),
                                          pytest.param("molcoul-charmm-pppm", 4, marks=pytest.mark.ci_only),
-                                         pytest.param("molcoul-charmm-msm", 2, marks=pytest.mark.ci_only)])
+                                         pytest.param("molcoul-charmm-msm", 2, marks=pytest.mark.ci_only),
+                                         ("molcoul-charmm-switched", 2),
+                                         pytest.param("molcoul-charmm-implicit", 3, marks=pytest.mark.ci_only)])
 def test_long_range_coulomb_with_molecules_over_domains_matches_one_rank(case, ranks):
     """Charged four-atom chains (500 atoms; bonds, angles, dihedrals) with lj/cut/coul/long and special_bonds
     lj/coul 0 0 0.5, or lj/charmm/coul/long with special_bonds charmm and dihedral charmm's weighted 1-4 pairs, +
-    pppm or ewald (msm: with lj/charmm/coul/msm), from their LAMMPS script over spatial domains (CPU): the special
+    pppm or ewald (msm: with lj/charmm/coul/msm; switched and implicit: lj/charmm/coul/charmm[/implicit], no
+    solver), from their LAMMPS script over spatial domains (CPU): the special
     pairs' Coulomb corrections and the weighted 1-4 pairs of each owned atom read the ghosts' rows (energies halved
     per atom, so each pair is counted once over the ranks). Forces at step 0 to 1e-12 and at step 100 to 1e-10 of
     the 1-rank run; every thermo keyword (Temp, PotEng, TotEng, E_bond, E_angle, E_dihed, E_impro, E_vdwl, E_coul,
@@ -211,7 +214,21 @@ def test_long_range_coulomb_with_molecules_over_domains_matches_one_rank(case, r
     assert all(value < 1e-10 for value in r["worst"].values()), r
     assert r["migrated"] > 0 and r["builds"] > 1, r
     last = r["last"]          # every part is there: the corrections act on a system with all of them
-    assert all(abs(last[key]) > 1.0 for key in ("E_bond", "E_angle", "E_dihed", "E_vdwl", "E_coul", "E_long")), r
+    solver = case.endswith(("pppm", "ewald", "msm"))
+    parts = ("E_bond", "E_angle", "E_dihed", "E_vdwl", "E_coul") + (("E_long",) if solver else ())
+    assert all(abs(last[key]) > 1.0 for key in parts), r
+
+
+@pytest.mark.cuda
+@needs_gpu
+@needs_mpi
+def test_gpu_long_range_coulomb_over_ranks_is_refused():
+    """Per-atom Coulomb (a k-space solver, or lj/charmm/coul/charmm) runs over MPI ranks on the CPU only: on the
+    GPU the build stops on every rank with one line saying so (not a traceback, not a hang)."""
+    proc = _mpi(2, str(HERE / "mpi_parallel_check.py"), "molcoul-lj-pppm", "--device", "cuda")
+    assert proc.returncode != 0
+    assert "NotImplementedError: per-atom Coulomb (kspace, */coul/charmm) over MPI ranks runs on the CPU only" \
+        in proc.stdout + proc.stderr, proc.stdout[-2000:] + proc.stderr[-2000:]
 
 
 @needs_mpi

@@ -164,13 +164,9 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     # per-atom charges through pycumd.long_range: */coul/long and */coul/msm + a k-space solver, lj/charmm/coul/charmm
     long_range = getattr(potential, "per_atom_coulomb", False)
     kspace = long_range and getattr(potential, "long_range", False)
-    if long_range and decomposed:
-        if not kspace:
-            raise NotImplementedError(f"per-atom Coulomb over MPI ranks is not implemented yet (pair_style "
-                                      f"{potential.name}); run on one rank")
-        if backend.is_gpu:
-            raise NotImplementedError(f"kspace over MPI ranks runs on the CPU only (pair_style {potential.name}); run "
-                                      f"the GPU on one rank")
+    if long_range and decomposed and backend.is_gpu:
+        raise NotImplementedError(f"per-atom Coulomb (kspace, */coul/charmm) over MPI ranks runs on the CPU only "
+                                  f"(pair_style {potential.name}); run the GPU on one rank")
     if kspace:                  # the solver's real-space cutoff first (MSM's cutoff/adjust): the list's cutoff reads it
         potential.resolve_cutoff(system)
     skin = neighbor.resolved_skin(system.units.name)
