@@ -162,7 +162,8 @@ def owned_in_cell_order(sim) -> bool:
     return bool((np.diff(keys) >= 0).all())
 
 
-def run(case, comm, steps, device, grid, precision="double", thermostat="nve", deterministic=False, use_graphs=True):
+def run(case, comm, steps, device, grid, precision="double", thermostat="nve", deterministic=False, use_graphs=True,
+        host_build=False):
     system, potential, dt, options = INPUTS[case]()
     options = dict(options, device=device, precision=precision, deterministic=deterministic, use_graphs=use_graphs)
     if thermostat != "nve" and case != "lj":
@@ -175,6 +176,8 @@ def run(case, comm, steps, device, grid, precision="double", thermostat="nve", d
     else:
         integrator = VelocityVerlet(dt=dt, thermostat=None if thermostat == "nve" else thermostat_of(thermostat, 2.4, dt))
     sim = Simulation(system.copy(), potential, integrator, **options)
+    if host_build:                            # spatial domains on the GPU: the host build, not the device's
+        sim.neighbors.device_build = None
     sim.setup()
     forces0 = owned_forces(sim, comm or MPI.COMM_SELF)
     collect = Collect(10, steps)
@@ -270,6 +273,8 @@ def main():
     parser.add_argument("--deterministic", action="store_true")
     parser.add_argument("--graphs-against-host", action="store_true",
                         help="the reference is the same decomposed run with host-driven steps (use_graphs=False)")
+    parser.add_argument("--device-build-against-host", action="store_true",
+                        help="the reference is the same decomposed run with the host build (GPU spatial domains)")
     parser.add_argument("--chains", type=int, default=6, help="mol-*: number of chains")
     parser.add_argument("--chain-length", type=int, default=6, help="mol-*: atoms per chain")
     args = parser.parse_args()
@@ -282,6 +287,9 @@ def main():
     if args.graphs_against_host:          # every rank: the decomposed run, host-driven
         reference = run(args.case, world, args.steps, args.device, args.grid, args.precision, args.thermostat,
                         args.deterministic, use_graphs=False)
+    elif args.device_build_against_host:  # every rank: the decomposed run with the host build
+        reference = run(args.case, world, args.steps, args.device, args.grid, args.precision, args.thermostat,
+                        args.deterministic, host_build=True)
     elif world.rank == 0:
         reference = run(args.case, None, args.steps, args.device, None, args.precision, args.thermostat,
                         args.deterministic)
@@ -323,6 +331,8 @@ def main():
         "ids_equal": bool((final.ids == ref_final.ids).all()),
         "box_rel": float(np.abs(np.asarray(final.box.L) - np.asarray(ref_final.box.L)).max() / ref_final.box.L.min()),
         "box_change": float(np.abs(np.asarray(final.box.L) / np.asarray(system.box.L) - 1.0).max()),
+        "device_builds": int(getattr(getattr(nl, "device_build", None), "builds", 0)),
+        "reference_device_builds": int(getattr(getattr(ref_sim.neighbors, "device_build", None), "builds", 0)),
         "step_graph": type(sim.step_graph).__name__ if sim.step_graph is not None else None,
         "reference_step_graph": type(ref_sim.step_graph).__name__ if ref_sim.step_graph is not None else None,
         "charges_equal": bool(system.charges is None or (np.array_equal(final.charges, system.charges)

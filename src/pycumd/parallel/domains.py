@@ -46,6 +46,7 @@ from ..precision import c_type_name
 from ..bookkeeping import SimulationError
 from ..system import InputError, System
 from .decomposition import Decomposition
+from .device_build import DeviceDomainBuild
 from .grid import choose_domain_grid
 
 #: per-atom State arrays that travel with a migrating atom (and ``charges`` where the state has them:
@@ -210,6 +211,10 @@ class DomainNeighborList(NeighborStructureBase):
         self.serial = serial
         self.serial.reorder = False
         self.backend = backend
+        #: GPU: the build with its counts on the device (:mod:`pycumd.parallel.device_build`), one
+        #: synchronisation a build; None: the host build (the CPU, and checkpoint steps' id order).
+        #: Set to None to run the host build on the GPU too (``pycumd bench scaling --host-build``).
+        self.device_build = DeviceDomainBuild(self) if backend.is_gpu else None
         self.xp = backend.xp
         self.d = decomposition
         self.r_cut, self.skin, self.r_list = float(r_cut), float(skin), float(r_cut) + float(skin)
@@ -372,19 +377,23 @@ class DomainNeighborList(NeighborStructureBase):
         self._phase(None)
         if state.n_atoms:
             self.serial.builder.wrap(state)
-        alive = self.migrate(state)
-        self._phase("migrate")
         origin, extent = self.frame(L)
         n_cells = self.serial.cells_per_dimension(extent)
-        if by_id:                                        # the departed rows out, then id order
-            if alive is not None:
-                self._permute(state, self.xp.nonzero(alive)[0])
-                alive = None
-            self._permute(state, self.xp.argsort(state.ids))
-        ghosts = self.exchange_ghosts(state, alive)
-        self._phase("ghosts")
-        n_rows = self._sort_extended(state, ghosts, origin, extent, n_cells, alive)
-        self._phase("cell order")
+        if self.device_build is not None and not by_id:  # GPU: counts on the device, one synchronisation
+            self._sorted_rows = self.device_build.build(state, origin, extent, n_cells)
+            n_rows = self._sorted_rows.n_rows
+        else:
+            alive = self.migrate(state)
+            self._phase("migrate")
+            if by_id:                                    # the departed rows out, then id order
+                if alive is not None:
+                    self._permute(state, self.xp.nonzero(alive)[0])
+                    alive = None
+                self._permute(state, self.xp.argsort(state.ids))
+            ghosts = self.exchange_ghosts(state, alive)
+            self._phase("ghosts")
+            n_rows = self._sort_extended(state, ghosts, origin, extent, n_cells, alive)
+            self._phase("cell order")
         n = state.n_atoms
         if self.capacity is None:
             volume = float(np.prod(self.d.hi - self.d.lo))
@@ -724,7 +733,10 @@ class DomainNeighborList(NeighborStructureBase):
             return {"sent": 0, "local": 0}
         row = self.extended.shape[1] * self.extended.dtype.itemsize
         sent = sum(len(indices) for stage in self.stages for indices, *_ in stage.sends)
-        local = 0 if self._owned_rows is not None and self._owned_rows.base is self.extended else len(self.nbr_count)
+        owned = self._owned_rows
+        shared = owned is not None and (owned.base is self.extended or (
+            self.backend.is_gpu and owned.data.ptr == self.extended.data.ptr))
+        local = 0 if shared else len(self.nbr_count)
         return {"sent": int(sent * row), "local": int(local * row)}
 
 

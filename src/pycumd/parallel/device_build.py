@@ -1,0 +1,437 @@
+"""The build of a spatial domain on the GPU with its counts on the device: one synchronisation a build.
+
+:class:`~pycumd.parallel.domains.DomainNeighborList`'s host build reads counts back at every stage
+(how many rows leave, arrive, become ghosts) to size its next arrays, and is made of about 180 CuPy
+calls: at 1M atoms on two GPUs it costs 4-5 ms of host time against 0.8 ms for one GPU's whole
+build.  This build does the same work with arrays of fixed capacity whose live row counts stay in
+device memory (``counts``), so it is a short sequence of launches and NCCL groups that the host
+issues without waiting, and reads everything back once at the end:
+
+1. **migration**, per decomposed direction: ``select_migrating`` flags the owned rows leaving for the
+   low or the high face neighbour (and clears them in ``alive``), one scan of the flags ranks them,
+   ``pack_selected`` writes them into the face's message (a header with the count, then the rows'
+   columns side by side), one NCCL group sends both faces' whole buffers, ``unpack_received`` appends
+   the arrivals after the owned rows;
+2. **ghosts**, per decomposed direction: ``select_ghosts`` flags the live owned rows and the ghosts
+   received so far within the ghost layer of each face (by their image), ``pack_selected`` packs the
+   image, the owner's row and the id and records the send list, the messages cross, ``unpack_received``
+   appends the ghosts with the periodic shift of their images;
+3. **cell order**: ``extended_keys`` bins the live rows' images in the domain's frame (the dead rows
+   into bins after the cells), the counting sort orders them, ``owned_slots`` + a scan + ``renumber``
+   number the owned rows in slot order and the ghosts after them, ``permute_rows`` writes every owned
+   column in the new order into the other of two buffer sets (the ghosts' rows and ids after the owned
+   ones), ``rename_send_lists`` renumbers the send lists;
+4. one NCCL all-reduce of the overflow and error flags, then **one read** of ``counts``.
+
+The steps are those of the host build, in the same order and with the same stable orders, so the
+two builds give the same rows in the same order (``tests/test_parallel.py`` compares them).  Nothing
+of the old rows is overwritten before the read: a capacity overflow anywhere (flagged on the device,
+agreed by all ranks) grows the capacities and repeats the build.
+
+Capacities: the owned columns hold ``capacity`` rows, the ghost region ``ghost_capacity``; a face's
+message ``message_capacity`` (migration) or ``ghost_message_capacity`` rows, equal on every rank (the
+whole buffer is sent).  The State's arrays are views of the current buffer set's first ``n`` rows.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..bookkeeping import SimulationError
+from ..neighbors.counting_sort import CountingSortBuffers, enqueue_counting_sort
+from ..neighbors.scan import CapturableScan
+from ..precision import c_type_name
+
+#: counts' entries (int32 on the device; read once at the end of a build)
+N_ROWS, N_DEPARTED, N_GHOST, N_NEW, OVERFLOW, STRAYED = range(6)
+#: then per decomposed direction: migrating rows sent (2 faces), received (2), ghosts sent (2), received (2)
+PER_DIRECTION = 8
+#: 32-bit words before a message's rows (domains.cu's MESSAGE_HEADER)
+MESSAGE_HEADER = 4
+THREADS = 256
+#: the step arrays (recomputed after every build) that follow the owned capacity
+STEP_ARRAYS = ("forces", "energy", "virial", "positions_at_build")
+
+
+def _grid(n: int) -> tuple:
+    return (max(1, -(-int(n) // THREADS)),)
+
+
+def _row_words(array) -> int:
+    return int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize // 4
+
+
+class DeviceDomainBuild:
+    """Migration, ghost selection and the cell order of one domain's build on the GPU, with fixed
+    capacities and one synchronisation (module docstring).
+
+    Parameters
+    ----------
+    neighbors : DomainNeighborList
+        The list whose build this is (its decomposition, ghost layer and stages).
+    """
+
+    def __init__(self, neighbors):
+        self.nl = neighbors
+        self.backend = neighbors.backend
+        self.cp = neighbors.backend.xp
+        self.capacity = 0                 # owned rows
+        self.ghost_capacity = 0           # ghost rows
+        self.message_capacity = 0         # migrating rows per face message (equal on every rank)
+        self.ghost_message_capacity = 0   # ghost rows per face message (equal on every rank)
+        self.sets = None                  # two dicts name -> buffer (the owned columns); sets[0] current
+        self.views: dict = {}             # name -> the view the State holds (of sets[0])
+        self.step: dict = {}              # the step arrays' buffers
+        self._scans: dict = {}
+        self._tables: dict = {}
+        self.builds = 0
+        self.repeats = 0                  # builds repeated after an overflow
+        self.last_counts = None           # the host copy of counts of the last build
+
+    # -- capacities and buffers ------------------------------------------------------------------
+    def _names(self, state) -> tuple:
+        from .domains import migrating
+
+        return migrating(state)
+
+    def _allocate(self, state, capacity: int, ghost_capacity: int) -> None:
+        """Both buffer sets at ``capacity`` owned rows (positions and ids with ``ghost_capacity``
+        rows more, the extended arrays), the first ``n`` rows of the current set holding the
+        State's atoms; the scratch arrays of a build."""
+        cp = self.cp
+        n = state.n_atoms
+        space = capacity + ghost_capacity
+        sets = []
+        for _ in range(2):
+            buffers = {}
+            for name in self._names(state):
+                a = getattr(state, name)
+                rows = space if name in ("positions", "ids") else capacity
+                buffers[name] = cp.empty((rows,) + tuple(a.shape[1:]), dtype=a.dtype)
+            sets.append(buffers)
+        for name in self._names(state):
+            if n:
+                sets[0][name][:n] = getattr(state, name)
+        self.sets = sets
+        self.step = {name: cp.zeros((capacity,) + tuple(getattr(state, name).shape[1:]),
+                                    dtype=getattr(state, name).dtype) for name in STEP_ARRAYS}
+        pos = state.positions
+        self.ghost_image = cp.empty((ghost_capacity, 4), dtype=pos.dtype)
+        self.ghost_raw = cp.empty((ghost_capacity, 4), dtype=pos.dtype)
+        self.ghost_ids = cp.empty(ghost_capacity, dtype=np.int64)
+        self.alive = cp.zeros(capacity, dtype=np.uint8)
+        self.shifted = cp.empty((space, 4), dtype=pos.dtype)
+        self.keys = cp.empty(space, dtype=np.int32)
+        self.flags = cp.empty(2 * space + 1, dtype=np.int32)
+        self.offsets = cp.empty(2 * space + 1, dtype=np.int32)
+        self.owned_order = cp.empty(capacity, dtype=np.int32)
+        self.new_index = cp.empty(space, dtype=np.int32)
+        self.capacity, self.ghost_capacity = int(capacity), int(ghost_capacity)
+        self._tables.clear()
+        self._sort_buffers = None
+        self.views = {}
+
+    def _allocate_messages(self, state, message_capacity: int, ghost_message_capacity: int) -> None:
+        cp = self.cp
+        self.migrating_words = sum(_row_words(getattr(state, name)) for name in self._names(state))
+        self.ghost_words = 2 * _row_words(state.positions) + 2
+        self.message_capacity, self.ghost_message_capacity = int(message_capacity), int(ghost_message_capacity)
+        self.migration_face = MESSAGE_HEADER + self.message_capacity * self.migrating_words
+        self.ghost_face = MESSAGE_HEADER + self.ghost_message_capacity * self.ghost_words
+        self.migration_send = cp.zeros(2 * self.migration_face, dtype=np.uint32)
+        self.migration_recv = cp.zeros(2 * self.migration_face, dtype=np.uint32)
+        self.ghost_send = cp.zeros(2 * self.ghost_face, dtype=np.uint32)
+        self.ghost_recv = cp.zeros(2 * self.ghost_face, dtype=np.uint32)
+        n_lists = 2 * len(self.nl.decomposed)
+        self.send_lists = cp.empty((n_lists, self.ghost_message_capacity), dtype=np.int32)
+        self.counts = cp.zeros(6 + PER_DIRECTION * len(self.nl.decomposed), dtype=np.int32)
+
+    def _initial_capacities(self, state) -> None:
+        """Capacities from the global atom count: owned 1.25 x the mean per rank (+ 1,024), ghosts
+        and messages from the ghost layer's share of a domain along the thinnest decomposed
+        direction (x 1.5, + 1,024); the messages equal on every rank."""
+        d = self.nl.d
+        mean = d.n_atoms / d.comm.size
+        share = max(d.r_ghost / (d.L[dim] / d.grid[dim]) for dim in self.nl.decomposed)
+        capacity = max(int(1.25 * max(mean, state.n_atoms)) + 1024, state.n_atoms + 1024)
+        ghost_message = int(1.5 * share * mean) + 1024
+        # ghosts: per direction both faces, the later directions' messages carrying the earlier ghosts too
+        ghost_capacity = 2 * len(self.nl.decomposed) * ghost_message
+        self._allocate(state, capacity, ghost_capacity)
+        self._allocate_messages(state, max(int(0.05 * mean), 1024), ghost_message)
+
+    def _grow(self, state, host) -> None:
+        """After an overflow: capacities that hold what this build needed (x 1.5), the message
+        capacities agreed by every rank (host MPI).  The State's rows are untouched by the
+        attempt (module docstring), so the repeat starts from them."""
+        comm = self.nl.d.comm
+        n_dirs = len(self.nl.decomposed)
+        per = host[6:].reshape(n_dirs, PER_DIRECTION)
+        message = comm.max(max(self.message_capacity, int(1.5 * per[:, 0:4].max()) + 1024))
+        ghost_message = comm.max(max(self.ghost_message_capacity, int(1.5 * per[:, 4:8].max()) + 1024))
+        capacity = max(self.capacity, int(1.5 * (state.n_atoms + per[:, 2:4].sum())) + 1024)
+        ghost_capacity = max(self.ghost_capacity, int(1.5 * per[:, 6:8].sum()) + 1024, 2 * n_dirs * ghost_message)
+        if capacity != self.capacity or ghost_capacity != self.ghost_capacity:
+            self._allocate(state, capacity, ghost_capacity)
+            self._adopt_views(state, state.n_atoms)
+        if message != self.message_capacity or ghost_message != self.ghost_message_capacity:
+            self._allocate_messages(state, message, ghost_message)
+
+    def _adopt_views(self, state, n: int) -> None:
+        """The State's migrating arrays as views of the current set's first ``n`` rows."""
+        for name in self._names(state):
+            view = self.sets[0][name][:n]
+            setattr(state, name, view)
+            self.views[name] = view
+
+    def _adopt(self, state) -> None:
+        """The State's arrays as the current buffer set's first rows (copied in where the State holds
+        arrays of its own: the first build, or after a host build or a restore)."""
+        n = state.n_atoms
+        if self.sets is None:
+            self._initial_capacities(state)
+            self._adopt_views(state, n)
+            return
+        if n > self.capacity:
+            self._allocate(state, int(1.5 * n) + 1024, self.ghost_capacity)
+            self._adopt_views(state, n)
+            return
+        for name in self._names(state):
+            current = getattr(state, name)
+            if self.views.get(name) is not current:
+                self.sets[0][name][:n] = current
+                view = self.sets[0][name][:n]
+                setattr(state, name, view)
+                self.views[name] = view
+
+    # -- kernels ---------------------------------------------------------------------------------
+    def _kernel(self, name: str, real):
+        module = self.backend.kernel_module("parallel/domains.cu", {"real_t": c_type_name(real)})
+        return module.get_function(name)
+
+    def _scan(self, n: int):
+        scan = self._scans.get(n)
+        if scan is None:
+            scan = self._scans[n] = CapturableScan(self.backend, n, np.int32)
+        return scan
+
+    def _table(self, key, columns) -> object:
+        """A device table of domains.cu's RowColumn ``(owned address, ghost address, words)`` for
+        ``columns`` (pairs of arrays, the second None or an array, and the word count), kept per key."""
+        table = self._tables.get(key)
+        if table is None:
+            host = np.zeros((len(columns), 3), dtype=np.uint64)
+            for c, (owned, ghost, words) in enumerate(columns):
+                host[c, 0] = owned.data.ptr
+                host[c, 1] = 0 if ghost is None else ghost.data.ptr
+                host[c, 2] = words
+            table = self._tables[key] = self.cp.asarray(host)
+        return table
+
+    def _slot(self, index: int):
+        return self.counts[index:index + 1]
+
+    # -- the build -------------------------------------------------------------------------------
+    def build(self, state, origin, extent, n_cells) -> SimpleNamespace:
+        """Migrate, exchange ghosts and put the extended rows in cell order on the device; one
+        synchronisation.  Leaves the State's arrays, ``neighbors.extended``, ``extended_ids`` and
+        ``stages`` in the new numbering.  Returns the sorted rows for the list build
+        (``positions``, ``keys``, ``sort``, ``new_index``, ``n_rows``: the live slots)."""
+        self._adopt(state)
+        while True:
+            host = self._attempt(state, origin, extent, n_cells)
+            if not host[OVERFLOW]:
+                break
+            self.repeats += 1
+            self._grow(state, host)
+        if host[STRAYED]:
+            raise SimulationError(f"an atom of rank {self.nl.d.comm.rank} moved more than one domain between two "
+                                  f"neighbour-list builds: the time step is too long or the system blew up")
+        self.last_counts = host
+        self.builds += 1
+        return self._commit(state, host)
+
+    def _attempt(self, state, origin, extent, n_cells) -> np.ndarray:
+        cp, nl = self.cp, self.nl
+        d = nl.d
+        n_old = state.n_atoms
+        real = state.positions.dtype
+        C, G = self.capacity, self.ghost_capacity
+        space = C + G
+        current, other = self.sets
+        self.counts.fill(0)
+        self.counts[N_ROWS] = n_old
+        self.alive[:n_old].fill(1)
+        pos = current["positions"]
+        names = self._names(state)
+        # 1. migration, direction by direction
+        migrating_columns = self._table(("migrate", id(current)),
+                                        [(current[name], None, _row_words(current[name])) for name in names])
+        for k_dim, dim in enumerate(nl.decomposed):
+            p, own = int(d.grid[dim]), int(d.coords[dim])
+            base = 6 + PER_DIRECTION * k_dim
+            self._kernel("select_migrating", real)(
+                _grid(C), (THREADS,),
+                (pos, np.int32(4), self._slot(N_ROWS), np.int32(C), np.int32(dim), np.float64(p / d.L[dim]),
+                 np.int32(p), np.int32(own), np.int32((own - 1) % p), np.int32((own + 1) % p), self.alive,
+                 self.flags, self._slot(STRAYED)))
+            self._scan(2 * C + 1)(self.flags[:2 * C + 1], self.offsets[:2 * C + 1], exclusive=True)
+            self._kernel("pack_selected", real)(
+                _grid(C), (THREADS,),
+                (self.flags, self.offsets, np.int32(C), np.int32(C), migrating_columns, np.int32(len(names)),
+                 np.int32(self.migrating_words), self.migration_send, np.int64(self.migration_face),
+                 np.int32(self.message_capacity), np.uint64(0), self.counts[base:base + 2], self._slot(OVERFLOW)))
+            self._exchange(dim, self.migration_send, self.migration_recv, self.migration_face)
+            self._kernel("unpack_received", real)(
+                _grid(2 * self.message_capacity), (THREADS,),
+                (self.migration_recv, np.int64(self.migration_face), np.int32(self.message_capacity),
+                 migrating_columns, np.int32(len(names)), np.int32(self.migrating_words), self._slot(N_ROWS),
+                 np.int32(C), self.alive, np.int32(4), np.int32(dim), real.type(0), real.type(0), self._slot(OVERFLOW)))
+            self._kernel("commit_received", real)(
+                (1,), (1,), (self.migration_recv, np.int64(self.migration_face), self._slot(N_ROWS), np.int32(C),
+                             self.counts[base + 2:base + 4]))
+        # the departed rows: those sent (the sum of the sent counts, added on the device)
+        if nl.decomposed:
+            sent = self.counts[6:].reshape(len(nl.decomposed), PER_DIRECTION)[:, 0:2]
+            self.counts[N_DEPARTED:N_DEPARTED + 1] = sent.sum()
+        nl._phase("migrate")
+        # 2. ghosts, direction by direction, over the owned rows and the ghosts received before
+        ghost_columns = self._table(("ghosts", id(current)),
+                                    [(pos, self.ghost_image, _row_words(pos)), (pos, self.ghost_raw, _row_words(pos)),
+                                     (current["ids"], self.ghost_ids, 2)])
+        ghost_destination = self._table(("ghost rows", id(self)),
+                                        [(self.ghost_image, None, _row_words(pos)),
+                                         (self.ghost_raw, None, _row_words(pos)), (self.ghost_ids, None, 2)])
+        for k_dim, dim in enumerate(nl.decomposed):
+            base = 6 + PER_DIRECTION * k_dim
+            self._kernel("select_ghosts", real)(
+                _grid(space), (THREADS,),
+                (pos, self.ghost_image, np.int32(4), self._slot(N_ROWS), self.alive, self._slot(N_GHOST), np.int32(C),
+                 np.int32(space), np.int32(dim), np.float64(d.lo[dim] + d.r_ghost), np.float64(d.hi[dim] - d.r_ghost),
+                 self.flags))
+            self._scan(2 * space + 1)(self.flags, self.offsets, exclusive=True)
+            self._kernel("pack_selected", real)(
+                _grid(space), (THREADS,),
+                (self.flags, self.offsets, np.int32(space), np.int32(C), ghost_columns, np.int32(3),
+                 np.int32(self.ghost_words), self.ghost_send, np.int64(self.ghost_face),
+                 np.int32(self.ghost_message_capacity), self.send_lists[2 * k_dim], self.counts[base + 4:base + 6],
+                 self._slot(OVERFLOW)))
+            self._exchange(dim, self.ghost_send, self.ghost_recv, self.ghost_face)
+            # face 0 comes from the high neighbour (its low layer: +L when this domain is the last), face 1
+            # from the low one (-L when this domain is the first)
+            shift0 = d.L[dim] if d.coords[dim] == d.grid[dim] - 1 else 0.0
+            shift1 = -d.L[dim] if d.coords[dim] == 0 else 0.0
+            self._kernel("unpack_received", real)(
+                _grid(2 * self.ghost_message_capacity), (THREADS,),
+                (self.ghost_recv, np.int64(self.ghost_face), np.int32(self.ghost_message_capacity), ghost_destination,
+                 np.int32(3), np.int32(self.ghost_words), self._slot(N_GHOST), np.int32(G), np.uint64(0), np.int32(4),
+                 np.int32(dim), real.type(shift0), real.type(shift1), self._slot(OVERFLOW)))
+            self._kernel("commit_received", real)(
+                (1,), (1,), (self.ghost_recv, np.int64(self.ghost_face), self._slot(N_GHOST), np.int32(G),
+                             self.counts[base + 6:base + 8]))
+        nl._phase("ghosts")
+        # 3. one counting sort of the live rows by the cells of the domain's frame, the dead after them
+        n_bins = int(np.prod(n_cells))
+        dead_bins = max(1024, space // 8)
+        self._kernel("extended_keys", real)(
+            _grid(space), (THREADS,),
+            (pos, self.ghost_image, self._slot(N_ROWS), self.alive, self._slot(N_GHOST), np.int32(C), np.int32(space),
+             *(real.type(v) for v in origin), *(real.type(v) for v in extent),
+             *(np.int32(c) for c in n_cells), np.int32(dead_bins), self.shifted, self.keys))
+        total_bins = n_bins + dead_bins
+        if self._sort_buffers is None or len(self._sort_buffers.bin_start) != total_bins + 1:
+            self._sort_buffers = CountingSortBuffers(*(cp.empty(size, dtype=np.int32)
+                                                       for size in CountingSortBuffers.sizes(space, total_bins)))
+        sort = self._sort_buffers
+        enqueue_counting_sort(self.backend, self.keys, sort, scan=self._scan(total_bins + 1))
+        self._kernel("owned_slots", real)(
+            _grid(space), (THREADS,),
+            (sort.order, np.int32(space), np.int32(C), self._slot(N_ROWS), self._slot(N_DEPARTED), self._slot(N_GHOST),
+             self.flags))
+        self._scan(space + 1)(self.flags[:space + 1], self.offsets[:space + 1], exclusive=True)
+        self._kernel("renumber", real)(
+            _grid(space), (THREADS,),
+            (sort.order, self.offsets, np.int32(space), np.int32(C), self._slot(N_ROWS), self._slot(N_DEPARTED),
+             self._slot(N_GHOST), self.new_index, self.owned_order, self._slot(N_NEW)))
+        permute = self._table(("permute", id(current)),
+                              [(current[name], other[name], _row_words(current[name])) for name in names])
+        ghost_sources = self._ghost_sources(names)
+        max_words = max(_row_words(current[name]) for name in names)
+        self._kernel("permute_rows", real)(
+            (min(_grid(space * max_words)[0], 65536),), (THREADS,),
+            (self.owned_order, self._slot(N_NEW), self._slot(N_GHOST), permute, ghost_sources, np.int32(len(names)),
+             np.int32(max_words), np.int64(space)))
+        if nl.decomposed:
+            ghosts_sent = self.counts[6:].reshape(len(nl.decomposed), PER_DIRECTION)[:, 4:6]
+            lists_counts = cp.ascontiguousarray(ghosts_sent.reshape(-1))
+            self._kernel("rename_send_lists", real)(
+                _grid(self.send_lists.size), (THREADS,),
+                (self.send_lists, np.int32(self.ghost_message_capacity), np.int32(len(self.send_lists)), lists_counts,
+                 self.new_index))
+        nl._phase("cell order")
+        # 4. every rank's overflow and error flags, then the one read
+        d.comm.allreduce_max(self.counts[OVERFLOW:STRAYED + 1])
+        self._sort = sort
+        return self.backend.to_host(self.counts).astype(np.int64)
+
+    def _ghost_sources(self, names) -> object:
+        """Per owned column, the ghost rows that follow the owned ones in the extended arrays (the
+        owners' rows for the positions, the ids), else 0."""
+        key = ("ghost sources", tuple(names))
+        table = self._tables.get(key)
+        if table is None:
+            host = np.zeros(len(names), dtype=np.uint64)
+            for c, name in enumerate(names):
+                if name == "positions":
+                    host[c] = self.ghost_raw.data.ptr
+                elif name == "ids":
+                    host[c] = self.ghost_ids.data.ptr
+            table = self._tables[key] = self.cp.asarray(host)
+        return table
+
+    def _exchange(self, dim: int, send, recv, face: int) -> None:
+        """Both faces' whole message buffers across direction ``dim`` (one NCCL group)."""
+        peers = self.nl.face_peers(dim)
+        self.nl.d.comm.exchange([(send[k * face:(k + 1) * face], peers[k][0], recv[k * face:(k + 1) * face],
+                                  peers[k][1]) for k in range(2)])
+
+    def _commit(self, state, host) -> SimpleNamespace:
+        """Swap the buffer sets and hand the new numbering to the State, the list and its stages."""
+        from .domains import HaloStage
+
+        nl = self.nl
+        n_new, n_ghost = int(host[N_NEW]), int(host[N_GHOST])
+        self.sets.reverse()
+        current = self.sets[0]
+        self.views = {}
+        self._adopt_views(state, n_new)
+        for name in STEP_ARRAYS:
+            setattr(state, name, self.step[name][:n_new])
+        nl.extended = current["positions"][:n_new + n_ghost]
+        nl.extended_ids = current["ids"][:n_new + n_ghost]
+        nl.extended_types = None
+        nl._owned_rows = state.positions
+        nl.migrated = int(host[6:].reshape(-1, PER_DIRECTION)[:, 0:2].sum()) if nl.decomposed else 0
+        nl.migrated_total += nl.migrated
+        old = {stage.dim: stage for stage in nl.stages}
+        nl.stages = []
+        offset = n_new
+        real, width = state.positions.dtype, state.positions.shape[1]
+        for k_dim, dim in enumerate(nl.decomposed):
+            stage = HaloStage(dim)
+            base = 6 + PER_DIRECTION * k_dim
+            peers = nl.face_peers(dim)
+            previous = old.get(dim)
+            for k in range(2):
+                sent, received = int(host[base + 4 + k]), int(host[base + 6 + k])
+                stage.sends.append((self.send_lists[2 * k_dim + k, :sent], peers[k][0], peers[k][1], offset, received))
+                buffer = previous.buffers[k] if previous is not None and len(previous.buffers) > k else None
+                if buffer is None or buffer.dtype != real or buffer.shape[0] < sent:
+                    buffer = self.cp.empty((int(sent * 1.2) + 16, width), dtype=real)
+                stage.buffers.append(buffer)
+                offset += received
+            nl.stages.append(stage)
+        return SimpleNamespace(positions=self.shifted, keys=self.keys, sort=self._sort, new_index=self.new_index,
+                               n_rows=n_new + n_ghost)
