@@ -163,7 +163,7 @@ def owned_in_cell_order(sim) -> bool:
 
 
 def run(case, comm, steps, device, grid, precision="double", thermostat="nve", deterministic=False, use_graphs=True,
-        host_build=False):
+        host_build=False, small_capacities=False):
     system, potential, dt, options = INPUTS[case]()
     options = dict(options, device=device, precision=precision, deterministic=deterministic, use_graphs=use_graphs)
     if thermostat != "nve" and case != "lj":
@@ -178,6 +178,8 @@ def run(case, comm, steps, device, grid, precision="double", thermostat="nve", d
     sim = Simulation(system.copy(), potential, integrator, **options)
     if host_build:                            # spatial domains on the GPU: the host build, not the device's
         sim.neighbors.device_build = None
+    if small_capacities:                      # the device build's first capacities far too small: it grows
+        sim.neighbors.device_build.initial_scale, sim.neighbors.device_build.initial_margin = 0.1, 0
     sim.setup()
     forces0 = owned_forces(sim, comm or MPI.COMM_SELF)
     collect = Collect(10, steps)
@@ -275,6 +277,8 @@ def main():
                         help="the reference is the same decomposed run with host-driven steps (use_graphs=False)")
     parser.add_argument("--device-build-against-host", action="store_true",
                         help="the reference is the same decomposed run with the host build (GPU spatial domains)")
+    parser.add_argument("--small-capacities", action="store_true",
+                        help="the device build starts with capacities too small (its overflow and repeat)")
     parser.add_argument("--chains", type=int, default=6, help="mol-*: number of chains")
     parser.add_argument("--chain-length", type=int, default=6, help="mol-*: atoms per chain")
     args = parser.parse_args()
@@ -295,7 +299,7 @@ def main():
                         args.deterministic)
     world.Barrier()
     system, sim, forces0, collect, final = run(args.case, world, args.steps, args.device, args.grid, args.precision, args.thermostat,
-                        args.deterministic)
+                        args.deterministic, small_capacities=args.small_capacities)
     nl = sim.neighbors
     migrated = world.allreduce(getattr(nl, "migrated_total", 0), op=MPI.SUM)
     cell_ordered = world.allreduce(int(owned_in_cell_order(sim)), op=MPI.MIN)
@@ -332,6 +336,8 @@ def main():
         "box_rel": float(np.abs(np.asarray(final.box.L) - np.asarray(ref_final.box.L)).max() / ref_final.box.L.min()),
         "box_change": float(np.abs(np.asarray(final.box.L) / np.asarray(system.box.L) - 1.0).max()),
         "device_builds": int(getattr(getattr(nl, "device_build", None), "builds", 0)),
+        "device_build_repeats": int(getattr(getattr(nl, "device_build", None), "repeats", 0)),
+        "device_build_captures": int(getattr(getattr(nl, "device_build", None), "captures", 0)),
         "reference_device_builds": int(getattr(getattr(ref_sim.neighbors, "device_build", None), "builds", 0)),
         "step_graph": type(sim.step_graph).__name__ if sim.step_graph is not None else None,
         "reference_step_graph": type(ref_sim.step_graph).__name__ if ref_sim.step_graph is not None else None,

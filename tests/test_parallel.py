@@ -566,3 +566,18 @@ def test_gpu_device_build_gives_the_host_builds_bits(ranks, precision):
     assert r["device_builds"] == r["builds"][0] > 5 and r["reference_device_builds"] == 0, r
     assert r["bit_identical"] and r["builds"][0] == r["builds"][1], r
     assert r["thermo_rel"] == 0.0 and r["migrated"] > 50, r
+    if r["decomposition"].endswith("(nccl)"):       # the build's launches captured: one graph per buffer set
+        assert r["device_build_captures"] == 2, r
+
+
+@pytest.mark.cuda
+@needs_mpi
+@pytest.mark.skipif(not cuda_available(), reason="needs a GPU")
+def test_gpu_device_build_grows_its_capacities_and_repeats():
+    """The device build started with capacities far too small (a tenth, no margin): the messages, the
+    owned rows and the ghost region overflow on the device, every rank repeats the build with grown
+    capacities, and the run is the host build's bit for bit."""
+    r = _result(2, "lj", "--device", "cuda", "--precision", "double", "--device-build-against-host",
+                "--small-capacities")
+    assert r["device_build_repeats"] >= 1 and r["device_builds"] == r["builds"][0] > 5, r
+    assert r["bit_identical"] and r["thermo_rel"] == 0.0, r

@@ -59,6 +59,10 @@ def _grid(n: int) -> tuple:
     return (max(1, -(-int(n) // THREADS)),)
 
 
+def _no_mark(name) -> None:
+    """A phase mark while the build is being captured (none: nothing may synchronise or record)."""
+
+
 def _row_words(array) -> int:
     return int(np.prod(array.shape[1:], dtype=np.int64)) * array.dtype.itemsize // 4
 
@@ -85,7 +89,19 @@ class DeviceDomainBuild:
         self.views: dict = {}             # name -> the view the State holds (of sets[0])
         self.step: dict = {}              # the step arrays' buffers
         self._scans: dict = {}
-        self._tables: dict = {}
+        self._functions: dict = {}
+        self._plans: dict = {}            # configuration key -> the arrays and tables its launches name
+        self._graphs: dict = {}           # configuration key -> captured graph (NCCL transport)
+        #: capture the build's launches as CUDA graphs where the ranks are joined by NCCL
+        self.use_graphs = True
+        #: the first capacities' factor and margin (rows); the tests shrink them to force overflows
+        self.initial_scale, self.initial_margin = 1.0, 1024
+        self.captures = 0
+        self._capture_stream = self.cp.cuda.Stream(non_blocking=False)
+        self.n_owned = self.cp.zeros(1, dtype=np.int32)   # the rows the State holds, on the device
+        self._n_owned = 0                                  # ... and its host copy
+        self.real = None
+        neighbors.d.comm.on_release_graphs(self.release)   # NCCL's destroy waits for graphs holding its work
         self.builds = 0
         self.repeats = 0                  # builds repeated after an overflow
         self.last_counts = None           # the host copy of counts of the last build
@@ -129,7 +145,9 @@ class DeviceDomainBuild:
         self.owned_order = cp.empty(capacity, dtype=np.int32)
         self.new_index = cp.empty(space, dtype=np.int32)
         self.capacity, self.ghost_capacity = int(capacity), int(ghost_capacity)
-        self._tables.clear()
+        self.real = np.dtype(pos.dtype)
+        self._functions.clear()
+        self.release()
         self._sort_buffers = None
         self.views = {}
 
@@ -147,37 +165,58 @@ class DeviceDomainBuild:
         n_lists = 2 * len(self.nl.decomposed)
         self.send_lists = cp.empty((n_lists, self.ghost_message_capacity), dtype=np.int32)
         self.counts = cp.zeros(6 + PER_DIRECTION * len(self.nl.decomposed), dtype=np.int32)
+        self.slots = [self.counts[i:i + 1] for i in range(len(self.counts))]
+        self.release()
 
     def _initial_capacities(self, state) -> None:
-        """Capacities from the global atom count: owned 1.25 x the mean per rank (+ 1,024), ghosts
-        and messages from the ghost layer's share of a domain along the thinnest decomposed
-        direction (x 1.5, + 1,024); the messages equal on every rank."""
+        """Capacities from the global atom count and the domain's shape, along the thinnest decomposed
+        direction (thickness t): owned rows 1.1 x the mean per rank, a face's ghost message 1.25 x the
+        ghost layer's share (r_ghost / t) of it, a face's migration message twice the share of a slab
+        half a skin thick (an atom crosses a face only from within skin/2 of it between two builds
+        decided by the displacement check), each + 1,024 rows; the messages equal on every rank.
+        Every one of them grows when a build needs more (:meth:`_grow`).  The whole message buffers
+        cross at every build, so their slack is bytes on the link (16M atoms on 2 GPUs: about 1 MB
+        of migration and 8 MB of ghosts per face)."""
         d = self.nl.d
+        scale, margin = self.initial_scale, self.initial_margin
         mean = d.n_atoms / d.comm.size
-        share = max(d.r_ghost / (d.L[dim] / d.grid[dim]) for dim in self.nl.decomposed)
-        capacity = max(int(1.25 * max(mean, state.n_atoms)) + 1024, state.n_atoms + 1024)
-        ghost_message = int(1.5 * share * mean) + 1024
+        thickness = min(d.L[dim] / d.grid[dim] for dim in self.nl.decomposed)
+        capacity = max(int(1.1 * scale * max(mean, state.n_atoms)) + margin, state.n_atoms + margin)
+        ghost_message = int(1.25 * scale * d.r_ghost / thickness * mean) + margin
         # ghosts: per direction both faces, the later directions' messages carrying the earlier ghosts too
         ghost_capacity = 2 * len(self.nl.decomposed) * ghost_message
+        migration_message = int(2.0 * scale * 0.5 * self.nl.skin / thickness * mean) + margin
         self._allocate(state, capacity, ghost_capacity)
-        self._allocate_messages(state, max(int(0.05 * mean), 1024), ghost_message)
+        self._allocate_messages(state, migration_message, ghost_message)
 
     def _grow(self, state, host) -> None:
-        """After an overflow: capacities that hold what this build needed (x 1.5), the message
+        """After an overflow: capacities that hold what this build needed (x 1.25-1.5), the message
         capacities agreed by every rank (host MPI).  The State's rows are untouched by the
         attempt (module docstring), so the repeat starts from them."""
         comm = self.nl.d.comm
         n_dirs = len(self.nl.decomposed)
         per = host[6:].reshape(n_dirs, PER_DIRECTION)
         message = comm.max(max(self.message_capacity, int(1.5 * per[:, 0:4].max()) + 1024))
-        ghost_message = comm.max(max(self.ghost_message_capacity, int(1.5 * per[:, 4:8].max()) + 1024))
-        capacity = max(self.capacity, int(1.5 * (state.n_atoms + per[:, 2:4].sum())) + 1024)
-        ghost_capacity = max(self.ghost_capacity, int(1.5 * per[:, 6:8].sum()) + 1024, 2 * n_dirs * ghost_message)
+        ghost_message = comm.max(max(self.ghost_message_capacity, int(1.25 * per[:, 4:8].max()) + 1024))
+        capacity = max(self.capacity, int(1.25 * (state.n_atoms + per[:, 2:4].sum())) + 1024)
+        ghost_capacity = max(self.ghost_capacity, int(1.25 * per[:, 6:8].sum()) + 1024, 2 * n_dirs * ghost_message)
         if capacity != self.capacity or ghost_capacity != self.ghost_capacity:
             self._allocate(state, capacity, ghost_capacity)
             self._adopt_views(state, state.n_atoms)
         if message != self.message_capacity or ghost_message != self.ghost_message_capacity:
             self._allocate_messages(state, message, ghost_message)
+
+    def release(self) -> None:
+        """Drop the captured graphs and their plans (buffers reallocated, or the NCCL communicator
+        about to go)."""
+        self._graphs.clear()
+        self._plans.clear()
+
+    def _set_owned(self, n: int) -> None:
+        """The State's row count on the device (the next build starts from it)."""
+        if n != self._n_owned:
+            self.n_owned.fill(n)
+            self._n_owned = n
 
     def _adopt_views(self, state, n: int) -> None:
         """The State's migrating arrays as views of the current set's first ``n`` rows."""
@@ -185,6 +224,7 @@ class DeviceDomainBuild:
             view = self.sets[0][name][:n]
             setattr(state, name, view)
             self.views[name] = view
+        self._set_owned(n)
 
     def _adopt(self, state) -> None:
         """The State's arrays as the current buffer set's first rows (copied in where the State holds
@@ -205,11 +245,17 @@ class DeviceDomainBuild:
                 view = self.sets[0][name][:n]
                 setattr(state, name, view)
                 self.views[name] = view
+        self._set_owned(n)
 
     # -- kernels ---------------------------------------------------------------------------------
-    def _kernel(self, name: str, real):
-        module = self.backend.kernel_module("parallel/domains.cu", {"real_t": c_type_name(real)})
-        return module.get_function(name)
+    def _kernel(self, name: str):
+        """domains.cu's kernel ``name`` compiled for the positions' type (kept: a lookup per launch
+        is host time the build cannot spare)."""
+        function = self._functions.get(name)
+        if function is None:
+            module = self.backend.kernel_module("parallel/domains.cu", {"real_t": c_type_name(self.real)})
+            function = self._functions[name] = module.get_function(name)
+        return function
 
     def _scan(self, n: int):
         scan = self._scans.get(n)
@@ -217,21 +263,15 @@ class DeviceDomainBuild:
             scan = self._scans[n] = CapturableScan(self.backend, n, np.int32)
         return scan
 
-    def _table(self, key, columns) -> object:
+    def _table(self, columns) -> object:
         """A device table of domains.cu's RowColumn ``(owned address, ghost address, words)`` for
-        ``columns`` (pairs of arrays, the second None or an array, and the word count), kept per key."""
-        table = self._tables.get(key)
-        if table is None:
-            host = np.zeros((len(columns), 3), dtype=np.uint64)
-            for c, (owned, ghost, words) in enumerate(columns):
-                host[c, 0] = owned.data.ptr
-                host[c, 1] = 0 if ghost is None else ghost.data.ptr
-                host[c, 2] = words
-            table = self._tables[key] = self.cp.asarray(host)
-        return table
-
-    def _slot(self, index: int):
-        return self.counts[index:index + 1]
+        ``columns`` (triples: an array, None or an array, the words per row)."""
+        host = np.zeros((len(columns), 3), dtype=np.uint64)
+        for c, (owned, ghost, words) in enumerate(columns):
+            host[c, 0] = owned.data.ptr
+            host[c, 1] = 0 if ghost is None else ghost.data.ptr
+            host[c, 2] = words
+        return self.cp.asarray(host)
 
     # -- the build -------------------------------------------------------------------------------
     def build(self, state, origin, extent, n_cells) -> SimpleNamespace:
@@ -254,142 +294,173 @@ class DeviceDomainBuild:
         return self._commit(state, host)
 
     def _attempt(self, state, origin, extent, n_cells) -> np.ndarray:
-        cp, nl = self.cp, self.nl
+        """One try of the build's device part: launched as a captured graph where the ranks are joined
+        by NCCL (one graph per buffer set and configuration, captured at its first use), else
+        launch by launch; then the one read of the counts."""
+        nl = self.nl
+        plan = self._last_plan = self._plan(state, origin, extent, n_cells)
+        if self.use_graphs and nl.d.comm.transport == "nccl":
+            graph = self._graphs.get(plan.key)
+            if graph is None:
+                stream = self._capture_stream
+                with stream:
+                    stream.begin_capture()
+                    try:
+                        self._enqueue(plan, capturing=True)
+                    finally:
+                        graph = stream.end_capture()
+                self._graphs[plan.key] = graph
+                self.captures += 1
+            graph.launch(self.cp.cuda.get_current_stream())
+            nl._phase("device build graph")
+        else:
+            self._enqueue(plan)
+        host = self.backend.to_host(self.counts).astype(np.int64)
+        nl._mark("counts read")
+        return host
+
+    def _plan(self, state, origin, extent, n_cells) -> SimpleNamespace:
+        """Everything the launches name, made before them (no allocation inside a capture): per
+        buffer set and configuration its tables and scans."""
+        current, other = self.sets
+        n_bins = int(np.prod(n_cells))
+        space = self.capacity + self.ghost_capacity
+        dead_bins = max(1024, space // 8)
+        key = (id(current), self.capacity, self.ghost_capacity, self.message_capacity, self.ghost_message_capacity,
+               tuple(float(v) for v in origin), tuple(float(v) for v in extent), tuple(int(c) for c in n_cells))
+        plan = self._plans.get(key)
+        if plan is not None:
+            return plan
+        if len(self._plans) >= 8:          # a box that changes at every build (a barostat): keep a few
+            self.release()
+        names = self._names(state)
+        pos = current["positions"]
+        words = {name: _row_words(current[name]) for name in names}
+        total_bins = n_bins + dead_bins
+        if self._sort_buffers is None or len(self._sort_buffers.bin_start) != total_bins + 1:
+            self._sort_buffers = CountingSortBuffers(*(self.cp.empty(size, dtype=np.int32)
+                                                       for size in CountingSortBuffers.sizes(space, total_bins)))
+        ghost_sources = np.zeros(len(names), dtype=np.uint64)
+        for c, name in enumerate(names):
+            ghost_sources[c] = {"positions": self.ghost_raw.data.ptr, "ids": self.ghost_ids.data.ptr}.get(name, 0)
+        plan = SimpleNamespace(
+            key=key, names=names, n_columns=len(names), pos=pos, origin=origin, extent=extent, n_cells=n_cells,
+            dead_bins=dead_bins, total_bins=total_bins, sort=self._sort_buffers,
+            max_words=max(words.values()),
+            migrating=self._table([(current[name], None, words[name]) for name in names]),
+            ghosts=self._table([(pos, self.ghost_image, words["positions"]), (pos, self.ghost_raw, words["positions"]),
+                                (current["ids"], self.ghost_ids, 2)]),
+            ghost_rows=self._table([(self.ghost_image, None, words["positions"]),
+                                    (self.ghost_raw, None, words["positions"]), (self.ghost_ids, None, 2)]),
+            permute=self._table([(current[name], other[name], words[name]) for name in names]),
+            ghost_sources=self.cp.asarray(ghost_sources))
+        for n in (2 * self.capacity + 1, 2 * space + 1, total_bins + 1, space + 1):
+            self._scan(n)
+        self._plans[key] = plan
+        return plan
+
+    def _enqueue(self, plan, capturing: bool = False) -> None:
+        """The build's launches and NCCL groups on the current stream: no allocation, no host read
+        (capturable).  The counts start from ``n_owned`` (the State's rows, on the device)."""
+        nl = self.nl
         d = nl.d
-        n_old = state.n_atoms
-        real = state.positions.dtype
+        real = self.real.type
         C, G = self.capacity, self.ghost_capacity
         space = C + G
-        current, other = self.sets
-        self.counts.fill(0)
-        self.counts[N_ROWS] = n_old
-        self.alive[:n_old].fill(1)
-        pos = current["positions"]
-        names = self._names(state)
+        pos, counts, slot = plan.pos, self.counts, self.slots
+        mark, phase = (nl._mark, nl._phase) if not capturing else (_no_mark, _no_mark)
+        self._kernel("begin_build")(_grid(max(C, len(counts))), (THREADS,),
+                                    (counts, np.int32(len(counts)), np.int32(N_ROWS), self.n_owned, self.alive,
+                                     np.int32(C)))
+        mark("begin")
         # 1. migration, direction by direction
-        migrating_columns = self._table(("migrate", id(current)),
-                                        [(current[name], None, _row_words(current[name])) for name in names])
         for k_dim, dim in enumerate(nl.decomposed):
             p, own = int(d.grid[dim]), int(d.coords[dim])
             base = 6 + PER_DIRECTION * k_dim
-            self._kernel("select_migrating", real)(
+            self._kernel("select_migrating")(
                 _grid(C), (THREADS,),
-                (pos, np.int32(4), self._slot(N_ROWS), np.int32(C), np.int32(dim), np.float64(p / d.L[dim]),
+                (pos, np.int32(4), slot[N_ROWS], np.int32(C), np.int32(dim), np.float64(p / d.L[dim]),
                  np.int32(p), np.int32(own), np.int32((own - 1) % p), np.int32((own + 1) % p), self.alive,
-                 self.flags, self._slot(STRAYED)))
+                 self.flags, slot[STRAYED]))
             self._scan(2 * C + 1)(self.flags[:2 * C + 1], self.offsets[:2 * C + 1], exclusive=True)
-            self._kernel("pack_selected", real)(
+            self._kernel("pack_selected")(
                 _grid(C), (THREADS,),
-                (self.flags, self.offsets, np.int32(C), np.int32(C), migrating_columns, np.int32(len(names)),
+                (self.flags, self.offsets, np.int32(C), np.int32(C), plan.migrating, np.int32(plan.n_columns),
                  np.int32(self.migrating_words), self.migration_send, np.int64(self.migration_face),
-                 np.int32(self.message_capacity), np.uint64(0), self.counts[base:base + 2], self._slot(OVERFLOW)))
+                 np.int32(self.message_capacity), np.uint64(0), counts[base:base + 2], slot[OVERFLOW]))
+            mark("migrate: select, scan, pack")
             self._exchange(dim, self.migration_send, self.migration_recv, self.migration_face)
-            self._kernel("unpack_received", real)(
+            mark("migrate: exchange")
+            self._kernel("unpack_received")(
                 _grid(2 * self.message_capacity), (THREADS,),
                 (self.migration_recv, np.int64(self.migration_face), np.int32(self.message_capacity),
-                 migrating_columns, np.int32(len(names)), np.int32(self.migrating_words), self._slot(N_ROWS),
-                 np.int32(C), self.alive, np.int32(4), np.int32(dim), real.type(0), real.type(0), self._slot(OVERFLOW)))
-            self._kernel("commit_received", real)(
-                (1,), (1,), (self.migration_recv, np.int64(self.migration_face), self._slot(N_ROWS), np.int32(C),
-                             self.counts[base + 2:base + 4]))
-        # the departed rows: those sent (the sum of the sent counts, added on the device)
-        if nl.decomposed:
-            sent = self.counts[6:].reshape(len(nl.decomposed), PER_DIRECTION)[:, 0:2]
-            self.counts[N_DEPARTED:N_DEPARTED + 1] = sent.sum()
-        nl._phase("migrate")
+                 plan.migrating, np.int32(plan.n_columns), np.int32(self.migrating_words), slot[N_ROWS],
+                 np.int32(C), self.alive, np.int32(4), np.int32(dim), real(0), real(0), slot[OVERFLOW]))
+            self._kernel("commit_received")(
+                (1,), (1,), (self.migration_recv, np.int64(self.migration_face), slot[N_ROWS], np.int32(C),
+                             counts[base + 2:base + 4], counts[base:base + 2], slot[N_DEPARTED]))
+        phase("migrate")
         # 2. ghosts, direction by direction, over the owned rows and the ghosts received before
-        ghost_columns = self._table(("ghosts", id(current)),
-                                    [(pos, self.ghost_image, _row_words(pos)), (pos, self.ghost_raw, _row_words(pos)),
-                                     (current["ids"], self.ghost_ids, 2)])
-        ghost_destination = self._table(("ghost rows", id(self)),
-                                        [(self.ghost_image, None, _row_words(pos)),
-                                         (self.ghost_raw, None, _row_words(pos)), (self.ghost_ids, None, 2)])
         for k_dim, dim in enumerate(nl.decomposed):
             base = 6 + PER_DIRECTION * k_dim
-            self._kernel("select_ghosts", real)(
+            self._kernel("select_ghosts")(
                 _grid(space), (THREADS,),
-                (pos, self.ghost_image, np.int32(4), self._slot(N_ROWS), self.alive, self._slot(N_GHOST), np.int32(C),
+                (pos, self.ghost_image, np.int32(4), slot[N_ROWS], self.alive, slot[N_GHOST], np.int32(C),
                  np.int32(space), np.int32(dim), np.float64(d.lo[dim] + d.r_ghost), np.float64(d.hi[dim] - d.r_ghost),
                  self.flags))
             self._scan(2 * space + 1)(self.flags, self.offsets, exclusive=True)
-            self._kernel("pack_selected", real)(
+            self._kernel("pack_selected")(
                 _grid(space), (THREADS,),
-                (self.flags, self.offsets, np.int32(space), np.int32(C), ghost_columns, np.int32(3),
+                (self.flags, self.offsets, np.int32(space), np.int32(C), plan.ghosts, np.int32(3),
                  np.int32(self.ghost_words), self.ghost_send, np.int64(self.ghost_face),
-                 np.int32(self.ghost_message_capacity), self.send_lists[2 * k_dim], self.counts[base + 4:base + 6],
-                 self._slot(OVERFLOW)))
+                 np.int32(self.ghost_message_capacity), self.send_lists[2 * k_dim], counts[base + 4:base + 6],
+                 slot[OVERFLOW]))
+            mark("ghosts: select, scan, pack")
             self._exchange(dim, self.ghost_send, self.ghost_recv, self.ghost_face)
+            mark("ghosts: exchange")
             # face 0 comes from the high neighbour (its low layer: +L when this domain is the last), face 1
             # from the low one (-L when this domain is the first)
             shift0 = d.L[dim] if d.coords[dim] == d.grid[dim] - 1 else 0.0
             shift1 = -d.L[dim] if d.coords[dim] == 0 else 0.0
-            self._kernel("unpack_received", real)(
+            self._kernel("unpack_received")(
                 _grid(2 * self.ghost_message_capacity), (THREADS,),
-                (self.ghost_recv, np.int64(self.ghost_face), np.int32(self.ghost_message_capacity), ghost_destination,
-                 np.int32(3), np.int32(self.ghost_words), self._slot(N_GHOST), np.int32(G), np.uint64(0), np.int32(4),
-                 np.int32(dim), real.type(shift0), real.type(shift1), self._slot(OVERFLOW)))
-            self._kernel("commit_received", real)(
-                (1,), (1,), (self.ghost_recv, np.int64(self.ghost_face), self._slot(N_GHOST), np.int32(G),
-                             self.counts[base + 6:base + 8]))
-        nl._phase("ghosts")
+                (self.ghost_recv, np.int64(self.ghost_face), np.int32(self.ghost_message_capacity), plan.ghost_rows,
+                 np.int32(3), np.int32(self.ghost_words), slot[N_GHOST], np.int32(G), np.uint64(0), np.int32(4),
+                 np.int32(dim), real(shift0), real(shift1), slot[OVERFLOW]))
+            self._kernel("commit_received")(
+                (1,), (1,), (self.ghost_recv, np.int64(self.ghost_face), slot[N_GHOST], np.int32(G),
+                             counts[base + 6:base + 8], np.uint64(0), np.uint64(0)))
+        phase("ghosts")
         # 3. one counting sort of the live rows by the cells of the domain's frame, the dead after them
-        n_bins = int(np.prod(n_cells))
-        dead_bins = max(1024, space // 8)
-        self._kernel("extended_keys", real)(
+        self._kernel("extended_keys")(
             _grid(space), (THREADS,),
-            (pos, self.ghost_image, self._slot(N_ROWS), self.alive, self._slot(N_GHOST), np.int32(C), np.int32(space),
-             *(real.type(v) for v in origin), *(real.type(v) for v in extent),
-             *(np.int32(c) for c in n_cells), np.int32(dead_bins), self.shifted, self.keys))
-        total_bins = n_bins + dead_bins
-        if self._sort_buffers is None or len(self._sort_buffers.bin_start) != total_bins + 1:
-            self._sort_buffers = CountingSortBuffers(*(cp.empty(size, dtype=np.int32)
-                                                       for size in CountingSortBuffers.sizes(space, total_bins)))
-        sort = self._sort_buffers
-        enqueue_counting_sort(self.backend, self.keys, sort, scan=self._scan(total_bins + 1))
-        self._kernel("owned_slots", real)(
+            (pos, self.ghost_image, slot[N_ROWS], self.alive, slot[N_GHOST], np.int32(C), np.int32(space),
+             *(real(v) for v in plan.origin), *(real(v) for v in plan.extent),
+             *(np.int32(c) for c in plan.n_cells), np.int32(plan.dead_bins), self.shifted, self.keys))
+        sort = plan.sort
+        enqueue_counting_sort(self.backend, self.keys, sort, scan=self._scan(plan.total_bins + 1))
+        mark("sort: keys, counting sort")
+        self._kernel("owned_slots")(
             _grid(space), (THREADS,),
-            (sort.order, np.int32(space), np.int32(C), self._slot(N_ROWS), self._slot(N_DEPARTED), self._slot(N_GHOST),
-             self.flags))
+            (sort.order, np.int32(space), np.int32(C), slot[N_ROWS], slot[N_DEPARTED], slot[N_GHOST], self.flags))
         self._scan(space + 1)(self.flags[:space + 1], self.offsets[:space + 1], exclusive=True)
-        self._kernel("renumber", real)(
+        self._kernel("renumber")(
             _grid(space), (THREADS,),
-            (sort.order, self.offsets, np.int32(space), np.int32(C), self._slot(N_ROWS), self._slot(N_DEPARTED),
-             self._slot(N_GHOST), self.new_index, self.owned_order, self._slot(N_NEW)))
-        permute = self._table(("permute", id(current)),
-                              [(current[name], other[name], _row_words(current[name])) for name in names])
-        ghost_sources = self._ghost_sources(names)
-        max_words = max(_row_words(current[name]) for name in names)
-        self._kernel("permute_rows", real)(
-            (min(_grid(space * max_words)[0], 65536),), (THREADS,),
-            (self.owned_order, self._slot(N_NEW), self._slot(N_GHOST), permute, ghost_sources, np.int32(len(names)),
-             np.int32(max_words), np.int64(space)))
+            (sort.order, self.offsets, np.int32(space), np.int32(C), slot[N_ROWS], slot[N_DEPARTED], slot[N_GHOST],
+             self.new_index, self.owned_order, slot[N_NEW]))
+        self._kernel("permute_rows")(
+            (min(_grid(space * plan.max_words)[0], 65536),), (THREADS,),
+            (self.owned_order, slot[N_NEW], slot[N_GHOST], plan.permute, plan.ghost_sources,
+             np.int32(plan.n_columns), np.int32(plan.max_words), np.int64(space)))
         if nl.decomposed:
-            ghosts_sent = self.counts[6:].reshape(len(nl.decomposed), PER_DIRECTION)[:, 4:6]
-            lists_counts = cp.ascontiguousarray(ghosts_sent.reshape(-1))
-            self._kernel("rename_send_lists", real)(
+            self._kernel("rename_send_lists")(
                 _grid(self.send_lists.size), (THREADS,),
-                (self.send_lists, np.int32(self.ghost_message_capacity), np.int32(len(self.send_lists)), lists_counts,
-                 self.new_index))
-        nl._phase("cell order")
-        # 4. every rank's overflow and error flags, then the one read
-        d.comm.allreduce_max(self.counts[OVERFLOW:STRAYED + 1])
-        self._sort = sort
-        return self.backend.to_host(self.counts).astype(np.int64)
-
-    def _ghost_sources(self, names) -> object:
-        """Per owned column, the ghost rows that follow the owned ones in the extended arrays (the
-        owners' rows for the positions, the ids), else 0."""
-        key = ("ghost sources", tuple(names))
-        table = self._tables.get(key)
-        if table is None:
-            host = np.zeros(len(names), dtype=np.uint64)
-            for c, name in enumerate(names):
-                if name == "positions":
-                    host[c] = self.ghost_raw.data.ptr
-                elif name == "ids":
-                    host[c] = self.ghost_ids.data.ptr
-            table = self._tables[key] = self.cp.asarray(host)
-        return table
+                (self.send_lists, np.int32(self.ghost_message_capacity), np.int32(len(self.send_lists)),
+                 counts[10:], np.int32(PER_DIRECTION), self.new_index))
+        phase("cell order")
+        # 4. every rank's overflow and error flags
+        d.comm.allreduce_max(counts[OVERFLOW:STRAYED + 1])
+        mark("flags all-reduced")
 
     def _exchange(self, dim: int, send, recv, face: int) -> None:
         """Both faces' whole message buffers across direction ``dim`` (one NCCL group)."""
@@ -433,5 +504,5 @@ class DeviceDomainBuild:
                 stage.buffers.append(buffer)
                 offset += received
             nl.stages.append(stage)
-        return SimpleNamespace(positions=self.shifted, keys=self.keys, sort=self._sort, new_index=self.new_index,
+        return SimpleNamespace(positions=self.shifted, keys=self.keys, sort=self._last_plan.sort, new_index=self.new_index,
                                n_rows=n_new + n_ghost)

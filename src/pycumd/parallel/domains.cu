@@ -211,14 +211,29 @@ extern "C" __global__ void unpack_received(const unsigned int* __restrict__ recv
 }
 
 // After unpack_received (one thread): the received counts into `received` (2 ints) and, unless the
-// unpack overflowed, *n_dst grown by them.
+// unpack overflowed, *n_dst grown by them; with `departed` (migration) the rows this rank sent
+// (sent[0] + sent[1]) added to it.
 extern "C" __global__ void commit_received(const unsigned int* __restrict__ recv, long long face_words,
-                                           int* __restrict__ n_dst, int dst_capacity, int* __restrict__ received)
+                                           int* __restrict__ n_dst, int dst_capacity, int* __restrict__ received,
+                                           const int* __restrict__ sent, int* __restrict__ departed)
 {
     const int count0 = (int)recv[0], count1 = (int)recv[face_words];
     received[0] = count0;
     received[1] = count1;
     if (*n_dst + count0 + count1 <= dst_capacity) *n_dst += count0 + count1;
+    if (departed != nullptr) *departed += sent[0] + sent[1];
+}
+
+// The start of a build: counts zeroed but n_rows = *n_owned (the rows the State holds), and the
+// owned rows [0, *n_owned) alive.  One thread per owned row of the capacity.
+extern "C" __global__ void begin_build(int* __restrict__ counts, int n_counts, int n_rows_index,
+                                       const int* __restrict__ n_owned, unsigned char* __restrict__ alive,
+                                       int capacity)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    const int n = *n_owned;
+    if (i < n_counts) counts[i] = i == n_rows_index ? n : 0;
+    if (i < capacity) alive[i] = i < n;
 }
 
 // Cell keys of the combined space for the one counting sort of the build: a live row's image (owned:
@@ -320,13 +335,14 @@ extern "C" __global__ void permute_rows(const int* __restrict__ owned_order, con
     }
 }
 
-// The send lists (n_lists lists of list_capacity entries, list l holding counts[l] rows of the
-// combined space) in the new numbering.
+// The send lists (n_lists lists of list_capacity entries, list l holding counts[(l / 2) * count_stride
+// + l % 2] rows of the combined space: per direction the two faces' counts) in the new numbering.
 extern "C" __global__ void rename_send_lists(int* __restrict__ lists, int list_capacity, int n_lists,
-                                             const int* __restrict__ counts, const int* __restrict__ new_index)
+                                             const int* __restrict__ counts, int count_stride,
+                                             const int* __restrict__ new_index)
 {
     const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= (long long)n_lists * list_capacity) return;
     const int l = (int)(t / list_capacity), s = (int)(t % list_capacity);
-    if (s < counts[l]) lists[t] = new_index[lists[t]];
+    if (s < counts[(l / 2) * count_stride + l % 2]) lists[t] = new_index[lists[t]];
 }

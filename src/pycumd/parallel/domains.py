@@ -211,10 +211,6 @@ class DomainNeighborList(NeighborStructureBase):
         self.serial = serial
         self.serial.reorder = False
         self.backend = backend
-        #: GPU: the build with its counts on the device (:mod:`pycumd.parallel.device_build`), one
-        #: synchronisation a build; None: the host build (the CPU, and checkpoint steps' id order).
-        #: Set to None to run the host build on the GPU too (``pycumd bench scaling --host-build``).
-        self.device_build = DeviceDomainBuild(self) if backend.is_gpu else None
         self.xp = backend.xp
         self.d = decomposition
         self.r_cut, self.skin, self.r_list = float(r_cut), float(skin), float(r_cut) + float(skin)
@@ -250,6 +246,10 @@ class DomainNeighborList(NeighborStructureBase):
         #: CUDA event)`` appended at each phase's end, read after the build (the GPU's time per phase
         #: against the host's)
         self.phase_marks: list | None = None
+        #: GPU: the build with its counts on the device (:mod:`pycumd.parallel.device_build`), one
+        #: synchronisation a build; None: the host build (the CPU, and checkpoint steps' id order).
+        #: Set to None to run the host build on the GPU too (``pycumd bench scaling --host-build``).
+        self.device_build = DeviceDomainBuild(self) if backend.is_gpu else None
 
     @property
     def row_types(self):
@@ -352,6 +352,14 @@ class DomainNeighborList(NeighborStructureBase):
         order, stably): the order in which a run restored from a checkpoint holds them
         (checkpoint steps, so that it continues with the same bits)."""
         self.build(state, by_id=True)
+
+    def _mark(self, name: str) -> None:
+        """With :attr:`phase_marks` set (GPU): a finer mark inside a phase, an event and the host time
+        appended without synchronising (``pycumd bench scaling``'s GPU and host spans)."""
+        if self.phase_marks is not None and self.backend.is_gpu:
+            event = self.xp.cuda.Event()
+            event.record()
+            self.phase_marks.append((name, time.perf_counter(), event))
 
     def _phase(self, name: str | None) -> None:
         """With :attr:`phase_seconds` set: synchronise and add the time since the previous mark to
