@@ -295,11 +295,14 @@ class DeviceDomainBuild:
 
     def _attempt(self, state, origin, extent, n_cells) -> np.ndarray:
         """One try of the build's device part: launched as a captured graph where the ranks are joined
-        by NCCL (one graph per buffer set and configuration, captured at its first use), else
+        by NCCL (one graph per buffer set and configuration, captured at its second use), else
         launch by launch; then the one read of the counts."""
         nl = self.nl
         plan = self._last_plan = self._plan(state, origin, extent, n_cells)
-        if self.use_graphs and nl.d.comm.transport == "nccl":
+        plan.uses += 1
+        # captured at a configuration's second use: one that changes at every build (a barostat's box)
+        # runs launch by launch instead of paying a capture per build
+        if self.use_graphs and nl.d.comm.transport == "nccl" and plan.uses > 1:
             graph = self._graphs.get(plan.key)
             if graph is None:
                 stream = self._capture_stream
@@ -344,7 +347,7 @@ class DeviceDomainBuild:
         for c, name in enumerate(names):
             ghost_sources[c] = {"positions": self.ghost_raw.data.ptr, "ids": self.ghost_ids.data.ptr}.get(name, 0)
         plan = SimpleNamespace(
-            key=key, names=names, n_columns=len(names), pos=pos, origin=origin, extent=extent, n_cells=n_cells,
+            key=key, uses=0, names=names, n_columns=len(names), pos=pos, origin=origin, extent=extent, n_cells=n_cells,
             dead_bins=dead_bins, total_bins=total_bins, sort=self._sort_buffers,
             max_words=max(words.values()),
             migrating=self._table([(current[name], None, words[name]) for name in names]),
