@@ -180,6 +180,7 @@ def run(case, comm, steps, device, grid, precision="double", thermostat="nve", d
         sim.neighbors.device_build = None
     if small_capacities:                      # the device build's first capacities far too small: it grows
         sim.neighbors.device_build.initial_scale, sim.neighbors.device_build.initial_margin = 0.1, 0
+        sim.neighbors.capacity = 4            # and the list's: the device's list overflows, the host's grows it
     sim.setup()
     forces0 = owned_forces(sim, comm or MPI.COMM_SELF)
     collect = Collect(10, steps)

@@ -586,9 +586,10 @@ def test_gpu_device_build_gives_the_host_builds_bits(ranks, precision):
 @needs_mpi
 @pytest.mark.skipif(not cuda_available(), reason="needs a GPU")
 def test_gpu_device_build_grows_its_capacities_and_repeats():
-    """The device build started with capacities far too small (a tenth, no margin): the messages, the
-    owned rows and the ghost region overflow on the device, every rank repeats the build with grown
-    capacities, and the run is the host build's bit for bit."""
+    """The device build started with capacities far too small (a tenth, no margin; 4 neighbours a
+    target): the messages, the owned rows and the ghost region overflow on the device, every rank
+    repeats the build with grown capacities, the overflowing list is built again by the host with a
+    larger storage, and the run is the host build's bit for bit."""
     r = _result(2, "lj", "--device", "cuda", "--precision", "double", "--device-build-against-host",
                 "--small-capacities")
     assert r["device_build_repeats"] >= 1 and r["device_builds"] == r["builds"][0] > 5, r

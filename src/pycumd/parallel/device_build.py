@@ -44,8 +44,11 @@ from ..neighbors.counting_sort import CountingSortBuffers, enqueue_counting_sort
 from ..neighbors.scan import CapturableScan
 from ..precision import c_type_name
 
-#: counts' entries (int32 on the device; read once at the end of a build)
-N_ROWS, N_DEPARTED, N_GHOST, N_NEW, OVERFLOW, STRAYED = range(6)
+#: counts' entries (int32 on the device; read once at the end of a build): the rows of the owned space,
+#: those departed, the ghosts, the owned rows after the build, the flags, the live rows (owned that stay
+#: and ghosts), the list's largest count and smallest r^2 (float bits)
+N_ROWS, N_DEPARTED, N_GHOST, N_NEW, OVERFLOW, STRAYED, N_LIVE, MAX_COUNT, MIN_R2 = range(9)
+HEADER_COUNTS = 9
 #: then per decomposed direction: migrating rows sent (2 faces), received (2), ghosts sent (2), received (2)
 PER_DIRECTION = 8
 #: 32-bit words before a message's rows (domains.cu's MESSAGE_HEADER)
@@ -101,6 +104,8 @@ class DeviceDomainBuild:
         self.n_owned = self.cp.zeros(1, dtype=np.int32)   # the rows the State holds, on the device
         self._n_owned = 0                                  # ... and its host copy
         self.real = None
+        self._list = None                                  # (r_list, list capacity) of the build
+        self._list_store = None
         neighbors.d.comm.on_release_graphs(self.release)   # NCCL's destroy waits for graphs holding its work
         self.builds = 0
         self.repeats = 0                  # builds repeated after an overflow
@@ -139,6 +144,9 @@ class DeviceDomainBuild:
         self.ghost_ids = cp.empty(ghost_capacity, dtype=np.int64)
         self.alive = cp.zeros(capacity, dtype=np.uint8)
         self.shifted = cp.empty((space, 4), dtype=pos.dtype)
+        self.rows = cp.empty((space, 4), dtype=pos.dtype)         # the list's rows in slot order
+        self.keys_renamed = cp.empty(space, dtype=np.int32)
+        self._list_store = None                                     # (nbr, nbr_count) at the capacity
         self.keys = cp.empty(space, dtype=np.int32)
         self.flags = cp.empty(2 * space + 1, dtype=np.int32)
         self.offsets = cp.empty(2 * space + 1, dtype=np.int32)
@@ -164,7 +172,7 @@ class DeviceDomainBuild:
         self.ghost_recv = cp.zeros(2 * self.ghost_face, dtype=np.uint32)
         n_lists = 2 * len(self.nl.decomposed)
         self.send_lists = cp.empty((n_lists, self.ghost_message_capacity), dtype=np.int32)
-        self.counts = cp.zeros(6 + PER_DIRECTION * len(self.nl.decomposed), dtype=np.int32)
+        self.counts = cp.zeros(HEADER_COUNTS + PER_DIRECTION * len(self.nl.decomposed), dtype=np.int32)
         self.slots = [self.counts[i:i + 1] for i in range(len(self.counts))]
         self.release()
 
@@ -195,7 +203,7 @@ class DeviceDomainBuild:
         attempt (module docstring), so the repeat starts from them."""
         comm = self.nl.d.comm
         n_dirs = len(self.nl.decomposed)
-        per = host[6:].reshape(n_dirs, PER_DIRECTION)
+        per = host[HEADER_COUNTS:].reshape(n_dirs, PER_DIRECTION)
         message = comm.max(max(self.message_capacity, int(1.5 * per[:, 0:4].max()) + 1024))
         ghost_message = comm.max(max(self.ghost_message_capacity, int(1.25 * per[:, 4:8].max()) + 1024))
         capacity = max(self.capacity, int(1.25 * (state.n_atoms + per[:, 2:4].sum())) + 1024)
@@ -274,12 +282,16 @@ class DeviceDomainBuild:
         return self.cp.asarray(host)
 
     # -- the build -------------------------------------------------------------------------------
-    def build(self, state, origin, extent, n_cells) -> SimpleNamespace:
-        """Migrate, exchange ghosts and put the extended rows in cell order on the device; one
+    def build(self, state, origin, extent, n_cells, r_list: float, list_capacity: int) -> SimpleNamespace:
+        """Migrate, exchange ghosts, put the extended rows in cell order and build the Verlet list
+        (``list_capacity`` entries per target, radius ``r_list``) on the device; one
         synchronisation.  Leaves the State's arrays, ``neighbors.extended``, ``extended_ids`` and
-        ``stages`` in the new numbering.  Returns the sorted rows for the list build
-        (``positions``, ``keys``, ``sort``, ``new_index``, ``n_rows``: the live slots)."""
+        ``stages`` in the new numbering.  Returns the sorted rows (``positions``, ``keys``, ``sort``,
+        ``new_index``, ``n_rows``: the live slots), with which the host repeats the list when it
+        overflowed, and ``listed``: ``(largest count, smallest r^2, nbr, nbr_count)``, the list valid
+        when the largest count is within ``list_capacity``."""
         self._adopt(state)
+        self._list = (float(r_list), int(list_capacity))
         while True:
             host = self._attempt(state, origin, extent, n_cells)
             if not host[OVERFLOW]:
@@ -329,8 +341,10 @@ class DeviceDomainBuild:
         n_bins = int(np.prod(n_cells))
         space = self.capacity + self.ghost_capacity
         dead_bins = max(1024, space // 8)
+        r_list, list_capacity = self._list
         key = (id(current), self.capacity, self.ghost_capacity, self.message_capacity, self.ghost_message_capacity,
-               tuple(float(v) for v in origin), tuple(float(v) for v in extent), tuple(int(c) for c in n_cells))
+               tuple(float(v) for v in origin), tuple(float(v) for v in extent), tuple(int(c) for c in n_cells),
+               r_list, list_capacity)
         plan = self._plans.get(key)
         if plan is not None:
             return plan
@@ -343,12 +357,17 @@ class DeviceDomainBuild:
         if self._sort_buffers is None or len(self._sort_buffers.bin_start) != total_bins + 1:
             self._sort_buffers = CountingSortBuffers(*(self.cp.empty(size, dtype=np.int32)
                                                        for size in CountingSortBuffers.sizes(space, total_bins)))
+        if self._list_store is None or self._list_store[0].size != self.capacity * list_capacity:
+            self._list_store = (self.cp.empty(self.capacity * list_capacity, dtype=np.int32),
+                                self.cp.empty(self.capacity, dtype=np.int32))
         ghost_sources = np.zeros(len(names), dtype=np.uint64)
         for c, name in enumerate(names):
             ghost_sources[c] = {"positions": self.ghost_raw.data.ptr, "ids": self.ghost_ids.data.ptr}.get(name, 0)
         plan = SimpleNamespace(
             key=key, uses=0, names=names, n_columns=len(names), pos=pos, origin=origin, extent=extent, n_cells=n_cells,
-            dead_bins=dead_bins, total_bins=total_bins, sort=self._sort_buffers,
+            dead_bins=dead_bins, total_bins=total_bins, sort=self._sort_buffers, r_list=r_list,
+            list_capacity=list_capacity, nbr=self._list_store[0], nbr_count=self._list_store[1],
+            n_estimate=max(self._n_owned, 1),
             max_words=max(words.values()),
             migrating=self._table([(current[name], None, words[name]) for name in names]),
             ghosts=self._table([(pos, self.ghost_image, words["positions"]), (pos, self.ghost_raw, words["positions"]),
@@ -373,13 +392,13 @@ class DeviceDomainBuild:
         pos, counts, slot = plan.pos, self.counts, self.slots
         mark, phase = (nl._mark, nl._phase) if not capturing else (_no_mark, _no_mark)
         self._kernel("begin_build")(_grid(max(C, len(counts))), (THREADS,),
-                                    (counts, np.int32(len(counts)), np.int32(N_ROWS), self.n_owned, self.alive,
-                                     np.int32(C)))
+                                    (counts, np.int32(len(counts)), np.int32(N_ROWS), np.int32(MIN_R2), self.n_owned,
+                                     self.alive, np.int32(C)))
         mark("begin")
         # 1. migration, direction by direction
         for k_dim, dim in enumerate(nl.decomposed):
             p, own = int(d.grid[dim]), int(d.coords[dim])
-            base = 6 + PER_DIRECTION * k_dim
+            base = HEADER_COUNTS + PER_DIRECTION * k_dim
             self._kernel("select_migrating")(
                 _grid(C), (THREADS,),
                 (pos, np.int32(4), slot[N_ROWS], np.int32(C), np.int32(dim), np.float64(p / d.L[dim]),
@@ -405,7 +424,7 @@ class DeviceDomainBuild:
         phase("migrate")
         # 2. ghosts, direction by direction, over the owned rows and the ghosts received before
         for k_dim, dim in enumerate(nl.decomposed):
-            base = 6 + PER_DIRECTION * k_dim
+            base = HEADER_COUNTS + PER_DIRECTION * k_dim
             self._kernel("select_ghosts")(
                 _grid(space), (THREADS,),
                 (pos, self.ghost_image, np.int32(4), slot[N_ROWS], self.alive, slot[N_GHOST], np.int32(C),
@@ -450,7 +469,7 @@ class DeviceDomainBuild:
         self._kernel("renumber")(
             _grid(space), (THREADS,),
             (sort.order, self.offsets, np.int32(space), np.int32(C), slot[N_ROWS], slot[N_DEPARTED], slot[N_GHOST],
-             self.new_index, self.owned_order, slot[N_NEW]))
+             self.new_index, self.owned_order, slot[N_NEW], slot[N_LIVE]))
         self._kernel("permute_rows")(
             (min(_grid(space * plan.max_words)[0], 65536),), (THREADS,),
             (self.owned_order, slot[N_NEW], slot[N_GHOST], plan.permute, plan.ghost_sources,
@@ -459,9 +478,16 @@ class DeviceDomainBuild:
             self._kernel("rename_send_lists")(
                 _grid(self.send_lists.size), (THREADS,),
                 (self.send_lists, np.int32(self.ghost_message_capacity), np.int32(len(self.send_lists)),
-                 counts[10:], np.int32(PER_DIRECTION), self.new_index))
+                 counts[HEADER_COUNTS + 4:], np.int32(PER_DIRECTION), self.new_index))
         phase("cell order")
-        # 4. every rank's overflow and error flags
+        # 4. the Verlet list of the owned rows over the extended rows (the targets' count, the lists'
+        # stride, read on the device)
+        nl.serial.builder.enqueue_targets_renamed(
+            self.shifted, self.keys, sort, slot[N_LIVE], self.new_index, slot[N_NEW], plan.n_estimate, plan.extent,
+            plan.n_cells, plan.r_list, plan.list_capacity, self.rows, self.keys_renamed, plan.nbr, plan.nbr_count,
+            counts[MAX_COUNT:MIN_R2 + 1].view(np.uint32))
+        phase("list")
+        # 5. every rank's overflow and error flags
         d.comm.allreduce_max(counts[OVERFLOW:STRAYED + 1])
         mark("flags all-reduced")
 
@@ -487,7 +513,7 @@ class DeviceDomainBuild:
         nl.extended_ids = current["ids"][:n_new + n_ghost]
         nl.extended_types = None
         nl._owned_rows = state.positions
-        nl.migrated = int(host[6:].reshape(-1, PER_DIRECTION)[:, 0:2].sum()) if nl.decomposed else 0
+        nl.migrated = int(host[HEADER_COUNTS:].reshape(-1, PER_DIRECTION)[:, 0:2].sum()) if nl.decomposed else 0
         nl.migrated_total += nl.migrated
         old = {stage.dim: stage for stage in nl.stages}
         nl.stages = []
@@ -495,7 +521,7 @@ class DeviceDomainBuild:
         real, width = state.positions.dtype, state.positions.shape[1]
         for k_dim, dim in enumerate(nl.decomposed):
             stage = HaloStage(dim)
-            base = 6 + PER_DIRECTION * k_dim
+            base = HEADER_COUNTS + PER_DIRECTION * k_dim
             peers = nl.face_peers(dim)
             previous = old.get(dim)
             for k in range(2):
@@ -507,5 +533,8 @@ class DeviceDomainBuild:
                 stage.buffers.append(buffer)
                 offset += received
             nl.stages.append(stage)
-        return SimpleNamespace(positions=self.shifted, keys=self.keys, sort=self._last_plan.sort, new_index=self.new_index,
-                               n_rows=n_new + n_ghost)
+        plan = self._last_plan
+        min_r2 = float(np.array([host[MIN_R2]], dtype=np.int64).astype(np.uint32).view(np.float32)[0])
+        listed = (int(host[MAX_COUNT]), min_r2, plan.nbr[:n_new * plan.list_capacity], plan.nbr_count[:n_new])
+        return SimpleNamespace(positions=self.shifted, keys=self.keys, sort=plan.sort, new_index=self.new_index,
+                               n_rows=n_new + n_ghost, listed=listed)

@@ -227,12 +227,12 @@ extern "C" __global__ void commit_received(const unsigned int* __restrict__ recv
 // The start of a build: counts zeroed but n_rows = *n_owned (the rows the State holds), and the
 // owned rows [0, *n_owned) alive.  One thread per owned row of the capacity.
 extern "C" __global__ void begin_build(int* __restrict__ counts, int n_counts, int n_rows_index,
-                                       const int* __restrict__ n_owned, unsigned char* __restrict__ alive,
-                                       int capacity)
+                                       int min_r2_index, const int* __restrict__ n_owned,
+                                       unsigned char* __restrict__ alive, int capacity)
 {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     const int n = *n_owned;
-    if (i < n_counts) counts[i] = i == n_rows_index ? n : 0;
+    if (i < n_counts) counts[i] = i == n_rows_index ? n : (i == min_r2_index ? 0x7F7FFFFF : 0);
     if (i < capacity) alive[i] = i < n;
 }
 
@@ -283,16 +283,19 @@ extern "C" __global__ void owned_slots(const int* __restrict__ order, int space,
 
 // The new numbering: the owned rows in slot order (rank = owned_slots' exclusive scan), the ghosts
 // after them in their received order.  new_index[j] of each live row j of the combined space,
-// owned_order[r] = the owned row renumbered r, *n_new the owned rows that stay.
+// owned_order[r] = the owned row renumbered r, *n_new the owned rows that stay, *n_live the live rows.
 extern "C" __global__ void renumber(const int* __restrict__ order, const int* __restrict__ rank, int space,
                                     int capacity, const int* __restrict__ n_rows, const int* __restrict__ n_departed,
                                     const int* __restrict__ n_ghost, int* __restrict__ new_index,
-                                    int* __restrict__ owned_order, int* __restrict__ n_new)
+                                    int* __restrict__ owned_order, int* __restrict__ n_new, int* __restrict__ n_live)
 {
     const int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s == 0) *n_new = rank[space];
-    if (s >= space) return;
     const int live = *n_rows - *n_departed + *n_ghost;
+    if (s == 0) {
+        *n_new = rank[space];
+        *n_live = live;
+    }
+    if (s >= space) return;
     if (s >= live) return;
     const int j = order[s];
     if (j < capacity) {

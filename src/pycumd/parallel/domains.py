@@ -387,9 +387,13 @@ class DomainNeighborList(NeighborStructureBase):
             self.serial.builder.wrap(state)
         origin, extent = self.frame(L)
         n_cells = self.serial.cells_per_dimension(extent)
+        if self.capacity is None:
+            volume = float(np.prod(self.d.hi - self.d.lo))
+            self.capacity = self.serial.initial_capacity(max(state.n_atoms, 1), volume)
+        listed = None
         if self.device_build is not None and not by_id:  # GPU: counts on the device, one synchronisation
-            self._sorted_rows = self.device_build.build(state, origin, extent, n_cells)
-            n_rows = self._sorted_rows.n_rows
+            self._sorted_rows = self.device_build.build(state, origin, extent, n_cells, self.r_list, self.capacity)
+            n_rows, listed = self._sorted_rows.n_rows, self._sorted_rows.listed
         else:
             alive = self.migrate(state)
             self._phase("migrate")
@@ -403,29 +407,31 @@ class DomainNeighborList(NeighborStructureBase):
             n_rows = self._sort_extended(state, ghosts, origin, extent, n_cells, alive)
             self._phase("cell order")
         n = state.n_atoms
-        if self.capacity is None:
-            volume = float(np.prod(self.d.hi - self.d.lo))
-            self.capacity = self.serial.initial_capacity(max(n, 1), volume)
         sorted_rows, self._sorted_rows = self._sorted_rows, None
-        while True:
-            if self.backend.is_gpu:
-                if self.nbr is None or self.nbr.size != n * self.capacity:
-                    self.nbr = self.nbr_count = None
-                    self.nbr = self.xp.empty(n * self.capacity, np.int32)
-                    self.nbr_count = self.xp.empty(n, np.int32)
-                max_count, min_r2 = self.serial.builder.build_targets_renamed(
-                    sorted_rows.positions, sorted_rows.keys, sorted_rows.sort, n_rows, sorted_rows.new_index, n,
-                    extent, n_cells, self.r_list, self.capacity, self.nbr, self.nbr_count)
-            else:
-                if self.nbr is None or self.nbr.shape != (n, self.capacity):
-                    self.nbr = np.empty((n, self.capacity), np.int32)
-                    self.nbr_count = np.empty(n, np.int32)
-                max_count, min_r2 = build_list_cpu(sorted_rows.positions, sorted_rows.keys, sorted_rows.sort.bin_start,
-                                                   sorted_rows.order, n_cells, extent, 1.0 / extent,
-                                                   self.r_list ** 2, self.nbr, self.nbr_count)
-            if max_count <= self.capacity:
-                break
-            self.capacity = capacity_for(int(max_count), len(self.extended))
+        if listed is not None and listed[0] <= self.capacity:      # the device build's list holds
+            max_count, min_r2, self.nbr, self.nbr_count = listed
+        else:                                                      # the host's list (growing its storage)
+            if listed is not None:                                 # the device build's overflowed
+                self.capacity = capacity_for(int(listed[0]), len(self.extended))
+            while True:
+                if self.backend.is_gpu:
+                    if self.nbr is None or self.nbr.size != n * self.capacity:
+                        self.nbr = self.nbr_count = None
+                        self.nbr = self.xp.empty(n * self.capacity, np.int32)
+                        self.nbr_count = self.xp.empty(n, np.int32)
+                    max_count, min_r2 = self.serial.builder.build_targets_renamed(
+                        sorted_rows.positions, sorted_rows.keys, sorted_rows.sort, n_rows, sorted_rows.new_index, n,
+                        extent, n_cells, self.r_list, self.capacity, self.nbr, self.nbr_count)
+                else:
+                    if self.nbr is None or self.nbr.shape != (n, self.capacity):
+                        self.nbr = np.empty((n, self.capacity), np.int32)
+                        self.nbr_count = np.empty(n, np.int32)
+                    max_count, min_r2 = build_list_cpu(sorted_rows.positions, sorted_rows.keys, sorted_rows.sort.bin_start,
+                                                       sorted_rows.order, n_cells, extent, 1.0 / extent,
+                                                       self.r_list ** 2, self.nbr, self.nbr_count)
+                if max_count <= self.capacity:
+                    break
+                self.capacity = capacity_for(int(max_count), len(self.extended))
         self._phase("list")
         if self.serial.canonical_order:                 # deterministic mode: sums in global-id order
             self.serial.builder.sort_by_id(self.nbr, self.nbr_count, self.extended_ids, n, self.capacity)
