@@ -594,3 +594,27 @@ def test_gpu_device_build_grows_its_capacities_and_repeats():
                 "--small-capacities")
     assert r["device_build_repeats"] >= 1 and r["device_builds"] == r["builds"][0] > 5, r
     assert r["bit_identical"] and r["thermo_rel"] == 0.0, r
+
+
+@needs_mpi
+def test_bench_scaling_records_a_decomposed_run_and_plots_it(tmp_path):
+    """`pycumd bench scaling` over 2 ranks on the CPU: rank 0 prints one line and appends one JSON record
+    with the rate, the builds, their phases, the ghost bytes and the halo time; one rank beside it; the
+    plot script reads both."""
+    records = tmp_path / "scaling.jsonl"
+    for ranks in (1, 2):
+        proc = _mpi(ranks, "-c", "import sys; sys.path.insert(0, 'src'); from pycumd.bench.scaling import main; "
+                    "sys.exit(main(sys.argv[1:]))", "lj", "--cells", "6", "--device", "cpu",
+                    "--precision", "double", "--steps", "20", "--warmup", "5", "--json", str(records))
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert sum("atom-steps/s" in line for line in proc.stdout.splitlines()) == 1, proc.stdout
+    one, two = [json.loads(line) for line in records.read_text().splitlines()]
+    assert one["ranks"] == 1 and two["ranks"] == 2 and one["N"] == two["N"] == 864
+    assert two["decomposition"].startswith("spatial domains") and two["domain_build"] == "host", two
+    assert two["steps_per_s"] > 0 and two["builds"] > 0 and two["ghost_bytes_per_step"] > 0, two
+    assert set(two["build_phases_s"]) >= {"migrate", "ghosts", "cell order", "list"}, two
+    assert two["halo_s"] > 0 and two["local_copy_bytes_per_step"] == 0, two
+    plot = tmp_path / "scaling.png"
+    subprocess.run([sys.executable, str(HERE.parent / "benchmarks" / "plot_scaling.py"), str(records), "-o", str(plot)],
+                   check=True, capture_output=True)
+    assert plot.stat().st_size > 10_000
