@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 from mpi4py import MPI
@@ -258,9 +259,97 @@ def main_molecular(args):
         "bonded": {key: float(reference[-1][key]) for key in keys[3:7]}}), flush=True)
 
 
+def shifted_molecules_data(path, shift):
+    """tests/test_shake.py's molecules (64 in a 30 A box: water with its angle frozen, ethane, dimers, bent
+    X-H2) moved by ``shift`` (A, (3,)) and wrapped into the box, so that clusters straddle the domain faces.
+    Returns the positions (N, 3), in id order."""
+    from test_shake import molecules_data
+
+    molecules_data(path)
+    lines = Path(path).read_text().splitlines()
+    start = lines.index("Atoms # molecular") + 2
+    L = 30.0
+    positions = []
+    for k in range(start, len(lines)):
+        if not lines[k].strip():
+            break
+        i, mol, atype, *x = lines[k].split()
+        x = [(float(c) + s) % L for c, s in zip(x, shift)]
+        lines[k] = f"{i} {mol} {atype} {x[0]!r} {x[1]!r} {x[2]!r}"
+        positions.append(x)
+    Path(path).write_text("\n".join(lines) + "\n")
+    return np.asarray(positions)
+
+
+def clusters_over_domains(sim, positions):
+    """How many of the fix's clusters have atoms in more than one domain at ``positions`` (the whole
+    system's, (N, 3) in id order, ids 1..N)."""
+    from pycumd.integrators.shake import KINDS
+
+    hooks = sim.integrator.thermostat
+    shake = [m for m in getattr(hooks, "members", [hooks]) if getattr(m, "clusters", None) is not None][0]
+    owner = sim.decomposition.owner(positions)
+    return int(sum((owner[shake.clusters.atoms[k] - 1] != owner[shake.clusters.atoms[k][:, :1] - 1]).any(axis=1).sum()
+                   for k in KINDS))
+
+
+def main_shake(args):
+    """``shake`` / ``rattle``: tests/test_shake.py's SCRIPT (NVE with fix shake or fix rattle, bonds and angle
+    clusters, dt 2 fs) on shifted molecules, on one rank (rank 0) and over every rank; rank 0 prints the largest
+    relative difference of each thermo keyword, of the final positions (to the box) and velocities, and how
+    many atoms migrated and clusters straddle the domains."""
+    import tempfile
+
+    from pycumd.inputs.lammps_input import run_lammps_script
+    from test_shake import SCRIPT
+
+    world = MPI.COMM_WORLD
+    folder = world.bcast(tempfile.mkdtemp() if world.rank == 0 else None)
+    data = os.path.join(folder, "molecules.data")
+    # the molecules' centres at 0, 7.5, 15 and 22.5 A along each edge: on the faces of 2 domains (0, 15) and 3 (0)
+    start = shifted_molecules_data(data, (3.75, 3.75, 3.75)) if world.rank == 0 else None
+    world.Barrier()
+    script = SCRIPT.format(data=data, style=args.case, steps=args.steps, every=20, dt=2.0)
+    if args.integrator == "npt-z":             # the barostat reads the constraint virial every step
+        script = script.replace("fix 1 all nve", "fix 1 all npt temp 300.0 300.0 100.0 z 1.0 1.0 1000.0 mtk no "
+                                                 "pchain 0 tchain 1")
+    engine = dict(screen=False, device=args.device, precision=args.precision, deterministic=args.deterministic)
+    if world.rank == 0:
+        ref = run_lammps_script(text=script, **engine)
+        ref_rows, ref_final = ref.thermo.rows, ref.sim.system()
+    world.Barrier()
+    result = run_lammps_script(text=script, comm=world, **engine)
+    sim = result.sim
+    final = sim.system()                     # collective: every atom in id order
+    migrated = world.allreduce(getattr(sim.neighbors, "migrated_total", 0), op=MPI.SUM)
+    try:                                     # checkpoints over ranks are refused (every rank raises the same)
+        sim.thermostat.checkpoint_state()
+        refused = None
+    except NotImplementedError as exc:
+        refused = str(exc)
+    if world.rank != 0:
+        return
+    keys = ("Temp", "E_pair", "E_mol", "TotEng", "Press")
+    worst = {key: max(abs(a[key] - b[key]) / max(abs(b[key]), 1e-300) for a, b in zip(result.thermo.rows, ref_rows))
+             for key in keys}
+    L = final.box.L
+    print("RESULT " + json.dumps({
+        "decomposition": sim.decomposition.describe(), "rows": [len(result.thermo.rows), len(ref_rows)],
+        "worst": worst, "migrated": int(migrated),
+        "position_rel": float(np.abs(final.unwrapped_positions() - ref_final.unwrapped_positions()).max() / L.min()),
+        "velocity_rel": float(np.abs(final.velocities - ref_final.velocities).max()
+                              / np.abs(ref_final.velocities).max()),
+        "ids_equal": bool((final.ids == ref_final.ids).all()), "checkpoint_refused": refused,
+        "box_rel": float(np.abs(np.asarray(L) - np.asarray(ref_final.box.L)).max() / min(ref_final.box.L)),
+        "box_change": float(np.abs(np.asarray(L) / 30.0 - 1.0).max()),
+        "straddling": [clusters_over_domains(sim, start), clusters_over_domains(sim, final.positions)],
+        "dof": int(sim.degrees_of_freedom()), "ref_dof": int(ref.sim.degrees_of_freedom())}), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("case", choices=list(INPUTS) + ["min-cg", "min-fire"] + [f"mol-{c}" for c in MOLECULE_COMBOS])
+    parser.add_argument("case", choices=list(INPUTS) + ["min-cg", "min-fire", "shake", "rattle"]
+                        + [f"mol-{c}" for c in MOLECULE_COMBOS])
     parser.add_argument("--pair-method", default="neighbor")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--grid", default=None)
@@ -270,6 +359,7 @@ def main():
     parser.add_argument("--deterministic", action="store_true")
     parser.add_argument("--graphs-against-host", action="store_true",
                         help="the reference is the same decomposed run with host-driven steps (use_graphs=False)")
+    parser.add_argument("--integrator", choices=["nve", "npt-z"], default="nve", help="shake/rattle: fix 1")
     parser.add_argument("--chains", type=int, default=6, help="mol-*: number of chains")
     parser.add_argument("--chain-length", type=int, default=6, help="mol-*: atoms per chain")
     args = parser.parse_args()
@@ -277,6 +367,8 @@ def main():
         return main_minimize(args)
     if args.case.startswith("mol-"):
         return main_molecular(args)
+    if args.case in ("shake", "rattle"):
+        return main_shake(args)
     world = MPI.COMM_WORLD
     reference = None
     if args.graphs_against_host:          # every rank: the decomposed run, host-driven

@@ -26,6 +26,18 @@ corrected onto the constraints (``correct_coordinates``), RATTLE's velocities co
 The constraint virial ``sum_c lambda_c r_c r_c`` (per cluster, 6 components, summed in cluster order) is
 added to the pressure (``thermo_virial``).
 
+Over MPI ranks (spatial domains, :mod:`pycumd.parallel.domains`): after each neighbour build each rank
+keeps the clusters with an atom it owns and maps their atoms to its extended rows (owned, then ghosts;
+a member beyond the ghost layer stops the run naming the cluster).  Before each kernel the velocities
+and forces it reads (and, once per build, the masses) are sent to the ghost rows
+(``DomainNeighborList.forward``); every rank holding a cluster solves it from the same numbers in the
+same order, so with the same result, and keeps the corrections of its owned atoms only (no reverse
+communication).  The constraint virial is counted by the owner of each cluster's first atom and summed
+over the ranks at each step (rank 0 of the owners reports it, as a k-space solver's); the degrees of
+freedom are the whole system's clusters' (each rank knows every cluster).  A failed cluster stops every
+rank with the same error.  Checkpoints of such runs are not implemented yet (the checkpoint's rebuild
+computes the forces again, without the constraint forces).
+
 Kernels: one Numba function per cluster kind on the CPU, and ``shake.cu`` on the GPU with one thread
 per cluster doing the same operations in the same order (each atom belongs to one cluster: no atomics).
 The order of every operation is LAMMPS' (the matrix, its cofactor inverse, the quadratic coefficients,
@@ -44,6 +56,7 @@ import numpy as np
 from ..contracts import StepHooksBase
 from ..forces import min_image
 from ..jit_cache import cache_kernel
+from ..system import InputError
 
 #: cluster kinds in LAMMPS' order (shake_flag 2, 3, 4, 1)
 KINDS = ("shake2", "shake3", "shake4", "shake3angle")
@@ -519,7 +532,8 @@ class Shake(StepHooksBase):
         ``fix rattle``: also the velocity constraints.
     """
 
-    runs_over_ranks = False
+    #: over spatial domains each rank solves the clusters with an atom it owns (see the module docstring)
+    runs_over_ranks = True
     runs_in_composite = False
 
     def __init__(self, tolerance: float, max_iter: int, print_every: int, selection: ShakeSelection,
@@ -553,9 +567,14 @@ class Shake(StepHooksBase):
         return 0 if self.clusters is None else self.clusters.dof
 
     def constraint_virial(self):
+        """The constraint virial of the last step ((6,) energy units).  Over MPI ranks: the whole system's on
+        rank 0 of the owners and zeros on the others (summed over the ranks it is counted once, as a k-space
+        solver's :meth:`~pycumd.contracts.ForceEvaluator.global_energy_virial`)."""
         if self._virial is None:
             return None
         b = self._bound
+        if b.decomposition is not None:
+            return b.total_virial.copy() if b.decomposition.owners.rank == 0 else np.zeros(6)
         out = np.zeros(6)
         for kind in KINDS:
             if self.clusters.count(kind):
@@ -565,8 +584,6 @@ class Shake(StepHooksBase):
     def bind(self, sim) -> None:
         if sim.state.lo is not None:
             raise NotImplementedError(f"fix {self.name} is not implemented in composite precision")
-        if sim.decomposition is not None:
-            raise NotImplementedError(f"fix {self.name} over MPI ranks is not implemented yet; run on one rank")
         if self.clusters is None:
             raise RuntimeError(f"fix {self.name}: clusters not found (off_terms was not called by the components)")
         self._bound = _Bound(sim, self.clusters)
@@ -590,6 +607,8 @@ class Shake(StepHooksBase):
         x = s.positions
         m = s.per_atom_mass.astype(np.float64)
         x[:, :3] = (x[:, :3] + (half / m)[:, None] * fc).astype(x.dtype)
+        if b.decomposition is not None:   # the ghosts' positions corrected too (LAMMPS: a forward communication)
+            sim.neighbors.refresh_ghosts(s)
         if self.rattle:
             b.rattle(sim, 0.0)
         self._virial = self._shake(sim, s.velocities, s.forces, dt, half, "setup")
@@ -615,6 +634,8 @@ class Shake(StepHooksBase):
         whether the negative-determinant warning was given.  The clusters come again from the checkpoint's
         topology (:meth:`off_terms`), and the step's constraint forces are in the stored forces: SHAKE keeps
         no unconstrained positions between steps (it works from x, v and f at each ``post_force``)."""
+        if self._bound is not None and self._bound.decomposition is not None:
+            raise NotImplementedError(self._no_checkpoints)
         virial = None
         if self._virial is not None:
             be = self._bound.backend
@@ -625,6 +646,8 @@ class Shake(StepHooksBase):
     def restore_checkpoint_state(self, state: dict) -> None:
         """Put :meth:`checkpoint_state` back (after :meth:`bind`); a checkpoint of other clusters is refused."""
         b = self._bound
+        if b.decomposition is not None:
+            raise NotImplementedError(self._no_checkpoints)
         b.warned = bool(state.get("warned", False))
         if state.get("virial") is None:
             self._virial = None
@@ -644,26 +667,61 @@ class Shake(StepHooksBase):
         text = f"{self.name} {self.tolerance:g} {self.max_iter} {self.print_every} {' '.join(words)}"
         return text + (f" ({self.clusters.describe()})" if self.clusters is not None else "")
 
+    @property
+    def _no_checkpoints(self) -> str:
+        return (f"fix {self.name}: checkpoints of a run over MPI ranks are not implemented yet (the checkpoint's "
+                f"rebuild computes the forces again, without the constraint forces); write checkpoints on one rank")
+
     # -- the work -----------------------------------------------------------------------------------
     def _shake(self, sim, v, f, dtv, dtfsq, where: str) -> dict:
-        virial = self._bound.shake(sim, v, f, dtv, dtfsq, self.tolerance, self.max_iter)
-        self._check(sim, where)
+        b = self._bound
+        virial = b.shake(sim, v, f, dtv, dtfsq, self.tolerance, self.max_iter)
+        if b.decomposition is None:
+            self._check(sim, where)
+            return virial
+        # over ranks: this rank's share of the virial (the clusters whose first atom it owns) and its failed
+        # clusters, summed over the ranks in one reduction; a failure anywhere stops every rank with one message
+        local = np.zeros(7)
+        for kind in b.kinds:
+            if len(b.index[kind]):
+                rows = np.asarray(b.backend.to_host(b.virial[kind]), np.float64)[b.counted[kind]]
+                local[:6] += rows.sum(axis=0)
+        status_all = b.backend.to_host(b.status_all)[:b.n_computed]
+        local[6] = np.count_nonzero((status_all != OK) & (status_all != NEGATIVE_DETERMINANT))
+        total = b.decomposition.owners.sum(local)
+        if total[6]:
+            messages = [m for m in b.decomposition.comm.allgather(self._problem(sim, where)) if m is not None]
+            from ..bookkeeping import SimulationError
+
+            raise SimulationError(messages[0])
+        self._problem(sim, where)         # the negative-determinant warning, on the ranks that meet it
+        b.total_virial = np.asarray(total[:6], np.float64)
         return virial
 
     def _check(self, sim, where: str) -> None:
+        message = self._problem(sim, where)
+        if message is not None:
+            from ..bookkeeping import SimulationError
+
+            raise SimulationError(message)
+
+    def _problem(self, sim, where: str):
+        """The error of the clusters of the last kernels (None: none), warning once for a negative
+        determinant."""
         b = self._bound
         status_all = b.backend.to_host(b.status_all)
         if not status_all.any():
-            return
+            return None
         start = 0
         for kind in b.kinds:
-            status = status_all[start:start + self.clusters.count(kind)]
-            start += self.clusters.count(kind)
+            count = b.computed(kind)
+            status = status_all[start:start + count]
+            start += count
             worst = int(status.max(initial=0))
             if worst == OK:
                 continue
             m = int(np.argmax(status == worst)) if worst != NEGATIVE_DETERMINANT else int(np.argmax(status > 0))
-            atoms = " ".join(str(a) for a in self.clusters.atoms[kind][m])
+            atoms = " ".join(str(a) for a in self.clusters.atoms[kind][b.cluster_index(kind, m)])
             if worst == NEGATIVE_DETERMINANT:
                 if not b.warned:
                     warnings.warn(f"fix {self.name}: Shake determinant < 0.0 at step {sim.step} (cluster of atoms "
@@ -674,17 +732,23 @@ class Shake(StepHooksBase):
                                       f"{self.tolerance:g})",
                        DIVERGED: "SHAKE diverged (a Lagrange multiplier above 1e150)",
                        SINGULAR: "Shake determinant = 0.0"}[worst]
-            from ..bookkeeping import SimulationError
-
-            raise SimulationError(f"fix {self.name}: {problem} at step {sim.step} ({where}) for the {kind} cluster of "
-                                  f"atoms {atoms}; a smaller time step, a better-relaxed start or more iterations "
-                                  f"may help")
+            return (f"fix {self.name}: {problem} at step {sim.step} ({where}) for the {kind} cluster of atoms {atoms}; "
+                    f"a smaller time step, a better-relaxed start or more iterations may help")
+        return None
 
     def _stats(self, sim) -> None:
-        """LAMMPS ``FixShake::stats``: per bond (and angle) type the average length, its spread and count."""
+        """LAMMPS ``FixShake::stats``: per bond (and angle) type the average length, its spread and count.
+        Over MPI ranks every atom's position is gathered (collective) and rank 0 prints."""
         s, be = sim.state, sim.backend
         ids = be.to_host(s.ids)
         x = np.asarray(s.host_positions(be), np.float64)[:, :3]
+        d = sim.decomposition
+        if d is not None:
+            parts = d.comm.allgather((np.asarray(ids, np.int64), x))
+            if d.comm.rank != 0:
+                return
+            ids = np.concatenate([p[0] for p in parts])
+            x = np.concatenate([p[1] for p in parts])
         row = np.full(int(ids.max()) + 1, -1, np.int64)
         row[ids] = np.arange(len(ids))
         L = np.asarray(s.box_lengths, np.float64)
@@ -719,23 +783,39 @@ class Shake(StepHooksBase):
 
 class _Bound:
     """A :class:`Shake`'s clusters on one simulation's backend: the ID -> row map, the kernels, the
-    per-cluster virial and status arrays."""
+    per-cluster virial and status arrays.
+
+    On one rank every cluster is computed, reading the state's rows.  Over spatial domains
+    (``sim.decomposition`` set) the clusters computed are those with an owned atom (:meth:`follow_domain`,
+    after each build), reading the extended rows (owned, then ghosts) of the domain's neighbour list, whose
+    ghost rows get the velocities and forces the kernels read by forward communication."""
 
     def __init__(self, sim, clusters: Clusters):
         self.backend = be = sim.backend
         xp = be.xp
         self.clusters = clusters
         self.kinds = [k for k in KINDS if clusters.count(k)]
-        self.atoms = {k: xp.asarray(clusters.atoms[k]) for k in self.kinds}
-        self.lengths = {k: xp.asarray(clusters.lengths[k]) for k in self.kinds}
-        self.virial = {k: xp.zeros((clusters.count(k), 6)) for k in self.kinds}
-        # every kind's status in one array (one read per check), each kind a view of its part
-        self.status_all = xp.zeros(max(sum(clusters.count(k) for k in self.kinds), 1), np.int32)
-        self.status, start = {}, 0
-        for k in self.kinds:
-            self.status[k] = self.status_all[start:start + clusters.count(k)]
-            start += clusters.count(k)
-        max_id = int(be.to_host(sim.state.ids).max())
+        self.all_atoms = {k: xp.asarray(clusters.atoms[k]) for k in self.kinds}
+        self.all_lengths = {k: xp.asarray(clusters.lengths[k]) for k in self.kinds}
+        #: the clusters computed here, by kind: all of them on one rank; over domains those with an owned atom
+        self.atoms, self.lengths = dict(self.all_atoms), dict(self.all_lengths)
+        #: spatial domains: the decomposition; per kind the global indices of the computed clusters (host
+        #: int64) and which of them this rank counts in the virial (host bool: its first atom owned)
+        self.decomposition = sim.decomposition
+        self.index = self.counted = None
+        #: spatial domains: the whole system's constraint virial of the last step ((6,), summed over the ranks)
+        self.total_virial = np.zeros(6)
+        self._mapped = None
+        self.mass_rows = None
+        self._allocate()
+        if self.decomposition is None:
+            max_id = int(be.to_host(sim.state.ids).max())
+        else:
+            neighbors = sim.neighbors
+            if not (hasattr(neighbors, "forward") and hasattr(neighbors, "extended_ids")):
+                raise NotImplementedError(f"fix shake over MPI ranks runs on spatial domains (the neighbour list), not "
+                                          f"on {self.decomposition.kind}")
+            max_id = len(sim.topology.molecule) - 1       # every atom id of the whole system
         self.row_of = xp.full(max_id + 1, -1, np.int32 if be.is_gpu else np.int64)
         self.warned = False
         if be.is_gpu:
@@ -743,6 +823,76 @@ class _Bound:
             defines = {"real_t": _C_TYPE[np.dtype(precision.state_dtype).name],
                        "accum_t": _C_TYPE[np.dtype(precision.accum_dtype).name]}
             self._module = be.kernel_module("integrators/shake.cu", defines, options=precision.cuda_options)
+
+    def _allocate(self) -> None:
+        """The virial (n, 6) and status (n,) arrays of the computed clusters; every kind's status in one
+        array (one read per check), each kind a view of its part."""
+        xp = self.backend.xp
+        counts = {k: len(self.atoms[k]) for k in self.kinds}
+        self.n_computed = sum(counts.values())
+        self.virial = {k: xp.zeros((counts[k], 6)) for k in self.kinds}
+        self.status_all = xp.zeros(max(self.n_computed, 1), np.int32)
+        self.status, start = {}, 0
+        for k in self.kinds:
+            self.status[k] = self.status_all[start:start + counts[k]]
+            start += counts[k]
+
+    def computed(self, kind: str) -> int:
+        """How many clusters of ``kind`` the kernels compute here."""
+        return len(self.atoms[kind])
+
+    def cluster_index(self, kind: str, m: int) -> int:
+        """The index in :class:`Clusters` of the ``m``-th computed cluster of ``kind``."""
+        return m if self.index is None else int(self.index[kind][m])
+
+    def follow_domain(self, sim) -> None:
+        """Spatial domains, after each build (a no-op until the next): map the atom ids to the extended
+        rows (the owned row where an atom is also a ghost), keep the clusters with an owned atom, and send
+        the masses to the ghost rows.  A kept cluster with an atom beyond the ghost layer stops every rank
+        with an error naming it (one gather per build)."""
+        nl = sim.neighbors
+        key = (id(nl), nl.n_builds)
+        if key == self._mapped:
+            return
+        be, xp = self.backend, self.backend.xp
+        ids, n = nl.extended_ids, sim.state.n_atoms
+        self.row_of.fill(-1)
+        self.row_of[ids[n:]] = xp.arange(n, len(ids), dtype=self.row_of.dtype)
+        self.row_of[ids[:n]] = xp.arange(n, dtype=self.row_of.dtype)
+        self.index, self.counted = {}, {}
+        problem = None
+        for k in self.kinds:
+            rows = self.row_of[self.all_atoms[k]]
+            present = rows >= 0
+            owned = present & (rows < n)
+            touches = owned.any(axis=1)
+            incomplete = touches & ~present.all(axis=1)
+            if problem is None and bool(incomplete.any()):
+                m = int(xp.argmax(incomplete))
+                atoms = " ".join(str(int(a)) for a in self.clusters.atoms[k][m])
+                problem = (f"fix shake: the {k} cluster of atoms {atoms} reaches beyond the ghost layer of a domain "
+                           f"(rank {self.decomposition.comm.rank}): every atom of a cluster must lie within the "
+                           f"cutoff plus skin of its owned atoms; use fewer MPI ranks, or a longer cutoff or skin")
+            which = xp.nonzero(touches)[0]
+            self.index[k] = np.asarray(be.to_host(which), np.int64)
+            self.atoms[k] = self.all_atoms[k][which]
+            self.lengths[k] = self.all_lengths[k][which]
+            self.counted[k] = np.asarray(be.to_host(owned[which, 0]), bool)
+        problems = [p for p in self.decomposition.comm.allgather(problem) if p is not None]
+        if problems:
+            raise InputError(problems[0])
+        self._allocate()
+        self.mass_rows = self.extended(sim, sim.state.per_atom_mass)
+        self._mapped = key
+
+    def extended(self, sim, values):
+        """``values`` (an owned per-atom array of the state's length) on the extended rows: the owned rows
+        copied, the ghost rows sent by their owners (``DomainNeighborList.forward``; collective)."""
+        xp, nl = self.backend.xp, sim.neighbors
+        out = xp.empty((len(nl.extended_ids),) + tuple(values.shape[1:]), dtype=values.dtype)
+        out[:len(values)] = values
+        nl.forward(out)
+        return out
 
     def _rows(self, state) -> None:
         if self.backend.is_gpu:
@@ -752,51 +902,76 @@ class _Bound:
         else:
             self.row_of[state.ids] = np.arange(len(state.ids))
 
+    def _inputs(self, sim, v, f) -> tuple:
+        """``(x, v, f, mass)`` the kernels read: the state's rows on one rank, the extended rows over domains."""
+        s = sim.state
+        if self.decomposition is None:
+            self._rows(s)
+            return s.positions, v, f, s.per_atom_mass
+        self.follow_domain(sim)
+        return sim.neighbors.extended, self.extended(sim, v), self.extended(sim, f), self.mass_rows
+
     def shake(self, sim, v, f, dtv, dtfsq, tol, max_iter) -> dict:
         s = sim.state
-        self._rows(s)
+        x, v_rows, f_rows, mass = self._inputs(sim, v, f)
         L = np.asarray(s.box_lengths, np.float64)
         for kind in self.kinds:
-            n = len(self.clusters.atoms[kind])
+            n = self.computed(kind)
             if self.backend.is_gpu:
-                self._module.get_function(f"shake_{kind}")(
-                    ((n + 127) // 128,), (128,),
-                    (s.positions, np.int32(s.positions.shape[1]), v, f, np.int32(f.shape[1]), s.per_atom_mass,
-                     self.row_of, self.atoms[kind], self.lengths[kind], np.int32(n), *(np.float64(x) for x in L),
-                     np.float64(dtv), np.float64(dtfsq), np.float64(tol), np.int32(max_iter),
-                     self.virial[kind], self.status[kind]))
+                if n:
+                    self._module.get_function(f"shake_{kind}")(
+                        ((n + 127) // 128,), (128,),
+                        (x, np.int32(x.shape[1]), v_rows, f_rows, np.int32(f_rows.shape[1]), mass,
+                         self.row_of, self.atoms[kind], self.lengths[kind], np.int32(n),
+                         *(np.float64(length) for length in L), np.float64(dtv), np.float64(dtfsq), np.float64(tol), np.int32(max_iter),
+                         self.virial[kind], self.status[kind]))
             else:
-                cpu_kernel("shake", kind)(s.positions, v, f, s.per_atom_mass, self.row_of, self.atoms[kind],
+                cpu_kernel("shake", kind)(x, v_rows, f_rows, mass, self.row_of, self.atoms[kind],
                                           self.lengths[kind], L, 1.0 / L, float(dtv), float(dtfsq), float(tol),
                                           int(max_iter), self.virial[kind], self.status[kind])
+        if f_rows is not f:             # domains: the owned atoms' corrected forces
+            f[...] = f_rows[:len(f)]
         return self.virial
 
     def rattle(self, sim, dtfv) -> None:
         s = sim.state
-        self._rows(s)
+        x, v_rows, f_rows, mass = self._inputs(sim, s.velocities, s.forces)
         L = np.asarray(s.box_lengths, np.float64)
         for kind in self.kinds:
-            n = len(self.clusters.atoms[kind])
+            n = self.computed(kind)
             if self.backend.is_gpu:
-                self._module.get_function(f"rattle_{kind}")(
-                    ((n + 127) // 128,), (128,),
-                    (s.positions, np.int32(s.positions.shape[1]), s.velocities, s.forces, s.per_atom_mass,
-                     self.row_of, self.atoms[kind], np.int32(n), *(np.float64(x) for x in L), np.float64(dtfv),
-                     self.status[kind]))
+                if n:
+                    self._module.get_function(f"rattle_{kind}")(
+                        ((n + 127) // 128,), (128,),
+                        (x, np.int32(x.shape[1]), v_rows, f_rows, mass, self.row_of, self.atoms[kind], np.int32(n),
+                         *(np.float64(length) for length in L), np.float64(dtfv), self.status[kind]))
             else:
-                cpu_kernel("rattle", kind)(s.positions, s.velocities, s.forces, s.per_atom_mass, self.row_of,
-                                           self.atoms[kind], L, 1.0 / L, float(dtfv), self.status[kind])
+                cpu_kernel("rattle", kind)(x, v_rows, f_rows, mass, self.row_of, self.atoms[kind], L, 1.0 / L,
+                                           float(dtfv), self.status[kind])
+        if v_rows is not s.velocities:  # domains: the owned atoms' corrected velocities
+            s.velocities[...] = v_rows[:len(s.velocities)]
+        message = self._rattle_problem(s)
+        if self.decomposition is not None:        # one failure stops every rank with the same message
+            if not self.decomposition.comm.any(message is not None):
+                return
+            message = [m for m in self.decomposition.comm.allgather(message) if m is not None][0]
+        if message is not None:
+            from ..bookkeeping import SimulationError
+
+            raise SimulationError(message)
+
+    def _rattle_problem(self, s):
+        """The error of the last velocity constraints (a singular matrix), or None."""
         status_all = self.backend.to_host(self.status_all)
         if not status_all.any():
-            return
+            return None
         for kind in self.kinds:
             status = self.backend.to_host(self.status[kind])
             if status.max(initial=0) == SINGULAR:
-                from ..bookkeeping import SimulationError
-
-                atoms = " ".join(str(a) for a in self.clusters.atoms[kind][int(np.argmax(status == SINGULAR))])
-                raise SimulationError(f"fix rattle: Rattle determinant = 0.0 at step {s.step} for the {kind} cluster "
-                                      f"of atoms {atoms}")
+                m = self.cluster_index(kind, int(np.argmax(status == SINGULAR)))
+                atoms = " ".join(str(a) for a in self.clusters.atoms[kind][m])
+                return f"fix rattle: Rattle determinant = 0.0 at step {s.step} for the {kind} cluster of atoms {atoms}"
+        return None
 
 
 _C_TYPE = {"float32": "float", "float64": "double"}
