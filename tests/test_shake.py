@@ -1,5 +1,6 @@
 """fix shake and fix rattle (pycumd.integrators.shake) against LAMMPS, the constraints held, the degrees of
-freedom, the error messages, and CPU = GPU."""
+freedom, the error messages, and CPU = GPU.  Over MPI ranks: tests/test_parallel.py
+(test_shake_over_domains_matches_one_rank)."""
 
 from __future__ import annotations
 
@@ -329,28 +330,6 @@ def test_errors_name_the_problem(tmp_path):
                                               r"\(setup\) for the shake3 cluster of atoms 14 15 16"):
         run_lammps_script(text=base.replace("1e-8 100 0", "1e-14 2 0").replace("timestep 2.0", "timestep 4.0"),
                           screen=False, device="cpu")
-
-
-def test_mpi_ranks_refused_clearly(tmp_path):
-    """Decomposed runs (a communicator of 2 ranks) with fix shake: NotImplementedError naming it."""
-    import pycumd.components as components
-    from pycumd.components import EngineOptions, NeighborOptions, build_components
-
-    data = tmp_path / "molecules.data"
-    molecules_data(data)
-    sim = run_lammps_script(text=SCRIPT.format(data=data, style="shake", steps=0, every=1, dt=2.0), screen=False,
-                            device="cpu").sim
-
-    class TwoRanks:
-        size, rank = 2, 0
-
-    original = components.communicator
-    components.communicator = lambda comm: TwoRanks()
-    try:
-        with pytest.raises(NotImplementedError, match="fix shake over MPI ranks is not implemented yet"):
-            build_components(sim.system(), sim.potential, sim.integrator, NeighborOptions(), EngineOptions(device="cpu"))
-    finally:
-        components.communicator = original
 
 
 def _topology_with_star():
