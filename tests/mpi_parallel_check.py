@@ -13,6 +13,8 @@ JSON line ``RESULT {...}`` with the measured differences; the test asserts on th
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
 from pathlib import Path
@@ -293,6 +295,19 @@ def clusters_over_domains(sim, positions):
                    for k in KINDS))
 
 
+def compare_statistics(text, reference) -> dict:
+    """fix shake's printed statistics against a reference's: ``stats_rows_equal`` (the same lines of kinds, types
+    and counts), ``stats_diff``: the largest difference of an average or a spread (A or degrees; the spreads are
+    rounding-sized, so compared absolutely)."""
+    def rows(s):
+        return [line.split() for line in s.splitlines() if line.startswith(("Bond:", "Angle:"))]
+
+    a, b = rows(text), rows(reference)
+    same = len(a) == len(b) and all(x[:2] + x[4:] == y[:2] + y[4:] for x, y in zip(a, b))
+    diff = max((abs(float(x[k]) - float(y[k])) for x, y in zip(a, b) for k in (2, 3)), default=0.0)
+    return {"stats_rows_equal": bool(same and a), "stats_diff": diff}
+
+
 def main_shake(args):
     """``shake`` / ``rattle``: tests/test_shake.py's SCRIPT (NVE with fix shake or fix rattle, bonds and angle
     clusters, dt 2 fs) on shifted molecules, on one rank (rank 0) and over every rank; rank 0 prints the largest
@@ -309,16 +324,21 @@ def main_shake(args):
     # the molecules' centres at 0, 7.5, 15 and 22.5 A along each edge: on the faces of 2 domains (0, 15) and 3 (0)
     start = shifted_molecules_data(data, (3.75, 3.75, 3.75)) if world.rank == 0 else None
     world.Barrier()
-    script = SCRIPT.format(data=data, style=args.case, steps=args.steps, every=20, dt=2.0)
+    # the bond and angle statistics every 100 steps (gathered over the ranks, printed by rank 0)
+    script = SCRIPT.format(data=data, style=args.case, steps=args.steps, every=20, dt=2.0).replace(
+        "1e-8 100 0", "1e-8 100 100")
     if args.integrator == "npt-z":             # the barostat reads the constraint virial every step
         script = script.replace("fix 1 all nve", "fix 1 all npt temp 300.0 300.0 100.0 z 1.0 1.0 1000.0 mtk no "
                                                  "pchain 0 tchain 1")
     engine = dict(screen=False, device=args.device, precision=args.precision, deterministic=args.deterministic)
     if world.rank == 0:
-        ref = run_lammps_script(text=script, **engine)
-        ref_rows, ref_final = ref.thermo.rows, ref.sim.system()
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            ref = run_lammps_script(text=script, **engine)
+        ref_rows, ref_final, ref_stats = ref.thermo.rows, ref.sim.system(), printed.getvalue()
     world.Barrier()
-    result = run_lammps_script(text=script, comm=world, **engine)
+    with contextlib.redirect_stdout(io.StringIO()) as printed:
+        result = run_lammps_script(text=script, comm=world, **engine)
+    stats = printed.getvalue()
     sim = result.sim
     final = sim.system()                     # collective: every atom in id order
     migrated = world.allreduce(getattr(sim.neighbors, "migrated_total", 0), op=MPI.SUM)
@@ -340,6 +360,8 @@ def main_shake(args):
         "velocity_rel": float(np.abs(final.velocities - ref_final.velocities).max()
                               / np.abs(ref_final.velocities).max()),
         "ids_equal": bool((final.ids == ref_final.ids).all()), "checkpoint_refused": refused,
+        "stats": [stats.count("stats (type/ave/delta/count)"), ref_stats.count("stats (type/ave/delta/count)")],
+        **compare_statistics(stats, ref_stats),
         "box_rel": float(np.abs(np.asarray(L) - np.asarray(ref_final.box.L)).max() / min(ref_final.box.L)),
         "box_change": float(np.abs(np.asarray(L) / 30.0 - 1.0).max()),
         "straddling": [clusters_over_domains(sim, start), clusters_over_domains(sim, final.positions)],
