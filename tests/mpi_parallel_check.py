@@ -368,9 +368,58 @@ def main_shake(args):
         "dof": int(sim.degrees_of_freedom()), "ref_dof": int(ref.sim.degrees_of_freedom())}), flush=True)
 
 
+FAR_CLUSTER = """units real
+atom_style molecular
+processors 1 1 3
+read_data {data}
+bond_style harmonic
+bond_coeff 1 100.0 1.0
+pair_style lj/cut 2.5
+pair_coeff * * 0.1 2.0
+neighbor 0.5 bin
+fix 1 all nve
+fix 2 all shake 1e-8 100 0 b 1
+run 10
+"""
+
+
+def main_shake_errors(args):
+    """``shake-errors`` (3 ranks): a cluster that does not converge (tests/test_shake.py's SCRIPT with ``1e-14 2 0``
+    and dt 4 fs) and a cluster of two atoms 15 A apart across the domains of ``processors 1 1 3`` (ghost layer
+    3 A): every rank catches the error; rank 0 prints each case's messages of all ranks."""
+    import tempfile
+
+    from pycumd.bookkeeping import SimulationError
+    from pycumd.inputs.lammps_input import run_lammps_script
+    from pycumd.system import InputError
+    from test_shake import SCRIPT
+
+    world = MPI.COMM_WORLD
+    folder = world.bcast(tempfile.mkdtemp() if world.rank == 0 else None)
+    data, far = os.path.join(folder, "molecules.data"), os.path.join(folder, "far.data")
+    if world.rank == 0:
+        shifted_molecules_data(data, (3.75, 3.75, 3.75))
+        Path(far).write_text("far cluster\n\n4 atoms\n1 bonds\n1 atom types\n1 bond types\n\n0 30 xlo xhi\n"
+                             "0 30 ylo yhi\n0 30 zlo zhi\n\nMasses\n\n1 12.0\n\nAtoms # molecular\n\n"
+                             "1 1 1 5.0 5.0 1.0\n2 1 1 5.0 5.0 16.0\n3 2 1 20.0 20.0 12.0\n4 3 1 20.0 20.0 25.0\n\n"
+                             "Bonds\n\n1 1 1 2\n")
+    world.Barrier()
+    tight = SCRIPT.format(data=data, style="shake", steps=10, every=10, dt=4.0).replace("1e-8 100 0", "1e-14 2 0")
+    out = {}
+    for name, script, error in (("tight", tight, SimulationError), ("far", FAR_CLUSTER.format(data=far), InputError)):
+        try:
+            run_lammps_script(text=script, comm=world, screen=False, device=args.device)
+            message = None
+        except error as exc:
+            message = str(exc)
+        out[name] = world.allgather(message)
+    if world.rank == 0:
+        print("RESULT " + json.dumps(out), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("case", choices=list(INPUTS) + ["min-cg", "min-fire", "shake", "rattle"]
+    parser.add_argument("case", choices=list(INPUTS) + ["min-cg", "min-fire", "shake", "rattle", "shake-errors"]
                         + [f"mol-{c}" for c in MOLECULE_COMBOS])
     parser.add_argument("--pair-method", default="neighbor")
     parser.add_argument("--device", default="cpu")
@@ -391,6 +440,8 @@ def main():
         return main_molecular(args)
     if args.case in ("shake", "rattle"):
         return main_shake(args)
+    if args.case == "shake-errors":
+        return main_shake_errors(args)
     world = MPI.COMM_WORLD
     reference = None
     if args.graphs_against_host:          # every rank: the decomposed run, host-driven

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -169,6 +170,19 @@ def test_shake_over_domains_matches_one_rank(ranks, style, integrator):
     assert "checkpoints of a run over MPI ranks are not implemented yet" in r["checkpoint_refused"], r
     # fix ... 100: the statistics of steps 0, 100 and 200 (their spreads are rounding-sized: compared absolutely)
     assert r["stats"] == [3, 3] and r["stats_rows_equal"] and r["stats_diff"] < 1e-12, r
+
+
+@needs_mpi
+def test_shake_errors_over_domains_stop_every_rank_alike():
+    """3 ranks: a cluster not converging (1e-14 in 2 iterations) stops every rank with the 1-rank run's message
+    (test_shake.py::test_errors_name_the_problem), and a cluster whose atoms lie 15 A apart across domains with a
+    3 A ghost layer stops every rank naming the cluster (no rank left waiting in a collective)."""
+    r = _result(3, "shake-errors")
+    assert r["tight"] == [r["tight"][0]] * 3 and re.search(
+        r"SHAKE did not converge in 2 iterations \(tolerance 1e-14\) at step 0 \(setup\) for the shake3 cluster of "
+        r"atoms 14 15 16", r["tight"][0]), r
+    assert r["far"] == [r["far"][0]] * 3 and "the shake2 cluster of atoms 1 2 reaches beyond the ghost layer" in \
+        r["far"][0], r
 
 
 @needs_mpi
