@@ -680,7 +680,8 @@ class Shake(StepHooksBase):
             self._check(sim, where)
             return virial
         # over ranks: this rank's share of the virial (the clusters whose first atom it owns) and its failed
-        # clusters, summed over the ranks in one reduction; a failure anywhere stops every rank with one message
+        # clusters (and RATTLE's velocity constraints' before them), summed over the ranks in one reduction; a
+        # failure anywhere stops every rank with one message
         local = np.zeros(7)
         for kind in b.kinds:
             if len(b.index[kind]):
@@ -688,9 +689,11 @@ class Shake(StepHooksBase):
                 local[:6] += rows.sum(axis=0)
         status_all = b.backend.to_host(b.status_all)[:b.n_computed]
         local[6] = np.count_nonzero((status_all != OK) & (status_all != NEGATIVE_DETERMINANT))
+        local[6] += b.rattle_problem is not None
         total = b.decomposition.owners.sum(local)
         if total[6]:
-            messages = [m for m in b.decomposition.comm.allgather(self._problem(sim, where)) if m is not None]
+            message = b.rattle_problem or self._problem(sim, where)
+            messages = [m for m in b.decomposition.comm.allgather(message) if m is not None]
             from ..bookkeeping import SimulationError
 
             raise SimulationError(messages[0])
@@ -807,6 +810,9 @@ class _Bound:
         self.total_virial = np.zeros(6)
         self._mapped = None
         self.mass_rows = None
+        #: spatial domains: the error of the last velocity constraints on this rank (None: none), raised on every
+        #: rank by the position constraints that always follow them (:meth:`Shake._shake`)
+        self.rattle_problem = None
         self._allocate()
         if self.decomposition is None:
             max_id = int(be.to_host(sim.state.ids).max())
@@ -909,7 +915,13 @@ class _Bound:
             self._rows(s)
             return s.positions, v, f, s.per_atom_mass
         self.follow_domain(sim)
-        return sim.neighbors.extended, self.extended(sim, v), self.extended(sim, f), self.mass_rows
+        if v.dtype != f.dtype:
+            return sim.neighbors.extended, self.extended(sim, v), self.extended(sim, f), self.mass_rows
+        # one forward communication for both (their columns side by side), then each contiguous for the kernels
+        xp, width = self.backend.xp, v.shape[1]
+        both = self.extended(sim, xp.concatenate([v, f], axis=1))
+        return (sim.neighbors.extended, xp.ascontiguousarray(both[:, :width]), xp.ascontiguousarray(both[:, width:]),
+                self.mass_rows)
 
     def shake(self, sim, v, f, dtv, dtfsq, tol, max_iter) -> dict:
         s = sim.state
@@ -951,10 +963,9 @@ class _Bound:
         if v_rows is not s.velocities:  # domains: the owned atoms' corrected velocities
             s.velocities[...] = v_rows[:len(s.velocities)]
         message = self._rattle_problem(s)
-        if self.decomposition is not None:        # one failure stops every rank with the same message
-            if not self.decomposition.comm.any(message is not None):
-                return
-            message = [m for m in self.decomposition.comm.allgather(message) if m is not None][0]
+        if self.decomposition is not None:        # raised on every rank by the position constraint that follows
+            self.rattle_problem = message         # (Shake._shake's reduction): no collective of its own
+            return
         if message is not None:
             from ..bookkeeping import SimulationError
 
