@@ -336,8 +336,9 @@ def main_shake(args):
             ref = run_lammps_script(text=script, **engine)
         ref_rows, ref_final, ref_stats = ref.thermo.rows, ref.sim.system(), printed.getvalue()
     world.Barrier()
-    with contextlib.redirect_stdout(io.StringIO()) as printed:
-        result = run_lammps_script(text=script, comm=world, **engine)
+    with contextlib.redirect_stdout(io.StringIO()) as printed:      # --grid 2x2x1: the domain grid
+        result = run_lammps_script(text=script, comm=world, processors=args.grid and args.grid.replace("x", " "),
+                                   **engine)
     stats = printed.getvalue()
     sim = result.sim
     final = sim.system()                     # collective: every atom in id order
@@ -370,7 +371,6 @@ def main_shake(args):
 
 FAR_CLUSTER = """units real
 atom_style molecular
-processors 1 1 3
 read_data {data}
 bond_style harmonic
 bond_coeff 1 100.0 1.0
@@ -385,8 +385,7 @@ run 10
 
 def main_shake_errors(args):
     """``shake-errors`` (3 ranks): a cluster that does not converge (tests/test_shake.py's SCRIPT with ``1e-14 2 0``
-    and dt 4 fs) and a cluster of two atoms 15 A apart across the domains of ``processors 1 1 3`` (ghost layer
-    3 A): every rank catches the error; rank 0 prints each case's messages of all ranks."""
+    and dt 4 fs) and a cluster of two atoms 15 A apart across the domains of a 1x1x3 grid (ghost layer 3 A): every rank catches the error; rank 0 prints each case's messages of all ranks."""
     import tempfile
 
     from pycumd.bookkeeping import SimulationError
@@ -408,7 +407,7 @@ def main_shake_errors(args):
     out = {}
     for name, script, error in (("tight", tight, SimulationError), ("far", FAR_CLUSTER.format(data=far), InputError)):
         try:
-            run_lammps_script(text=script, comm=world, screen=False, device=args.device)
+            run_lammps_script(text=script, comm=world, screen=False, device=args.device, processors="1 1 3")
             message = None
         except error as exc:
             message = str(exc)

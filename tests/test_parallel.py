@@ -147,22 +147,26 @@ def test_molecules_over_domains_match_one_rank(ranks, combo):
 
 
 @needs_mpi
-@pytest.mark.parametrize("ranks, style, integrator", [
-    (2, "shake", "nve"), (3, "rattle", "nve"), pytest.param(3, "shake", "nve", marks=pytest.mark.ci_only),
-    pytest.param(2, "rattle", "nve", marks=pytest.mark.ci_only),
-    pytest.param(3, "shake", "npt-z", marks=pytest.mark.ci_only),
-    pytest.param(2, "rattle", "npt-z", marks=pytest.mark.ci_only)])
-def test_shake_over_domains_matches_one_rank(ranks, style, integrator):
+@pytest.mark.parametrize("ranks, style, integrator, grid", [
+    (2, "shake", "nve", None), (3, "rattle", "nve", None),
+    pytest.param(3, "shake", "nve", None, marks=pytest.mark.ci_only),
+    pytest.param(2, "rattle", "nve", None, marks=pytest.mark.ci_only),
+    pytest.param(3, "shake", "npt-z", None, marks=pytest.mark.ci_only),
+    pytest.param(2, "rattle", "npt-z", None, marks=pytest.mark.ci_only),
+    pytest.param(4, "shake", "nve", "2x2x1", marks=pytest.mark.ci_only),
+    pytest.param(4, "rattle", "nve", "1x2x2", marks=pytest.mark.ci_only)])
+def test_shake_over_domains_matches_one_rank(ranks, style, integrator, grid):
     """fix shake and fix rattle (tests/test_shake.py's 64 molecules: shake2, shake3, shake4 and shake3angle clusters,
     moved so that their centres sit on the domain faces) over spatial domains: each rank solves the clusters with an
     owned atom from the ghosts' forwarded velocities and forces, keeps its owned atoms' corrections, counts the
     constraint virial of the clusters whose first atom it owns.  Thermo (Temp, E_pair, E_mol, TotEng, Press with the
     constraint virial) every 20 steps of 200 and the final positions and velocities match one rank to 1e-12, with
     atoms migrating and clusters straddling the faces; the constrained degrees of freedom counted once; npt-z: the
-    barostat reads the summed constraint virial every step.  The bond and angle statistics every 100 steps (every
-    atom gathered, rank 0 prints) are the 1-rank run's to 1e-12.  A checkpoint over ranks is refused clearly."""
-    r = _result(ranks, style, "--steps", "200", "--integrator", integrator)
-    assert r["decomposition"].startswith("spatial domains") and r["rows"] == [11, 11], r
+    barostat reads the summed constraint virial every step; 4 ranks on 2x2 grids: the ghosts of ghosts (edges).
+    The bond and angle statistics every 100 steps (every atom gathered, rank 0 prints) are the 1-rank run's to
+    1e-12.  A checkpoint over ranks is refused clearly."""
+    r = _result(ranks, style, "--steps", "200", "--integrator", integrator, *(("--grid", grid) if grid else ()))
+    assert r["decomposition"].startswith(f"spatial domains {grid or ''}") and r["rows"] == [11, 11], r
     assert all(value < 1e-12 for value in r["worst"].values()), r
     assert r["position_rel"] < 1e-12 and r["velocity_rel"] < 1e-12 and r["ids_equal"], r
     assert r["migrated"] > 0 and min(r["straddling"]) > 0 and r["dof"] == r["ref_dof"] == 573, r
