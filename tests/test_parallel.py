@@ -164,16 +164,56 @@ def test_shake_over_domains_matches_one_rank(ranks, style, integrator, grid):
     atoms migrating and clusters straddling the faces; the constrained degrees of freedom counted once; npt-z: the
     barostat reads the summed constraint virial every step; 4 ranks on 2x2 grids: the ghosts of ghosts (edges).
     The bond and angle statistics every 100 steps (every atom gathered, rank 0 prints) are the 1-rank run's to
-    1e-12.  A checkpoint over ranks is refused clearly."""
+    1e-12."""
     r = _result(ranks, style, "--steps", "200", "--integrator", integrator, *(("--grid", grid) if grid else ()))
     assert r["decomposition"].startswith(f"spatial domains {grid or ''}") and r["rows"] == [11, 11], r
     assert all(value < 1e-12 for value in r["worst"].values()), r
     assert r["position_rel"] < 1e-12 and r["velocity_rel"] < 1e-12 and r["ids_equal"], r
     assert r["migrated"] > 0 and min(r["straddling"]) > 0 and r["dof"] == r["ref_dof"] == 573, r
     assert r["box_rel"] < 1e-12 and (r["box_change"] > 1e-3) == (integrator == "npt-z"), r
-    assert "checkpoints of a run over MPI ranks are not implemented yet" in r["checkpoint_refused"], r
     # fix ... 100: the statistics of steps 0, 100 and 200 (their spreads are rounding-sized: compared absolutely)
     assert r["stats"] == [3, 3] and r["stats_rows_equal"] and r["stats_diff"] < 1e-12, r
+
+
+@needs_mpi
+@pytest.mark.parametrize("style", ["shake", pytest.param("rattle", marks=pytest.mark.ci_only)])
+def test_shake_checkpoint_over_domains_continues(tmp_path, style):
+    """A run over 2 ranks with fix shake (rattle) writing checkpoints every 60 steps of 120: the checkpoint's
+    rebuild computes the forces again without the constraint forces, so each atom's constraint force of the step
+    is added back by id (in the writing run and in the continuation).  The run restarted from the step-60
+    checkpoint on 2 ranks rewrites the thermo log's rows with the same bytes; on one process (the forces added
+    back by id there too) and the writing run itself follow the uninterrupted 1-rank run to 1e-12 (without the
+    constraint forces added back they part: Temp by 1e-3 and Press by 2 % at step 120)."""
+    import importlib
+
+    test_shake = importlib.import_module("test_shake")
+    test_shake.shifted_molecules_data(tmp_path / "molecules.data", (3.75, 3.75, 3.75))
+    script = test_shake.SCRIPT.format(data=tmp_path / "molecules.data", style=style, steps=120, every=20, dt=2.0)
+    (tmp_path / "in.shake").write_text(script)
+    env = dict(os.environ, NUMBA_NUM_THREADS="1")
+    cli = [sys.executable, "-m", "pycumd.cli", "run"]
+    proc = subprocess.run([*cli, "in.shake", "--device", "cpu", "--log", "serial.csv"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    serial = np.loadtxt(tmp_path / "serial.csv", delimiter=",", skiprows=1)
+    proc = subprocess.run([*MPIEXEC, "-n", "2", *cli, "in.shake", "--device", "cpu", "--log", "thermo.csv",
+                           "--checkpoint", "run.ckpt", "--checkpoint-every", "60"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    reference = (tmp_path / "thermo.csv").read_text()
+    rows = np.loadtxt(tmp_path / "thermo.csv", delimiter=",", skiprows=1)
+    assert rows.shape == serial.shape == (7, 6) and np.allclose(rows, serial, rtol=1e-12, atol=0), (rows, serial)
+    (tmp_path / "run.ckpt.1").rename(tmp_path / "at60.ckpt")
+    for launch in ([*MPIEXEC, "-n", "2"], []):
+        proc = subprocess.run([*launch, *cli, "--restart", "at60.ckpt"], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=240, env=env)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+        assert "continuing from at60.ckpt at step 60" in proc.stdout
+        if launch:
+            assert (tmp_path / "thermo.csv").read_text() == reference
+        else:
+            continued = np.loadtxt(tmp_path / "thermo.csv", delimiter=",", skiprows=1)
+            assert np.allclose(continued, serial, rtol=1e-12, atol=0), (continued, serial)
 
 
 @needs_mpi

@@ -112,6 +112,26 @@ def molecules_data(path, n_grid=4, spacing=7.5, seed=3, kinds=("water", "ethane"
     Path(path).write_text("\n".join(lines) + "\n")
 
 
+def shifted_molecules_data(path, shift):
+    """tests/test_shake.py's molecules (64 in a 30 A box: water with its angle frozen, ethane, dimers, bent
+    X-H2) moved by ``shift`` (A, (3,)) and wrapped into the box, so that clusters straddle the domain faces.
+    Returns the positions (N, 3), in id order."""
+    molecules_data(path)
+    lines = Path(path).read_text().splitlines()
+    start = lines.index("Atoms # molecular") + 2
+    L = 30.0                                    # molecules_data's box
+    positions = []
+    for k in range(start, len(lines)):
+        if not lines[k].strip():
+            break
+        i, mol, atype, *x = lines[k].split()
+        x = [(float(c) + s) % L for c, s in zip(x, shift)]
+        lines[k] = f"{i} {mol} {atype} {x[0]!r} {x[1]!r} {x[2]!r}"
+        positions.append(x)
+    Path(path).write_text("\n".join(lines) + "\n")
+    return np.asarray(positions)
+
+
 SCRIPT = """units real
 atom_style molecular
 read_data {data}

@@ -35,8 +35,11 @@ same order, so with the same result, and keeps the corrections of its owned atom
 communication).  The constraint virial is counted by the owner of each cluster's first atom and summed
 over the ranks at each step (rank 0 of the owners reports it, as a k-space solver's); the degrees of
 freedom are the whole system's clusters' (each rank knows every cluster).  A failed cluster stops every
-rank with the same error.  Checkpoints of such runs are not implemented yet (the checkpoint's rebuild
-computes the forces again, without the constraint forces).
+rank with the same error.  A checkpoint over ranks rebuilds the lists and computes the forces again
+(:meth:`~pycumd.simulation.Simulation.start_checkpoint`), without the constraint forces: each atom's
+constraint force of the step is kept (by id), added back and stored in the checkpoint, so that the writing
+run and a continuation on any number of ranks go on with it (a checkpoint written on one rank holds the
+step's forces instead, and continues on one rank only).
 
 Kernels: one Numba function per cluster kind on the CPU, and ``shake.cu`` on the GPU with one thread
 per cluster doing the same operations in the same order (each atom belongs to one cluster: no atomics).
@@ -551,7 +554,9 @@ class Shake(StepHooksBase):
         self.selection, self.rattle = selection, bool(rattle)
         self.clusters: Clusters | None = None
         self._bound = None
+        self._sim = None
         self._virial = None
+        self._restored_virial = None
 
     # -- the contract ---------------------------------------------------------------------------
     def off_terms(self, system) -> dict:
@@ -575,6 +580,8 @@ class Shake(StepHooksBase):
         b = self._bound
         if b.decomposition is not None:
             return b.total_virial.copy() if b.decomposition.owners.rank == 0 else np.zeros(6)
+        if self._restored_virial is not None:     # continued on one rank from a checkpoint of several
+            return self._restored_virial.copy()
         out = np.zeros(6)
         for kind in KINDS:
             if self.clusters.count(kind):
@@ -587,7 +594,9 @@ class Shake(StepHooksBase):
         if self.clusters is None:
             raise RuntimeError(f"fix {self.name}: clusters not found (off_terms was not called by the components)")
         self._bound = _Bound(sim, self.clusters)
+        self._sim = sim
         self._virial = None
+        self._restored_virial = None
 
     def setup(self, sim) -> None:
         """``FixShake::setup``: correct the positions onto the constraints, RATTLE's velocities, then the
@@ -633,9 +642,14 @@ class Shake(StepHooksBase):
         cluster kind, (clusters, 6) as lists; the pressure and a barostat read it before the next SHAKE) and
         whether the negative-determinant warning was given.  The clusters come again from the checkpoint's
         topology (:meth:`off_terms`), and the step's constraint forces are in the stored forces: SHAKE keeps
-        no unconstrained positions between steps (it works from x, v and f at each ``post_force``)."""
+        no unconstrained positions between steps (it works from x, v and f at each ``post_force``).
+
+        Over MPI ranks (a collective call, after :meth:`~pycumd.simulation.Simulation.start_checkpoint`, whose
+        rebuild computes the forces again without the constraint forces): each atom's constraint force of the last
+        step, gathered by id from every rank, is added to the forces again (the writing run goes on with them, as
+        the continuation does) and stored, with the whole system's constraint virial."""
         if self._bound is not None and self._bound.decomposition is not None:
-            raise NotImplementedError(self._no_checkpoints)
+            return self._domain_checkpoint_state()
         virial = None
         if self._virial is not None:
             be = self._bound.backend
@@ -646,8 +660,9 @@ class Shake(StepHooksBase):
     def restore_checkpoint_state(self, state: dict) -> None:
         """Put :meth:`checkpoint_state` back (after :meth:`bind`); a checkpoint of other clusters is refused."""
         b = self._bound
-        if b.decomposition is not None:
-            raise NotImplementedError(self._no_checkpoints)
+        if b.decomposition is not None or "constraint_forces" in state:
+            self._restore_domain_checkpoint_state(state)
+            return
         b.warned = bool(state.get("warned", False))
         if state.get("virial") is None:
             self._virial = None
@@ -667,14 +682,48 @@ class Shake(StepHooksBase):
         text = f"{self.name} {self.tolerance:g} {self.max_iter} {self.print_every} {' '.join(words)}"
         return text + (f" ({self.clusters.describe()})" if self.clusters is not None else "")
 
-    @property
-    def _no_checkpoints(self) -> str:
-        return (f"fix {self.name}: checkpoints of a run over MPI ranks are not implemented yet (the checkpoint's "
-                f"rebuild computes the forces again, without the constraint forces); write checkpoints on one rank")
+    def _domain_checkpoint_state(self) -> dict:
+        """:meth:`checkpoint_state` over MPI ranks (collective)."""
+        b, sim = self._bound, self._sim
+        ids, forces = b.host_constraint_forces()
+        parts = b.decomposition.comm.allgather((ids, forces))
+        ids = np.concatenate([p[0] for p in parts])
+        forces = np.concatenate([p[1] for p in parts]).reshape(-1, 3)
+        order = np.argsort(ids, kind="stable")
+        ids, forces = ids[order], forces[order]
+        if b.forces_recomputed(sim):          # the checkpoint's rebuild computed the forces again
+            b.add_constraint_forces(sim, ids, forces)
+        return {"virial": None, "warned": bool(b.warned),
+                "virial_total": None if self._virial is None else [float(w) for w in b.total_virial],
+                "constraint_forces": {"ids": ids.tolist(), "forces": forces.tolist()}}
+
+    def _restore_domain_checkpoint_state(self, state: dict) -> None:
+        """:meth:`restore_checkpoint_state` of a checkpoint written over MPI ranks (continued on any number of
+        ranks; the continuation's rebuild computed the forces without the constraint forces: they are added
+        again by atom id), or refused for one written on one rank and continued over ranks."""
+        b, sim = self._bound, self._sim
+        if "constraint_forces" not in state:
+            raise NotImplementedError(f"fix {self.name}: a checkpoint written on one rank does not continue over MPI "
+                                      f"ranks yet (it holds the step's forces, not each atom's constraint force); "
+                                      f"continue it on one rank")
+        b.warned = bool(state.get("warned", False))
+        stored = state["constraint_forces"]
+        b.add_constraint_forces(sim, np.asarray(stored["ids"], np.int64),
+                                np.asarray(stored["forces"], np.float64).reshape(-1, 3))
+        total = state.get("virial_total")
+        if total is None:
+            self._virial = None
+            return
+        self._virial = b.virial
+        if b.decomposition is not None:
+            b.total_virial = np.asarray(total, np.float64)
+        else:
+            self._restored_virial = np.asarray(total, np.float64)
 
     # -- the work -----------------------------------------------------------------------------------
     def _shake(self, sim, v, f, dtv, dtfsq, where: str) -> dict:
         b = self._bound
+        self._restored_virial = None
         virial = b.shake(sim, v, f, dtv, dtfsq, self.tolerance, self.max_iter)
         if b.decomposition is None:
             self._check(sim, where)
@@ -813,6 +862,10 @@ class _Bound:
         #: spatial domains: the error of the last velocity constraints on this rank (None: none), raised on every
         #: rank by the position constraints that always follow them (:meth:`Shake._shake`)
         self.rattle_problem = None
+        #: spatial domains: (ids, forces) of this rank's owned atoms at the last constraint step (backend arrays,
+        #: (n,) and (n, 3)): the constraint forces a checkpoint's rebuild takes off and adds again by id
+        self.constraint_forces = None
+        self._forces_key = None           # (neighbour list, builds) when they were last in the state's forces
         self._allocate()
         if self.decomposition is None:
             max_id = int(be.to_host(sim.state.ids).max())
@@ -942,8 +995,40 @@ class _Bound:
                                           self.lengths[kind], L, 1.0 / L, float(dtv), float(dtfsq), float(tol),
                                           int(max_iter), self.virial[kind], self.status[kind])
         if f_rows is not f:             # domains: the owned atoms' corrected forces
+            if f is s.forces:           # the step's constraint forces by atom id (for a checkpoint's rebuild)
+                self.constraint_forces = (s.ids.copy(), f_rows[:len(f)] - f)
+                self._forces_key = (id(sim.neighbors), sim.neighbors.n_builds)
             f[...] = f_rows[:len(f)]
         return self.virial
+
+    def host_constraint_forces(self) -> tuple:
+        """:attr:`constraint_forces` on the host: ids (n,) int64 and forces (n, 3) float64 (empty before any)."""
+        if self.constraint_forces is None:
+            return np.zeros(0, np.int64), np.zeros((0, 3))
+        ids, forces = self.constraint_forces
+        return (np.asarray(self.backend.to_host(ids), np.int64),
+                np.asarray(self.backend.to_host(forces), np.float64).reshape(-1, 3))
+
+    def forces_recomputed(self, sim) -> bool:
+        """Whether the lists were built (and the forces computed) again since the last constraint step."""
+        nl = sim.neighbors
+        return self.constraint_forces is not None and self._forces_key != (id(nl), nl.n_builds)
+
+    def add_constraint_forces(self, sim, ids, forces) -> None:
+        """Add ``forces`` ((k, 3) float64, the constraint forces of the atoms ``ids``, which include every atom
+        this rank owns) to the state's forces, each to its atom's row."""
+        s, be, xp = sim.state, self.backend, self.backend.xp
+        own = np.asarray(be.to_host(s.ids), np.int64)
+        where = np.full(int(max(ids.max(initial=0), own.max(initial=0))) + 1, -1, np.int64)
+        where[ids] = np.arange(len(ids))
+        k = where[own]
+        if (k < 0).any():
+            raise ValueError(f"the checkpoint holds no constraint force of atom {int(own[np.argmax(k < 0)])}")
+        added = xp.asarray(forces[k], dtype=s.forces.dtype)
+        s.forces[...] = s.forces + added
+        self.constraint_forces = (s.ids.copy(), added)
+        nl = sim.neighbors
+        self._forces_key = (id(nl), nl.n_builds)
 
     def rattle(self, sim, dtfv) -> None:
         s = sim.state
