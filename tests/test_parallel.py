@@ -183,7 +183,8 @@ def test_shake_checkpoint_over_domains_continues(tmp_path, style):
     is added back by id (in the writing run and in the continuation).  The run restarted from the step-60
     checkpoint on 2 ranks rewrites the thermo log's rows with the same bytes; on one process (the forces added
     back by id there too) and the writing run itself follow the uninterrupted 1-rank run to 1e-12 (without the
-    constraint forces added back they part: Temp by 1e-3 and Press by 2 % at step 120)."""
+    constraint forces added back they part: Temp by 1e-3 and Press by 2 % at step 120).  A checkpoint written on
+    one rank is refused over ranks, naming why."""
     import importlib
 
     test_shake = importlib.import_module("test_shake")
@@ -192,8 +193,9 @@ def test_shake_checkpoint_over_domains_continues(tmp_path, style):
     (tmp_path / "in.shake").write_text(script)
     env = dict(os.environ, NUMBA_NUM_THREADS="1")
     cli = [sys.executable, "-m", "pycumd.cli", "run"]
-    proc = subprocess.run([*cli, "in.shake", "--device", "cpu", "--log", "serial.csv"], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=240, env=env)
+    proc = subprocess.run([*cli, "in.shake", "--device", "cpu", "--log", "serial.csv", "--checkpoint", "serial.ckpt",
+                           "--checkpoint-every", "60"], cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                          env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     serial = np.loadtxt(tmp_path / "serial.csv", delimiter=",", skiprows=1)
     proc = subprocess.run([*MPIEXEC, "-n", "2", *cli, "in.shake", "--device", "cpu", "--log", "thermo.csv",
@@ -214,6 +216,11 @@ def test_shake_checkpoint_over_domains_continues(tmp_path, style):
         else:
             continued = np.loadtxt(tmp_path / "thermo.csv", delimiter=",", skiprows=1)
             assert np.allclose(continued, serial, rtol=1e-12, atol=0), (continued, serial)
+    # a checkpoint written on one rank holds the step's forces, not each atom's constraint force: refused over ranks
+    proc = subprocess.run([*MPIEXEC, "-n", "2", *cli, "--restart", "serial.ckpt.1"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=240, env=env)
+    assert proc.returncode != 0 and "a checkpoint written on one rank does not continue over MPI ranks yet" in \
+        proc.stderr, proc.stdout[-2000:] + proc.stderr[-3000:]
 
 
 @needs_mpi
