@@ -908,7 +908,7 @@ class _Bound:
         """Spatial domains, after each build (a no-op until the next): map the atom ids to the extended
         rows (the owned row where an atom is also a ghost), keep the clusters with an owned atom, and send
         the masses to the ghost rows.  A kept cluster with an atom beyond the ghost layer stops every rank
-        with an error naming it (one gather per build)."""
+        with an error naming it (one flag all-reduce per build)."""
         nl = sim.neighbors
         key = (id(nl), nl.n_builds)
         if key == self._mapped:
@@ -937,9 +937,9 @@ class _Bound:
             self.atoms[k] = self.all_atoms[k][which]
             self.lengths[k] = self.all_lengths[k][which]
             self.counted[k] = np.asarray(be.to_host(owned[which, 0]), bool)
-        problems = [p for p in self.decomposition.comm.allgather(problem) if p is not None]
-        if problems:
-            raise InputError(problems[0])
+        comm = self.decomposition.comm
+        if comm.any(problem is not None):     # every rank stops with the message of the lowest rank that met it
+            raise InputError([p for p in comm.allgather(problem) if p is not None][0])
         self._allocate()
         self.mass_rows = self.extended(sim, sim.state.per_atom_mass)
         self._mapped = key
