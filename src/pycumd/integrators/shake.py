@@ -988,8 +988,8 @@ class _Bound:
                         ((n + 127) // 128,), (128,),
                         (x, np.int32(x.shape[1]), v_rows, f_rows, np.int32(f_rows.shape[1]), mass,
                          self.row_of, self.atoms[kind], self.lengths[kind], np.int32(n),
-                         *(np.float64(length) for length in L), np.float64(dtv), np.float64(dtfsq), np.float64(tol), np.int32(max_iter),
-                         self.virial[kind], self.status[kind]))
+                         *(np.float64(length) for length in L), np.float64(dtv), np.float64(dtfsq),
+                         np.float64(tol), np.int32(max_iter), self.virial[kind], self.status[kind]))
             else:
                 cpu_kernel("shake", kind)(x, v_rows, f_rows, mass, self.row_of, self.atoms[kind],
                                           self.lengths[kind], L, 1.0 / L, float(dtv), float(dtfsq), float(tol),
