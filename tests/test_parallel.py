@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -143,6 +144,96 @@ def test_molecules_over_domains_match_one_rank(ranks, combo):
     assert r["decomposition"].startswith("spatial domains") and r["rows"] == [21, 21], r
     assert all(value < 1e-12 for value in r["worst"].values()), r
     assert r["migrated"] > 0 and all(abs(e) > 0 for e in r["bonded"].values()), r
+
+
+@needs_mpi
+@pytest.mark.parametrize("ranks, style, integrator, grid", [
+    (2, "shake", "nve", None), (3, "rattle", "nve", None),
+    pytest.param(3, "shake", "nve", None, marks=pytest.mark.ci_only),
+    pytest.param(2, "rattle", "nve", None, marks=pytest.mark.ci_only),
+    pytest.param(3, "shake", "npt-z", None, marks=pytest.mark.ci_only),
+    pytest.param(2, "rattle", "npt-z", None, marks=pytest.mark.ci_only),
+    pytest.param(4, "shake", "nve", "2x2x1", marks=pytest.mark.ci_only),
+    pytest.param(4, "rattle", "nve", "1x2x2", marks=pytest.mark.ci_only)])
+def test_shake_over_domains_matches_one_rank(ranks, style, integrator, grid):
+    """fix shake and fix rattle (tests/test_shake.py's 64 molecules: shake2, shake3, shake4 and shake3angle clusters,
+    moved so that their centres sit on the domain faces) over spatial domains: each rank solves the clusters with an
+    owned atom from the ghosts' forwarded velocities and forces, keeps its owned atoms' corrections, counts the
+    constraint virial of the clusters whose first atom it owns.  Thermo (Temp, E_pair, E_mol, TotEng, Press with the
+    constraint virial) every 20 steps of 200 and the final positions and velocities match one rank to 1e-12, with
+    atoms migrating and clusters straddling the faces; the constrained degrees of freedom counted once; npt-z: the
+    barostat reads the summed constraint virial every step; 4 ranks on 2x2 grids: the ghosts of ghosts (edges).
+    The bond and angle statistics every 100 steps (every atom gathered, rank 0 prints) are the 1-rank run's to
+    1e-12."""
+    r = _result(ranks, style, "--steps", "200", "--integrator", integrator, *(("--grid", grid) if grid else ()))
+    assert r["decomposition"].startswith(f"spatial domains {grid or ''}") and r["rows"] == [11, 11], r
+    assert all(value < 1e-12 for value in r["worst"].values()), r
+    assert r["position_rel"] < 1e-12 and r["velocity_rel"] < 1e-12 and r["ids_equal"], r
+    assert r["migrated"] > 0 and min(r["straddling"]) > 0 and r["dof"] == r["ref_dof"] == 573, r
+    assert r["box_rel"] < 1e-12 and (r["box_change"] > 1e-3) == (integrator == "npt-z"), r
+    # fix ... 100: the statistics of steps 0, 100 and 200 (their spreads are rounding-sized: compared absolutely)
+    assert r["stats"] == [3, 3] and r["stats_rows_equal"] and r["stats_diff"] < 1e-12, r
+
+
+@needs_mpi
+@pytest.mark.parametrize("style", ["shake", pytest.param("rattle", marks=pytest.mark.ci_only)])
+def test_shake_checkpoint_over_domains_continues(tmp_path, style):
+    """A run over 2 ranks with fix shake (rattle) writing checkpoints every 60 steps of 120: the checkpoint's
+    rebuild computes the forces again without the constraint forces, so each atom's constraint force of the step
+    is added back by id (in the writing run and in the continuation).  The run restarted from the step-60
+    checkpoint on 2 ranks rewrites the thermo log's rows with the same bytes; on one process (the forces added
+    back by id there too) and the writing run itself follow the uninterrupted 1-rank run to 1e-12 (without the
+    constraint forces added back they part: Temp by 1e-3 and Press by 2 % at step 120).  A checkpoint written on
+    one rank is refused over ranks, naming why."""
+    import importlib
+
+    test_shake = importlib.import_module("test_shake")
+    test_shake.shifted_molecules_data(tmp_path / "molecules.data", (3.75, 3.75, 3.75))
+    script = test_shake.SCRIPT.format(data=tmp_path / "molecules.data", style=style, steps=120, every=20, dt=2.0)
+    (tmp_path / "in.shake").write_text(script)
+    env = dict(os.environ, NUMBA_NUM_THREADS="1")
+    cli = [sys.executable, "-m", "pycumd.cli", "run"]
+    proc = subprocess.run([*cli, "in.shake", "--device", "cpu", "--log", "serial.csv", "--checkpoint", "serial.ckpt",
+                           "--checkpoint-every", "60"], cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                          env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    serial = np.loadtxt(tmp_path / "serial.csv", delimiter=",", skiprows=1)
+    proc = subprocess.run([*MPIEXEC, "-n", "2", *cli, "in.shake", "--device", "cpu", "--log", "thermo.csv",
+                           "--checkpoint", "run.ckpt", "--checkpoint-every", "60"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    reference = (tmp_path / "thermo.csv").read_text()
+    rows = np.loadtxt(tmp_path / "thermo.csv", delimiter=",", skiprows=1)
+    assert rows.shape == serial.shape == (7, 6) and np.allclose(rows, serial, rtol=1e-12, atol=0), (rows, serial)
+    (tmp_path / "run.ckpt.1").rename(tmp_path / "at60.ckpt")
+    for launch in ([*MPIEXEC, "-n", "2"], []):
+        proc = subprocess.run([*launch, *cli, "--restart", "at60.ckpt"], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=240, env=env)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+        assert "continuing from at60.ckpt at step 60" in proc.stdout
+        if launch:
+            assert (tmp_path / "thermo.csv").read_text() == reference
+        else:
+            continued = np.loadtxt(tmp_path / "thermo.csv", delimiter=",", skiprows=1)
+            assert np.allclose(continued, serial, rtol=1e-12, atol=0), (continued, serial)
+    # a checkpoint written on one rank holds the step's forces, not each atom's constraint force: refused over ranks
+    proc = subprocess.run([*MPIEXEC, "-n", "2", *cli, "--restart", "serial.ckpt.1"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=240, env=env)
+    assert proc.returncode != 0 and "a checkpoint written on one rank does not continue over MPI ranks yet" in \
+        proc.stderr, proc.stdout[-2000:] + proc.stderr[-3000:]
+
+
+@needs_mpi
+def test_shake_errors_over_domains_stop_every_rank_alike():
+    """3 ranks: a cluster not converging (1e-14 in 2 iterations) stops every rank with the 1-rank run's message
+    (test_shake.py::test_errors_name_the_problem), and a cluster whose atoms lie 15 A apart across domains with a
+    3 A ghost layer stops every rank naming the cluster (no rank left waiting in a collective)."""
+    r = _result(3, "shake-errors")
+    assert r["tight"] == [r["tight"][0]] * 3 and re.search(
+        r"SHAKE did not converge in 2 iterations \(tolerance 1e-14\) at step 0 \(setup\) for the shake3 cluster of "
+        r"atoms 14 15 16", r["tight"][0]), r
+    assert r["far"] == [r["far"][0]] * 3 and "the shake2 cluster of atoms 1 2 reaches beyond the ghost layer" in \
+        r["far"][0], r
 
 
 @needs_mpi
@@ -356,6 +447,19 @@ def test_gpu_molecules_over_domains_match_one_rank(combo):
     rows, the special-pair filter by the rows' global ids) against 1 rank: thermo to 1e-10 over 400 steps."""
     r = _result(2, f"mol-{combo}", "--device", "cuda", "--steps", "400")
     assert r["rows"] == [21, 21] and all(value < 1e-10 for value in r["worst"].values()), r
+
+
+@pytest.mark.cuda
+@needs_gpu
+@needs_mpi
+@pytest.mark.parametrize("style", ["shake", "rattle"])
+def test_gpu_shake_over_domains_matches_one_rank(style):
+    """fix shake and fix rattle on the GPU in double precision over 2 ranks (shake.cu's kernels over the extended
+    rows, the ghosts' velocities, forces and masses forwarded) against 1 rank: thermo, positions and velocities to
+    1e-10 over 200 steps."""
+    r = _result(2, style, "--device", "cuda", "--steps", "200")
+    assert r["rows"] == [11, 11] and all(value < 1e-10 for value in r["worst"].values()), r
+    assert r["position_rel"] < 1e-10 and r["velocity_rel"] < 1e-10 and min(r["straddling"]) > 0, r
 
 
 @pytest.mark.cuda
