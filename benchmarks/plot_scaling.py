@@ -1,9 +1,11 @@
 """Plot atom-steps/s against N for one and two GPUs from `pycumd bench scaling` JSON records.
 
-    python3 benchmarks/plot_scaling.py docs/data/scaling_h200x2_2026-11-26_s9.jsonl -o docs/scaling_2gpu.png
+    python3 benchmarks/plot_scaling.py docs/data/scaling_h200x2_2026-11-27_s13_final.jsonl \
+        docs/data/openmm_h200x2_2026-11-27_s13_final.jsonl -o docs/scaling_2gpu.png
 
-LJ strong-scaling runs (not --weak) and all-pairs ions, pycumd on 1 and 2 ranks; OpenMM records
-(``"engine": "openmm"``) on one GPU and on two (``device_index`` "0,1") where present.
+LJ strong-scaling runs (not --weak; not the A/B runs of the host build, ``--host-build``) and all-pairs
+ions, pycumd on 1 and 2 ranks; OpenMM records (``"engine": "openmm"``) on one GPU and on two
+(``device_index`` "0,1") where present.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from collections import defaultdict
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("records")
+    ap.add_argument("records", nargs="+", help="JSON-lines files of records")
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args(argv)
     import matplotlib
@@ -25,8 +27,11 @@ def main(argv=None) -> int:
 
     series = defaultdict(dict)
     device = ""
-    for line in open(args.records):
+    lines = [line for path in args.records for line in open(path) if line.strip()]
+    for line in lines:
         r = json.loads(line)
+        if r.get("domain_build") == "host":
+            continue
         if r.get("engine") == "openmm":
             label = f"OpenMM LJ, {'2 GPUs' if r.get('device_index') else '1 GPU'}"
         elif r.get("weak"):

@@ -5,7 +5,9 @@
 #
 #   tests   the GPU tests of tests/test_parallel.py (2 ranks: one per GPU through NCCL; 3-4 ranks share)
 #   lj      pycumd bench scaling lj on 1 and 2 GPUs: strong at LJ_CELLS (default "63 159"), weak at WEAK_CELLS
-#           (default 159: 16M atoms per GPU); with HOST_STEPS=1 also 2 GPUs with host-driven steps (--no-graphs)
+#           (default 159: 16M atoms per GPU); with HOST_STEPS=1 also 2 GPUs with host-driven steps (--no-graphs),
+#           with HOST_BUILD=1 also 2 GPUs with the host build of the domains (--host-build) and the device
+#           build launch by launch (--eager-build)
 #   ions    all-pairs ions at ION_SIZES (default "27648 110592") on 1 and 2 GPUs, replicated and 2x1 matrix
 #   openmm  OpenMM on 1 and 2 GPUs (DeviceIndex 0,1) at LJ_CELLS (wheels in .whl/peers: carry .whl)
 #   profile rank 0's Python profile of the 2-rank LJ run at PROFILE_CELLS (default 63) into $OUT/profile_lj.txt
@@ -36,6 +38,8 @@ for part in $parts; do
         scaling 1 lj --cells "$c" --steps ${LJ_STEPS:-300}
         scaling 2 lj --cells "$c" --steps ${LJ_STEPS:-300}
         [ -n "$HOST_STEPS" ] && scaling 2 lj --cells "$c" --steps ${LJ_STEPS:-300} --no-graphs
+        [ -n "$HOST_BUILD" ] && scaling 2 lj --cells "$c" --steps ${LJ_STEPS:-300} --host-build
+        [ -n "$HOST_BUILD" ] && scaling 2 lj --cells "$c" --steps ${LJ_STEPS:-300} --eager-build
       done
       for c in ${WEAK_CELLS:-159}; do scaling 2 lj --cells "$c" --weak --steps ${LJ_STEPS:-300}; done ;;
   ions) for n in ${ION_SIZES:-27648 110592}; do

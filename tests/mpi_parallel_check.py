@@ -15,8 +15,11 @@ JSON line ``RESULT {...}`` with the measured differences; the test asserts on th
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 from mpi4py import MPI
@@ -164,7 +167,8 @@ def owned_in_cell_order(sim) -> bool:
     return bool((np.diff(keys) >= 0).all())
 
 
-def run(case, comm, steps, device, grid, precision="double", thermostat="nve", deterministic=False, use_graphs=True):
+def run(case, comm, steps, device, grid, precision="double", thermostat="nve", deterministic=False, use_graphs=True,
+        host_build=False, small_capacities=False):
     system, potential, dt, options = INPUTS[case]()
     options = dict(options, device=device, precision=precision, deterministic=deterministic, use_graphs=use_graphs)
     if thermostat != "nve" and case != "lj":
@@ -177,6 +181,11 @@ def run(case, comm, steps, device, grid, precision="double", thermostat="nve", d
     else:
         integrator = VelocityVerlet(dt=dt, thermostat=None if thermostat == "nve" else thermostat_of(thermostat, 2.4, dt))
     sim = Simulation(system.copy(), potential, integrator, **options)
+    if host_build:                            # spatial domains on the GPU: the host build, not the device's
+        sim.neighbors.device_build = None
+    if small_capacities:                      # the device build's first capacities far too small: it grows
+        sim.neighbors.device_build.initial_scale, sim.neighbors.device_build.initial_margin = 0.1, 0
+        sim.neighbors.capacity = 4            # and the list's: the device's list overflows, the host's grows it
     sim.setup()
     forces0 = owned_forces(sim, comm or MPI.COMM_SELF)
     collect = Collect(10, steps)
@@ -392,11 +401,140 @@ def main_molcoul(args):
         "last": {key: float(reference[-1][key]) for key in keys}}), flush=True)
 
 
+def clusters_over_domains(sim, positions):
+    """How many of the fix's clusters have atoms in more than one domain at ``positions`` (the whole
+    system's, (N, 3) in id order, ids 1..N)."""
+    from pycumd.integrators.shake import KINDS
+
+    hooks = sim.integrator.thermostat
+    shake = [m for m in getattr(hooks, "members", [hooks]) if getattr(m, "clusters", None) is not None][0]
+    owner = sim.decomposition.owner(positions)
+    return int(sum((owner[shake.clusters.atoms[k] - 1] != owner[shake.clusters.atoms[k][:, :1] - 1]).any(axis=1).sum()
+                   for k in KINDS))
+
+
+def compare_statistics(text, reference) -> dict:
+    """fix shake's printed statistics against a reference's: ``stats_rows_equal`` (the same lines of kinds, types
+    and counts), ``stats_diff``: the largest difference of an average or a spread (A or degrees; the spreads are
+    rounding-sized, so compared absolutely)."""
+    def rows(s):
+        return [line.split() for line in s.splitlines() if line.startswith(("Bond:", "Angle:"))]
+
+    a, b = rows(text), rows(reference)
+    same = len(a) == len(b) and all(x[:2] + x[4:] == y[:2] + y[4:] for x, y in zip(a, b))
+    diff = max((abs(float(x[k]) - float(y[k])) for x, y in zip(a, b) for k in (2, 3)), default=0.0)
+    return {"stats_rows_equal": bool(same and a), "stats_diff": diff}
+
+
+def main_shake(args):
+    """``shake`` / ``rattle``: tests/test_shake.py's SCRIPT (NVE with fix shake or fix rattle, bonds and angle
+    clusters, dt 2 fs) on shifted molecules, on one rank (rank 0) and over every rank; rank 0 prints the largest
+    relative difference of each thermo keyword, of the final positions (to the box) and velocities, and how
+    many atoms migrated and clusters straddle the domains."""
+    import tempfile
+
+    from pycumd.inputs.lammps_input import run_lammps_script
+    from test_shake import SCRIPT, shifted_molecules_data
+
+    world = MPI.COMM_WORLD
+    folder = world.bcast(tempfile.mkdtemp() if world.rank == 0 else None)
+    data = os.path.join(folder, "molecules.data")
+    # the molecules' centres at 0, 7.5, 15 and 22.5 A along each edge: on the faces of 2 domains (0, 15) and 3 (0)
+    start = shifted_molecules_data(data, (3.75, 3.75, 3.75)) if world.rank == 0 else None
+    world.Barrier()
+    # the bond and angle statistics every 100 steps (gathered over the ranks, printed by rank 0)
+    script = SCRIPT.format(data=data, style=args.case, steps=args.steps, every=20, dt=2.0).replace(
+        "1e-8 100 0", "1e-8 100 100")
+    if args.integrator == "npt-z":             # the barostat reads the constraint virial every step
+        script = script.replace("fix 1 all nve", "fix 1 all npt temp 300.0 300.0 100.0 z 1.0 1.0 1000.0 mtk no "
+                                                 "pchain 0 tchain 1")
+    engine = dict(screen=False, device=args.device, precision=args.precision, deterministic=args.deterministic)
+    if world.rank == 0:
+        with contextlib.redirect_stdout(io.StringIO()) as printed:
+            ref = run_lammps_script(text=script, **engine)
+        ref_rows, ref_final, ref_stats = ref.thermo.rows, ref.sim.system(), printed.getvalue()
+    world.Barrier()
+    with contextlib.redirect_stdout(io.StringIO()) as printed:      # --grid 2x2x1: the domain grid
+        result = run_lammps_script(text=script, comm=world, processors=args.grid and args.grid.replace("x", " "),
+                                   **engine)
+    stats = printed.getvalue()
+    sim = result.sim
+    final = sim.system()                     # collective: every atom in id order
+    migrated = world.allreduce(getattr(sim.neighbors, "migrated_total", 0), op=MPI.SUM)
+    if world.rank != 0:
+        return
+    keys = ("Temp", "E_pair", "E_mol", "TotEng", "Press")
+    worst = {key: max(abs(a[key] - b[key]) / max(abs(b[key]), 1e-300) for a, b in zip(result.thermo.rows, ref_rows))
+             for key in keys}
+    L = final.box.L
+    print("RESULT " + json.dumps({
+        "decomposition": sim.decomposition.describe(), "rows": [len(result.thermo.rows), len(ref_rows)],
+        "worst": worst, "migrated": int(migrated),
+        "position_rel": float(np.abs(final.unwrapped_positions() - ref_final.unwrapped_positions()).max() / L.min()),
+        "velocity_rel": float(np.abs(final.velocities - ref_final.velocities).max()
+                              / np.abs(ref_final.velocities).max()),
+        "ids_equal": bool((final.ids == ref_final.ids).all()),
+        "stats": [stats.count("stats (type/ave/delta/count)"), ref_stats.count("stats (type/ave/delta/count)")],
+        **compare_statistics(stats, ref_stats),
+        "box_rel": float(np.abs(np.asarray(L) - np.asarray(ref_final.box.L)).max() / min(ref_final.box.L)),
+        "box_change": float(np.abs(np.asarray(L) / 30.0 - 1.0).max()),
+        "straddling": [clusters_over_domains(sim, start), clusters_over_domains(sim, final.positions)],
+        "dof": int(sim.degrees_of_freedom()), "ref_dof": int(ref.sim.degrees_of_freedom())}), flush=True)
+
+
+FAR_CLUSTER = """units real
+atom_style molecular
+read_data {data}
+bond_style harmonic
+bond_coeff 1 100.0 1.0
+pair_style lj/cut 2.5
+pair_coeff * * 0.1 2.0
+neighbor 0.5 bin
+fix 1 all nve
+fix 2 all shake 1e-8 100 0 b 1
+run 10
+"""
+
+
+def main_shake_errors(args):
+    """``shake-errors`` (3 ranks): a cluster that does not converge (tests/test_shake.py's SCRIPT with ``1e-14 2 0``
+    and dt 4 fs) and a cluster of two atoms 15 A apart across the domains of a 1x1x3 grid (ghost layer 3 A): every rank catches the error; rank 0 prints each case's messages of all ranks."""
+    import tempfile
+
+    from pycumd.bookkeeping import SimulationError
+    from pycumd.inputs.lammps_input import run_lammps_script
+    from pycumd.system import InputError
+    from test_shake import SCRIPT, shifted_molecules_data
+
+    world = MPI.COMM_WORLD
+    folder = world.bcast(tempfile.mkdtemp() if world.rank == 0 else None)
+    data, far = os.path.join(folder, "molecules.data"), os.path.join(folder, "far.data")
+    if world.rank == 0:
+        shifted_molecules_data(data, (3.75, 3.75, 3.75))
+        Path(far).write_text("far cluster\n\n4 atoms\n1 bonds\n1 atom types\n1 bond types\n\n0 30 xlo xhi\n"
+                             "0 30 ylo yhi\n0 30 zlo zhi\n\nMasses\n\n1 12.0\n\nAtoms # molecular\n\n"
+                             "1 1 1 5.0 5.0 1.0\n2 1 1 5.0 5.0 16.0\n3 2 1 20.0 20.0 12.0\n4 3 1 20.0 20.0 25.0\n\n"
+                             "Bonds\n\n1 1 1 2\n")
+    world.Barrier()
+    tight = SCRIPT.format(data=data, style="shake", steps=10, every=10, dt=4.0).replace("1e-8 100 0", "1e-14 2 0")
+    out = {}
+    for name, script, error in (("tight", tight, SimulationError), ("far", FAR_CLUSTER.format(data=far), InputError)):
+        try:
+            run_lammps_script(text=script, comm=world, screen=False, device=args.device, processors="1 1 3")
+            message = None
+        except error as exc:
+            message = str(exc)
+        out[name] = world.allgather(message)
+    if world.rank == 0:
+        print("RESULT " + json.dumps(out), flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("case", choices=list(INPUTS) + ["min-cg", "min-fire"] + [f"mol-{c}" for c in MOLECULE_COMBOS]
+    parser.add_argument("case", choices=list(INPUTS) + ["min-cg", "min-fire", "shake", "rattle", "shake-errors"]
+                        + [f"mol-{c}" for c in MOLECULE_COMBOS]
                         + [f"molcoul-{s}-{k}" for s in MOLCOUL_SCRIPTS for k in ("pppm", "ewald", "msm")]
-                        + ["molcoul-charmm-switched", "molcoul-charmm-implicit"] + ["rhodo"])
+                        + ["molcoul-charmm-switched", "molcoul-charmm-implicit", "rhodo"])
     parser.add_argument("--pair-method", default="neighbor")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--grid", default=None)
@@ -406,6 +544,11 @@ def main():
     parser.add_argument("--deterministic", action="store_true")
     parser.add_argument("--graphs-against-host", action="store_true",
                         help="the reference is the same decomposed run with host-driven steps (use_graphs=False)")
+    parser.add_argument("--device-build-against-host", action="store_true",
+                        help="the reference is the same decomposed run with the host build (GPU spatial domains)")
+    parser.add_argument("--small-capacities", action="store_true",
+                        help="the device build starts with capacities too small (its overflow and repeat)")
+    parser.add_argument("--integrator", choices=["nve", "npt-z"], default="nve", help="shake/rattle: fix 1")
     parser.add_argument("--chains", type=int, default=6, help="mol-*: number of chains")
     parser.add_argument("--chain-length", type=int, default=6, help="mol-*: atoms per chain")
     args = parser.parse_args()
@@ -415,17 +558,24 @@ def main():
         return main_molecular(args)
     if args.case.startswith("molcoul-") or args.case == "rhodo":
         return main_molcoul(args)
+    if args.case in ("shake", "rattle"):
+        return main_shake(args)
+    if args.case == "shake-errors":
+        return main_shake_errors(args)
     world = MPI.COMM_WORLD
     reference = None
     if args.graphs_against_host:          # every rank: the decomposed run, host-driven
         reference = run(args.case, world, args.steps, args.device, args.grid, args.precision, args.thermostat,
                         args.deterministic, use_graphs=False)
+    elif args.device_build_against_host:  # every rank: the decomposed run with the host build
+        reference = run(args.case, world, args.steps, args.device, args.grid, args.precision, args.thermostat,
+                        args.deterministic, host_build=True)
     elif world.rank == 0:
         reference = run(args.case, None, args.steps, args.device, None, args.precision, args.thermostat,
                         args.deterministic)
     world.Barrier()
     system, sim, forces0, collect, final = run(args.case, world, args.steps, args.device, args.grid, args.precision, args.thermostat,
-                        args.deterministic)
+                        args.deterministic, small_capacities=args.small_capacities)
     nl = sim.neighbors
     migrated = world.allreduce(getattr(nl, "migrated_total", 0), op=MPI.SUM)
     cell_ordered = world.allreduce(int(owned_in_cell_order(sim)), op=MPI.MIN)
@@ -461,6 +611,10 @@ def main():
         "ids_equal": bool((final.ids == ref_final.ids).all()),
         "box_rel": float(np.abs(np.asarray(final.box.L) - np.asarray(ref_final.box.L)).max() / ref_final.box.L.min()),
         "box_change": float(np.abs(np.asarray(final.box.L) / np.asarray(system.box.L) - 1.0).max()),
+        "device_builds": int(getattr(getattr(nl, "device_build", None), "builds", 0)),
+        "device_build_repeats": int(getattr(getattr(nl, "device_build", None), "repeats", 0)),
+        "device_build_captures": int(getattr(getattr(nl, "device_build", None), "captures", 0)),
+        "reference_device_builds": int(getattr(getattr(ref_sim.neighbors, "device_build", None), "builds", 0)),
         "step_graph": type(sim.step_graph).__name__ if sim.step_graph is not None else None,
         "reference_step_graph": type(ref_sim.step_graph).__name__ if ref_sim.step_graph is not None else None,
         "charges_equal": bool(system.charges is None or (np.array_equal(final.charges, system.charges)

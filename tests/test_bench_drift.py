@@ -37,3 +37,22 @@ def test_block_error_sees_correlated_noise():
     assert np.median(ls_errors) < 0.4 * spread                       # underestimates
     assert 0.6 * spread < np.median(block_errors) < 1.6 * spread    # of the right size
     assert block_error(t, 5.0 * t) < 1e-12                           # a straight line: no scatter
+
+
+def test_charged_drift_runs_molten_nacl_with_pppm(tmp_path):
+    """`pycumd bench drift --system charged` (issue 36's NVE drift with PPPM): the ions of the charged
+    benchmark's NaCl at PPPM 1e-5 (512: the box must hold twice cutoff + skin), 40 double-precision
+    steps of 2 fs on the CPU from the displaced lattice: energies sampled every 2 steps, per ion,
+    conserved to a few 1e-4 k_B T (1300 K)."""
+    import json
+
+    from pycumd.bench.drift import main
+
+    main(["--system", "charged", "--cells", "4", "--melt-steps", "0", "--steps", "40", "--every", "2",
+          "--device", "cpu", "--deterministic", "off", "--out-dir", str(tmp_path)])
+    (r,) = json.loads((tmp_path / "drift_charged.json").read_text())
+    assert r["N"] == 512 and r["precision"] == "double" and r["steps"] == 40
+    assert len(r["energy"]) == 21 and np.all(np.isfinite(r["energy"]))
+    assert abs(r["time"][-1] - 40 * 0.002) < 1e-12                   # ps
+    spread = (max(r["energy"]) - min(r["energy"])) / r["kT"]
+    assert 0.0 < spread < 5e-3, spread

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -143,6 +144,96 @@ def test_molecules_over_domains_match_one_rank(ranks, combo):
     assert r["decomposition"].startswith("spatial domains") and r["rows"] == [21, 21], r
     assert all(value < 1e-12 for value in r["worst"].values()), r
     assert r["migrated"] > 0 and all(abs(e) > 0 for e in r["bonded"].values()), r
+
+
+@needs_mpi
+@pytest.mark.parametrize("ranks, style, integrator, grid", [
+    (2, "shake", "nve", None), (3, "rattle", "nve", None),
+    pytest.param(3, "shake", "nve", None, marks=pytest.mark.ci_only),
+    pytest.param(2, "rattle", "nve", None, marks=pytest.mark.ci_only),
+    pytest.param(3, "shake", "npt-z", None, marks=pytest.mark.ci_only),
+    pytest.param(2, "rattle", "npt-z", None, marks=pytest.mark.ci_only),
+    pytest.param(4, "shake", "nve", "2x2x1", marks=pytest.mark.ci_only),
+    pytest.param(4, "rattle", "nve", "1x2x2", marks=pytest.mark.ci_only)])
+def test_shake_over_domains_matches_one_rank(ranks, style, integrator, grid):
+    """fix shake and fix rattle (tests/test_shake.py's 64 molecules: shake2, shake3, shake4 and shake3angle clusters,
+    moved so that their centres sit on the domain faces) over spatial domains: each rank solves the clusters with an
+    owned atom from the ghosts' forwarded velocities and forces, keeps its owned atoms' corrections, counts the
+    constraint virial of the clusters whose first atom it owns.  Thermo (Temp, E_pair, E_mol, TotEng, Press with the
+    constraint virial) every 20 steps of 200 and the final positions and velocities match one rank to 1e-12, with
+    atoms migrating and clusters straddling the faces; the constrained degrees of freedom counted once; npt-z: the
+    barostat reads the summed constraint virial every step; 4 ranks on 2x2 grids: the ghosts of ghosts (edges).
+    The bond and angle statistics every 100 steps (every atom gathered, rank 0 prints) are the 1-rank run's to
+    1e-12."""
+    r = _result(ranks, style, "--steps", "200", "--integrator", integrator, *(("--grid", grid) if grid else ()))
+    assert r["decomposition"].startswith(f"spatial domains {grid or ''}") and r["rows"] == [11, 11], r
+    assert all(value < 1e-12 for value in r["worst"].values()), r
+    assert r["position_rel"] < 1e-12 and r["velocity_rel"] < 1e-12 and r["ids_equal"], r
+    assert r["migrated"] > 0 and min(r["straddling"]) > 0 and r["dof"] == r["ref_dof"] == 573, r
+    assert r["box_rel"] < 1e-12 and (r["box_change"] > 1e-3) == (integrator == "npt-z"), r
+    # fix ... 100: the statistics of steps 0, 100 and 200 (their spreads are rounding-sized: compared absolutely)
+    assert r["stats"] == [3, 3] and r["stats_rows_equal"] and r["stats_diff"] < 1e-12, r
+
+
+@needs_mpi
+@pytest.mark.parametrize("style", ["shake", pytest.param("rattle", marks=pytest.mark.ci_only)])
+def test_shake_checkpoint_over_domains_continues(tmp_path, style):
+    """A run over 2 ranks with fix shake (rattle) writing checkpoints every 60 steps of 120: the checkpoint's
+    rebuild computes the forces again without the constraint forces, so each atom's constraint force of the step
+    is added back by id (in the writing run and in the continuation).  The run restarted from the step-60
+    checkpoint on 2 ranks rewrites the thermo log's rows with the same bytes; on one process (the forces added
+    back by id there too) and the writing run itself follow the uninterrupted 1-rank run to 1e-12 (without the
+    constraint forces added back they part: Temp by 1e-3 and Press by 2 % at step 120).  A checkpoint written on
+    one rank is refused over ranks, naming why."""
+    import importlib
+
+    test_shake = importlib.import_module("test_shake")
+    test_shake.shifted_molecules_data(tmp_path / "molecules.data", (3.75, 3.75, 3.75))
+    script = test_shake.SCRIPT.format(data=tmp_path / "molecules.data", style=style, steps=120, every=20, dt=2.0)
+    (tmp_path / "in.shake").write_text(script)
+    env = dict(os.environ, NUMBA_NUM_THREADS="1")
+    cli = [sys.executable, "-m", "pycumd.cli", "run"]
+    proc = subprocess.run([*cli, "in.shake", "--device", "cpu", "--log", "serial.csv", "--checkpoint", "serial.ckpt",
+                           "--checkpoint-every", "60"], cwd=tmp_path, capture_output=True, text=True, timeout=240,
+                          env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    serial = np.loadtxt(tmp_path / "serial.csv", delimiter=",", skiprows=1)
+    proc = subprocess.run([*MPIEXEC, "-n", "2", *cli, "in.shake", "--device", "cpu", "--log", "thermo.csv",
+                           "--checkpoint", "run.ckpt", "--checkpoint-every", "60"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=240, env=env)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+    reference = (tmp_path / "thermo.csv").read_text()
+    rows = np.loadtxt(tmp_path / "thermo.csv", delimiter=",", skiprows=1)
+    assert rows.shape == serial.shape == (7, 6) and np.allclose(rows, serial, rtol=1e-12, atol=0), (rows, serial)
+    (tmp_path / "run.ckpt.1").rename(tmp_path / "at60.ckpt")
+    for launch in ([*MPIEXEC, "-n", "2"], []):
+        proc = subprocess.run([*launch, *cli, "--restart", "at60.ckpt"], cwd=tmp_path, capture_output=True,
+                              text=True, timeout=240, env=env)
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+        assert "continuing from at60.ckpt at step 60" in proc.stdout
+        if launch:
+            assert (tmp_path / "thermo.csv").read_text() == reference
+        else:
+            continued = np.loadtxt(tmp_path / "thermo.csv", delimiter=",", skiprows=1)
+            assert np.allclose(continued, serial, rtol=1e-12, atol=0), (continued, serial)
+    # a checkpoint written on one rank holds the step's forces, not each atom's constraint force: refused over ranks
+    proc = subprocess.run([*MPIEXEC, "-n", "2", *cli, "--restart", "serial.ckpt.1"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=240, env=env)
+    assert proc.returncode != 0 and "a checkpoint written on one rank does not continue over MPI ranks yet" in \
+        proc.stderr, proc.stdout[-2000:] + proc.stderr[-3000:]
+
+
+@needs_mpi
+def test_shake_errors_over_domains_stop_every_rank_alike():
+    """3 ranks: a cluster not converging (1e-14 in 2 iterations) stops every rank with the 1-rank run's message
+    (test_shake.py::test_errors_name_the_problem), and a cluster whose atoms lie 15 A apart across domains with a
+    3 A ghost layer stops every rank naming the cluster (no rank left waiting in a collective)."""
+    r = _result(3, "shake-errors")
+    assert r["tight"] == [r["tight"][0]] * 3 and re.search(
+        r"SHAKE did not converge in 2 iterations \(tolerance 1e-14\) at step 0 \(setup\) for the shake3 cluster of "
+        r"atoms 14 15 16", r["tight"][0]), r
+    assert r["far"] == [r["far"][0]] * 3 and "the shake2 cluster of atoms 1 2 reaches beyond the ghost layer" in \
+        r["far"][0], r
 
 
 @needs_mpi
@@ -387,6 +478,18 @@ def test_gpu_spatial_domains_match_one_rank(ranks, precision, thermostat):
 @pytest.mark.cuda
 @needs_gpu
 @needs_mpi
+def test_gpu_barostat_over_domains_matches_one_rank():
+    """MTK npt (aniso) over 2 GPU domains: the box changes at every build, so the device build runs
+    launch by launch (a configuration is captured only at its second use); thermo, atoms and box
+    against 1 rank as on the CPU."""
+    r = _result(2, "lj", "--device", "cuda", "--thermostat", "npt")
+    _assert_matches_one_rank(r, conserves_momentum=True)
+    assert r["box_rel"] < 1e-10 and r["box_change"] > 0.01, r
+
+
+@pytest.mark.cuda
+@needs_gpu
+@needs_mpi
 @pytest.mark.parametrize("precision", ["double", "mixed", "single"])
 def test_gpu_deterministic_domains_are_bit_identical_to_one_rank(precision):
     """As on the CPU, on the GPU: 4 ranks (2 x 2 x 1 domains, sharing the GPU) against 1 rank."""
@@ -403,6 +506,19 @@ def test_gpu_molecules_over_domains_match_one_rank(combo):
     rows, the special-pair filter by the rows' global ids) against 1 rank: thermo to 1e-10 over 400 steps."""
     r = _result(2, f"mol-{combo}", "--device", "cuda", "--steps", "400")
     assert r["rows"] == [21, 21] and all(value < 1e-10 for value in r["worst"].values()), r
+
+
+@pytest.mark.cuda
+@needs_gpu
+@needs_mpi
+@pytest.mark.parametrize("style", ["shake", "rattle"])
+def test_gpu_shake_over_domains_matches_one_rank(style):
+    """fix shake and fix rattle on the GPU in double precision over 2 ranks (shake.cu's kernels over the extended
+    rows, the ghosts' velocities, forces and masses forwarded) against 1 rank: thermo, positions and velocities to
+    1e-10 over 200 steps."""
+    r = _result(2, style, "--device", "cuda", "--steps", "200")
+    assert r["rows"] == [11, 11] and all(value < 1e-10 for value in r["worst"].values()), r
+    assert r["position_rel"] < 1e-10 and r["velocity_rel"] < 1e-10 and min(r["straddling"]) > 0, r
 
 
 @pytest.mark.cuda
@@ -608,3 +724,60 @@ def test_gpu_domain_steps_in_graphs_are_bit_identical_to_host_steps(precision):
     assert r["step_graph"] == "HostBuildStepGraph" and r["reference_step_graph"] is None, r
     assert r["bit_identical"] and r["builds"][0] == r["builds"][1] > 5, r
     assert r["thermo_rel"] == 0.0 and r["migrated"] > 50, r
+
+
+@pytest.mark.cuda
+@needs_mpi
+@pytest.mark.skipif(not cuda_available(), reason="needs a GPU")
+@pytest.mark.parametrize("precision", ["double", "single"])
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_gpu_device_build_gives_the_host_builds_bits(ranks, precision):
+    """Spatial domains on the GPU: the build with its counts on the device (device_build.py: fixed
+    capacities, one synchronisation) gives the rows of the host build in the same order, so the
+    same trajectory bit for bit, builds and migrations included (2 ranks: 1x1x2, one per GPU through
+    NCCL where there are two; 4 ranks: 1x2x2, two decomposed directions, atoms crossing an edge in two
+    hops and ghosts of ghosts, sharing the GPUs through the host)."""
+    r = _result(ranks, "lj", "--device", "cuda", "--precision", precision, "--device-build-against-host")
+    assert r["device_builds"] == r["builds"][0] > 5 and r["reference_device_builds"] == 0, r
+    assert r["bit_identical"] and r["builds"][0] == r["builds"][1], r
+    assert r["thermo_rel"] == 0.0 and r["migrated"] > 50, r
+    if r["decomposition"].endswith("(nccl)"):       # the build's launches captured: one graph per buffer set,
+        assert r["device_build_captures"] == 2, r   # each at its second use
+
+
+@pytest.mark.cuda
+@needs_mpi
+@pytest.mark.skipif(not cuda_available(), reason="needs a GPU")
+def test_gpu_device_build_grows_its_capacities_and_repeats():
+    """The device build started with capacities far too small (a tenth, no margin; 4 neighbours a
+    target): the messages, the owned rows and the ghost region overflow on the device, every rank
+    repeats the build with grown capacities, the overflowing list is built again by the host with a
+    larger storage, and the run is the host build's bit for bit."""
+    r = _result(2, "lj", "--device", "cuda", "--precision", "double", "--device-build-against-host",
+                "--small-capacities")
+    assert r["device_build_repeats"] >= 1 and r["device_builds"] == r["builds"][0] > 5, r
+    assert r["bit_identical"] and r["thermo_rel"] == 0.0, r
+
+
+@needs_mpi
+def test_bench_scaling_records_a_decomposed_run_and_plots_it(tmp_path):
+    """`pycumd bench scaling` over 2 ranks on the CPU: rank 0 prints one line and appends one JSON record
+    with the rate, the builds, their phases, the ghost bytes and the halo time; one rank beside it; the
+    plot script reads both."""
+    records = tmp_path / "scaling.jsonl"
+    for ranks in (1, 2):
+        proc = _mpi(ranks, "-c", "import sys; sys.path.insert(0, 'src'); from pycumd.bench.scaling import main; "
+                    "sys.exit(main(sys.argv[1:]))", "lj", "--cells", "6", "--device", "cpu",
+                    "--precision", "double", "--steps", "20", "--warmup", "5", "--json", str(records))
+        assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+        assert sum("atom-steps/s" in line for line in proc.stdout.splitlines()) == 1, proc.stdout
+    one, two = [json.loads(line) for line in records.read_text().splitlines()]
+    assert one["ranks"] == 1 and two["ranks"] == 2 and one["N"] == two["N"] == 864
+    assert two["decomposition"].startswith("spatial domains") and two["domain_build"] == "host", two
+    assert two["steps_per_s"] > 0 and two["builds"] > 0 and two["ghost_bytes_per_step"] > 0, two
+    assert set(two["build_phases_s"]) >= {"migrate", "ghosts", "cell order", "list"}, two
+    assert two["halo_s"] > 0 and two["local_copy_bytes_per_step"] == 0, two
+    plot = tmp_path / "scaling.png"
+    subprocess.run([sys.executable, str(HERE.parent / "benchmarks" / "plot_scaling.py"), str(records), "-o", str(plot)],
+                   check=True, capture_output=True)
+    assert plot.stat().st_size > 10_000

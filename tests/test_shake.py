@@ -1,5 +1,6 @@
 """fix shake and fix rattle (pycumd.integrators.shake) against LAMMPS, the constraints held, the degrees of
-freedom, the error messages, and CPU = GPU."""
+freedom, the error messages, and CPU = GPU.  Over MPI ranks: tests/test_parallel.py
+(test_shake_over_domains_matches_one_rank)."""
 
 from __future__ import annotations
 
@@ -109,6 +110,26 @@ def molecules_data(path, n_grid=4, spacing=7.5, seed=3, kinds=("water", "ethane"
     for title, rows in (("Bonds", bonds), ("Angles", angles)):
         lines += ["", title, ""] + [" ".join(map(str, (k + 1, *r))) for k, r in enumerate(rows)]
     Path(path).write_text("\n".join(lines) + "\n")
+
+
+def shifted_molecules_data(path, shift):
+    """tests/test_shake.py's molecules (64 in a 30 A box: water with its angle frozen, ethane, dimers, bent
+    X-H2) moved by ``shift`` (A, (3,)) and wrapped into the box, so that clusters straddle the domain faces.
+    Returns the positions (N, 3), in id order."""
+    molecules_data(path)
+    lines = Path(path).read_text().splitlines()
+    start = lines.index("Atoms # molecular") + 2
+    L = 30.0                                    # molecules_data's box
+    positions = []
+    for k in range(start, len(lines)):
+        if not lines[k].strip():
+            break
+        i, mol, atype, *x = lines[k].split()
+        x = [(float(c) + s) % L for c, s in zip(x, shift)]
+        lines[k] = f"{i} {mol} {atype} {x[0]!r} {x[1]!r} {x[2]!r}"
+        positions.append(x)
+    Path(path).write_text("\n".join(lines) + "\n")
+    return np.asarray(positions)
 
 
 SCRIPT = """units real
@@ -329,28 +350,6 @@ def test_errors_name_the_problem(tmp_path):
                                               r"\(setup\) for the shake3 cluster of atoms 14 15 16"):
         run_lammps_script(text=base.replace("1e-8 100 0", "1e-14 2 0").replace("timestep 2.0", "timestep 4.0"),
                           screen=False, device="cpu")
-
-
-def test_mpi_ranks_refused_clearly(tmp_path):
-    """Decomposed runs (a communicator of 2 ranks) with fix shake: NotImplementedError naming it."""
-    import pycumd.components as components
-    from pycumd.components import EngineOptions, NeighborOptions, build_components
-
-    data = tmp_path / "molecules.data"
-    molecules_data(data)
-    sim = run_lammps_script(text=SCRIPT.format(data=data, style="shake", steps=0, every=1, dt=2.0), screen=False,
-                            device="cpu").sim
-
-    class TwoRanks:
-        size, rank = 2, 0
-
-    original = components.communicator
-    components.communicator = lambda comm: TwoRanks()
-    try:
-        with pytest.raises(NotImplementedError, match="fix shake over MPI ranks is not implemented yet"):
-            build_components(sim.system(), sim.potential, sim.integrator, NeighborOptions(), EngineOptions(device="cpu"))
-    finally:
-        components.communicator = original
 
 
 def _topology_with_star():

@@ -196,8 +196,6 @@ def build_components(system: System, potential, integrator, neighbor: NeighborOp
     topology = system.topology
     # bonds and angles that the step hooks constrain are off the force field (fix shake)
     off = integrator.thermostat.off_terms(system) if integrator.thermostat is not None else {}
-    if integrator.thermostat is not None and integrator.thermostat.constrained_dof and decomposed:
-        raise NotImplementedError("fix shake over MPI ranks is not implemented yet; run on one rank")
     if topology is not None and decomposed and pair_method == "all_pairs":
         raise NotImplementedError("molecular topology over MPI ranks needs spatial domains (the neighbour list), and "
                                   "this run computes all pairs (a box shorter than 2 (r_cut + skin) along an edge, or "

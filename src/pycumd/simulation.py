@@ -457,11 +457,17 @@ class Simulation:
         own (``neighbors.NAME``, :meth:`~pycumd.neighbors.verlet.NeighborList.checkpoint_state`).
 
         Over MPI ranks (a collective call): every atom's positions and velocities (float64, which
-        holds float32 values exactly), images, types and ids, gathered in id order on the host."""
+        holds float32 values exactly), images, types and ids, gathered in id order on the host, and the
+        molecular topology's arrays (every rank holds the whole topology)."""
         if self.decomposition is not None:
             gathered = self.decomposition.gather_arrays(self.state, self.backend)
-            return {name: gathered[name] for name in ("positions", "velocities", "types", "images", "ids", "charges")
-                    if name in gathered}
+            arrays = {name: gathered[name] for name in ("positions", "velocities", "types", "images", "ids", "charges")
+                      if name in gathered}
+            if self._topology is not None:
+                from .molecular.topology import checkpoint_arrays
+
+                arrays.update(checkpoint_arrays(self._topology))
+            return arrays
         s = self.state
         names = ("positions", "velocities", "per_atom_mass", "types", "images", "ids") + self._STEP_ARRAYS
         if s.charges is not None:

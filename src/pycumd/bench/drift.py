@@ -16,6 +16,9 @@ ions, Gamma = 20, screening length 2 a, all pairs, dt = 0.05 / omega_p), and the
 (``--cells`` per edge, 20: 32,000 atoms) with the embedded-atom method (``--potential-file``, default
 Cu_u3.eam found as LAMMPS finds it: the working directory, then ``$LAMMPS_POTENTIALS``), velocities
 of 1600 K (about 800 K once shared with the lattice), dt = 5 fs; the drift is per 1,000 ps (a ns).
+With ``--system charged`` it is ``pycumd bench charged``'s molten NaCl (Tosi-Fumi born/coul/long with PPPM
+at ``--accuracy``, default 1e-5; 8 ``--cells``^3 ions after 1,000 NVE steps into the melt, 1300 K, dt =
+2 fs, skin 1 A); the drift is per 1,000 ps, in k_B T of 1300 K per ion.
 """
 
 from __future__ import annotations
@@ -83,9 +86,21 @@ def eam_crystal(cells: int, potential_file: str, device: str):
     return sim.system(), pot, EAM_DT, get_units("metal").boltz * EAM_TEMPERATURE / 2, 1.0
 
 
+def charged_melt(cells: int, accuracy: float, device: str, melt_steps: int = 1000):
+    """Molten NaCl of ``pycumd bench charged`` (Tosi-Fumi born/coul/long, PPPM at ``accuracy``, metal
+    units), 8 cells^3 ions after ``melt_steps`` NVE steps into the melt: (system, potential, dt, kT, time
+    unit = 1 ps, skin)."""
+    from ..units import get_units
+    from . import charged
+
+    state = charged.melt(charged.build_state(cells), melt_steps, accuracy=accuracy, device=device)
+    return (charged.make_system(state), charged.make_potential(accuracy), charged.DT,
+            get_units("metal").boltz * charged.TEMPERATURE, 1.0, charged.SKIN)
+
+
 def drift(system, pot, precision: str, deterministic: bool, steps: int, every: int, device: str,
           dt: float = DT, kT: float = TEMPERATURE, time_unit: float = 1.0,
-          max_seconds: float | None = None, allpairs_shape: tuple | None = None) -> dict:
+          max_seconds: float | None = None, allpairs_shape: tuple | None = None, skin: float | None = None) -> dict:
     """One NVE run; returns the drift fit, the energy series and the cost per step.
 
     With ``max_seconds`` the run stops early (at a multiple of ``50 * every`` steps) once that
@@ -94,7 +109,7 @@ def drift(system, pot, precision: str, deterministic: bool, steps: int, every: i
     where the all-pairs fast path runs; otherwise it is tuned.
     """
     sim = Simulation(system.copy(), pot, VelocityVerlet(dt), device=device, precision=precision,
-                     deterministic=deterministic)
+                     deterministic=deterministic, **({} if skin is None else {"skin": skin}))
     if allpairs_shape is not None and getattr(sim.forces, "fast", False):
         sim.forces.block = tuple(allpairs_shape)
     thermo = ThermoReporter(every=every, screen=False)
@@ -196,13 +211,18 @@ per 1,000 tau (ions: per 1,000 / omega_p), with the cost of a step beside it.
     pycumd bench drift --cells 20 --steps 100000 --precision single mixed double composite
     pycumd bench drift --system ions --steps 20000
     pycumd bench drift --system eam --cells 20 --steps 100000 --potential-file Cu_u3.eam
+    pycumd bench drift --system charged --cells 4 --steps 100000     # 512 ions of molten NaCl, PPPM 1e-5
     pycumd bench drift --merge a/drift_lj.json b/drift_lj.json   # one table and plot of earlier runs
 """
 
 
 def main(argv=None):
     ap = argument_parser("drift", DESCRIPTION)
-    ap.add_argument("--system", choices=["lj", "ions", "eam"], default="lj")
+    ap.add_argument("--system", choices=["lj", "ions", "eam", "charged"], default="lj")
+    ap.add_argument("--accuracy", type=float, default=1e-5,
+                    help="--system charged: the PPPM accuracy (relative, LAMMPS' kspace_style pppm ACC; default 1e-5)")
+    ap.add_argument("--melt-steps", type=int, default=1000,
+                    help="--system charged: NVE steps from the displaced lattice into the melt (default 1000)")
     ap.add_argument("--potential-file", default="Cu_u3.eam",
                     help="--system eam: the funcfl file (default Cu_u3.eam, in the working directory or "
                          "$LAMMPS_POTENTIALS)")
@@ -231,8 +251,11 @@ def main(argv=None):
         plot(results, out / f"drift_{args.system}.png",
              f"NVE energy drift ({args.system}), N = {results[0]['N']}, {results[0]['device']}")
         return
+    skin = None
     if args.system == "ions":
         system, pot, dt, kT, unit = ion_liquid()
+    elif args.system == "charged":
+        system, pot, dt, kT, unit, skin = charged_melt(args.cells, args.accuracy, args.device, args.melt_steps)
     elif args.system == "eam":
         system, pot, dt, kT, unit = eam_crystal(args.cells, args.potential_file, args.device)
     else:
@@ -248,7 +271,7 @@ def main(argv=None):
     for precision in args.precision:
         for deterministic in modes:
             results.append(drift(system, pot, precision, deterministic, args.steps, args.every, args.device,
-                                 dt, kT, unit, args.max_seconds, shape))
+                                 dt, kT, unit, args.max_seconds, shape, skin))
             print_table(results[-1:])
             (out / f"drift_{args.system}.json").write_text(json.dumps(results))   # kept if a later run dies
     plot(results, out / f"drift_{args.system}.png", f"NVE energy drift ({args.system}), N = {system.n_atoms}")

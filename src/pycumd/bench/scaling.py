@@ -50,6 +50,10 @@ def add_arguments(p) -> None:
     p.add_argument("--warmup", type=int, default=100)
     p.add_argument("--no-graphs", action="store_true",
                    help="host-driven steps (default: the steps between builds as CUDA graphs where they apply)")
+    p.add_argument("--host-build", action="store_true",
+                   help="lj on GPUs over ranks: the host build of the domains instead of the device build (A/B)")
+    p.add_argument("--eager-build", action="store_true",
+                   help="lj on GPUs over ranks: the device build launch by launch, not as a captured graph (A/B)")
     p.add_argument("--probe", action="store_true", help="measure rank 0 <-> 1 bandwidth of the transport")
     p.add_argument("--json", default=None, help="append one JSON record per run to this file (rank 0)")
     p.add_argument("--profile", default=None,
@@ -174,6 +178,10 @@ def measure(args, world) -> dict:
     comm_arg = world if world.size > 1 else None
     sim = Simulation(system, potential, VelocityVerlet(dt=dt), device=args.device, precision=args.precision,
                      comm=comm_arg, use_graphs=not args.no_graphs, **options)
+    if args.host_build and getattr(sim.neighbors, "device_build", None) is not None:
+        sim.neighbors.device_build = None
+    if args.eager_build and getattr(sim.neighbors, "device_build", None) is not None:
+        sim.neighbors.device_build.use_graphs = False
     sim.run(args.warmup)
     sim.backend.synchronize()
     world.Barrier()
@@ -207,6 +215,13 @@ def measure(args, world) -> dict:
               "TotEng": sim.thermo_row()["TotEng"], "weak": bool(args.weak)}
     nl = sim.neighbors
     record["builds"] = int(nl.n_builds)
+    if hasattr(nl, "device_build"):
+        record["domain_build"] = "host" if nl.device_build is None else "device"
+        if nl.device_build is not None:
+            record["device_build_repeats"] = int(nl.device_build.repeats)
+            record["device_build_captures"] = int(nl.device_build.captures)
+            if nl.device_build.captures == 0:
+                record["domain_build"] = "device, eager"
     graph = sim.step_graph
     record["step_graph"] = type(graph).__name__ if graph is not None else "none (host-driven steps)"
     for name in ("captures", "capture_seconds", "build_seconds", "launches"):    # HostBuildStepGraph's counters
@@ -254,6 +269,8 @@ def main(argv=None) -> int:
                       f"{record['graph_capture_seconds'] / record['graph_captures'] * 1e6:.0f} us each)")
         elif record["ranks"] > 1:
             extra += f", steps: {record['step_graph']}"
+        if "domain_build" in record:
+            extra += f", {record['domain_build']} build"
         print(f"{record['case']} N={record['N']} ranks={record['ranks']} {record['precision']}: "
               f"{record['atom_steps_per_s']:.3e} atom-steps/s ({record['steps_per_s']:.1f} steps/s; "
               f"{record['decomposition']}){extra}", flush=True)

@@ -26,6 +26,21 @@ corrected onto the constraints (``correct_coordinates``), RATTLE's velocities co
 The constraint virial ``sum_c lambda_c r_c r_c`` (per cluster, 6 components, summed in cluster order) is
 added to the pressure (``thermo_virial``).
 
+Over MPI ranks (spatial domains, :mod:`pycumd.parallel.domains`): after each neighbour build each rank
+keeps the clusters with an atom it owns and maps their atoms to its extended rows (owned, then ghosts;
+a member beyond the ghost layer stops the run naming the cluster).  Before each kernel the velocities
+and forces it reads (and, once per build, the masses) are sent to the ghost rows
+(``DomainNeighborList.forward``); every rank holding a cluster solves it from the same numbers in the
+same order, so with the same result, and keeps the corrections of its owned atoms only (no reverse
+communication).  The constraint virial is counted by the owner of each cluster's first atom and summed
+over the ranks at each step (rank 0 of the owners reports it, as a k-space solver's); the degrees of
+freedom are the whole system's clusters' (each rank knows every cluster).  A failed cluster stops every
+rank with the same error.  A checkpoint over ranks rebuilds the lists and computes the forces again
+(:meth:`~pycumd.simulation.Simulation.start_checkpoint`), without the constraint forces: each atom's
+constraint force of the step is kept (by id), added back and stored in the checkpoint, so that the writing
+run and a continuation on any number of ranks go on with it (a checkpoint written on one rank holds the
+step's forces instead, and continues on one rank only).
+
 Kernels: one Numba function per cluster kind on the CPU, and ``shake.cu`` on the GPU with one thread
 per cluster doing the same operations in the same order (each atom belongs to one cluster: no atomics).
 The order of every operation is LAMMPS' (the matrix, its cofactor inverse, the quadratic coefficients,
@@ -44,6 +59,7 @@ import numpy as np
 from ..contracts import StepHooksBase
 from ..forces import min_image
 from ..jit_cache import cache_kernel
+from ..system import InputError
 
 #: cluster kinds in LAMMPS' order (shake_flag 2, 3, 4, 1)
 KINDS = ("shake2", "shake3", "shake4", "shake3angle")
@@ -519,7 +535,8 @@ class Shake(StepHooksBase):
         ``fix rattle``: also the velocity constraints.
     """
 
-    runs_over_ranks = False
+    #: over spatial domains each rank solves the clusters with an atom it owns (see the module docstring)
+    runs_over_ranks = True
     runs_in_composite = False
 
     def __init__(self, tolerance: float, max_iter: int, print_every: int, selection: ShakeSelection,
@@ -537,7 +554,9 @@ class Shake(StepHooksBase):
         self.selection, self.rattle = selection, bool(rattle)
         self.clusters: Clusters | None = None
         self._bound = None
+        self._sim = None
         self._virial = None
+        self._restored_virial = None
 
     # -- the contract ---------------------------------------------------------------------------
     def off_terms(self, system) -> dict:
@@ -553,9 +572,16 @@ class Shake(StepHooksBase):
         return 0 if self.clusters is None else self.clusters.dof
 
     def constraint_virial(self):
+        """The constraint virial of the last step ((6,) energy units).  Over MPI ranks: the whole system's on
+        rank 0 of the owners and zeros on the others (summed over the ranks it is counted once, as a k-space
+        solver's :meth:`~pycumd.contracts.ForceEvaluator.global_energy_virial`)."""
         if self._virial is None:
             return None
         b = self._bound
+        if b.decomposition is not None:
+            return b.total_virial.copy() if b.decomposition.owners.rank == 0 else np.zeros(6)
+        if self._restored_virial is not None:     # continued on one rank from a checkpoint of several
+            return self._restored_virial.copy()
         out = np.zeros(6)
         for kind in KINDS:
             if self.clusters.count(kind):
@@ -565,12 +591,12 @@ class Shake(StepHooksBase):
     def bind(self, sim) -> None:
         if sim.state.lo is not None:
             raise NotImplementedError(f"fix {self.name} is not implemented in composite precision")
-        if sim.decomposition is not None:
-            raise NotImplementedError(f"fix {self.name} over MPI ranks is not implemented yet; run on one rank")
         if self.clusters is None:
             raise RuntimeError(f"fix {self.name}: clusters not found (off_terms was not called by the components)")
         self._bound = _Bound(sim, self.clusters)
+        self._sim = sim
         self._virial = None
+        self._restored_virial = None
 
     def setup(self, sim) -> None:
         """``FixShake::setup``: correct the positions onto the constraints, RATTLE's velocities, then the
@@ -590,6 +616,8 @@ class Shake(StepHooksBase):
         x = s.positions
         m = s.per_atom_mass.astype(np.float64)
         x[:, :3] = (x[:, :3] + (half / m)[:, None] * fc).astype(x.dtype)
+        if b.decomposition is not None:   # the ghosts' positions corrected too (LAMMPS: a forward communication)
+            sim.neighbors.refresh_ghosts(s)
         if self.rattle:
             b.rattle(sim, 0.0)
         self._virial = self._shake(sim, s.velocities, s.forces, dt, half, "setup")
@@ -614,7 +642,14 @@ class Shake(StepHooksBase):
         cluster kind, (clusters, 6) as lists; the pressure and a barostat read it before the next SHAKE) and
         whether the negative-determinant warning was given.  The clusters come again from the checkpoint's
         topology (:meth:`off_terms`), and the step's constraint forces are in the stored forces: SHAKE keeps
-        no unconstrained positions between steps (it works from x, v and f at each ``post_force``)."""
+        no unconstrained positions between steps (it works from x, v and f at each ``post_force``).
+
+        Over MPI ranks (a collective call, after :meth:`~pycumd.simulation.Simulation.start_checkpoint`, whose
+        rebuild computes the forces again without the constraint forces): each atom's constraint force of the last
+        step, gathered by id from every rank, is added to the forces again (the writing run goes on with them, as
+        the continuation does) and stored, with the whole system's constraint virial."""
+        if self._bound is not None and self._bound.decomposition is not None:
+            return self._domain_checkpoint_state()
         virial = None
         if self._virial is not None:
             be = self._bound.backend
@@ -625,6 +660,9 @@ class Shake(StepHooksBase):
     def restore_checkpoint_state(self, state: dict) -> None:
         """Put :meth:`checkpoint_state` back (after :meth:`bind`); a checkpoint of other clusters is refused."""
         b = self._bound
+        if b.decomposition is not None or "constraint_forces" in state:
+            self._restore_domain_checkpoint_state(state)
+            return
         b.warned = bool(state.get("warned", False))
         if state.get("virial") is None:
             self._virial = None
@@ -644,26 +682,98 @@ class Shake(StepHooksBase):
         text = f"{self.name} {self.tolerance:g} {self.max_iter} {self.print_every} {' '.join(words)}"
         return text + (f" ({self.clusters.describe()})" if self.clusters is not None else "")
 
+    def _domain_checkpoint_state(self) -> dict:
+        """:meth:`checkpoint_state` over MPI ranks (collective)."""
+        b, sim = self._bound, self._sim
+        ids, forces = b.host_constraint_forces()
+        parts = b.decomposition.comm.allgather((ids, forces))
+        ids = np.concatenate([p[0] for p in parts])
+        forces = np.concatenate([p[1] for p in parts]).reshape(-1, 3)
+        order = np.argsort(ids, kind="stable")
+        ids, forces = ids[order], forces[order]
+        if b.forces_recomputed(sim):          # the checkpoint's rebuild computed the forces again
+            b.add_constraint_forces(sim, ids, forces)
+        return {"virial": None, "warned": bool(b.warned),
+                "virial_total": None if self._virial is None else [float(w) for w in b.total_virial],
+                "constraint_forces": {"ids": ids.tolist(), "forces": forces.tolist()}}
+
+    def _restore_domain_checkpoint_state(self, state: dict) -> None:
+        """:meth:`restore_checkpoint_state` of a checkpoint written over MPI ranks (continued on any number of
+        ranks; the continuation's rebuild computed the forces without the constraint forces: they are added
+        again by atom id), or refused for one written on one rank and continued over ranks."""
+        b, sim = self._bound, self._sim
+        if "constraint_forces" not in state:
+            raise NotImplementedError(f"fix {self.name}: a checkpoint written on one rank does not continue over MPI "
+                                      f"ranks yet (it holds the step's forces, not each atom's constraint force); "
+                                      f"continue it on one rank")
+        b.warned = bool(state.get("warned", False))
+        stored = state["constraint_forces"]
+        b.add_constraint_forces(sim, np.asarray(stored["ids"], np.int64),
+                                np.asarray(stored["forces"], np.float64).reshape(-1, 3))
+        total = state.get("virial_total")
+        if total is None:
+            self._virial = None
+            return
+        self._virial = b.virial
+        if b.decomposition is not None:
+            b.total_virial = np.asarray(total, np.float64)
+        else:
+            self._restored_virial = np.asarray(total, np.float64)
+
     # -- the work -----------------------------------------------------------------------------------
     def _shake(self, sim, v, f, dtv, dtfsq, where: str) -> dict:
-        virial = self._bound.shake(sim, v, f, dtv, dtfsq, self.tolerance, self.max_iter)
-        self._check(sim, where)
+        b = self._bound
+        self._restored_virial = None
+        virial = b.shake(sim, v, f, dtv, dtfsq, self.tolerance, self.max_iter)
+        if b.decomposition is None:
+            self._check(sim, where)
+            return virial
+        # over ranks: this rank's share of the virial (the clusters whose first atom it owns) and its failed
+        # clusters (and RATTLE's velocity constraints' before them), summed over the ranks in one reduction; a
+        # failure anywhere stops every rank with one message
+        local = np.zeros(7)
+        for kind in b.kinds:
+            if len(b.index[kind]):
+                rows = np.asarray(b.backend.to_host(b.virial[kind]), np.float64)[b.counted[kind]]
+                local[:6] += rows.sum(axis=0)
+        status_all = b.backend.to_host(b.status_all)[:b.n_computed]
+        local[6] = np.count_nonzero((status_all != OK) & (status_all != NEGATIVE_DETERMINANT))
+        local[6] += b.rattle_problem is not None
+        total = b.decomposition.owners.sum(local)
+        if total[6]:
+            message = b.rattle_problem or self._problem(sim, where)
+            messages = [m for m in b.decomposition.comm.allgather(message) if m is not None]
+            from ..bookkeeping import SimulationError
+
+            raise SimulationError(messages[0])
+        self._problem(sim, where)         # the negative-determinant warning, on the ranks that meet it
+        b.total_virial = np.asarray(total[:6], np.float64)
         return virial
 
     def _check(self, sim, where: str) -> None:
+        message = self._problem(sim, where)
+        if message is not None:
+            from ..bookkeeping import SimulationError
+
+            raise SimulationError(message)
+
+    def _problem(self, sim, where: str):
+        """The error of the clusters of the last kernels (None: none), warning once for a negative
+        determinant."""
         b = self._bound
         status_all = b.backend.to_host(b.status_all)
         if not status_all.any():
-            return
+            return None
         start = 0
         for kind in b.kinds:
-            status = status_all[start:start + self.clusters.count(kind)]
-            start += self.clusters.count(kind)
+            count = b.computed(kind)
+            status = status_all[start:start + count]
+            start += count
             worst = int(status.max(initial=0))
             if worst == OK:
                 continue
             m = int(np.argmax(status == worst)) if worst != NEGATIVE_DETERMINANT else int(np.argmax(status > 0))
-            atoms = " ".join(str(a) for a in self.clusters.atoms[kind][m])
+            atoms = " ".join(str(a) for a in self.clusters.atoms[kind][b.cluster_index(kind, m)])
             if worst == NEGATIVE_DETERMINANT:
                 if not b.warned:
                     warnings.warn(f"fix {self.name}: Shake determinant < 0.0 at step {sim.step} (cluster of atoms "
@@ -674,17 +784,23 @@ class Shake(StepHooksBase):
                                       f"{self.tolerance:g})",
                        DIVERGED: "SHAKE diverged (a Lagrange multiplier above 1e150)",
                        SINGULAR: "Shake determinant = 0.0"}[worst]
-            from ..bookkeeping import SimulationError
-
-            raise SimulationError(f"fix {self.name}: {problem} at step {sim.step} ({where}) for the {kind} cluster of "
-                                  f"atoms {atoms}; a smaller time step, a better-relaxed start or more iterations "
-                                  f"may help")
+            return (f"fix {self.name}: {problem} at step {sim.step} ({where}) for the {kind} cluster of atoms {atoms}; "
+                    f"a smaller time step, a better-relaxed start or more iterations may help")
+        return None
 
     def _stats(self, sim) -> None:
-        """LAMMPS ``FixShake::stats``: per bond (and angle) type the average length, its spread and count."""
+        """LAMMPS ``FixShake::stats``: per bond (and angle) type the average length, its spread and count.
+        Over MPI ranks every atom's position is gathered (collective) and rank 0 prints."""
         s, be = sim.state, sim.backend
         ids = be.to_host(s.ids)
         x = np.asarray(s.host_positions(be), np.float64)[:, :3]
+        d = sim.decomposition
+        if d is not None:
+            parts = d.comm.allgather((np.asarray(ids, np.int64), x))
+            if d.comm.rank != 0:
+                return
+            ids = np.concatenate([p[0] for p in parts])
+            x = np.concatenate([p[1] for p in parts])
         row = np.full(int(ids.max()) + 1, -1, np.int64)
         row[ids] = np.arange(len(ids))
         L = np.asarray(s.box_lengths, np.float64)
@@ -719,23 +835,46 @@ class Shake(StepHooksBase):
 
 class _Bound:
     """A :class:`Shake`'s clusters on one simulation's backend: the ID -> row map, the kernels, the
-    per-cluster virial and status arrays."""
+    per-cluster virial and status arrays.
+
+    On one rank every cluster is computed, reading the state's rows.  Over spatial domains
+    (``sim.decomposition`` set) the clusters computed are those with an owned atom (:meth:`follow_domain`,
+    after each build), reading the extended rows (owned, then ghosts) of the domain's neighbour list, whose
+    ghost rows get the velocities and forces the kernels read by forward communication."""
 
     def __init__(self, sim, clusters: Clusters):
         self.backend = be = sim.backend
         xp = be.xp
         self.clusters = clusters
         self.kinds = [k for k in KINDS if clusters.count(k)]
-        self.atoms = {k: xp.asarray(clusters.atoms[k]) for k in self.kinds}
-        self.lengths = {k: xp.asarray(clusters.lengths[k]) for k in self.kinds}
-        self.virial = {k: xp.zeros((clusters.count(k), 6)) for k in self.kinds}
-        # every kind's status in one array (one read per check), each kind a view of its part
-        self.status_all = xp.zeros(max(sum(clusters.count(k) for k in self.kinds), 1), np.int32)
-        self.status, start = {}, 0
-        for k in self.kinds:
-            self.status[k] = self.status_all[start:start + clusters.count(k)]
-            start += clusters.count(k)
-        max_id = int(be.to_host(sim.state.ids).max())
+        self.all_atoms = {k: xp.asarray(clusters.atoms[k]) for k in self.kinds}
+        self.all_lengths = {k: xp.asarray(clusters.lengths[k]) for k in self.kinds}
+        #: the clusters computed here, by kind: all of them on one rank; over domains those with an owned atom
+        self.atoms, self.lengths = dict(self.all_atoms), dict(self.all_lengths)
+        #: spatial domains: the decomposition; per kind the global indices of the computed clusters (host
+        #: int64) and which of them this rank counts in the virial (host bool: its first atom owned)
+        self.decomposition = sim.decomposition
+        self.index = self.counted = None
+        #: spatial domains: the whole system's constraint virial of the last step ((6,), summed over the ranks)
+        self.total_virial = np.zeros(6)
+        self._mapped = None
+        self.mass_rows = None
+        #: spatial domains: the error of the last velocity constraints on this rank (None: none), raised on every
+        #: rank by the position constraints that always follow them (:meth:`Shake._shake`)
+        self.rattle_problem = None
+        #: spatial domains: (ids, forces) of this rank's owned atoms at the last constraint step (backend arrays,
+        #: (n,) and (n, 3)): the constraint forces a checkpoint's rebuild takes off and adds again by id
+        self.constraint_forces = None
+        self._forces_key = None           # (neighbour list, builds) when they were last in the state's forces
+        self._allocate()
+        if self.decomposition is None:
+            max_id = int(be.to_host(sim.state.ids).max())
+        else:
+            neighbors = sim.neighbors
+            if not (hasattr(neighbors, "forward") and hasattr(neighbors, "extended_ids")):
+                raise NotImplementedError(f"fix shake over MPI ranks runs on spatial domains (the neighbour list), not "
+                                          f"on {self.decomposition.kind}")
+            max_id = len(sim.topology.molecule) - 1       # every atom id of the whole system
         self.row_of = xp.full(max_id + 1, -1, np.int32 if be.is_gpu else np.int64)
         self.warned = False
         if be.is_gpu:
@@ -743,6 +882,76 @@ class _Bound:
             defines = {"real_t": _C_TYPE[np.dtype(precision.state_dtype).name],
                        "accum_t": _C_TYPE[np.dtype(precision.accum_dtype).name]}
             self._module = be.kernel_module("integrators/shake.cu", defines, options=precision.cuda_options)
+
+    def _allocate(self) -> None:
+        """The virial (n, 6) and status (n,) arrays of the computed clusters; every kind's status in one
+        array (one read per check), each kind a view of its part."""
+        xp = self.backend.xp
+        counts = {k: len(self.atoms[k]) for k in self.kinds}
+        self.n_computed = sum(counts.values())
+        self.virial = {k: xp.zeros((counts[k], 6)) for k in self.kinds}
+        self.status_all = xp.zeros(max(self.n_computed, 1), np.int32)
+        self.status, start = {}, 0
+        for k in self.kinds:
+            self.status[k] = self.status_all[start:start + counts[k]]
+            start += counts[k]
+
+    def computed(self, kind: str) -> int:
+        """How many clusters of ``kind`` the kernels compute here."""
+        return len(self.atoms[kind])
+
+    def cluster_index(self, kind: str, m: int) -> int:
+        """The index in :class:`Clusters` of the ``m``-th computed cluster of ``kind``."""
+        return m if self.index is None else int(self.index[kind][m])
+
+    def follow_domain(self, sim) -> None:
+        """Spatial domains, after each build (a no-op until the next): map the atom ids to the extended
+        rows (the owned row where an atom is also a ghost), keep the clusters with an owned atom, and send
+        the masses to the ghost rows.  A kept cluster with an atom beyond the ghost layer stops every rank
+        with an error naming it (one flag all-reduce per build)."""
+        nl = sim.neighbors
+        key = (id(nl), nl.n_builds)
+        if key == self._mapped:
+            return
+        be, xp = self.backend, self.backend.xp
+        ids, n = nl.extended_ids, sim.state.n_atoms
+        self.row_of.fill(-1)
+        self.row_of[ids[n:]] = xp.arange(n, len(ids), dtype=self.row_of.dtype)
+        self.row_of[ids[:n]] = xp.arange(n, dtype=self.row_of.dtype)
+        self.index, self.counted = {}, {}
+        problem = None
+        for k in self.kinds:
+            rows = self.row_of[self.all_atoms[k]]
+            present = rows >= 0
+            owned = present & (rows < n)
+            touches = owned.any(axis=1)
+            incomplete = touches & ~present.all(axis=1)
+            if problem is None and bool(incomplete.any()):
+                m = int(xp.argmax(incomplete))
+                atoms = " ".join(str(int(a)) for a in self.clusters.atoms[k][m])
+                problem = (f"fix shake: the {k} cluster of atoms {atoms} reaches beyond the ghost layer of a domain "
+                           f"(rank {self.decomposition.comm.rank}): every atom of a cluster must lie within the "
+                           f"cutoff plus skin of its owned atoms; use fewer MPI ranks, or a longer cutoff or skin")
+            which = xp.nonzero(touches)[0]
+            self.index[k] = np.asarray(be.to_host(which), np.int64)
+            self.atoms[k] = self.all_atoms[k][which]
+            self.lengths[k] = self.all_lengths[k][which]
+            self.counted[k] = np.asarray(be.to_host(owned[which, 0]), bool)
+        comm = self.decomposition.comm
+        if comm.any(problem is not None):     # every rank stops with the message of the lowest rank that met it
+            raise InputError([p for p in comm.allgather(problem) if p is not None][0])
+        self._allocate()
+        self.mass_rows = self.extended(sim, sim.state.per_atom_mass)
+        self._mapped = key
+
+    def extended(self, sim, values):
+        """``values`` (an owned per-atom array of the state's length) on the extended rows: the owned rows
+        copied, the ghost rows sent by their owners (``DomainNeighborList.forward``; collective)."""
+        xp, nl = self.backend.xp, sim.neighbors
+        out = xp.empty((len(nl.extended_ids),) + tuple(values.shape[1:]), dtype=values.dtype)
+        out[:len(values)] = values
+        nl.forward(out)
+        return out
 
     def _rows(self, state) -> None:
         if self.backend.is_gpu:
@@ -752,51 +961,113 @@ class _Bound:
         else:
             self.row_of[state.ids] = np.arange(len(state.ids))
 
+    def _inputs(self, sim, v, f) -> tuple:
+        """``(x, v, f, mass)`` the kernels read: the state's rows on one rank, the extended rows over domains."""
+        s = sim.state
+        if self.decomposition is None:
+            self._rows(s)
+            return s.positions, v, f, s.per_atom_mass
+        self.follow_domain(sim)
+        if v.dtype != f.dtype:
+            return sim.neighbors.extended, self.extended(sim, v), self.extended(sim, f), self.mass_rows
+        # one forward communication for both (their columns side by side), then each contiguous for the kernels
+        xp, width = self.backend.xp, v.shape[1]
+        both = self.extended(sim, xp.concatenate([v, f], axis=1))
+        return (sim.neighbors.extended, xp.ascontiguousarray(both[:, :width]), xp.ascontiguousarray(both[:, width:]),
+                self.mass_rows)
+
     def shake(self, sim, v, f, dtv, dtfsq, tol, max_iter) -> dict:
         s = sim.state
-        self._rows(s)
+        x, v_rows, f_rows, mass = self._inputs(sim, v, f)
         L = np.asarray(s.box_lengths, np.float64)
         for kind in self.kinds:
-            n = len(self.clusters.atoms[kind])
+            n = self.computed(kind)
             if self.backend.is_gpu:
-                self._module.get_function(f"shake_{kind}")(
-                    ((n + 127) // 128,), (128,),
-                    (s.positions, np.int32(s.positions.shape[1]), v, f, np.int32(f.shape[1]), s.per_atom_mass,
-                     self.row_of, self.atoms[kind], self.lengths[kind], np.int32(n), *(np.float64(x) for x in L),
-                     np.float64(dtv), np.float64(dtfsq), np.float64(tol), np.int32(max_iter),
-                     self.virial[kind], self.status[kind]))
+                if n:
+                    self._module.get_function(f"shake_{kind}")(
+                        ((n + 127) // 128,), (128,),
+                        (x, np.int32(x.shape[1]), v_rows, f_rows, np.int32(f_rows.shape[1]), mass,
+                         self.row_of, self.atoms[kind], self.lengths[kind], np.int32(n),
+                         *(np.float64(length) for length in L), np.float64(dtv), np.float64(dtfsq),
+                         np.float64(tol), np.int32(max_iter), self.virial[kind], self.status[kind]))
             else:
-                cpu_kernel("shake", kind)(s.positions, v, f, s.per_atom_mass, self.row_of, self.atoms[kind],
+                cpu_kernel("shake", kind)(x, v_rows, f_rows, mass, self.row_of, self.atoms[kind],
                                           self.lengths[kind], L, 1.0 / L, float(dtv), float(dtfsq), float(tol),
                                           int(max_iter), self.virial[kind], self.status[kind])
+        if f_rows is not f:             # domains: the owned atoms' corrected forces
+            if f is s.forces:           # the step's constraint forces by atom id (for a checkpoint's rebuild)
+                self.constraint_forces = (s.ids.copy(), f_rows[:len(f)] - f)
+                self._forces_key = (id(sim.neighbors), sim.neighbors.n_builds)
+            f[...] = f_rows[:len(f)]
         return self.virial
+
+    def host_constraint_forces(self) -> tuple:
+        """:attr:`constraint_forces` on the host: ids (n,) int64 and forces (n, 3) float64 (empty before any)."""
+        if self.constraint_forces is None:
+            return np.zeros(0, np.int64), np.zeros((0, 3))
+        ids, forces = self.constraint_forces
+        return (np.asarray(self.backend.to_host(ids), np.int64),
+                np.asarray(self.backend.to_host(forces), np.float64).reshape(-1, 3))
+
+    def forces_recomputed(self, sim) -> bool:
+        """Whether the lists were built (and the forces computed) again since the last constraint step."""
+        nl = sim.neighbors
+        return self.constraint_forces is not None and self._forces_key != (id(nl), nl.n_builds)
+
+    def add_constraint_forces(self, sim, ids, forces) -> None:
+        """Add ``forces`` ((k, 3) float64, the constraint forces of the atoms ``ids``, which include every atom
+        this rank owns) to the state's forces, each to its atom's row."""
+        s, be, xp = sim.state, self.backend, self.backend.xp
+        own = np.asarray(be.to_host(s.ids), np.int64)
+        where = np.full(int(max(ids.max(initial=0), own.max(initial=0))) + 1, -1, np.int64)
+        where[ids] = np.arange(len(ids))
+        k = where[own]
+        if (k < 0).any():
+            raise ValueError(f"the checkpoint holds no constraint force of atom {int(own[np.argmax(k < 0)])}")
+        added = xp.asarray(forces[k], dtype=s.forces.dtype)
+        s.forces[...] = s.forces + added
+        self.constraint_forces = (s.ids.copy(), added)
+        nl = sim.neighbors
+        self._forces_key = (id(nl), nl.n_builds)
 
     def rattle(self, sim, dtfv) -> None:
         s = sim.state
-        self._rows(s)
+        x, v_rows, f_rows, mass = self._inputs(sim, s.velocities, s.forces)
         L = np.asarray(s.box_lengths, np.float64)
         for kind in self.kinds:
-            n = len(self.clusters.atoms[kind])
+            n = self.computed(kind)
             if self.backend.is_gpu:
-                self._module.get_function(f"rattle_{kind}")(
-                    ((n + 127) // 128,), (128,),
-                    (s.positions, np.int32(s.positions.shape[1]), s.velocities, s.forces, s.per_atom_mass,
-                     self.row_of, self.atoms[kind], np.int32(n), *(np.float64(x) for x in L), np.float64(dtfv),
-                     self.status[kind]))
+                if n:
+                    self._module.get_function(f"rattle_{kind}")(
+                        ((n + 127) // 128,), (128,),
+                        (x, np.int32(x.shape[1]), v_rows, f_rows, mass, self.row_of, self.atoms[kind], np.int32(n),
+                         *(np.float64(length) for length in L), np.float64(dtfv), self.status[kind]))
             else:
-                cpu_kernel("rattle", kind)(s.positions, s.velocities, s.forces, s.per_atom_mass, self.row_of,
-                                           self.atoms[kind], L, 1.0 / L, float(dtfv), self.status[kind])
+                cpu_kernel("rattle", kind)(x, v_rows, f_rows, mass, self.row_of, self.atoms[kind], L, 1.0 / L,
+                                           float(dtfv), self.status[kind])
+        if v_rows is not s.velocities:  # domains: the owned atoms' corrected velocities
+            s.velocities[...] = v_rows[:len(s.velocities)]
+        message = self._rattle_problem(s)
+        if self.decomposition is not None:        # raised on every rank by the position constraint that follows
+            self.rattle_problem = message         # (Shake._shake's reduction): no collective of its own
+            return
+        if message is not None:
+            from ..bookkeeping import SimulationError
+
+            raise SimulationError(message)
+
+    def _rattle_problem(self, s):
+        """The error of the last velocity constraints (a singular matrix), or None."""
         status_all = self.backend.to_host(self.status_all)
         if not status_all.any():
-            return
+            return None
         for kind in self.kinds:
             status = self.backend.to_host(self.status[kind])
             if status.max(initial=0) == SINGULAR:
-                from ..bookkeeping import SimulationError
-
-                atoms = " ".join(str(a) for a in self.clusters.atoms[kind][int(np.argmax(status == SINGULAR))])
-                raise SimulationError(f"fix rattle: Rattle determinant = 0.0 at step {s.step} for the {kind} cluster "
-                                      f"of atoms {atoms}")
+                m = self.cluster_index(kind, int(np.argmax(status == SINGULAR)))
+                atoms = " ".join(str(a) for a in self.clusters.atoms[kind][m])
+                return f"fix rattle: Rattle determinant = 0.0 at step {s.step} for the {kind} cluster of atoms {atoms}"
+        return None
 
 
 _C_TYPE = {"float32": "float", "float64": "double"}

@@ -49,14 +49,17 @@ class CudaListBuilder:
         """Whether the list kernel reads a float32 copy of float64 positions (mixed precision)."""
         return state.positions.dtype == np.float64 and self.list_dtype == np.float32
 
-    def _kernel(self, state, name, real=None):
+    def _kernel(self, state, name, real=None, targets_on_device=False):
         """Kernel ``name`` of verlet.cu for positions of ``real`` (default: the state's) type, and
-        positions at build of the state's type (the positions' without a state)."""
+        positions at build of the state's type (the positions' without a state); with
+        ``targets_on_device`` its TARGETS_ON_DEVICE variant (counts read from device memory)."""
         real = np.dtype(state.positions.dtype if real is None else real)
         at_build = np.dtype(state.positions_at_build.dtype) if state is not None else real
-        key = (real.name, at_build.name, name)
+        key = (real.name, at_build.name, name, bool(targets_on_device))
         if key not in self._kernels:
             defines = {"real_t": c_type_name(real), "COMPOSITE": int(name.endswith("_composite"))}
+            if targets_on_device:
+                defines["TARGETS_ON_DEVICE"] = 1
             if at_build != real:
                 defines["at_build_t"] = c_type_name(at_build)
             module = self.backend.kernel_module("neighbors/verlet.cu", defines, options=self.cuda_options)
@@ -243,7 +246,7 @@ class CudaListBuilder:
                                  *tail))
 
     def launch_list_kernel(self, positions, n_targets, keys, bin_start, order, row_mode, n_cells,
-                           box_lengths, r_list, capacity, nbr, nbr_count, stats):
+                           box_lengths, r_list, capacity, nbr, nbr_count, stats, targets_on_device=None):
         """Launch ``build_neighbor_list`` on ``positions`` ((M, 4) rows ``x, y, z, w`` in
         ``[0, box_lengths)``, counting-sorted into ``n_cells`` by ``keys``/``bin_start``/``order``):
         one warp per 32 consecutive atoms of one cell row.  ``row_mode`` (ROWS_*): the atom of
@@ -254,6 +257,10 @@ class CudaListBuilder:
         its ghost rows being sources only): their lists go to ``nbr`` (``capacity`` x ``n_targets``
         int32, column-major) and ``nbr_count`` (``n_targets``); ``stats[0]`` gets the largest count
         (atomic max), ``stats[1]`` the smallest r^2 as float bits (atomic min).
+
+        ``targets_on_device`` (a device int, or None): the target count, which is also the lists'
+        stride, read there by the kernel (a spatial domain's build on the device, whose count the
+        host learns afterwards); ``n_targets`` is then an estimate that only shapes the launch.
 
         The grid holds ``chunks_per_row`` warps per cell row (y, z), enough for a row of the mean
         occupancy plus four standard deviations; a fuller row is finished by its warps in strides.
@@ -278,12 +285,13 @@ class CudaListBuilder:
             name = "build_neighbor_list" if image_shift else "build_neighbor_list_rint"
             grid, block = ((tasks + LIST_WARPS - 1) // LIST_WARPS,), (32 * LIST_WARPS,)
         L = np.asarray(box_lengths, dtype=np.float64)
-        self._kernel(None, name, real)(
+        targets = ((np.int32(n_targets), np.int32(n_targets)) if targets_on_device is None else (targets_on_device,))
+        self._kernel(None, name, real, targets_on_device is not None)(
             grid, block,
             (positions, keys, bin_start, order, np.int32(row_mode),
              np.int32(nx), np.int32(ny), np.int32(nz), np.int32(chunks_per_row),
              *[real.type(x) for x in L], *[real.type(x) for x in 1.0 / L], real.type(r_list * r_list),
-             nbr, nbr_count, np.int32(capacity), np.int32(n_targets), np.int32(n_targets),
+             nbr, nbr_count, np.int32(capacity), *targets,
              stats[0:1].view(np.int32), stats[1:2]))
 
     def uses_plane_kernel(self, real, image_shift: bool, n_targets: int) -> bool:
@@ -300,6 +308,23 @@ class CudaListBuilder:
             self._kernel(None, "sort_neighbours_by_id", np.float64)(
                 ((n_targets + BLOCK - 1) // BLOCK,), (BLOCK,),
                 (nbr, nbr_count, ids, np.int32(n_targets), np.int32(n_targets), np.int32(capacity)))
+
+    def enqueue_targets_renamed(self, positions, keys, sort, slots_on_device, new_index, targets_on_device,
+                                n_estimate, box_lengths, n_cells, r_list, capacity, rows, keys_renamed, nbr,
+                                nbr_count, stats):
+        """:meth:`build_targets_renamed` with its counts on the device (``slots_on_device``,
+        ``targets_on_device``: device ints; ``n_estimate`` an estimate of the targets that shapes the
+        launch) into kept arrays (``rows`` and ``keys_renamed`` of ``len(positions)`` rows, ``nbr`` of
+        ``capacity`` entries per possible target, ``stats`` two uint32 values set by the caller to
+        ``0, 0x7F7FFFFF``): no allocation, no host read (capturable; the device build of spatial
+        domains, :mod:`pycumd.parallel.device_build`)."""
+        space = int(positions.shape[0])
+        self._kernel(None, "rows_in_slot_order_renamed", positions.dtype, True)(
+            ((space + BLOCK - 1) // BLOCK,), (BLOCK,),
+            (sort.order, slots_on_device, positions, new_index, keys, rows, keys_renamed))
+        self.launch_list_kernel(rows, n_estimate, keys_renamed, sort.bin_start, sort.order, ROWS_INDEX_IN_W, n_cells,
+                                box_lengths, r_list, capacity, nbr, nbr_count, stats,
+                                targets_on_device=targets_on_device)
 
     def build_targets_renamed(self, positions, keys, sort, n_slots, new_index, n_targets, box_lengths, n_cells,
                               r_list, capacity, nbr, nbr_count):

@@ -558,14 +558,34 @@ __device__ __forceinline__ void build_list_rows(LIST_KERNEL_ARGS)
     Lx, Ly, Lz, invLx, invLy, invLz, r_list2, nbr, nbr_count, capacity, stride, n_targets,           \
     max_count, min_r2_bits
 
+// The list kernels' entry points.  With TARGETS_ON_DEVICE (a spatial domain's build on the device,
+// pycumd/parallel/device_build.py) the target count, which is also the lists' stride, is read from
+// device memory (`targets`) instead of the two int arguments.
+#ifdef TARGETS_ON_DEVICE
+#define LIST_ENTRY_ARGS                                                                               \
+    const real_t* __restrict__ pos4, const int* __restrict__ cell_of,                                 \
+    const int* __restrict__ cell_start, const int* __restrict__ cell_order, int row_mode,             \
+    int nx, int ny, int nz, int chunks_per_row,                                                       \
+    real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz, real_t r_list2,        \
+    int* __restrict__ nbr, int* __restrict__ nbr_count, int capacity, const int* __restrict__ targets, \
+    int* __restrict__ max_count, unsigned int* __restrict__ min_r2_bits
+#define LIST_ENTRY_PASS                                                                               \
+    pos4, cell_of, cell_start, cell_order, row_mode, nx, ny, nz, chunks_per_row,                      \
+    Lx, Ly, Lz, invLx, invLy, invLz, r_list2, nbr, nbr_count, capacity, *targets, *targets,           \
+    max_count, min_r2_bits
+#else
+#define LIST_ENTRY_ARGS LIST_KERNEL_ARGS
+#define LIST_ENTRY_PASS LIST_KERNEL_PASS
+#endif
+
 // Every dimension with >= 7 cells: minimum image by the row's known shifts (see above).
-extern "C" __global__ void __launch_bounds__(32 * LIST_WARPS, LIST_MIN_BLOCKS) build_neighbor_list(LIST_KERNEL_ARGS) {
-    build_list_rows<true>(LIST_KERNEL_PASS);
+extern "C" __global__ void __launch_bounds__(32 * LIST_WARPS, LIST_MIN_BLOCKS) build_neighbor_list(LIST_ENTRY_ARGS) {
+    build_list_rows<true>(LIST_ENTRY_PASS);
 }
 
 // Some dimension with < 7 cells: minimum image by rint, as in the rule.
-extern "C" __global__ void __launch_bounds__(32 * LIST_WARPS, LIST_MIN_BLOCKS) build_neighbor_list_rint(LIST_KERNEL_ARGS) {
-    build_list_rows<false>(LIST_KERNEL_PASS);
+extern "C" __global__ void __launch_bounds__(32 * LIST_WARPS, LIST_MIN_BLOCKS) build_neighbor_list_rint(LIST_ENTRY_ARGS) {
+    build_list_rows<false>(LIST_ENTRY_PASS);
 }
 
 #ifndef PLANE_WARPS
@@ -676,11 +696,11 @@ __device__ __forceinline__ void list_rows_by_planes(LIST_KERNEL_ARGS)
     reduce_list_stats(most, least, max_count, min_r2_bits);
 }
 
-extern "C" __global__ void __launch_bounds__(32 * PLANE_WARPS, PLANE_MIN_BLOCKS) build_neighbor_list_planes(LIST_KERNEL_ARGS) {
-    list_rows_by_planes<int, 7>(LIST_KERNEL_PASS);
+extern "C" __global__ void __launch_bounds__(32 * PLANE_WARPS, PLANE_MIN_BLOCKS) build_neighbor_list_planes(LIST_ENTRY_ARGS) {
+    list_rows_by_planes<int, 7>(LIST_ENTRY_PASS);
 }
-extern "C" __global__ void __launch_bounds__(32 * PLANE_WARPS, PLANE_MIN_BLOCKS_16) build_neighbor_list_planes16(LIST_KERNEL_ARGS) {
-    list_rows_by_planes<unsigned short, 6>(LIST_KERNEL_PASS);
+extern "C" __global__ void __launch_bounds__(32 * PLANE_WARPS, PLANE_MIN_BLOCKS_16) build_neighbor_list_planes16(LIST_ENTRY_ARGS) {
+    list_rows_by_planes<unsigned short, 6>(LIST_ENTRY_PASS);
 }
 #endif
 
@@ -767,14 +787,22 @@ extern "C" __global__ void sort_bins_rows_float(const int* __restrict__ slots, c
 // these slots, the ghosts after them): out[s] = x, y, z of row order[s], w = new_index[order[s]];
 // and the atoms' cells by their new index (the list kernel reads a target's cell by its index):
 // keys_renamed[new_index[order[s]]] = keys[order[s]].
-extern "C" __global__ void rows_in_slot_order_renamed(const int* __restrict__ order, int n_slots,
+// With TARGETS_ON_DEVICE, n_slots is read from device memory (`slots`; the grid covers its capacity).
+#ifdef TARGETS_ON_DEVICE
+#define SLOT_COUNT_ARG const int* __restrict__ slots
+#define SLOT_COUNT (*slots)
+#else
+#define SLOT_COUNT_ARG int n_slots
+#define SLOT_COUNT n_slots
+#endif
+extern "C" __global__ void rows_in_slot_order_renamed(const int* __restrict__ order, SLOT_COUNT_ARG,
                                                       const real_t* __restrict__ pos4,
                                                       const int* __restrict__ new_index,
                                                       const int* __restrict__ keys, real_t* __restrict__ out,
                                                       int* __restrict__ keys_renamed)
 {
     const int s = blockIdx.x * blockDim.x + threadIdx.x;
-    if (s >= n_slots) return;
+    if (s >= SLOT_COUNT) return;
     const int atom = order[s];
     const int renamed = new_index[atom];
     real_t x, y, z; int t;

@@ -46,6 +46,7 @@ from ..precision import c_type_name
 from ..bookkeeping import SimulationError
 from ..system import InputError, System
 from .decomposition import Decomposition
+from .device_build import DeviceDomainBuild
 from .grid import choose_domain_grid
 
 #: per-atom State arrays that travel with a migrating atom (and ``charges`` where the state has them:
@@ -245,6 +246,10 @@ class DomainNeighborList(NeighborStructureBase):
         #: CUDA event)`` appended at each phase's end, read after the build (the GPU's time per phase
         #: against the host's)
         self.phase_marks: list | None = None
+        #: GPU: the build with its counts on the device (:mod:`pycumd.parallel.device_build`), one
+        #: synchronisation a build; None: the host build (the CPU, and checkpoint steps' id order).
+        #: Set to None to run the host build on the GPU too (``pycumd bench scaling --host-build``).
+        self.device_build = DeviceDomainBuild(self) if backend.is_gpu else None
 
     @property
     def row_types(self):
@@ -348,6 +353,14 @@ class DomainNeighborList(NeighborStructureBase):
         (checkpoint steps, so that it continues with the same bits)."""
         self.build(state, by_id=True)
 
+    def _mark(self, name: str) -> None:
+        """With :attr:`phase_marks` set (GPU): a finer mark inside a phase, an event and the host time
+        appended without synchronising (``pycumd bench scaling``'s GPU and host spans)."""
+        if self.phase_marks is not None and self.backend.is_gpu:
+            event = self.xp.cuda.Event()
+            event.record()
+            self.phase_marks.append((name, time.perf_counter(), event))
+
     def _phase(self, name: str | None) -> None:
         """With :attr:`phase_seconds` set: synchronise and add the time since the previous mark to
         phase ``name`` (None: only start the clock)."""
@@ -372,43 +385,53 @@ class DomainNeighborList(NeighborStructureBase):
         self._phase(None)
         if state.n_atoms:
             self.serial.builder.wrap(state)
-        alive = self.migrate(state)
-        self._phase("migrate")
         origin, extent = self.frame(L)
         n_cells = self.serial.cells_per_dimension(extent)
-        if by_id:                                        # the departed rows out, then id order
-            if alive is not None:
-                self._permute(state, self.xp.nonzero(alive)[0])
-                alive = None
-            self._permute(state, self.xp.argsort(state.ids))
-        ghosts = self.exchange_ghosts(state, alive)
-        self._phase("ghosts")
-        n_rows = self._sort_extended(state, ghosts, origin, extent, n_cells, alive)
-        self._phase("cell order")
-        n = state.n_atoms
         if self.capacity is None:
             volume = float(np.prod(self.d.hi - self.d.lo))
-            self.capacity = self.serial.initial_capacity(max(n, 1), volume)
+            self.capacity = self.serial.initial_capacity(max(state.n_atoms, 1), volume)
+        listed = None
+        if self.device_build is not None and not by_id:  # GPU: counts on the device, one synchronisation
+            self._sorted_rows = self.device_build.build(state, origin, extent, n_cells, self.r_list, self.capacity)
+            n_rows, listed = self._sorted_rows.n_rows, self._sorted_rows.listed
+        else:
+            alive = self.migrate(state)
+            self._phase("migrate")
+            if by_id:                                    # the departed rows out, then id order
+                if alive is not None:
+                    self._permute(state, self.xp.nonzero(alive)[0])
+                    alive = None
+                self._permute(state, self.xp.argsort(state.ids))
+            ghosts = self.exchange_ghosts(state, alive)
+            self._phase("ghosts")
+            n_rows = self._sort_extended(state, ghosts, origin, extent, n_cells, alive)
+            self._phase("cell order")
+        n = state.n_atoms
         sorted_rows, self._sorted_rows = self._sorted_rows, None
-        while True:
-            if self.backend.is_gpu:
-                if self.nbr is None or self.nbr.size != n * self.capacity:
-                    self.nbr = self.nbr_count = None
-                    self.nbr = self.xp.empty(n * self.capacity, np.int32)
-                    self.nbr_count = self.xp.empty(n, np.int32)
-                max_count, min_r2 = self.serial.builder.build_targets_renamed(
-                    sorted_rows.positions, sorted_rows.keys, sorted_rows.sort, n_rows, sorted_rows.new_index, n,
-                    extent, n_cells, self.r_list, self.capacity, self.nbr, self.nbr_count)
-            else:
-                if self.nbr is None or self.nbr.shape != (n, self.capacity):
-                    self.nbr = np.empty((n, self.capacity), np.int32)
-                    self.nbr_count = np.empty(n, np.int32)
-                max_count, min_r2 = build_list_cpu(sorted_rows.positions, sorted_rows.keys, sorted_rows.sort.bin_start,
-                                                   sorted_rows.order, n_cells, extent, 1.0 / extent,
-                                                   self.r_list ** 2, self.nbr, self.nbr_count)
-            if max_count <= self.capacity:
-                break
-            self.capacity = capacity_for(int(max_count), len(self.extended))
+        if listed is not None and listed[0] <= self.capacity:      # the device build's list holds
+            max_count, min_r2, self.nbr, self.nbr_count = listed
+        else:                                                      # the host's list (growing its storage)
+            if listed is not None:                                 # the device build's overflowed
+                self.capacity = capacity_for(int(listed[0]), len(self.extended))
+            while True:
+                if self.backend.is_gpu:
+                    if self.nbr is None or self.nbr.size != n * self.capacity:
+                        self.nbr = self.nbr_count = None
+                        self.nbr = self.xp.empty(n * self.capacity, np.int32)
+                        self.nbr_count = self.xp.empty(n, np.int32)
+                    max_count, min_r2 = self.serial.builder.build_targets_renamed(
+                        sorted_rows.positions, sorted_rows.keys, sorted_rows.sort, n_rows, sorted_rows.new_index, n,
+                        extent, n_cells, self.r_list, self.capacity, self.nbr, self.nbr_count)
+                else:
+                    if self.nbr is None or self.nbr.shape != (n, self.capacity):
+                        self.nbr = np.empty((n, self.capacity), np.int32)
+                        self.nbr_count = np.empty(n, np.int32)
+                    max_count, min_r2 = build_list_cpu(sorted_rows.positions, sorted_rows.keys, sorted_rows.sort.bin_start,
+                                                       sorted_rows.order, n_cells, extent, 1.0 / extent,
+                                                       self.r_list ** 2, self.nbr, self.nbr_count)
+                if max_count <= self.capacity:
+                    break
+                self.capacity = capacity_for(int(max_count), len(self.extended))
         self._phase("list")
         if self.serial.canonical_order:                 # deterministic mode: sums in global-id order
             self.serial.builder.sort_by_id(self.nbr, self.nbr_count, self.extended_ids, n, self.capacity)
@@ -724,7 +747,10 @@ class DomainNeighborList(NeighborStructureBase):
             return {"sent": 0, "local": 0}
         row = self.extended.shape[1] * self.extended.dtype.itemsize
         sent = sum(len(indices) for stage in self.stages for indices, *_ in stage.sends)
-        local = 0 if self._owned_rows is not None and self._owned_rows.base is self.extended else len(self.nbr_count)
+        owned = self._owned_rows
+        shared = owned is not None and (owned.base is self.extended or (
+            self.backend.is_gpu and owned.data.ptr == self.extended.data.ptr))
+        local = 0 if shared else len(self.nbr_count)
         return {"sent": int(sent * row), "local": int(local * row)}
 
 
