@@ -230,9 +230,10 @@ def run_lammps(replicate, ranks: int, folder=None, timeout: float = 3600.0) -> d
 
 
 def print_row(r: dict) -> None:
-    bonded = r.get("bonded_fraction")
+    bonded, e0 = r.get("bonded_fraction"), r.get("E_per_atom_start")
     print(f"{r['code']:<22} {r['device'][:26]:<26} {r['precision']:>9} {r['N']:>11,} {r['steps']:>6} "
-          f"{r['steps_per_s']:>10.1f} {r['atom_steps_per_s'] / 1e6:>11.2f} {r['E_per_atom_start']:>14.8f} "
+          f"{r['steps_per_s']:>10.1f} {r['atom_steps_per_s'] / 1e6:>11.2f} "
+          f"{'-' if e0 is None else format(e0, '.8f'):>14} "
           f"{'-' if bonded is None else format(100 * bonded, '.1f'):>8}", flush=True)
 
 
