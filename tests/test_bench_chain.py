@@ -61,10 +61,10 @@ def test_cpu_run_matches_the_lammps_log_and_its_parts_make_the_step(tmp_path):
     shared CPU (the rest: the rebuild check, host work)."""
     out = tmp_path / "runs.jsonl"
     assert cli_main(["bench", "chain", "--replicate", "1", "1", "1", "--device", "cpu", "--precision", "double",
-                     "--steps", "10", "--warmup", "2", "--json", str(out), "--out-dir", str(tmp_path)]) == 0
+                     "--steps", "20", "--warmup", "2", "--json", str(out), "--out-dir", str(tmp_path)]) == 0
     (r,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert json.loads((tmp_path / "chain.json").read_text()) == [r]
-    assert (r["N"], r["replicate"], r["steps"], r["precision"]) == (32_000, [1, 1, 1], 10, "double")
+    assert (r["N"], r["replicate"], r["steps"], r["precision"]) == (32_000, [1, 1, 1], 20, "double")
     assert r["engine"] == "pycumd"
     log = chain.log_step0(FOLDER)
     for name in ("E_pair", "E_mol", "TotEng", "Temp", "Press"):
@@ -73,9 +73,9 @@ def test_cpu_run_matches_the_lammps_log_and_its_parts_make_the_step(tmp_path):
     assert r["rebuilds"] >= 1 and r["dt"] == 0.012
     for part in ("pair_s", "bonded_s", "exclusions_s", "build_s", "langevin_s", "integrate_s"):
         assert r[part] > 0, part
-    assert 0.3 < r["parts_s"] / r["step_s"] < 1.5
+    assert 0.25 < r["parts_s"] / r["step_s"] < 1.5
     assert r["bonded_fraction"] == pytest.approx(r["bonded_s"] / r["step_s"])
-    assert abs(r["TotEng_end"] - r["step0"]["TotEng"]) < 0.05      # 12 Langevin steps at T = 1: no blow-up
+    assert abs(r["TotEng_end"] - r["step0"]["TotEng"]) < 0.05      # 22 Langevin steps at T = 1: no blow-up
 
 
 @needs_wheel
