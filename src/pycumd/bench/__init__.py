@@ -21,6 +21,7 @@ SUMMARIES = {
     "scaling": "throughput over MPI ranks (spatial domains; all pairs over replicated atoms or the force matrix)",
     "batch": "many small systems at once (1,024 x 1,000 LJ; 64 x 4,000 tempering): aggregate atom-steps/s",
     "charged": "molten NaCl with PPPM: steps/s, the step split and the measured Coulomb force error (vs OpenMM)",
+    "chain": "bead-spring polymers (LAMMPS bench/in.chain.scaled, FENE + WCA, Langevin): steps/s and the step split",
 }
 
 
