@@ -38,6 +38,12 @@ def read(paths) -> list:
     return rows
 
 
+def _engine(record) -> str:
+    """'batched engine', 'member engine' or both, from bench batch's engine words."""
+    words = str(record.get("engine", ""))
+    return " and ".join(f"{w} engine" for w in ("batched", "members") if w in words) or words
+
+
 def _best(rows):
     ok = [r for r in rows if r.get("atom_steps_per_s")]
     return max(ok, key=lambda r: r["atom_steps_per_s"]) if ok else None
@@ -57,7 +63,7 @@ def summarize(rows: list) -> list:
     lj = [r for r in rows if "backend" in r and "case" not in r and r.get("atom_steps_per_s")]
     for p in ind:
         R, N, rate = p["systems"], p["atoms"], p["batch_atom_steps_per_s"]
-        head = f"{R} x {N} ({p.get('precision')}, {p.get('engine')})"
+        head = f"{R} x {N} {p.get('precision')} ({_engine(p)})"
         line(f"{head}: aggregate atom-steps/s", rate, TARGETS["aggregate"])
         if p.get("one_big_atom_steps_per_s"):
             line(f"{head}: / one {R * N:,}-atom system (bench batch, deterministic)",
@@ -84,7 +90,7 @@ def summarize(rows: list) -> list:
             line(f"{head}: / {words} (best: {how})", rate / best["atom_steps_per_s"], TARGETS[engine],
                  f"{words} {best['atom_steps_per_s']:.4g}{size}")
     for p in tem:
-        head = f"tempering {p['replicas']} x {p['atoms']} ({p.get('precision')}, {p.get('engine')})"
+        head = f"tempering {p['replicas']} x {p['atoms']} {p.get('precision')} ({_engine(p)})"
         line(f"{head}: / one replica after another", p.get("batch_over_one_at_a_time"), TARGETS["tempering"],
              f"batch {p['batch_atom_steps_per_s']:.4g}, one at a time {p.get('one_at_a_time_atom_steps_per_s', 0):.4g}")
     return out
@@ -97,7 +103,7 @@ def render(lines: list) -> str:
         verdict = "" if not r["target"] else (" unmeasured" if r["met"] is None else
                                               (" MET" if r["met"] else " not met"))
         target = f"(target >= {r['target']:g}){verdict}" if r["target"] else ""
-        text.append(f"{r['what']:<78} {v:>10} {target}  {r['note']}".rstrip())
+        text.append(f"{r['what']:<72} {v:>10} {target}  {r['note']}".rstrip())
     return "\n".join(text)
 
 
