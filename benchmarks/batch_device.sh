@@ -4,7 +4,7 @@
 #
 #   bash benchmarks/batch_device.sh
 #
-# Parts, in this order (BATCH_PARTS, default "independent big tempering jaxmd openmm"):
+# Parts, in this order (BATCH_PARTS, default "independent big tempering openmm jaxmd"):
 #   independent  python3 -m pycumd.bench.batch --case independent: BATCH_SYSTEMS x BATCH_ATOMS (default
 #                1024 x 1000) in the engine BATCH_ENGINE (default batched), beside one system of
 #                BATCH_SYSTEMS x BATCH_ATOMS atoms (deterministic, as the batch) and the systems one after
@@ -14,12 +14,12 @@
 #   tempering    python3 -m pycumd.bench.batch --case tempering: BATCH_REPLICAS x BATCH_REPLICA_ATOMS (default
 #                64 x 4000, Langevin, exchange every 100 steps) beside the replicas one after another
 #                -> $OUT/pycumd_tempering/batch.json
+#   openmm       benchmarks/peers/openmm_batch.py: OpenMM running the same replicas one after another in one
+#                Context and in BATCH_OPENMM_THREADS (default "1 4") Contexts from as many threads; with
+#                fewer replicas (each for all its steps) if they would not fit in the time -> $OUT/peers.jsonl
 #   jaxmd        benchmarks/peers/jaxmd_batch.py: JAX-MD's vmap over the same replicas (update modes vmap and
 #                any), R from BATCH_PEER_SYSTEMS (default "1024 256 64": the first that runs), timed batches
 #                cut to BATCH_JAXMD_SECONDS (default 15) s each -> $OUT/peers.jsonl
-#   openmm       benchmarks/peers/openmm_batch.py: OpenMM running the same replicas one after another in one
-#                Context and in BATCH_OPENMM_THREADS (default "1 4") Contexts from as many threads
-#                -> $OUT/peers.jsonl
 # The peers read the replicas that benchmarks/peers/batch_replicas.py writes from pycumd's own builder
 # (/tmp/batch_replicas.npz: the bench's positions, box and velocities, seeds 1000..).  Common settings:
 # BATCH_PRECISION (single), BATCH_DEVICE (cuda), BATCH_STEPS / BATCH_WARMUP (500 / 100, every engine).
@@ -36,7 +36,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
 OUT=${OUT:-batch_out}; mkdir -p "$OUT"
 BUDGET=${BATCH_BUDGET:-570}
-PARTS=${BATCH_PARTS:-independent big tempering jaxmd openmm}
+PARTS=${BATCH_PARTS:-independent big tempering openmm jaxmd}
 SYSTEMS=${BATCH_SYSTEMS:-1024} ATOMS=${BATCH_ATOMS:-1000}
 REPLICAS=${BATCH_REPLICAS:-64} REPLICA_ATOMS=${BATCH_REPLICA_ATOMS:-4000}
 ENGINE=${BATCH_ENGINE:-batched}
@@ -130,16 +130,20 @@ peer() {           # name engine cap runs script args...: a peer script; each of
     rc=$?
     (( $(records) > n0 )) || peer_error "$engine" "$name: no record (exit $rc; see $name.log)"
 }
+if has openmm; then
+    # OpenMM first (its time is the replicas' steps; --max-seconds keeps each run to 60 % of its share,
+    # running fewer replicas if need be), leaving JAX-MD (which cuts its own batches) at least 200 s
+    nt=$(echo $OPENMM_THREADS | wc -w); l=$(left); cap=$(( l - 200 > 150 ? l - 200 : 150 ))
+    peer openmm openmm $cap $nt benchmarks/peers/openmm_batch.py --threads $OPENMM_THREADS \
+        --precision "$PRECISION" --max-seconds $(( ( (cap < l ? cap : l) - 15) * 6 / 10 / nt ))
+fi
 if has jaxmd; then
-    # the two update modes, each with half of what is left before OpenMM's share (150 s)
+    # the two update modes, each with half of what is left
     l=$(left)
     for mode in vmap any; do
-        peer jaxmd_$mode jaxmd $(( (l - 150) / 2 )) 1 benchmarks/peers/jaxmd_batch.py --update $mode \
+        peer jaxmd_$mode jaxmd $(( (l - 5) / 2 )) 1 benchmarks/peers/jaxmd_batch.py --update $mode \
             --max-seconds "$JAXMD_SECONDS"
     done
-fi
-if has openmm; then
-    peer openmm openmm 400 $(echo $OPENMM_THREADS | wc -w) benchmarks/peers/openmm_batch.py --threads $OPENMM_THREADS --precision "$PRECISION"
 fi
 
 python3 benchmarks/peers/batch_table.py "$OUT/pycumd_independent/batch.json" "$OUT/pycumd_tempering/batch.json" \

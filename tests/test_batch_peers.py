@@ -173,3 +173,24 @@ def test_the_peer_starts_from_pycumds_energy(tmp_path, members, engine):
         end = r["E_per_atom_end_mean"] if engine == "openmm" else r["E_per_atom_end"]
         assert end == pytest.approx(total, abs=1e-2)
         assert r["atom_steps_per_s"] > 0 and (r["systems"], r["atoms"]) == (3, 1000)
+
+
+@pytest.mark.ci_only
+def test_the_device_script_dry_run_writes_every_record_and_the_table(tmp_path):
+    """batch_device.sh on the CPU at a small size: pycumd's three parts, the replica file, the peers (absent
+    here: error records) and the table, in one call."""
+    env = dict(os.environ, OUT=str(tmp_path), BATCH_DEVICE="cpu", BATCH_PRECISION="double", BATCH_SYSTEMS="4",
+               BATCH_ATOMS="500", BATCH_BIG_CELLS="4", BATCH_REPLICAS="4", BATCH_REPLICA_ATOMS="500",
+               BATCH_PEER_SYSTEMS="4 2", BATCH_STEPS="10", BATCH_WARMUP="2")
+    p = subprocess.run(["bash", str(ROOT / "benchmarks" / "batch_device.sh")], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-2000:]
+    ind = json.loads((tmp_path / "pycumd_independent" / "batch.json").read_text())[0]
+    assert (ind["case"], ind["systems"], ind["atoms"]) == ("independent", 4, 500) and ind["batch_atom_steps_per_s"] > 0
+    assert json.loads((tmp_path / "pycumd_tempering" / "batch.json").read_text())[0]["batch_over_one_at_a_time"] > 0
+    assert json.loads((tmp_path / "pycumd_lj.jsonl").read_text().splitlines()[0])["N"] == 256
+    peers = [json.loads(line) for line in (tmp_path / "peers.jsonl").read_text().splitlines()]
+    assert {r["engine"] for r in peers} == {"jaxmd", "openmm"}
+    table = (tmp_path / "table.txt").read_text()
+    assert "4 x 500 double (batched engine): aggregate atom-steps/s" in table
+    assert "tempering 4 x 500 double (batched engine): / one replica after another" in table

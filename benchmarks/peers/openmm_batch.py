@@ -14,7 +14,11 @@ driven by its own Python thread and taking every K-th replica.  Building a Conte
 about a second) is done once per Context and not timed, as pycumd's set-up is not: the timed figure is the
 best case of running the replicas one after another.  The clock runs from the first replica's
 ``setPositions`` to the last replica's ``getState``; each Context first runs ``--warmup`` untimed steps of
-replica 0.  ``atom_steps_per_s`` is R N steps / that time.  ``--threads 1 4`` measures both.
+replica 0.  ``atom_steps_per_s`` is R N steps / that time.  ``--threads 1 4`` measures both.  With
+``--max-seconds S`` a probe (20 steps of replica 0) decides how many of the R replicas fit in S seconds
+one after another, and only those run (each for all its steps; the aggregate rate of replicas run one
+after another does not depend on how many run); the record's ``systems`` is the count that ran,
+``systems_requested`` the R asked for.
 
     python benchmarks/peers/openmm_batch.py --systems 1024 --atoms 1000 --threads 1 4 --replicas-file r.npz --json b.jsonl
 
@@ -38,6 +42,8 @@ import time
 import numpy as np
 
 from common import gpu_name, openmm_with_platform, run_child, write_record  # noqa: E402 (same folder)
+
+PROBE = 20         # steps of the rate probe for --max-seconds
 
 
 def assignment(systems: int, threads: int) -> list:
@@ -74,7 +80,7 @@ def build_system(openmm, rep):
 
 
 def measure(systems: int, atoms: int, replicas_file: str | None, threads: int, precision: str, steps: int,
-            warmup: int, platform_name: str) -> dict:
+            warmup: int, platform_name: str, max_seconds: float | None = None) -> dict:
     import openmm
     from openmm import unit
 
@@ -101,6 +107,16 @@ def measure(systems: int, atoms: int, replicas_file: str | None, threads: int, p
         contexts.append((context, integrator))
     setup_s = time.perf_counter() - t_setup
     context = contexts[0][0]
+    requested = systems
+    if max_seconds:                      # fewer replicas (each still runs all its steps) to keep to the time
+        t0 = time.perf_counter()
+        contexts[0][1].step(PROBE)
+        context.getState(getEnergy=True)
+        per_replica = steps * (time.perf_counter() - t0) / PROBE
+        systems = max(min(threads, systems), min(systems, int(max_seconds / per_replica)))
+        if systems < requested:
+            print(f"openmm_batch: {per_replica:.3f} s a replica (probe): {systems} of the {requested} replicas "
+                  f"fit in --max-seconds {max_seconds:g}", flush=True)
     pe_zero = np.empty(systems)          # every replica's start, untimed: the check of the description
     for i in range(systems):
         context.setPositions(rep.positions[i])
@@ -141,7 +157,7 @@ def measure(systems: int, atoms: int, replicas_file: str | None, threads: int, p
               (gpu_name() or platform_name) if platform_name == "CUDA" else platform_name)
     prec = platform.getPropertyValue(context, "Precision") if "Precision" in names else precision
     return {"engine": "openmm", "case": "independent", "systems": systems, "atoms": atoms, "N": systems * atoms,
-            "threads": len(plan), "precision": prec, "steps": steps, "warmup": warmup,
+            "systems_requested": requested, "threads": len(plan), "precision": prec, "steps": steps, "warmup": warmup,
             "steps_per_s": steps / seconds, "atom_steps_per_s": systems * atoms * steps / seconds,
             "seconds": seconds, "device": device, "version": openmm.__version__, "platform": platform_name,
             "box": [float(b) for b in rep.box], "r_cutoff": rep.cutoff, "dt": rep.dt,
@@ -151,7 +167,7 @@ def measure(systems: int, atoms: int, replicas_file: str | None, threads: int, p
 
 def child_main(args) -> int:
     r = measure(args.systems[0], args.atoms, args.replicas_file, args.threads[0], args.precision[0], args.steps,
-                args.warmup, args.platform)
+                args.warmup, args.platform, args.max_seconds)
     write_record(args._result, r, "w")
     return 0
 
@@ -162,6 +178,8 @@ def run_one(systems: int, threads: int, precision: str, args) -> dict:
                   "--platform", args.platform]
     if args.replicas_file:
         child_args += ["--replicas-file", args.replicas_file]
+    if args.max_seconds:
+        child_args += ["--max-seconds", str(args.max_seconds)]
     rec, err, _ = run_child(__file__, child_args, args.timeout)
     return rec if rec is not None else error_record(systems, args.atoms, threads, precision, args.steps, err,
                                                      args._device, args._version, args.platform)
@@ -179,6 +197,9 @@ def main(argv=None) -> int:
     ap.add_argument("--platform", default="CUDA", help="OpenMM platform: CUDA (default), OpenCL, CPU, Reference")
     ap.add_argument("--steps", type=int, default=500, help="timed steps of each replica (default 500, as the bench)")
     ap.add_argument("--warmup", type=int, default=100, help="untimed steps of each Context first (default 100)")
+    ap.add_argument("--max-seconds", type=float, default=None,
+                    help="run only as many of the R replicas (each for all its steps) as a probe says fit in this "
+                         "many seconds; the record keeps systems_requested")
     ap.add_argument("--every-size", action="store_true", help="run every R (default: stop at the first success)")
     ap.add_argument("--timeout", type=float, default=None, help="seconds allowed for each run")
     ap.add_argument("--json", help="append results as JSON lines to this file")
