@@ -103,18 +103,25 @@ def gpu_name() -> str | None:
         return None
 
 
-def openmm_with_platform(script: str, platform: str):
-    """The ``openmm`` module if it imports and has ``platform`` (else None, having printed why: the peer
-    scripts then measure nothing and exit 0)."""
+def _refuse(reasons, text: str) -> None:
+    """Print why nothing is measured; append it to ``reasons`` (a list) where one is given."""
+    print(text)
+    if reasons is not None:
+        reasons.append(text)
+
+
+def openmm_with_platform(script: str, platform: str, reasons: list | None = None):
+    """The ``openmm`` module if it imports and has ``platform`` (else None, having printed why, and
+    appended it to ``reasons`` if given: the peer scripts then measure nothing and exit 0)."""
     try:
         import openmm
     except ImportError as e:
-        print(f"{script}: OpenMM is not installed ({e}); nothing measured.")
+        _refuse(reasons, f"{script}: OpenMM is not installed ({e}); nothing measured.")
         return None
     names = [openmm.Platform.getPlatform(i).getName() for i in range(openmm.Platform.getNumPlatforms())]
     if platform not in names:
-        print(f"{script}: OpenMM {openmm.__version__} has no {platform} platform (it has {names}); "
-              f"load errors: {openmm.Platform.getPluginLoadFailures()}; nothing measured.")
+        _refuse(reasons, f"{script}: OpenMM {openmm.__version__} has no {platform} platform (it has {names}); "
+                         f"load errors: {openmm.Platform.getPluginLoadFailures()}; nothing measured.")
         return None
     return openmm
 
@@ -139,9 +146,10 @@ def write_record(path, record: dict, mode: str = "a") -> None:
             f.write(json.dumps(record) + "\n")
 
 
-def jax_device(script: str, allow_cpu: bool):
+def jax_device(script: str, allow_cpu: bool, reasons: list | None = None):
     """``(device kind, JAX-MD version)`` of the device the JAX-MD children will run on, or None (after
-    printing why) when JAX or JAX-MD cannot start or JAX sees no GPU (unless ``allow_cpu``).  The parent
+    printing why, and appending it to ``reasons`` if given) when JAX or JAX-MD cannot start or JAX sees
+    no GPU (unless ``allow_cpu``).  The parent
     only looks: it keeps JAX from taking 75% of the GPU's memory (the variable is read when the backend
     starts, and removed again so that the children run with JAX's defaults)."""
     had = "XLA_PYTHON_CLIENT_PREALLOCATE" in os.environ
@@ -151,14 +159,15 @@ def jax_device(script: str, allow_cpu: bool):
         import jax_md
         devs = jax.devices()
     except Exception as e:                 # ImportError, or a JAX backend failing to start
-        print(f"{script}: jax / jax_md cannot be imported or started ({type(e).__name__}: {e}); nothing measured.")
+        _refuse(reasons, f"{script}: jax / jax_md cannot be imported or started ({type(e).__name__}: {e}); "
+                         f"nothing measured.")
         return None
     finally:
         if not had:
             os.environ.pop("XLA_PYTHON_CLIENT_PREALLOCATE", None)
     gpu = [d for d in devs if d.platform == "gpu"]
     if not gpu and not allow_cpu:
-        print(f"{script}: JAX sees no GPU (devices {devs}); nothing measured.")
+        _refuse(reasons, f"{script}: JAX sees no GPU (devices {devs}); nothing measured.")
         return None
     dev = (gpu or devs)[0]
     return getattr(dev, "device_kind", str(dev)), getattr(jax_md, "__version__", None)

@@ -47,13 +47,27 @@ def _cells(n_atoms: int):
     return (side, side, side)
 
 
-def _member(n_atoms: int, seed: int, device: str, precision: str, integrator=None, deterministic: bool = False):
-    from pycumd import LennardJones, Simulation, create_velocities, lattice_system
+#: the in.lj liquid of every system (lj units): fcc density, velocity temperature, LJ cutoff (truncated,
+#: epsilon 1, sigma 1, mass 1), neighbour skin, time step (VelocityVerlet's lj default), and the velocity
+#: seed of system 0 (system i has SEED0 + i).  benchmarks/peers/batch_replicas.py reads these.
+DENSITY, TEMPERATURE, CUTOFF, SKIN, DT, SEED0 = 0.8442, 1.44, 2.5, 0.3, 0.005, 1000
 
-    system = lattice_system("fcc", _cells(n_atoms), density=0.8442)
-    create_velocities(system, 1.44, seed)
-    pot = LennardJones(2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
-    return Simulation(system, pot, integrator, skin=0.3, device=device, precision=precision,
+
+def member_system(n_atoms: int, seed: int):
+    """The start of one system of the batch: ``n_atoms`` atoms of fcc (``CELLS``) at DENSITY, velocities
+    at TEMPERATURE from ``seed`` (LAMMPS ``loop geom``); a :class:`pycumd.System`."""
+    from pycumd import create_velocities, lattice_system
+
+    system = lattice_system("fcc", _cells(n_atoms), density=DENSITY)
+    create_velocities(system, TEMPERATURE, seed)
+    return system
+
+
+def _member(n_atoms: int, seed: int, device: str, precision: str, integrator=None, deterministic: bool = False):
+    from pycumd import LennardJones, Simulation
+
+    pot = LennardJones(CUTOFF).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
+    return Simulation(member_system(n_atoms, seed), pot, integrator, skin=SKIN, device=device, precision=precision,
                       deterministic=deterministic)
 
 
@@ -103,7 +117,7 @@ def independent(systems: int, atoms: int, steps: int, warmup: int, device: str, 
     deterministic = deterministic or "batched" in engines
 
     def make_members():
-        return [_member(atoms, 1000 + i, device, precision, deterministic=deterministic) for i in range(systems)]
+        return [_member(atoms, SEED0 + i, device, precision, deterministic=deterministic) for i in range(systems)]
     out = {"case": "independent", "systems": systems, "atoms": atoms, "steps": steps,
            "engine": " and ".join(ENGINE_WORDS[e] for e in engines), "deterministic": deterministic}
     members = _engine_rates(out, engines, make_members, steps, warmup, systems * atoms)
@@ -141,7 +155,7 @@ def tempering(replicas: int, atoms: int, steps: int, warmup: int, every: int, de
     deterministic = deterministic or "batched" in engines
 
     def build():
-        return [_member(atoms, 1000 + i, device, precision, VelocityVerlet(0.005, Langevin(t, 0.5, 77 + i)),
+        return [_member(atoms, SEED0 + i, device, precision, VelocityVerlet(DT, Langevin(t, 0.5, 77 + i)),
                         deterministic=deterministic)
                 for i, t in enumerate(temperatures)]
     out = {"case": "tempering", "replicas": replicas, "atoms": atoms, "steps": steps, "every": every,
@@ -207,3 +221,7 @@ def main(argv=None) -> int:
     (Path(out_dir) / "batch.json").write_text(json.dumps(results, indent=1))
     print(f"results: {Path(out_dir) / 'batch.json'}")
     return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
