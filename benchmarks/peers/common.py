@@ -139,6 +139,25 @@ def package_versions(*names: str) -> dict:
     return out
 
 
+def pycumd_value(path, n: int, precision: str, key: str):
+    """``record[key]`` of the last pycumd record (``"engine": "pycumd"``) of ``n`` atoms in ``precision``
+    that has it, in a JSON-lines file (a peer matching pycumd's run: its force error, its start
+    energy), or None (no file, no such record)."""
+    if not path:
+        return None
+    found = None
+    try:
+        with open(path) as f:
+            for line in f:
+                r = json.loads(line)
+                if r.get("engine") == "pycumd" and r.get("N") == n and r.get("precision") == precision \
+                        and r.get(key) is not None:
+                    found = r[key]
+    except OSError:
+        return None
+    return found
+
+
 def write_record(path, record: dict, mode: str = "a") -> None:
     """One JSON line: appended to ``--json`` (mode "a"), or a child's result file (mode "w")."""
     if path:

@@ -40,7 +40,6 @@ measured then.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -50,7 +49,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "src"))
 
-from common import gpu_name, openmm_with_platform, run_child, write_record  # noqa: E402 (same folder)
+from common import gpu_name, openmm_with_platform, pycumd_value, run_child, write_record  # noqa: E402 (same folder)
 
 #: kJ/mol per kelvin (OpenMM's MOLAR_GAS_CONSTANT_R): T epsilon/kB in lj units is T / R kelvin at epsilon 1 kJ/mol
 R_KJ = 0.00831446261815324
@@ -247,24 +246,6 @@ def measure(replicate, precision: str, steps: int, warmup: int, platform_name: s
             "Temp_end": 2.0 * ke_end / (3 * n - 3), "TotEng_end": (pe_end + ke_end) / n, **check}
 
 
-def match_energy(path, n: int, precision: str):
-    """pycumd's step-0 energy per atom (E_pair + E_mol) of the record of ``n`` atoms in ``precision`` in a
-    JSON-lines file (the last such), or None."""
-    if not path:
-        return None
-    found = None
-    try:
-        with open(path) as f:
-            for line in f:
-                r = json.loads(line)
-                if r.get("engine") == "pycumd" and r.get("N") == n and r.get("precision") == precision \
-                        and r.get("E_per_atom_start") is not None:
-                    found = r["E_per_atom_start"]
-    except OSError:
-        return None
-    return found
-
-
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     size = ap.add_mutually_exclusive_group()
@@ -310,7 +291,7 @@ def main(argv=None) -> int:
                      "--energy-tolerance", repr(args.energy_tolerance)]
             if args.bench_dir:
                 child += ["--bench-dir", args.bench_dir]
-            pycumd_e = match_energy(args.match, n, precision)
+            pycumd_e = pycumd_value(args.match, n, precision, "E_per_atom_start")
             if pycumd_e is not None:
                 child += ["--_pycumd_e", repr(pycumd_e)]
             rec, err, _ = run_child(__file__, child, args.timeout)

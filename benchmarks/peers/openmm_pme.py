@@ -45,7 +45,7 @@ import time
 
 import numpy as np
 
-from common import gpu_name, openmm_with_platform, run_child, write_record  # (same folder)
+from common import gpu_name, openmm_with_platform, pycumd_value, run_child, write_record  # (same folder)
 
 EV = 96.48533212331002          # kJ/mol per eV
 NM = 0.1                         # nm per A
@@ -234,23 +234,6 @@ def measure(path: str, precision: str, steps: int, warmup: int, platform_name: s
             "TotEng_start": tot(s1), "TotEng_end": tot(s2)}
 
 
-def match_target(path, n: int, precision: str):
-    """``force_error_rel`` of the pycumd record of ``n`` ions in ``precision`` in a JSON-lines file, or None."""
-    if not path:
-        return None
-    found = None
-    try:
-        with open(path) as f:
-            for line in f:
-                r = json.loads(line)
-                if r.get("engine") == "pycumd" and r.get("N") == n and r.get("precision") == precision \
-                        and r.get("force_error_rel") is not None:
-                    found = r["force_error_rel"]
-    except OSError:
-        return None
-    return found
-
-
 def first_guess(path, precision: str, target: float):
     """The tolerance to try first: that of the last OpenMM record of ``precision`` in a JSON-lines file (another
     size), scaled by the ratio of the targets to its measured error; None without one."""
@@ -307,7 +290,7 @@ def main(argv=None) -> int:
         with np.load(path) as z:
             n = int(z["charges"].shape[0])
         for precision in args.precision:
-            target = args.target_error if args.target_error is not None else match_target(args.match, n, precision)
+            target = args.target_error if args.target_error is not None else pycumd_value(args.match, n, precision, "force_error_rel")
             child = ["--state", path, "--precision", precision, "--steps", str(args.steps), "--warmup",
                      str(args.warmup), "--platform", args.platform, "--max-trials", str(args.max_trials)]
             if target is not None:

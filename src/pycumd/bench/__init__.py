@@ -30,6 +30,15 @@ def default_out_dir(name: str) -> Path:
     return Path(f"bench-{name}")
 
 
+def write_results(out_dir, name: str, results: list) -> None:
+    """A bench's records, a list of dicts, as ``out_dir/NAME.json`` (the folder made if needed)."""
+    import json
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(results, indent=1))
+
+
 def argument_parser(name: str, description: str) -> argparse.ArgumentParser:
     """The parser of ``pycumd bench NAME``: its own name in the usage line and a plain-text
     description (kept as written: examples on their own lines)."""

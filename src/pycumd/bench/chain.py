@@ -40,7 +40,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import argument_parser, default_out_dir
+from . import argument_parser, default_out_dir, write_results
 from .lammps_peer import _BUILDS, _LOOP, LammpsUnavailable, commands
 
 #: atoms of data.chain (in.chain unreplicated)
@@ -305,9 +305,7 @@ def main(argv=None) -> int:
             if args.json:
                 with open(args.json, "a") as f:
                     f.write(json.dumps(r) + "\n")
-    os.makedirs(args.out_dir, exist_ok=True)
-    with open(os.path.join(args.out_dir, "chain.json"), "w") as f:
-        json.dump(results, f, indent=1)
+    write_results(args.out_dir, "chain", results)
     return 0
 
 

@@ -50,7 +50,7 @@ import time
 
 import numpy as np
 
-from . import argument_parser, default_out_dir
+from . import argument_parser, default_out_dir, write_results
 
 #: Na+ and Cl- types and masses (amu)
 NA, CL = 0, 1
@@ -430,9 +430,7 @@ def main(argv=None) -> int:
                     f.write(json.dumps(r) + "\n")
             if backend.is_gpu:
                 backend.xp.get_default_memory_pool().free_all_blocks()
-    os.makedirs(args.out_dir, exist_ok=True)
-    with open(os.path.join(args.out_dir, "charged.json"), "w") as f:
-        json.dump(results, f, indent=1)
+    write_results(args.out_dir, "charged", results)
     return 0
 
 

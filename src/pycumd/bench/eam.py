@@ -15,7 +15,6 @@ unless --potential-file gives its path.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import tempfile
@@ -25,7 +24,7 @@ from ..integrators import VelocityVerlet
 from ..potentials.eam import EAM, resolve_potential_file
 from ..simulation import Simulation
 from ..system import create_velocities, lattice_system
-from . import argument_parser, default_out_dir
+from . import argument_parser, default_out_dir, write_results
 from .lammps_peer import _LOOP, LammpsUnavailable, commands
 
 LATTICE = 3.615
@@ -154,9 +153,7 @@ def main(argv=None) -> int:
                 args.lammps_ranks = 0
                 continue
             print_row(results[-1])
-    os.makedirs(args.out_dir, exist_ok=True)
-    with open(os.path.join(args.out_dir, "eam.json"), "w") as f:
-        json.dump(results, f, indent=1)
+    write_results(args.out_dir, "eam", results)
     return 0
 
 
