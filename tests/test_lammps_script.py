@@ -369,3 +369,23 @@ print "$(-2^2) $(round(-2.5)) $(7%3) $(PI:%.3f) $(1/3)"
                                             "Total wall", "   cd"))]
     ours = [c.args[0] for c in read_script(script, variables={"a": [7, 8]})]
     assert ours == printed
+
+
+def test_run_lammps_script_keeps_the_scripts_processors_under_engine_options(monkeypatch):
+    """`run_lammps_script(..., device=...)` sets its engine options over what the script set: the
+    script's `processors` grid survives (it was replaced by the defaults before), and an explicit
+    `processors=` wins; an unknown option is an error naming it."""
+    import pycumd.inputs.lammps_input as lammps_input
+
+    plans = []
+    monkeypatch.setattr(lammps_input, "execute", lambda plan: plans.append(plan))
+    script = ("units lj\natom_style atomic\nprocessors * * 2\nlattice fcc 0.8442\nregion box block 0 4 0 4 0 4\n"
+              "create_box 1 box\ncreate_atoms 1 box\nmass 1 1.0\npair_style lj/cut 2.5\npair_coeff 1 1 1.0 1.0 2.5\n"
+              "run 0\n")
+    lammps_input.run_lammps_script(text=script, screen=False, device="cpu", precision="double")
+    lammps_input.run_lammps_script(text=script, screen=False, device="cpu", processors=(2, 1, 1))
+    assert plans[0].engine.processors == (0, 0, 2) and plans[0].engine.device == "cpu"
+    assert plans[0].engine.precision == "double"
+    assert plans[1].engine.processors == (2, 1, 1)
+    with pytest.raises(TypeError, match="no_such_option"):
+        lammps_input.run_lammps_script(text=script, screen=False, no_such_option=1)

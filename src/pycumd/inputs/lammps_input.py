@@ -2103,10 +2103,13 @@ def run_lammps_script(path=None, text=None, variables=None, *, screen: bool = Tr
     (``.sim``: the last simulation, ``.thermo.rows``: the thermo rows).
 
     ``log``: CSV thermo path; ``trajectory``: ``(path, every)``; ``engine``: device, precision,
-    deterministic, ... (:class:`~pycumd.components.EngineOptions`).
+    deterministic, ... (:class:`~pycumd.components.EngineOptions`), over what the script set
+    (``processors``: the grid of spatial domains, kept unless ``processors=`` is given).
     """
+    import dataclasses
+
     plan = plan_from_lammps_script(path, text, variables, screen=screen)
-    plan.engine = EngineOptions(**engine)
+    plan.engine = dataclasses.replace(plan.engine, **engine)
     plan.outputs.thermo_log, plan.outputs.progress = log, progress
     if trajectory:
         plan.outputs.trajectories.append(TrajectoryOutput(*trajectory))
