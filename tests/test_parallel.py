@@ -588,7 +588,7 @@ run 120
 
 @needs_mpi
 @pytest.mark.parametrize("fix, device", [
-    ("nve", "cpu"), ("nvt temp 2.0 2.0 0.5", "cpu"),
+    ("nve", "cpu"), ("nvt temp 2.0 2.0 0.5", "cpu"), pytest.param("nve\nfix 2 all langevin 2.0 2.0 0.5 48279", "cpu", marks=pytest.mark.ci_only),
     pytest.param("nvt temp 2.0 2.0 0.5", "cuda", marks=[pytest.mark.cuda, needs_gpu])])
 def test_checkpoint_of_a_decomposed_run_restarts_bit_for_bit(tmp_path, fix, device):
     """mpiexec -n 3: checkpoints every 40 steps (rank 0 writes one file: the atoms gathered in id
