@@ -54,19 +54,9 @@ export PYTHONPATH=$here/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 
 # --- the peers' wheels (OpenMM, JAX-MD and what it imports; JAX itself is the device image's) -------------
 site=/tmp/batch_site
-if ls .whl/peers/*.whl >/dev/null 2>&1; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" \
-        .whl/peers/*.whl && export PYTHONPATH=$PYTHONPATH:$site || echo "batch_device.sh: peer wheel install failed"
-else
-    echo "batch_device.sh: no wheels in .whl/peers (carry .whl); the peers will write error records"
-fi
-# CUDA libraries of the pip 'nvidia-*' packages, appended, in case OpenMM's CUDA plugin does not find
-# libnvrtc / libcufft by itself (as peers_device.sh)
-sp=$(python3 -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)
-if [ -n "$sp" ] && [ -d "$sp/nvidia" ]; then
-    extra=$(find "$sp/nvidia" -name 'lib*.so*' -printf '%h\n' 2>/dev/null | sort -u | paste -sd: -)
-    [ -n "$extra" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$extra"
-fi
+source benchmarks/device_env.sh
+install_wheels "$site" batch_device.sh peer .whl/peers/*.whl     # without them the peers write error records
+add_pip_nvidia_libs
 {
     date -u +%Y-%m-%dT%H:%M:%SZ
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader

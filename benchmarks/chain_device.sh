@@ -49,30 +49,10 @@ export PYTHONPATH=$here/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 
 # --- the carried pieces ------------------------------------------------------------------------
 site=/tmp/chain_site lroot=/tmp/lammps_min
-whls=$(ls .whl/peers/openmm*.whl 2>/dev/null)
-if [ -n "$whls" ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" $whls \
-        && export PYTHONPATH=$PYTHONPATH:$site || echo "chain_device.sh: OpenMM wheel install failed"
-else
-    echo "chain_device.sh: no OpenMM wheels in .whl/peers (carry .whl)"
-fi
-# CUDA libraries of the pip 'nvidia-*' packages, appended, in case OpenMM's CUDA plugin does not find
-# libnvrtc / libcufft by itself (as peers_device.sh)
-sp=$(python3 -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)
-if [ -n "$sp" ] && [ -d "$sp/nvidia" ]; then
-    extra=$(find "$sp/nvidia" -name 'lib*.so*' -printf '%h\n' 2>/dev/null | sort -u | paste -sd: -)
-    [ -n "$extra" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$extra"
-fi
-mkdir -p "$lroot"
-if [ -f .whl/lammps/lammps-min.tar.xz ] && tar -xJf .whl/lammps/lammps-min.tar.xz -C "$lroot"; then
-    printf '#!/bin/sh\nexec %s/lammps/lmp "$@"\n' "$lroot" > "$lroot/bin/lmp"   # lmp's RPATH is $ORIGIN
-    chmod +x "$lroot/bin/lmp"
-    ln -sf mpiexec.hydra "$lroot/bin/mpiexec"     # hydra finds hydra_pmi_proxy beside it
-else
-    echo "chain_device.sh: no .whl/lammps/lammps-min.tar.xz (carry .whl; see benchmarks/peers/pack_lammps.py)"
-fi
-# LAMMPS only: MPICH's libmpi.so.12 and its launcher first (the image's Open MPI is not MPICH's ABI)
-LENV=(env "PATH=$lroot/bin:$PATH" "LD_LIBRARY_PATH=$lroot/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+source benchmarks/device_env.sh
+install_wheels "$site" chain_device.sh OpenMM .whl/peers/openmm*.whl
+add_pip_nvidia_libs
+unpack_lammps "$lroot" chain_device.sh
 BENCH=${CHAIN_BENCH_DIR:-$(python3 -c 'from pycumd.bench.chain import bench_dir; print(bench_dir())' 2>/dev/null)}
 [ -n "$BENCH" ] || BENCH=$here/.whl/lammps_share/lammps/share/lammps/bench
 for f in in.chain.scaled data.chain log.15Jul25.chain.fixed.g++.1; do

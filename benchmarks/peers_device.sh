@@ -33,13 +33,8 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
     "$here"/.whl/peers/*.whl || { echo "peers_device.sh: wheel install failed"; exit 1; }
 export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
 export PYTHONUNBUFFERED=1
-# CUDA libraries of the pip 'nvidia-*' packages, appended (not prepended), in case OpenMM's CUDA
-# plugin does not find libnvrtc / libcufft by itself
-sp=$(python3 -c 'import site; print(site.getsitepackages()[0])' 2>/dev/null)
-if [ -n "$sp" ] && [ -d "$sp/nvidia" ]; then
-    extra=$(find "$sp/nvidia" -name 'lib*.so*' -printf '%h\n' 2>/dev/null | sort -u | paste -sd: -)
-    [ -n "$extra" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$extra"
-fi
+source "$here/benchmarks/device_env.sh"
+add_pip_nvidia_libs
 
 {
     date -u +%Y-%m-%dT%H:%MZ
