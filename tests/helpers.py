@@ -74,6 +74,24 @@ def brute_force_energy_forces(system, potential):
     return e_total, forces, w
 
 
+def worst_gradient_error(sim, rows, h: float) -> float:
+    """The largest |F + dE/dx| over the coordinates of ``rows`` (atom rows of ``sim.state``): the forces
+    of the state's last computation against central differences of ``sim``'s potential energy, each
+    coordinate moved by +-``h`` (length units) and put back."""
+    f = np.asarray(sim.state.forces).copy()
+    worst = 0.0
+    for row in rows:
+        for d in range(3):
+            energies = []
+            for sign in (1, -1):
+                sim.state.positions[row, d] += sign * h
+                sim.forces.compute(sim.state, sim.neighbors, True)
+                energies.append(sim.book.potential_energy())
+                sim.state.positions[row, d] -= sign * h
+            worst = max(worst, abs(f[row, d] + (energies[0] - energies[1]) / (2 * h)))
+    return worst
+
+
 def state_hash(sim) -> str:
     """SHA-256 of a simulation's positions, velocities and images in id order: equal hashes are
     bit-identical states."""

@@ -14,6 +14,7 @@ from pycumd.inputs.lammps_script import LammpsScriptError
 from pycumd.long_range import coul_charmm_pair
 from pycumd.potentials.lj_charmm import charmm_switch
 
+from helpers import worst_gradient_error
 from lammps_oracle import lammps_available, run_lammps
 from test_coul_long import _gpu_available, chain_data
 
@@ -126,17 +127,7 @@ def test_forces_are_minus_the_energy_gradient(rng, tmp_path):
     chain_data(tmp_path / "data.chains", rng)
     sim = run_lammps_script(text=script, screen=False, device="cpu", precision="double").sim
     f = np.asarray(sim.state.forces).copy()
-    h = 1e-6
-    worst = 0.0
-    for row in rng.choice(sim.state.n_atoms, 4, replace=False):
-        for d in range(3):
-            energies = []
-            for sign in (1, -1):
-                sim.state.positions[row, d] += sign * h
-                sim.forces.compute(sim.state, sim.neighbors, True)
-                energies.append(sim.book.potential_energy())
-                sim.state.positions[row, d] -= sign * h
-            worst = max(worst, abs(f[row, d] + (energies[0] - energies[1]) / (2 * h)))
+    worst = worst_gradient_error(sim, rng.choice(sim.state.n_atoms, 4, replace=False), 1e-6)
     assert worst <= 1e-6 * np.abs(f).max()
 
 

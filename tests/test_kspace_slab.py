@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from lammps_oracle import lammps_available, run_lammps
+from test_kspace_lammps import lammps_pair_forces
 from pycumd.backend import cuda_available, select
 from pycumd.inputs.lammps_input import plan_from_lammps_script, run_lammps_script
 from pycumd.inputs.lammps_script import LammpsScriptError
@@ -18,9 +19,6 @@ needs_lammps = pytest.mark.skipif(not lammps_available(), reason="LAMMPS Python 
 QQRD2E_REAL = 332.06371
 R_CUT = 6.0
 BOX = np.array([12.0, 13.0, 20.0])
-# LAMMPS' pair coul/long with 'pair_modify table 0': erfc by the Abramowitz-Stegun polynomial
-EWALD_F, EWALD_P = 1.12837917, 0.3275911
-A1, A2, A3, A4, A5 = 0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429
 
 
 def slab_ions(net_charge, n=100, seed=5):
@@ -43,22 +41,6 @@ def write_data(path, x, q, types=None, box=BOX):
     lines += ["", "Atoms # charge", ""]
     lines += [f"{i + 1} {types[i]} {q[i]:.17g} {x[i, 0]:.17g} {x[i, 1]:.17g} {x[i, 2]:.17g}" for i in range(n)]
     path.write_text("\n".join(lines) + "\n")
-
-
-def lammps_pair_forces(x, q, g_ewald):
-    """Forces of LAMMPS' coul/long (table 0), minimum images along x and y only (boundary p p f)."""
-    d = x[:, None, :] - x[None, :, :]
-    d[..., :2] -= BOX[:2] * np.rint(d[..., :2] / BOX[:2])
-    r2 = (d * d).sum(-1)
-    np.fill_diagonal(r2, np.inf)
-    inside = r2 < R_CUT * R_CUT
-    r = np.sqrt(np.where(inside, r2, 1.0))
-    grij = g_ewald * r
-    expm2 = np.exp(-grij * grij)
-    t = 1.0 / (1.0 + EWALD_P * grij)
-    erfc = t * (A1 + t * (A2 + t * (A3 + t * (A4 + t * A5)))) * expm2
-    fpair = np.where(inside, QQRD2E_REAL * q[:, None] * q[None, :] / r * (erfc + EWALD_F * grij * expm2) / r2, 0.0)
-    return (fpair[:, :, None] * d).sum(axis=1)
 
 
 CASES = [   # (kspace_style, kspace_modify, net charge, make_solver keywords)
@@ -105,7 +87,7 @@ run 0
         if "precision" not in line:
             assert line in log_lines, f"{line!r} not in LAMMPS' log:\n" + "\n".join(log_lines)
     assert s.energy == pytest.approx(res.thermo["E_long"][0], rel=1e-10)
-    reference = atoms["f"] - lammps_pair_forces(atoms["x"], qa, s.g_ewald)
+    reference = atoms["f"] - lammps_pair_forces(atoms["x"], qa, s.g_ewald, BOX, periodic=2)
     scale = np.sqrt((reference ** 2).sum(axis=1).mean())
     np.testing.assert_allclose(forces, reference, rtol=0, atol=1e-10 * scale)
     if keywords["slab"] == "nozforce":

@@ -12,12 +12,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from pycumd import EngineOptions, Reporter, execute  # noqa: E402
+from pycumd import EngineOptions, execute  # noqa: E402
 from pycumd.backend import cuda_available  # noqa: E402
 from pycumd.bookkeeping import RunStopped  # noqa: E402
 from pycumd.checkpoint_file import read_checkpoint  # noqa: E402
 from pycumd.inputs.lammps_input import plan_from_lammps_script  # noqa: E402
 
+from test_checkpoint import _StopAt  # noqa: E402 (asks the simulation to stop after a step)
 from test_shake import SCRIPT, molecules_data  # noqa: E402
 
 INTEGRATORS = {
@@ -26,17 +27,6 @@ INTEGRATORS = {
 }
 
 
-class _StopAt(Reporter):
-    """Asks the simulation to stop after step ``step`` (as a signal would)."""
-
-    def __init__(self, step):
-        self.step = step
-
-    def next_report(self, step, run_start, run_end):
-        return self.step if step <= self.step <= run_end else None
-
-    def report(self, snapshot):
-        snapshot.simulation.stop_request = "test"
 
 
 def _plan(directory: Path, data: Path, style: str, integrator: str, engine: EngineOptions):
