@@ -232,6 +232,15 @@ def main_minimize(args):
         "ids_equal": bool((final.ids == ref_final.ids).all())}), flush=True)
 
 
+def worst_thermo(rows, reference, keys) -> dict:
+    """Per thermo key, the largest difference of ``rows`` from the ``reference`` rows, relative to the
+    value, or for the energy parts (``E_*``, which may pass through zero) to the total energy's size."""
+    energy_scale = max(max(abs(r["TotEng"]), abs(r["PotEng"])) for r in reference)
+    scale = {key: energy_scale if key.startswith("E_") else 0.0 for key in keys}
+    return {key: max(abs(a[key] - b[key]) / max(abs(b[key]), scale[key], 1e-300) for a, b in zip(rows, reference))
+            for key in keys}
+
+
 def main_molecular(args):
     """``mol-COMBO``: tests/test_molecular.py's chains (bonds, angles, dihedrals, impropers, special pairs
     of COMBOS[COMBO]) run from their LAMMPS script on one rank (rank 0) and over every rank; rank 0 prints
@@ -258,11 +267,7 @@ def main_molecular(args):
     if world.rank != 0:
         return
     keys = ("Temp", "PotEng", "TotEng", "E_bond", "E_angle", "E_dihed", "E_impro", "E_vdwl", "Press")
-    # relative to the value, or for the energy parts (which may pass through zero) to the total energy's size
-    energy_scale = max(max(abs(r["TotEng"]), abs(r["PotEng"])) for r in reference)
-    scale = {key: energy_scale if key.startswith("E_") else 0.0 for key in keys}
-    worst = {key: max(abs(a[key] - b[key]) / max(abs(b[key]), scale[key], 1e-300)
-                      for a, b in zip(result.thermo.rows, reference)) for key in keys}
+    worst = worst_thermo(result.thermo.rows, reference, keys)
     print("RESULT " + json.dumps({
         "decomposition": sim.decomposition.describe(), "rows": [len(result.thermo.rows), len(reference)],
         "steps": [int(r["Step"]) for r in result.thermo.rows], "worst": worst, "migrated": int(migrated),
@@ -398,10 +403,7 @@ def main_molcoul(args):
     seconds = {"one rank": [r[2] for r in reference], "ranks": [r[2] for r in mine]}
     result, reference = mine[-1][1], reference[-1][1].thermo.rows
     keys = [key for key in reference[0] if key != "Step"]
-    energy_scale = max(max(abs(r["TotEng"]), abs(r["PotEng"])) for r in reference)
-    scale = {key: energy_scale if key.startswith("E_") else 0.0 for key in keys}
-    worst = {key: max(abs(a[key] - b[key]) / max(abs(b[key]), scale[key], 1e-300)
-                      for a, b in zip(result.thermo.rows, reference)) for key in keys}
+    worst = worst_thermo(result.thermo.rows, reference, keys)
     print("RESULT " + json.dumps({
         "decomposition": sim.decomposition.describe(), "rows": [len(result.thermo.rows), len(reference)],
         "force_rel": force_rel, "worst": worst, "migrated": int(migrated),

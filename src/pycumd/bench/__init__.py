@@ -30,6 +30,21 @@ def default_out_dir(name: str) -> Path:
     return Path(f"bench-{name}")
 
 
+def timed_run(sim, warmup: int, steps: int) -> tuple:
+    """``warmup`` untimed steps of ``sim``, then ``steps`` timed ones between device synchronisations:
+    ``(seconds, neighbour rebuilds during the timed steps)``."""
+    import time
+
+    if warmup:
+        sim.run(warmup, progress=False)
+    builds = sim.neighbors.n_builds
+    sim.backend.synchronize()
+    t0 = time.perf_counter()
+    sim.run(steps, progress=False)
+    sim.backend.synchronize()
+    return time.perf_counter() - t0, sim.neighbors.n_builds - builds
+
+
 def write_results(out_dir, name: str, results: list) -> None:
     """A bench's records, a list of dicts, as ``out_dir/NAME.json`` (the folder made if needed)."""
     import json

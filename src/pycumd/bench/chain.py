@@ -40,7 +40,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from . import argument_parser, default_out_dir, write_results
+from . import argument_parser, default_out_dir, timed_run, write_results
 from .lammps_peer import _BUILDS, _LOOP, LammpsUnavailable, commands
 
 #: atoms of data.chain (in.chain unreplicated)
@@ -160,14 +160,7 @@ def run_pycumd(plan, *, device: str, precision: str, steps: int, warmup: int, sp
     n = sim.state.n_atoms
     row = sim.thermo_row()                       # step 0: energies per atom (lj units normalise)
     start = {k: float(row[k]) for k in ("Temp", "E_pair", "E_mol", "TotEng", "Press")}
-    sim.run(warmup, progress=False)
-    builds = sim.neighbors.n_builds
-    sim.backend.synchronize()
-    t0 = time.perf_counter()
-    sim.run(steps, progress=False)
-    sim.backend.synchronize()
-    seconds = time.perf_counter() - t0
-    rebuilds = sim.neighbors.n_builds - builds
+    seconds, rebuilds = timed_run(sim, warmup, steps)
     end = sim.thermo_row()
     record = {"engine": "pycumd", "code": "pycumd", "system": "in.chain", "device": sim.backend.device_name,
               "precision": sim.precision.name, "N": n, "replicate": None, "steps": steps, "warmup": warmup,

@@ -50,7 +50,7 @@ import time
 
 import numpy as np
 
-from . import argument_parser, default_out_dir, write_results
+from . import argument_parser, default_out_dir, timed_run, write_results
 
 #: Na+ and Cl- types and masses (amu)
 NA, CL = 0, 1
@@ -297,13 +297,7 @@ def run_pycumd(state: dict, targets, reference, *, accuracy: float, precision: s
     error = rms_error(f, reference)
     sim.run(warmup, progress=False)
     e_start = sim.thermo_row()["TotEng"]
-    builds = sim.neighbors.n_builds
-    sim.backend.synchronize()
-    t0 = time.perf_counter()
-    sim.run(steps, progress=False)
-    sim.backend.synchronize()
-    seconds = time.perf_counter() - t0
-    rebuilds = sim.neighbors.n_builds - builds
+    seconds, rebuilds = timed_run(sim, 0, steps)
     e_end = sim.thermo_row()["TotEng"]
     n = system.n_atoms
     record = {"engine": "pycumd", "code": "pycumd", "system": "nacl", "device": sim.backend.device_name,

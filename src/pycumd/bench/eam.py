@@ -18,13 +18,12 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
-import time
 
 from ..integrators import VelocityVerlet
 from ..potentials.eam import EAM, resolve_potential_file
 from ..simulation import Simulation
 from ..system import create_velocities, lattice_system
-from . import argument_parser, default_out_dir, write_results
+from . import argument_parser, default_out_dir, timed_run, write_results
 from .lammps_peer import _LOOP, LammpsUnavailable, commands
 
 LATTICE = 3.615
@@ -40,15 +39,8 @@ def run_pycumd(potential_file, cells: int, steps: int, warmup: int, device: str,
     system = lattice_system("fcc", cells, units="metal", constant=LATTICE, mass=pot.masses(1)[0])
     create_velocities(system, TEMPERATURE, SEED)
     sim = Simulation(system, pot, VelocityVerlet(DT), device=device, precision=precision, skin=SKIN)
-    sim.run(warmup, progress=False)
-    builds = sim.neighbors.n_builds
-    sim.backend.synchronize()
-    t0 = time.perf_counter()
-    sim.run(steps, progress=False)
-    sim.backend.synchronize()
-    seconds = time.perf_counter() - t0
+    seconds, rebuilds = timed_run(sim, warmup, steps)
     row = sim.thermo_row()
-    rebuilds = sim.neighbors.n_builds - builds
     return {"code": "pycumd", "device": sim.backend.device_name, "precision": sim.precision.name,
             "N": system.n_atoms, "steps": steps, "seconds": seconds, "steps_per_s": steps / seconds,
             "atom_steps_per_s": system.n_atoms * steps / seconds, "rebuilds": rebuilds,
