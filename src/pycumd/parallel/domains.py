@@ -364,10 +364,7 @@ class DomainNeighborList(NeighborStructureBase):
     def _phase(self, name: str | None) -> None:
         """With :attr:`phase_seconds` set: synchronise and add the time since the previous mark to
         phase ``name`` (None: only start the clock)."""
-        if self.phase_marks is not None and self.backend.is_gpu:
-            event = self.xp.cuda.Event()
-            event.record()
-            self.phase_marks.append((name or "start", time.perf_counter(), event))
+        self._mark(name or "start")
         if self.phase_seconds is None:
             return
         self.backend.synchronize()
