@@ -54,6 +54,47 @@ def lj_input():
     return system, potential, 0.005, {"skin": 0.3}
 
 
+def lj_large_input():
+    """lj_input on 4,000 atoms (L = 16.8): two domains are thick enough for an interior (spatial domains'
+    interior box, :meth:`DomainNeighborList.interior_box`)."""
+    base = lattice_system("fcc", 10, density=0.8442)
+    rng = np.random.default_rng(12)
+    system = System(base.box, base.positions + rng.uniform(-0.05, 0.05, base.positions.shape), base.masses)
+    create_velocities(system, 3.0, seed=87288)
+    potential = LennardJones(r_cut=2.5).pair_coeff(0, 0, epsilon=1.0, sigma=1.0)
+    return system, potential, 0.005, {"skin": 0.3}
+
+
+class InteriorCheck(Reporter):
+    """Every step: the owned atoms inside the domain's interior box (whose forces the GPU computes while
+    the ghosts travel) have no ghost row in their lists.  Counts the atoms checked and those in breach."""
+
+    every = 1
+
+    def __init__(self, sim):
+        self.sim = sim
+        self.interior = self.breaches = self.steps = 0
+
+    def report(self, snapshot):
+        nl, state, backend = self.sim.neighbors, self.sim.state, self.sim.backend
+        box = nl.interior_box(state.box_lengths)
+        if box is None:
+            return
+        n = state.n_atoms
+        positions = np.asarray(backend.to_host(state.positions), dtype=np.float64)[:n, :3]
+        inside = ((positions >= box[0]) & (positions < box[1])).all(axis=1)
+        counts = np.asarray(backend.to_host(nl.nbr_count))
+        if backend.is_gpu:                  # column-major: entry k of atom i at k * n + i
+            nbr = np.asarray(backend.to_host(nl.nbr))[:n * nl.capacity].reshape(nl.capacity, n).T
+        else:
+            nbr = np.asarray(nl.nbr)
+        listed = np.arange(nbr.shape[1])[None, :] < counts[:, None]
+        has_ghost = ((nbr >= n) & listed).any(axis=1)
+        self.interior += int(inside.sum())
+        self.breaches += int((inside & has_ghost).sum())
+        self.steps += 1
+
+
 def charged_lj_input():
     """lj_input with per-atom charges (not read by lj/cut: carried through the migrations)."""
     system, potential, dt, options = lj_input()
@@ -124,7 +165,7 @@ def eam_input():
 
 #: the special-pair combinations of tests/test_molecular.py's COMBOS (the mol-* cases)
 MOLECULE_COMBOS = ("harmonic", "fene", "amber")
-INPUTS = {"lj": lj_input, "lj-charged": charged_lj_input, "coul-pppm": lambda: coulomb_input("pppm"),
+INPUTS = {"lj": lj_input, "lj-large": lj_large_input, "lj-charged": charged_lj_input, "coul-pppm": lambda: coulomb_input("pppm"),
           "coul-ewald": lambda: coulomb_input("ewald"), "coul-msm": lambda: coulomb_input("msm"),
           "coul-slab": coulomb_slab_input, "ions": ion_input, "small": small_box_input, "eam": eam_input}
 
@@ -168,10 +209,10 @@ def owned_in_cell_order(sim) -> bool:
 
 
 def run(case, comm, steps, device, grid, precision="double", thermostat="nve", deterministic=False, use_graphs=True,
-        host_build=False, small_capacities=False):
+        host_build=False, small_capacities=False, overlap_halo=None, check_interior=False):
     system, potential, dt, options = INPUTS[case]()
     options = dict(options, device=device, precision=precision, deterministic=deterministic, use_graphs=use_graphs)
-    if thermostat != "nve" and case != "lj":
+    if thermostat != "nve" and case not in ("lj", "lj-large"):
         raise SystemExit("--thermostat is for the lj case (reduced units, target T = 2.4)")
     if comm is not None:
         options.update(comm=comm, matrix_grid=grid)
@@ -186,10 +227,15 @@ def run(case, comm, steps, device, grid, precision="double", thermostat="nve", d
     if small_capacities:                      # the device build's first capacities far too small: it grows
         sim.neighbors.device_build.initial_scale, sim.neighbors.device_build.initial_margin = 0.1, 0
         sim.neighbors.capacity = 4            # and the list's: the device's list overflows, the host's grows it
+    if overlap_halo is not None and hasattr(sim.forces, "overlap_halo"):
+        sim.forces.overlap_halo = overlap_halo   # False: the ghosts' exchange, then all forces
     sim.setup()
     forces0 = owned_forces(sim, comm or MPI.COMM_SELF)
     collect = Collect(10, steps)
     sim.reporters.append(collect)
+    if check_interior and hasattr(sim.neighbors, "interior_box"):
+        sim.interior_check = InteriorCheck(sim)
+        sim.reporters.append(sim.interior_check)
     sim.run(steps)
     final = sim.system()
     return system, sim, forces0, collect, final
@@ -556,6 +602,10 @@ def main():
                         help="the reference is the same decomposed run with host-driven steps (use_graphs=False)")
     parser.add_argument("--device-build-against-host", action="store_true",
                         help="the reference is the same decomposed run with the host build (GPU spatial domains)")
+    parser.add_argument("--overlap-against-plain", action="store_true",
+                        help="the reference is the same decomposed run without the interior forces overlapping the halo")
+    parser.add_argument("--check-interior", action="store_true",
+                        help="every step: no ghost in the list of an owned atom inside the interior box")
     parser.add_argument("--small-capacities", action="store_true",
                         help="the device build starts with capacities too small (its overflow and repeat)")
     parser.add_argument("--integrator", choices=["nve", "npt-z"], default="nve", help="shake/rattle: fix 1")
@@ -580,13 +630,21 @@ def main():
     elif args.device_build_against_host:  # every rank: the decomposed run with the host build
         reference = run(args.case, world, args.steps, args.device, args.grid, args.precision, args.thermostat,
                         args.deterministic, host_build=True)
+    elif args.overlap_against_plain:      # every rank: the decomposed run, halo then forces
+        reference = run(args.case, world, args.steps, args.device, args.grid, args.precision, args.thermostat,
+                        args.deterministic, overlap_halo=False)
     elif world.rank == 0:
         reference = run(args.case, None, args.steps, args.device, None, args.precision, args.thermostat,
                         args.deterministic)
     world.Barrier()
     system, sim, forces0, collect, final = run(args.case, world, args.steps, args.device, args.grid, args.precision, args.thermostat,
-                        args.deterministic, small_capacities=args.small_capacities)
+                        args.deterministic, small_capacities=args.small_capacities, check_interior=args.check_interior,
+                        overlap_halo=True if args.overlap_against_plain else None)
     nl = sim.neighbors
+    check = getattr(sim, "interior_check", None)
+    interior = world.allreduce(check.interior if check else 0, op=MPI.SUM)
+    breaches = world.allreduce(check.breaches if check else 0, op=MPI.SUM)
+    overlapped = bool(getattr(sim.forces, "overlap_halo", False))
     migrated = world.allreduce(getattr(nl, "migrated_total", 0), op=MPI.SUM)
     cell_ordered = world.allreduce(int(owned_in_cell_order(sim)), op=MPI.MIN)
     local_counts = world.allgather(sim.state.n_atoms)
@@ -621,6 +679,8 @@ def main():
         "ids_equal": bool((final.ids == ref_final.ids).all()),
         "box_rel": float(np.abs(np.asarray(final.box.L) - np.asarray(ref_final.box.L)).max() / ref_final.box.L.min()),
         "box_change": float(np.abs(np.asarray(final.box.L) / np.asarray(system.box.L) - 1.0).max()),
+        "interior_checked": int(interior), "interior_breaches": int(breaches), "overlap_halo": overlapped,
+        "reference_overlap_halo": bool(getattr(ref_sim.forces, "overlap_halo", False)),
         "device_builds": int(getattr(getattr(nl, "device_build", None), "builds", 0)),
         "device_build_repeats": int(getattr(getattr(nl, "device_build", None), "repeats", 0)),
         "device_build_captures": int(getattr(getattr(nl, "device_build", None), "captures", 0)),

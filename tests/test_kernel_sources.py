@@ -68,19 +68,30 @@ def test_compiles_batched(source, precision, arch, tmp_path):
     _compile(source, arch, tmp_path, BATCH_DEFINES[precision])
 
 
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_compiles_target_zones(precision, tmp_path):
+    """forces.cu's zone kernel (#if TARGET_ZONES: a spatial domain's interior forces while the ghosts
+    travel, pycumd.parallel.domains.DomainForces) in the precisions it runs in."""
+    _compile(PACKAGE / "forces.cu", "sm_90", tmp_path, ["-DTARGET_ZONES=1", *BATCH_DEFINES[precision][1:]])
+
+
 @pytest.mark.ci_only
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
-@pytest.mark.parametrize("source", ["forces.cu", "integrators/integrate.cu", "neighbors/verlet.cu"])
-def test_batch_define_leaves_the_single_kernels_alone(source, tmp_path):
-    """The batched kernels sit in #if BATCH blocks: without the define (BATCH=0, as pycumd compiles the
-    single-system kernels) the PTX has no batch entry and equals the PTX of the source with those
-    blocks cut out, so the single-system kernels are the same PTX as before the batched engine."""
+@pytest.mark.parametrize("macro, source", [("BATCH", "forces.cu"), ("BATCH", "integrators/integrate.cu"),
+                                           ("BATCH", "neighbors/verlet.cu"), ("TARGET_ZONES", "forces.cu")])
+def test_batch_define_leaves_the_single_kernels_alone(macro, source, tmp_path):
+    """The batched kernels sit in #if BATCH blocks (and the zone kernel in #if TARGET_ZONES): without
+    the define (0, as pycumd compiles the single-system kernels) the PTX has no such entry and equals
+    the PTX of the source with those blocks cut out, so the single-system kernels are the same PTX as
+    before the block was added."""
     import re
 
     path = PACKAGE / source
     text = path.read_text()
-    cut = re.sub(r"#ifndef BATCH\n#define BATCH 0\n#endif\n#if BATCH\n.*?\n#endif // BATCH\n", "", text, flags=re.S)
-    assert cut != text and "#if BATCH" not in cut
+    cut = re.sub(rf"#ifndef {macro}\n#define {macro} 0\n#endif\n#if {macro}\n.*?\n#endif // {macro}\n", "", text,
+                 flags=re.S)
+    assert cut != text and f"#if {macro}" not in cut
     (tmp_path / "cut.cu").write_text(cut)
     ptx = []
     for name, src in (("with", path), ("without", tmp_path / "cut.cu")):
@@ -89,7 +100,7 @@ def test_batch_define_leaves_the_single_kernels_alone(source, tmp_path):
         proc = subprocess.run(cmd, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
         ptx.append(out.read_text())
-    assert "_batch" not in ptx[0] and ptx[0] == ptx[1]
+    assert {"BATCH": "_batch", "TARGET_ZONES": "_zone"}[macro] not in ptx[0] and ptx[0] == ptx[1]
 
 
 def test_fixed_point_sources_found():

@@ -753,6 +753,38 @@ def test_gpu_device_build_gives_the_host_builds_bits(ranks, precision):
         assert r["device_build_captures"] == 2, r   # each at its second use
 
 
+@needs_mpi
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_interior_box_atoms_have_no_ghost_in_their_lists(ranks):
+    """The interior box of a domain (DomainNeighborList.interior_box: farther than r_list + skin/2 from
+    the faces along the decomposed directions) holds, at every step of a run with migrations and 10+
+    builds, only owned atoms whose lists name no ghost row: their forces may run while the ghosts
+    travel (the GPU's overlap of the halo).  4,000 atoms of a hot liquid; 2 ranks (1x1x2) and 4 (1x2x2:
+    two decomposed directions); the run also matches one rank."""
+    r = _result(ranks, "lj-large", "--check-interior")
+    assert r["interior_breaches"] == 0, r
+    # a step's interior atoms (of 4,000): about 1,190 over 1x1x2 (a slab 2.5 of 8.4 thick), 350 over 1x2x2
+    assert r["interior_checked"] > 100 * {2: 800, 4: 200}[ranks], r
+    assert r["builds"][0] > 10 and r["migrated"] > 50, r
+    _assert_matches_one_rank(r)
+
+
+@pytest.mark.cuda
+@needs_mpi
+@pytest.mark.skipif(not cuda_available(), reason="needs a GPU")
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_gpu_interior_forces_overlapping_the_halo_give_the_same_bits(precision):
+    """Spatial domains on the GPU: the interior atoms' forces launched while the ghosts travel on a
+    second stream, then the other atoms' (DomainForces.overlap_halo, the default), give the bits of the
+    exchange followed by one force launch, in the captured steps and the host-driven ones: each
+    atom's sums are the same pairs in the same order."""
+    r = _result(2, "lj-large", "--device", "cuda", "--precision", precision, "--overlap-against-plain")
+    assert r["overlap_halo"] and not r["reference_overlap_halo"], r
+    assert r["bit_identical"] and r["thermo_rel"] == 0.0 and r["builds"][0] == r["builds"][1] > 5, r
+    if r["decomposition"].endswith("(nccl)"):
+        assert r["step_graph"] == "HostBuildStepGraph", r
+
+
 @pytest.mark.cuda
 @needs_mpi
 @pytest.mark.skipif(not cuda_available(), reason="needs a GPU")

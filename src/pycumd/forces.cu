@@ -125,20 +125,26 @@ __device__ __forceinline__ void sum_neighbours(
         });
 }
 
+// Every target atom of a launch (the default of for_target_atom's `select`).
+struct AllTargets {
+    __device__ __forceinline__ bool operator()(int) const { return true; }
+};
+
 // The frame of the neighbour-list kernels: thread t works on atom t / lanes as lane t % lanes;
 // `sum_atom(i, lane, active)` returns the lane's PairSums (zero for an inactive atom); the lanes'
 // sums are added by the butterfly and lane 0 stores them.  Whole warps stay to the end (the
-// shuffles need every lane); atoms past the end sum nothing.
-template <class SumAtom>
+// shuffles need every lane); atoms past the end sum nothing.  `select(i)`: the atoms this launch
+// computes (the others are inactive: nothing summed, nothing stored), all of them by default.
+template <class SumAtom, class Select = AllTargets>
 __device__ __forceinline__ void for_target_atom(int n_local, int lanes, accum_t* __restrict__ force,
                                                 accum_t* __restrict__ energy, accum_t* __restrict__ virial,
-                                                int with_energy, SumAtom sum_atom)
+                                                int with_energy, SumAtom sum_atom, Select select = Select())
 {
     const int shift = __ffs(lanes) - 1;         // lanes is a power of two
     const unsigned int t = blockIdx.x * blockDim.x + threadIdx.x;
     const int i = (int)(t >> shift), lane = (int)(t & (lanes - 1));
     if ((int)((t & ~31u) >> shift) >= n_local) return;
-    const bool active = i < n_local;
+    const bool active = i < n_local && select(i);
     PairSums sums = sum_atom(i, lane, active);
     if (lanes > 1) pair_sums_lane_reduce(sums, lanes, with_energy);
     if (active && lane == 0) pair_sums_store(sums, i, force, energy, virial, with_energy);
@@ -153,12 +159,13 @@ __device__ __forceinline__ void for_target_atom(int n_local, int lanes, accum_t*
     extern "C" __global__ void __launch_bounds__(128, BLOCKS_ENERGY) NAME##_energy(ARGS) { NAME##_body<1>(PASS); }
 
 // 128 threads per block: pycumd.forces.BLOCK
-template <int WITH_ENERGY>
+template <int WITH_ENERGY, class Select = AllTargets>
 __device__ __forceinline__ void pair_forces_body(
     const int* __restrict__ control, const real_t* __restrict__ pos4, const int* __restrict__ nbr, const int* __restrict__ nbr_count,
     int n_local, int stride, const pair_t* __restrict__ table, int n_types,
     real_t Lx, real_t Ly, real_t Lz, real_t invLx, real_t invLy, real_t invLz,
-    accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial, int lanes)
+    accum_t* __restrict__ force, accum_t* __restrict__ energy, accum_t* __restrict__ virial, int lanes,
+    Select select = Select())
 {
     if (control[0]) return;                     // control[0]: the step block is frozen (see step_graph.py)
     for_target_atom(n_local, lanes, force, energy, virial, WITH_ENERGY, [&](int i, int lane, bool active) {
@@ -175,7 +182,7 @@ __device__ __forceinline__ void pair_forces_body(
             sum_neighbours<false>(sums, pos4, nbr, i, count, lane, lanes, stride, rows, xi, yi, zi,
                                   Lx, Ly, Lz, invLx, invLy, invLz, WITH_ENERGY);
         return sums;
-    });
+    }, select);
 }
 
 #define PAIR_FORCES_ARGS                                                                              \
@@ -186,6 +193,34 @@ __device__ __forceinline__ void pair_forces_body(
 #define PAIR_FORCES_PASS \
     control, pos4, nbr, nbr_count, n_local, stride, table, n_types, Lx, Ly, Lz, invLx, invLy, invLz, force, energy, virial, lanes
 FORCE_KERNEL_PAIR(pair_forces, PAIR_FORCES_ARGS, PAIR_FORCES_PASS, FORCE_MIN_BLOCKS, FORCE_MIN_BLOCKS)
+
+#ifndef TARGET_ZONES
+#define TARGET_ZONES 0
+#endif
+#if TARGET_ZONES
+// A spatial domain's forces in two launches around its halo exchange (pycumd.parallel.domains,
+// DomainForces; compiled with -DTARGET_ZONES=1, so the kernels above are the same PTX without it):
+// zone 0 takes the targets inside the inner box [inner_lo, inner_hi) (whose list holds owned rows
+// only, so it runs while the ghosts travel), zone 1 the others, after the ghosts landed.  Each
+// target's sums are those of pair_forces: the same neighbours in the same order.
+struct InnerBoxZone {
+    const real_t* pos4;
+    int zone;
+    real_t lo[3], hi[3];
+    __device__ __forceinline__ bool operator()(int i) const {
+        real_t x, y, z; int t;
+        load_position(pos4, i, x, y, z, t);
+        const bool inner = x >= lo[0] && x < hi[0] && y >= lo[1] && y < hi[1] && z >= lo[2] && z < hi[2];
+        return inner == (zone == 0);
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(128, FORCE_MIN_BLOCKS) pair_forces_zone(
+    PAIR_FORCES_ARGS, int zone, real_t lox, real_t loy, real_t loz, real_t hix, real_t hiy, real_t hiz)
+{
+    pair_forces_body<0>(PAIR_FORCES_PASS, InnerBoxZone{pos4, zone, {lox, loy, loz}, {hix, hiy, hiz}});
+}
+#endif // TARGET_ZONES
 
 #ifndef BATCH
 #define BATCH 0

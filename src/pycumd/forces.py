@@ -372,18 +372,20 @@ def sum_chunks(bounds, acc, vir, forces, energy, virial, with_energy):
                 virial[i, q] = s
 
 
-def pair_kernel(potential, table, backend, precision, source: str, name: str, make_cpu_kernel):
+def pair_kernel(potential, table, backend, precision, source: str, name: str, make_cpu_kernel,
+                extra_defines=None):
     """The force kernel for a potential and the parameter table it reads, on one backend.
 
     GPU: kernel ``name`` of ``source`` compiled with the precision's types and options and the
-    potential's header; the table in the pair precision.  CPU: the Numba kernel that
+    potential's header (and ``extra_defines``, e.g. ``TARGET_ZONES``); the table in the pair precision.  CPU: the Numba kernel that
     ``make_cpu_kernel(pair_function)`` builds (cached per potential class, cutoff treatment and
     builder, and on disk where the potential gives a key: :mod:`pycumd.jit_cache`); the table in
     float64.
     """
     if backend.is_gpu:
         defines = {**precision.cuda_defines, **potential_defines(potential),
-                   "FIXED_POINT_SUMS_FP64": int(precision.fixed_point_forces and backend.fast_float64)}
+                   "FIXED_POINT_SUMS_FP64": int(precision.fixed_point_forces and backend.fast_float64),
+                   **(extra_defines or {})}
         module = backend.kernel_module(source, defines, options=precision.cuda_options)
         return module.get_function(name), backend.xp.asarray(table, dtype=precision.pair_dtype)
     key = (type(potential), potential.cutoff, make_cpu_kernel)
@@ -464,6 +466,31 @@ class PairForces(ForceEvaluatorBase):
         #: mixed precision: the force kernel reads a fixed-point image of float64 positions that
         #: the captured steps' half steps may write (``compute(..., image_current=True)``)
         self.reads_fixed_image = bool(fixed and not precision.composite)
+        #: the forces can be computed in two zones of targets (:meth:`compute_zone`): the GPU's plain
+        #: kernel (single and double precision)
+        self.computes_zones = bool(backend.is_gpu and not fixed and not precision.composite)
+        self._precision = precision
+        self._zone_kernel = None
+
+    def prepare_zones(self) -> None:
+        """Compile the zone kernel (once; outside any graph capture, where a module cannot load)."""
+        if not self.computes_zones:
+            raise NotImplementedError("forces in zones run on the GPU in single and double precision only")
+        if self._zone_kernel is None:
+            self._zone_kernel = pair_kernel(self.potential, self._table, self.backend, self._precision,
+                                            "forces.cu", "pair_forces_zone", _make_cpu_kernel,
+                                            extra_defines={"TARGET_ZONES": 1})[0]
+
+    def compute_zone(self, state, neighbors, zone: int, inner_lo, inner_hi) -> None:
+        """Forces (no energies) of the targets of one zone: zone 0 those whose position lies in the
+        box ``[inner_lo, inner_hi)`` (length units, per axis), zone 1 the others.  Each target gets
+        exactly :meth:`compute`'s sums, so the two launches together write what one does (a spatial
+        domain's interior forces run while its ghosts travel: :class:`pycumd.parallel.domains.DomainForces`).
+        GPU plain kernel only (:attr:`computes_zones`)."""
+        self.prepare_zones()
+        real = self._real
+        self._launch_plain(self._zone_kernel, state, neighbors, np.int32(zone), *[real(x) for x in inner_lo],
+                           *[real(x) for x in inner_hi])
 
     def check_pair_errors(self, state) -> None:
         """:func:`check_pair_errors` of this evaluator's potential and table."""
@@ -508,15 +535,18 @@ class PairForces(ForceEvaluatorBase):
         self.check_pair_errors(state)
 
     def _compute_cuda(self, state, neighbors, with_energy: bool) -> None:
+        self._launch_plain(self._kernel[bool(with_energy)], state, neighbors)
+
+    def _launch_plain(self, kernel, state, neighbors, *extra) -> None:
+        """Launch a kernel with pair_forces' arguments (forces.cu: PAIR_FORCES_ARGS), then ``extra``."""
         n = state.n_atoms
         L = np.asarray(state.box_lengths)
         real = self._real
         lanes = self._lanes(n)
-        self._kernel[bool(with_energy)](
-            ((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
-            (self.control, state.positions, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
-             self._table, np.int32(self.n_types), *[real(x) for x in L], *[real(x) for x in 1.0 / L],
-             state.forces, state.energy, state.virial, np.int32(lanes)))
+        kernel(((n * lanes + BLOCK - 1) // BLOCK,), (BLOCK,),
+               (self.control, state.positions, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
+                self._table, np.int32(self.n_types), *[real(x) for x in L], *[real(x) for x in 1.0 / L],
+                state.forces, state.energy, state.virial, np.int32(lanes), *extra))
 
     def image_of(self, state):
         """Mixed precision: the fixed-point image array for ``state``'s position rows ((rows, 4)

@@ -54,6 +54,9 @@ def add_arguments(p) -> None:
                    help="lj on GPUs over ranks: the host build of the domains instead of the device build (A/B)")
     p.add_argument("--eager-build", action="store_true",
                    help="lj on GPUs over ranks: the device build launch by launch, not as a captured graph (A/B)")
+    p.add_argument("--overlap", choices=["auto", "on", "off"], default="auto",
+                   help="lj on GPUs over ranks: the interior atoms' forces while the ghosts travel (on), or the "
+                        "ghosts' exchange, then all forces (off); auto: on from 2M owned atoms a rank (A/B)")
     p.add_argument("--probe", action="store_true", help="measure rank 0 <-> 1 bandwidth of the transport")
     p.add_argument("--json", default=None, help="append one JSON record per run to this file (rank 0)")
     p.add_argument("--profile", default=None,
@@ -182,6 +185,8 @@ def measure(args, world) -> dict:
         sim.neighbors.device_build = None
     if args.eager_build and getattr(sim.neighbors, "device_build", None) is not None:
         sim.neighbors.device_build.use_graphs = False
+    if args.overlap != "auto" and hasattr(sim.forces, "overlap_halo"):
+        sim.forces.overlap_halo = args.overlap == "on"
     sim.run(args.warmup)
     sim.backend.synchronize()
     world.Barrier()
@@ -235,6 +240,7 @@ def measure(args, world) -> dict:
         record["ghost_bytes_per_step"] = int(comm.comm.allreduce(halo["sent"]))
         record["local_copy_bytes_per_step"] = int(comm.comm.allreduce(halo["local"]))
         record["transport"] = comm.transport
+        record["overlap_halo"] = bool(getattr(sim.forces, "overlap_halo", False))
         if args.probe:
             record["probe_GBps"] = _probe(comm, sim.backend)
     elif args.probe and sim.decomposition is not None:
@@ -261,7 +267,8 @@ def main(argv=None) -> int:
         if "ghost_bytes_per_step" in record:
             extra += (f", ghosts {record['ghost_rows']} rows, {record['ghost_bytes_per_step'] / 1e6:.2f} MB sent "
                       f"+ {record['local_copy_bytes_per_step'] / 1e6:.2f} MB local per step, halo "
-                      f"{record['halo_s'] * 1e6:.0f} us ({record['transport']})")
+                      f"{record['halo_s'] * 1e6:.0f} us ({record['transport']}"
+                      f"{', overlapped' if record.get('overlap_halo') else ''})")
         if record.get("probe_GBps"):
             extra += f", probe {record['probe_GBps']:.0f} GB/s"
         if record.get("graph_captures"):

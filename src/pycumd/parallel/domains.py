@@ -704,14 +704,38 @@ class DomainNeighborList(NeighborStructureBase):
 
     def refresh_ghosts(self, state) -> None:
         """Send the ghosts' new positions along the build's send lists (every step, before the
-        forces): per decomposed direction one gather into the kept send buffers and one grouped
-        exchange that writes the received rows in place.  The owned rows are copied into the
-        extended array only where the State's positions are no longer its rows (replaced since the
-        build)."""
-        ext, comm, xp = self.extended, self.d.comm, self.xp
-        n = state.n_atoms
+        forces): :meth:`refresh_owned_rows`, then :meth:`exchange_ghost_rows`."""
+        self.refresh_owned_rows(state)
+        self.exchange_ghost_rows()
+
+    def refresh_owned_rows(self, state) -> None:
+        """Copy the owned rows into the extended array where the State's positions are no longer its
+        rows (replaced since the build); nothing otherwise."""
         if state.positions is not self._owned_rows:      # not the extended array's own rows
-            ext[:n] = state.positions[:, :ext.shape[1]]
+            self.extended[:state.n_atoms] = state.positions[:, :self.extended.shape[1]]
+
+    def interior_box(self, L) -> tuple | None:
+        """The box ``(lo, hi)`` (length units, per axis) of the owned atoms whose list holds no ghost:
+        those farther than ``r_list + skin/2`` (with a margin for rounding) from every face of the
+        domain along the decomposed directions.  At the build such an atom was farther than
+        ``r_list`` from the faces, so no ghost (all lie beyond a face) entered its list, and since then
+        it moved less than skin/2 (the displacement trigger).  Along the other directions the box is
+        unbounded.  None where the box ``L`` is not the build's (a barostat moved the faces)."""
+        if self.serial.box_at_build is None or not np.array_equal(np.asarray(L, dtype=np.float64),
+                                                                  self.serial.box_at_build):
+            return None
+        reach = self.r_list + 0.5 * self.skin
+        reach += 1e-3 * reach + 1e-6 * float(np.max(L))
+        lo, hi = np.full(3, -np.inf), np.full(3, np.inf)
+        for dim in self.decomposed:
+            lo[dim] = self.d.lo[dim] + reach
+            hi[dim] = self.d.hi[dim] - reach
+        return lo, hi
+
+    def exchange_ghost_rows(self) -> None:
+        """Per decomposed direction one gather of the sent rows into the kept send buffers and one
+        grouped exchange that writes the received rows in place (on the current stream)."""
+        ext, comm, xp = self.extended, self.d.comm, self.xp
         words = _row_bytes(ext) // 4
         for stage in self.stages:
             messages = []
@@ -873,6 +897,12 @@ def _append_rows(state, received, backend) -> None:
         column += words
 
 
+#: owned atoms of a rank from which its interior forces overlap the halo by default (DomainForces.overlap_halo):
+#: one call on 2 x H200 (docs/scaling.md, "The interior forces while the ghosts travel") measured +1.8% at 8M
+#: atoms a rank and no gain within the machine's spread at 500,000
+OVERLAP_MIN_ATOMS = 2_000_000
+
+
 class DomainForces(ForceEvaluatorBase):
     """Pair forces of one domain: ghosts refreshed, then the serial kernel
     (:class:`~pycumd.forces.PairForces`) with the extended positions as sources.
@@ -888,6 +918,12 @@ class DomainForces(ForceEvaluatorBase):
         self.d = decomposition
         self.capturable = bool(pair_forces.capturable and decomposition.comm.transport == "nccl"
                                and not self.potential.many_body)
+        #: True: the forces of the interior atoms run while the ghosts travel (:meth:`_compute_overlapped`),
+        #: where the kernel computes zones (GPU, single and double) and the ghosts go through NCCL; False:
+        #: the exchange, then all the forces (the same bits either way); None (the default): True from
+        #: OVERLAP_MIN_ATOMS owned atoms on (decided at the first call)
+        self.overlap_halo = None
+        self._halo_stream = self._forked = self._joined = None
 
     @property
     def control(self):
@@ -899,11 +935,49 @@ class DomainForces(ForceEvaluatorBase):
         self.pair_forces.control = array
 
     def compute(self, state, neighbors: DomainNeighborList, with_energy: bool) -> None:
-        neighbors.refresh_ghosts(state)
         view = SimpleNamespace(positions=neighbors.extended, types=neighbors.extended_types,
                                box_lengths=state.box_lengths, forces=state.forces, energy=state.energy,
                                virial=state.virial, n_atoms=state.n_atoms)
-        self.pair_forces.compute(view, neighbors, with_energy)
+        inner = None
+        if self.overlap_halo is None:
+            self.overlap_halo = state.n_atoms >= OVERLAP_MIN_ATOMS
+        self.overlap_halo = bool(self.overlap_halo and getattr(self.pair_forces, "computes_zones", False)
+                                 and self.d.comm.transport == "nccl")
+        if self.overlap_halo:
+            self._prepare_overlap(neighbors)     # at the first call (the set-up's, never inside a capture)
+            if not with_energy and neighbors.stages:
+                inner = neighbors.interior_box(state.box_lengths)
+        if inner is None:
+            neighbors.refresh_ghosts(state)
+            self.pair_forces.compute(view, neighbors, with_energy)
+        else:
+            self._compute_overlapped(view, state, neighbors, inner)
+
+    def _prepare_overlap(self, neighbors: DomainNeighborList) -> None:
+        """The zone kernel compiled, the halo's stream and the fork and join events made (once)."""
+        if self._halo_stream is None:
+            cp = neighbors.xp
+            self.pair_forces.prepare_zones()
+            # the greatest priority: CUDA clamps a value beyond the device's range to its end
+            self._halo_stream = cp.cuda.Stream(non_blocking=True, priority=-1000)
+            self._forked = cp.cuda.Event(disable_timing=True)
+            self._joined = cp.cuda.Event(disable_timing=True)
+
+    def _compute_overlapped(self, view, state, neighbors: DomainNeighborList, inner) -> None:
+        """The ghosts' exchange on a second (high-priority) stream while the interior atoms' forces
+        run on the current one; then the other atoms' forces.  A fork and a join by events, so it is
+        the same in a captured graph (two branches) as launched."""
+        cp = neighbors.xp
+        main = cp.cuda.get_current_stream()
+        neighbors.refresh_owned_rows(state)
+        self._forked.record(main)
+        self._halo_stream.wait_event(self._forked)
+        with self._halo_stream:
+            neighbors.exchange_ghost_rows()
+            self._joined.record(self._halo_stream)
+        self.pair_forces.compute_zone(view, neighbors, 0, *inner)
+        main.wait_event(self._joined)
+        self.pair_forces.compute_zone(view, neighbors, 1, *inner)
 
 
 def ghost_bytes_per_step(neighbors: DomainNeighborList) -> int:
