@@ -10,11 +10,15 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-from pycumd import ThermoReporter
+from pycumd import RunPlan, ThermoReporter, execute
+from pycumd.bookkeeping import RunStopped
+from pycumd.checkpoint_file import read_checkpoint
 from pycumd.components import EngineOptions
 from pycumd.contracts import StepHooksBase
 from pycumd.integrators import CRescale, Langevin, MTKBarostat, NoseHoover, VelocityVerlet
 from pycumd.integrators.fixes import FixChain, Momentum, TempRescale
+from pycumd.inputs.lammps_input import plan_from_lammps_script
+from pycumd.outputs.reporter import Reporter
 from pycumd.simulation import Simulation
 from pycumd.step_graph import CudaStepGraph
 
@@ -145,7 +149,7 @@ def test_langevin_graph_steps_give_the_host_driven_bits(precision, mode):
         out[graphs] = (sim, thermo.rows)
     host, graph = out[False][0], out[mode][0]
     _assert_same_bits(host, graph)
-    assert out[False][1] == out[mode][1] and len(out[mode][1]) == 5
+    assert out[False][1] == out[mode][1] and [row["Step"] for row in out[mode][1]] == [0, 100, 200, 300]
     assert host.neighbors.n_builds == graph.neighbors.n_builds > 5
     runner = graph.step_graph
     assert runner is not None and runner.mode == mode
@@ -195,3 +199,66 @@ def test_in_chain_graph_steps_give_the_host_driven_bits(precision, mode):
     assert host.neighbors.n_builds == graph.neighbors.n_builds > 2
     assert graph.step_graph is not None and graph.step_graph.mode == mode and host.step_graph is None
     assert host.thermo_row() == graph.thermo_row()
+
+
+CHECKPOINT_SCRIPT = """
+units lj
+lattice fcc 0.8442
+region box block 0 6 0 6 0 6
+create_box 1 box
+create_atoms 1 box
+mass 1 1.0
+velocity all create 1.44 87287 loop geom
+pair_style lj/cut 2.5
+pair_coeff 1 1 1.0 1.0 2.5
+neighbor 0.3 bin
+fix 1 all nve
+fix 2 all langevin 1.0 1.5 0.5 48279
+thermo 25
+run 60
+run 40
+"""
+
+
+class _StopAt(Reporter):
+    """Asks the simulation to stop after step ``step`` (a stop checkpoint there)."""
+
+    def __init__(self, step):
+        self.step = step
+
+    def next_report(self, step, run_start, run_end):
+        return self.step if step <= self.step <= run_end else None
+
+    def report(self, snapshot):
+        snapshot.simulation.stop_request = "test"
+
+
+def _checkpoint_plan(directory, use_graphs) -> RunPlan:
+    plan = plan_from_lammps_script(text=CHECKPOINT_SCRIPT, screen=False)
+    plan.engine = EngineOptions(device="cuda", precision="mixed", use_graphs=use_graphs)
+    plan.outputs.checkpoint = str(directory / "run.ckpt")
+    plan.outputs.checkpoint_every = 7
+    return plan
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU")
+@pytest.mark.parametrize("mode", ["loop", "blocks"])
+def test_a_langevin_run_stopped_in_graph_steps_continues_the_host_driven_bits(tmp_path, mode):
+    """fix langevin with a ramp over two runs, checkpoints every 7 steps: stopped at step 37 and at step 83 (the
+    second run) in graph steps and continued in graph steps, the run ends with the bits of the uninterrupted
+    host-driven run (the noise is keyed by the step, which the checkpoint holds)."""
+    reference = tmp_path / "host"
+    reference.mkdir()
+    expected = _final(execute(_checkpoint_plan(reference, False)).sim)
+    for stop in (37, 83):
+        work = tmp_path / f"{mode}_stopped_at_{stop}"
+        work.mkdir()
+        with pytest.raises(RunStopped):
+            execute(_checkpoint_plan(work, mode), on_simulation=lambda sim: sim.reporters.append(_StopAt(stop)))
+        checkpoint = read_checkpoint(work / "run.ckpt")
+        assert checkpoint.step == stop
+        resumed = execute(_checkpoint_plan(work, mode), resume=checkpoint)
+        assert resumed.sim.step_graph is not None and resumed.sim.step_graph.mode == mode
+        for a, b in zip(_final(resumed.sim), expected):
+            assert np.array_equal(a, b), stop
