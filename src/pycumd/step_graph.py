@@ -33,7 +33,7 @@ step completed last.  The host reads the control array once per block (the only
 synchronisation), and if frozen, launches the *rebuild step*, a second captured graph::
 
     control reset -> the neighbour build's launches -> statistics to control[3:5] -> pair forces
-    -> final_integrate
+    [-> post_force] -> final_integrate
 
 followed at once by the next block, without waiting: the build's statistics are read with that
 block's control flags.  If the build overflowed the list storage, its last kernel freezes the
@@ -54,7 +54,7 @@ whole stretch between two reports is one graph launch, with no host decision ins
     loop_start (n read from the control array) -> initial_integrate
     WHILE (a whole pass of U steps fits before the last step):
         U times: displacement check -> decide_rebuild -> IF (some atom moved half the skin): the
-        build's launches -> pair forces -> final_then_initial_integrate
+        build's launches -> pair forces [-> post_force] -> final_then_initial_integrate
         loop_step_done
     the steps left over, as in the body; then the last step, with final_integrate; last_step_done
 
