@@ -66,6 +66,7 @@ def test_cpu_run_matches_the_lammps_log_and_its_parts_make_the_step(tmp_path):
     assert json.loads((tmp_path / "chain.json").read_text()) == [r]
     assert (r["N"], r["replicate"], r["steps"], r["precision"]) == (32_000, [1, 1, 1], 20, "double")
     assert r["engine"] == "pycumd"
+    assert r["graphs"] is True and r["graph_mode"] is None      # graphs asked for; the CPU steps host-driven
     log = chain.log_step0(FOLDER)
     for name in ("E_pair", "E_mol", "TotEng", "Temp", "Press"):
         _assert_printed_equal(r["step0"][name], log[name], name)

@@ -764,8 +764,9 @@ def test_all_pairs_runs_checkpoint_their_wrap_schedule(tmp_path):
 
 
 GPU_CASES = ([(fix, neighbor, True) for fix in sorted(FIXES) for neighbor in sorted(NEIGHBOR_POLICIES)]
-             # CUDA graphs run plain NVE under the displacement check only: the other modes there
-             + [("nve", "check", False), ("nve", "check", "blocks")])
+             # CUDA graphs run NVE and Langevin (capturable hooks) under the displacement check only: the other
+             # modes there
+             + [(fix, "check", graphs) for fix in ("nve", "langevin") for graphs in (False, "blocks")])
 
 
 @pytest.mark.cuda

@@ -103,6 +103,46 @@ def test_batch_define_leaves_the_single_kernels_alone(macro, source, tmp_path):
     assert {"BATCH": "_batch", "TARGET_ZONES": "_zone"}[macro] not in ptx[0] and ptx[0] == ptx[1]
 
 
+#: the CUDA-graph step's Langevin kernel (integrate.cu's #if LANGEVIN_CAPTURED block, compiled with -DLANGEVIN_CAPTURED=1
+#: by Langevin.prepare_capture) in the state types of double, single and mixed precision
+LANGEVIN_CAPTURED_DEFINES = {"double": [], "single": ["-Dreal_t=float", "-Daccum_t=float"],
+                             "mixed": ["-Dreal_t=double", "-Daccum_t=double", "-Dat_build_t=float"]}
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("precision", sorted(LANGEVIN_CAPTURED_DEFINES))
+def test_captured_langevin_compiles(precision, arch, tmp_path):
+    _compile(PACKAGE / "integrators" / "integrate.cu", arch, tmp_path,
+             LANGEVIN_CAPTURED_DEFINES[precision] + ["-DLANGEVIN_CAPTURED=1"])
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+def test_captured_langevin_define_leaves_the_other_kernels_alone(tmp_path):
+    """The captured Langevin kernel sits in an #if LANGEVIN_CAPTURED block: without the define (as the
+    integrator and the host-driven Langevin compile integrate.cu) the PTX has no captured entry and equals the
+    PTX of the source with the block cut out; with it, the entry is there."""
+    import re
+
+    path = PACKAGE / "integrators" / "integrate.cu"
+    text = path.read_text()
+    cut = re.sub(r"#ifndef LANGEVIN_CAPTURED\n#define LANGEVIN_CAPTURED 0\n#endif\n#if LANGEVIN_CAPTURED\n.*?"
+                 r"\n#endif // LANGEVIN_CAPTURED\n", "", text, flags=re.S)
+    assert cut != text and "LANGEVIN_CAPTURED" not in cut
+    (tmp_path / "cut.cu").write_text(cut)
+    ptx = []
+    for name, src, defines in (("with", path, []), ("without", tmp_path / "cut.cu", []),
+                               ("captured", path, ["-DLANGEVIN_CAPTURED=1"])):
+        out = tmp_path / f"{name}.ptx"
+        cmd = [NVCC, "-std=c++17", "-arch=sm_80", "--ptx", f"-I{path.parent}", f"-I{PACKAGE}", *defines, "-o", str(out),
+               str(src)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        ptx.append(out.read_text())
+    assert "langevin_forces_captured" not in ptx[0] and ptx[0] == ptx[1]
+    assert ".entry langevin_forces_captured(" in ptx[2]
+
+
 def test_fixed_point_sources_found():
     assert {"forces.cu", "allpairs.cu"} <= {p.name for p in FIXED_POINT_SOURCES}
 

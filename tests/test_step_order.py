@@ -8,15 +8,19 @@ from pycumd import Simulation, VelocityVerlet, create_velocities, lattice_system
 from pycumd.contracts import StepHooksBase
 from pycumd.outputs.reporter import Needs, Reporter
 from pycumd.potentials.lennard_jones import LennardJones
-from pycumd.step_order import (FINAL_THEN_INITIAL, FINAL_THEN_INITIAL_CHECK, GRAPH_PHASES, STEP_ORDER,
-                               graph_launches)
+from pycumd.step_order import (FINAL_THEN_INITIAL, FINAL_THEN_INITIAL_CHECK, GRAPH_PHASES, NVE_GRAPH_PHASES,
+                               STEP_ORDER, graph_launches)
 
 INITIAL, DECISION, FORCES, FINAL = "initial_integrate", "neighbor_decision", "forces", "final_integrate"
+POST = "post_force"
 
 
-def test_graph_phases_are_the_ordinary_nve_phases_in_order():
+def test_graph_phases_are_the_ordinary_phases_in_order():
+    """The graph step's phases: the NVE ones, and the step hooks' post_force after the forces (where the hooks
+    are capturable: Langevin), in STEP_ORDER's order."""
     names = [phase.name for phase in STEP_ORDER]
-    assert GRAPH_PHASES == (INITIAL, DECISION, FORCES, FINAL)
+    assert GRAPH_PHASES == (INITIAL, DECISION, FORCES, POST, FINAL)
+    assert NVE_GRAPH_PHASES == (INITIAL, DECISION, FORCES, FINAL)
     assert [names.index(name) for name in GRAPH_PHASES] == sorted(names.index(name) for name in GRAPH_PHASES)
     # the fusion of a step's final half step with the next step's initial one needs them adjacent
     assert GRAPH_PHASES[0] == INITIAL and GRAPH_PHASES[-1] == FINAL
@@ -34,6 +38,19 @@ def test_block_launches(fuse, fuse_check, expected):
     """A captured block of 3 steps: the graph step's launches before step_order existed (the
     sequences step_graph spelled out)."""
     assert graph_launches(3, fuse=fuse, fuse_check=fuse_check) == expected
+
+
+def test_block_launches_with_capturable_hooks():
+    """With capturable step hooks each step's post_force follows its forces (the pair and bonded terms, as
+    Simulation._one_step runs them) and precedes the (fused) final half step."""
+    assert graph_launches(2, fuse=True, fuse_check=True, post_force=True) == [
+        (INITIAL, 1), (DECISION, 1), (FORCES, 1), (POST, 1), (FINAL_THEN_INITIAL_CHECK, 1), (DECISION, 2),
+        (FORCES, 2), (POST, 2), (FINAL, 2)]
+    assert graph_launches(2, fuse=True, fuse_check=False, first=DECISION, last=INITIAL, post_force=True) == [
+        (DECISION, 1), (FORCES, 1), (POST, 1), (FINAL_THEN_INITIAL, 1), (DECISION, 2), (FORCES, 2), (POST, 2),
+        (FINAL_THEN_INITIAL, 2)]
+    assert graph_launches(1, fuse=False, fuse_check=False, post_force=True) == [
+        (INITIAL, 1), (DECISION, 1), (FORCES, 1), (POST, 1), (FINAL, 1)]
 
 
 def test_device_loop_pass_launches():

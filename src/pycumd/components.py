@@ -60,7 +60,8 @@ class EngineOptions:
         bits on both, see :func:`_half_list`).
     pair_method : {"auto", "neighbor", "all_pairs"}
     use_graphs : bool or {"loop", "blocks"}
-        On the GPU, plain NVE steps between reports in CUDA graphs (see ``Simulation``); over
+        On the GPU, the steps between reports in CUDA graphs where they are plain NVE or have only
+        capturable hooks (Langevin; see ``Simulation``); over
         spatial domains joined by NCCL the steps between builds, one graph a step
         (:class:`pycumd.step_graph.HostBuildStepGraph`; ``False`` runs them host-driven).
     comm : mpi4py communicator, Communicator or None

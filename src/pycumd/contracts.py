@@ -226,12 +226,19 @@ class StepHooks(Protocol):
     has_target_temperature : bool
         ``reset_target(T)`` changes the temperature it holds (replica exchange,
         :mod:`pycumd.tempering`).
+    capturable : bool
+        Its hooks run inside the CUDA-graph step (:mod:`pycumd.step_graph`): ``begin_step`` and
+        ``end_step`` do nothing, and ``post_force``'s launches can be captured
+        (:meth:`capture_post_force`), reading the step number from the step-control array and what
+        changes between runs from device memory that :meth:`prepare_capture` writes; the same bits
+        as the host-driven step.
     """
 
     needs_virial: bool
     runs_over_ranks: bool
     runs_in_composite: bool
     has_target_temperature: bool
+    capturable: bool
 
     def bind(self, sim) -> None: ...
 
@@ -248,6 +255,10 @@ class StepHooks(Protocol):
     def post_force(self, sim) -> None: ...
 
     def end_step(self, sim) -> None: ...
+
+    def prepare_capture(self, sim) -> None: ...
+
+    def capture_post_force(self, sim, step_in_pass: int, in_loop: bool) -> None: ...
 
     def checkpoint_state(self) -> dict: ...
 
@@ -270,6 +281,9 @@ class StepHooksBase:
     #: the batched engine of an Ensemble (:mod:`pycumd.batch_engine`) runs these hooks over all
     #: systems in one launch (Langevin); False: an ensemble with them keeps the member engine
     in_batch = False
+    #: the hooks run inside the CUDA-graph step (:meth:`prepare_capture`, :meth:`capture_post_force`;
+    #: Langevin); False: a run with them takes host-driven steps on the GPU
+    capturable = False
 
     #: degrees of freedom the hooks' constraints remove from the temperature (LAMMPS ``Fix::dof``), known
     #: once :meth:`off_terms` has run
@@ -306,6 +320,18 @@ class StepHooksBase:
 
     def end_step(self, sim) -> None:
         pass
+
+    def prepare_capture(self, sim) -> None:
+        """Outside a capture, before graph steps are captured or launched (where :attr:`capturable`): compile
+        the captured kernels, write the device memory they read (what changed since the last call)."""
+        raise NotImplementedError(f"{self.describe()} does not run inside CUDA-graph steps")
+
+    def capture_post_force(self, sim, step_in_pass: int, in_loop: bool) -> None:
+        """Enqueue :meth:`post_force` of the ``step_in_pass``-th step (from 1) of a captured block, or with
+        ``in_loop`` of a pass of the device loop (:mod:`pycumd.step_graph`), on the current stream, for
+        capture: the step number comes from the step-control array (control_layout.cuh's CONTROL_STEP, and
+        CONTROL_LOOP_DONE in the loop), never from the host (where :attr:`capturable`)."""
+        raise NotImplementedError(f"{self.describe()} does not run inside CUDA-graph steps")
 
     def checkpoint_state(self) -> dict:
         return {}

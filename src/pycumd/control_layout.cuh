@@ -16,3 +16,5 @@
 #define CONTROL_LOOP_STEPS 8   // steps this launch runs (written by the host)
 #define CONTROL_BUILD_COUNTS 9 // [9 + (b mod ring)]: largest count of build b of this launch (ring 20)
 #define CONTROL_ARRIVALS 29    // blocks of a fused half-step kernel that have finished their check
+#define CONTROL_STEP 30        // [30, 31]: one 64-bit word, the number of the step before the launch's first (set_step
+                               // in step_control.cu writes it before each launch whose captured step hooks read it)

@@ -69,7 +69,9 @@ class Simulation:
         CPU and the GPU, whatever the CPU's thread count (runs repeat bit for bit in every mode;
         see :mod:`pycumd.precision`).
     use_graphs : bool or {"loop", "blocks"}
-        On the GPU, run plain NVE steps between reports in CUDA graphs (:mod:`pycumd.step_graph`):
+        On the GPU, run the steps between reports in CUDA graphs (:mod:`pycumd.step_graph`) where the
+        step has no hooks or only capturable ones (``StepHooks.capturable``: Langevin; Nose-Hoover,
+        Berendsen, the barostats and the other fixes take host-driven steps):
         True (default) as one launch per stretch between reports where the driver has conditional
         graph nodes (CUDA 12.4+; ``"loop"`` insists), else as captured blocks with one host read
         per block (``"blocks"`` asks for those).  False forces the step-by-step path.
@@ -147,10 +149,16 @@ class Simulation:
     def thermostat(self):
         return self.integrator.thermostat
 
+    def ramp_bounds(self) -> tuple:
+        """``(start, stop)`` steps that temperature ramps span: :attr:`ramp` when it is set, else the
+        current run's first and last steps (the CUDA-graph step's captured Langevin kernel computes
+        :meth:`run_fraction` from them on the device)."""
+        return tuple(self.ramp) if self.ramp is not None else (self._run_start, self._run_end)
+
     def run_fraction(self) -> float:
         """Fraction of the current run done (for temperature ramps), as LAMMPS computes it:
         ``(step - start) / (stop - start)`` over the run, or over :attr:`ramp` when it is set."""
-        start, stop = self.ramp if self.ramp is not None else (self._run_start, self._run_end)
+        start, stop = self.ramp_bounds()
         span = stop - start
         return (self.state.step - start) / span if span else 0.0
 
@@ -244,9 +252,10 @@ class Simulation:
         Before the first step: :meth:`setup` (list, forces, energies), then the reporters due at
         the run's first step. Between reports, the loop runs uninterrupted to the nearest step some
         reporter asks for (:meth:`~pycumd.outputs.reporter.Reporter.next_report`); on the GPU plain
-        NVE steps in between run in CUDA-graph blocks with the rebuild decision on the device
-        (:mod:`pycumd.step_graph`): the same kernels in the same order, one host synchronisation
-        per block instead of one per step.
+        NVE steps in between, and steps whose hooks are capturable (Langevin's post_force: its
+        kernel reads the step number from the device), run in CUDA graphs with the rebuild decision
+        on the device (:mod:`pycumd.step_graph`): the same kernels in the same order, one host
+        synchronisation per block (or per stretch, the device loop) instead of one per step.
 
         A run continued from a checkpoint (:meth:`restore_checkpoint`) starts with
         :meth:`_setup_from_checkpoint` instead of :meth:`setup` and reports nothing at its first step

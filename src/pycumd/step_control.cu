@@ -62,3 +62,13 @@ extern "C" __global__ void freeze_if_moved(int* __restrict__ control)
     if (control[CONTROL_MOVED] != 0) control[CONTROL_FROZEN] = 1;
     control[CONTROL_MOVED] = 0;
 }
+
+// Before a launch (a captured block, a rebuild step, a device-loop launch) whose captured step hooks
+// read the step number (Langevin's noise, integrate.cu's langevin_forces_captured): the number of the
+// step before the launch's first, as a kernel argument, so that the host writes it without a copy from
+// its memory (no synchronisation: the rebuild step and the block behind it are launched back to back).
+extern "C" __global__ void set_step(int* __restrict__ control, unsigned long long step)
+{
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    *reinterpret_cast<unsigned long long*>(control + CONTROL_STEP) = step;
+}

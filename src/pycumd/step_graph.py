@@ -1,14 +1,27 @@
-"""Blocks of ordinary NVE steps captured in CUDA graphs, with the rebuild decision on the device.
+"""Blocks of ordinary steps captured in CUDA graphs, with the rebuild decision on the device.
 
 At a few tens of thousands of atoms a step is a few microseconds of GPU work per kernel, less
 than the host needs to launch it, and a rebuild decision read back every step would add a full
-host-device synchronisation.  So ordinary steps (no thermo, no thermostat) run as a captured
-block of ``K`` steps, launched with one call::
+host-device synchronisation.  So ordinary steps (no thermo; no step hooks, or capturable ones:
+Langevin) run as a captured block of ``K`` steps, launched with one call::
 
-    per step k = 1..K:  initial_integrate -> displacement check -> pair forces -> final_integrate
+    per step k = 1..K:  initial_integrate -> displacement check -> pair forces [-> post_force]
+                        -> final_integrate
 
-(the phases of :data:`pycumd.step_order.STEP_ORDER` that an ordinary NVE step has, in that order:
+(the phases of :data:`pycumd.step_order.STEP_ORDER` that an ordinary step has, in that order:
 :func:`pycumd.step_order.graph_launches` gives the launch sequence both graph forms capture)
+
+**Step hooks in the graph.**  Hooks that say they are capturable (``StepHooks.capturable``: Langevin;
+Nose-Hoover, Berendsen, the barostats and the other fixes are not, and their runs take host-driven
+steps) run their post_force phase after the forces (``capture_post_force``).  A graph bakes its
+kernel arguments, so what changes from step to step comes from device memory: the step number is
+``control[STEP]`` (64 bits, the step before the launch, written by the one-thread ``set_step`` kernel
+before each block, rebuild step or loop launch, so without a host copy) plus the step's number in
+its block (in the device loop: plus ``control[LOOP_DONE]``, the steps of the earlier passes), and
+what changes between runs (Langevin: the temperature ramp, its factors) is written by the hooks'
+``prepare_capture`` at each stretch.  Langevin's noise is a counter-based stream of (seed, step,
+atom id), and the captured kernel computes the ramp's gamma2 with the host's roundings, so the bits
+are the host-driven step's, and a checkpoint written between stretches continues the same stream.
 
 (with final_integrate of step k and initial_integrate of step k + 1 as one kernel,
 ``final_then_initial_integrate``, where the integrator has it: the same operations in one pass)
@@ -20,7 +33,7 @@ step completed last.  The host reads the control array once per block (the only
 synchronisation), and if frozen, launches the *rebuild step*, a second captured graph::
 
     control reset -> the neighbour build's launches -> statistics to control[3:5] -> pair forces
-    -> final_integrate
+    [-> post_force] -> final_integrate
 
 followed at once by the next block, without waiting: the build's statistics are read with that
 block's control flags.  If the build overflowed the list storage, its last kernel freezes the
@@ -41,7 +54,7 @@ whole stretch between two reports is one graph launch, with no host decision ins
     loop_start (n read from the control array) -> initial_integrate
     WHILE (a whole pass of U steps fits before the last step):
         U times: displacement check -> decide_rebuild -> IF (some atom moved half the skin): the
-        build's launches -> pair forces -> final_then_initial_integrate
+        build's launches -> pair forces [-> post_force] -> final_then_initial_integrate
         loop_step_done
     the steps left over, as in the body; then the last step, with final_integrate; last_step_done
 
@@ -74,6 +87,7 @@ from .step_order import FINAL_THEN_INITIAL, FINAL_THEN_INITIAL_CHECK, graph_laun
 FROZEN, BLOCK_DONE, REASON, MAX_COUNT, MIN_R2, BUILDS, MOVED, LOOP_DONE, LOOP_STEPS = range(9)
 BUILD_COUNTS = 9              # control[9 + (b mod CAPACITY_WINDOW)]: largest count of build b of a launch
 ARRIVALS = 29                 # blocks of a fused half-step kernel done with their check (device only)
+STEP = 30                     # control[30:32]: one 64-bit word, the step before a launch (set_step)
 
 
 class CudaStepGraph:
@@ -113,16 +127,27 @@ class CudaStepGraph:
         self.frozen_blocks = 0
         self._interval = float(block_steps)   # running mean of the steps between rebuilds
         self._since_build = 0
-        self._rebuild = None                  # (weak reference to the build plan, rebuild-step graph)
+        self._rebuild = None                  # (weak reference to the build plan, rebuild-step graph, hooks)
         self.overflows = 0                    # rebuild steps repeated on the host
 
     @staticmethod
     def applicable(sim) -> bool:
-        """Plain NVE over a neighbour list rebuilt by the displacement check, on the GPU."""
-        nl = sim.neighbors
-        return (sim.backend.is_gpu and sim.thermostat is None and nl.capturable and nl.has_rebuild_policy
-                and nl.check and nl.every == 1 and nl.delay == 0 and nl.nbr is not None
+        """NVE, or step hooks that are capturable (Langevin), over a neighbour list rebuilt by the
+        displacement check, on the GPU.  ``delay`` 1 with ``every`` 1 (in.chain's ``neigh_modify every 1
+        delay 1``) decides as ``delay`` 0: the first decision after a build comes one step after it
+        (``steps_since_build`` 1, LAMMPS' ``ago >= delay``)."""
+        nl, hooks = sim.neighbors, sim.thermostat
+        return (sim.backend.is_gpu and (hooks is None or hooks.capturable) and nl.capturable
+                and nl.has_rebuild_policy and nl.check and nl.every == 1 and nl.delay <= 1 and nl.nbr is not None
                 and sim.forces.capturable)
+
+    def _set_step(self, step: int) -> None:
+        """Before a launch whose captured hooks read the step number: ``control[STEP] = step`` (the step
+        before the launch's first), by a one-thread kernel on the graph's stream.  Nothing without hooks."""
+        if self.sim.thermostat is None:
+            return
+        with self.stream:
+            self._kernels()["set_step"]((1,), (1,), (self.sim.control, np.uint64(step)))
 
     def _graph(self, k: int):
         nl = self.sim.neighbors
@@ -131,7 +156,8 @@ class CudaStepGraph:
         # mixed: the fused half steps write the force kernel's image (allocated by _fused_check,
         # so before the key: else the first graph would be captured twice)
         fused_check, image = self._fused_check()
-        key = (nl.nbr.data.ptr, nl.nbr_count.data.ptr, nl.capacity, None if image is None else image.data.ptr)
+        hooks = self.sim.thermostat           # None, or capturable (applicable)
+        key = (nl.nbr.data.ptr, nl.nbr_count.data.ptr, nl.capacity, None if image is None else image.data.ptr, hooks)
         if key != self._key:
             self._graphs.clear()
             self._key = key
@@ -142,7 +168,8 @@ class CudaStepGraph:
             kernels = self._kernels()
             integrator = sim.integrator
             fused = integrator.final_then_initial_integrate
-            launches = graph_launches(k, fuse=fused is not None, fuse_check=fused_check is not None)
+            launches = graph_launches(k, fuse=fused is not None, fuse_check=fused_check is not None,
+                                      post_force=hooks is not None)
             with self.stream:
                 self.stream.begin_capture()
                 # control[1] = 0: a block frozen at its first step completed none
@@ -161,6 +188,8 @@ class CudaStepGraph:
                             self._forces_after_fused_check(image)
                         else:
                             sim.forces.compute(state, nl, False)
+                    elif kind == "post_force":
+                        hooks.capture_post_force(sim, step, False)
                     elif kind == "final_integrate":
                         integrator.final_integrate(state, step)
                     elif kind == FINAL_THEN_INITIAL:
@@ -179,7 +208,8 @@ class CudaStepGraph:
         n_cells = nl.prepare_build(state)
         impl = nl.builder
         plan = impl.prepare(state, n_cells, nl.r_list, nl.capacity, nl)
-        if self._rebuild is None or self._rebuild[0]() is not plan:
+        hooks = sim.thermostat
+        if self._rebuild is None or self._rebuild[0]() is not plan or self._rebuild[2] is not hooks:
             impl.compile_build_kernels(state)     # compiled before, not during, the capture
             cp = self.cp
             with self.stream:
@@ -187,10 +217,12 @@ class CudaStepGraph:
                 cp.cuda.runtime.memsetAsync(sim.control.data.ptr, 0, 3 * 4, self.stream.ptr)
                 impl.enqueue(state, plan, nl, control=sim.control)
                 sim.forces.compute(state, nl, False)
+                if hooks is not None:             # the step after control[STEP] (_advance_in_blocks sets it)
+                    hooks.capture_post_force(sim, 1, False)
                 sim.integrator.final_integrate(state, 0)
                 # a weak reference: the plan holds views of the list storage, which a capacity
                 # change must free before it allocates the new one (10^8 atoms: 2 x 40 GB)
-                self._rebuild = (weakref.ref(plan), self.stream.end_capture())
+                self._rebuild = (weakref.ref(plan), self.stream.end_capture(), hooks)
         plan.builds += 1
         return self._rebuild[1]
 
@@ -207,12 +239,22 @@ class CudaStepGraph:
         self.overflows += 1
         sim.control.fill(0)
         nl.build(state)
-        sim.forces.compute(state, nl, False)
-        sim.integrator.final_integrate(state)
+        self._finish_step_on_host()
         return False
+
+    def _finish_step_on_host(self) -> None:
+        """The rest of a step whose build overflowed, after the repeated build, as the host-driven step
+        does it: forces, the hooks' post_force (the step number: ``state.step``), the final half step."""
+        sim, state = self.sim, self.sim.state
+        sim.forces.compute(state, sim.neighbors, False)
+        if sim.thermostat is not None:
+            sim.thermostat.post_force(sim)
+        sim.integrator.final_integrate(state)
 
     def advance(self, n_steps: int) -> int:
         """Run up to ``n_steps`` ordinary steps; return how many were completed (>= 1)."""
+        if self.sim.thermostat is not None:
+            self.sim.thermostat.prepare_capture(self.sim)       # the device memory its captured launches read
         if self.mode != "blocks" and n_steps >= 2:
             try:
                 return self._advance_on_device(n_steps)
@@ -251,7 +293,7 @@ class CudaStepGraph:
             module = self.sim.backend.kernel_module("step_control.cu")
             self._control_kernels = {name: module.get_function(name) for name in
                                      ("loop_start", "decide_rebuild", "loop_step_done", "last_step_done",
-                                              "freeze_if_moved")}
+                                      "freeze_if_moved", "set_step")}
         return self._control_kernels
 
     def _loop_graph(self, n_steps: int, plan):
@@ -262,7 +304,8 @@ class CudaStepGraph:
         # the plan by weak reference (as the rebuild step's): an id could be reused by a new plan
         # whose buffers lie elsewhere
         fused_check, image = self._fused_check()     # allocates mixed's image: before the key
-        key = (nl.nbr.data.ptr, nl.nbr_count.data.ptr, nl.capacity, None if image is None else image.data.ptr)
+        hooks = sim.thermostat                       # None, or capturable (applicable)
+        key = (nl.nbr.data.ptr, nl.nbr_count.data.ptr, nl.capacity, None if image is None else image.data.ptr, hooks)
         if key != self._loop_key or self._loop_plan is None or self._loop_plan() is not plan:
             self._loops.clear()
             self._loop_key, self._loop_plan = key, weakref.ref(plan)
@@ -314,6 +357,8 @@ class CudaStepGraph:
                 for kind, step in group:
                     if kind == "forces":
                         forces()
+                    elif kind == "post_force":      # the step: control[STEP] + control[LOOP_DONE] + step
+                        hooks.capture_post_force(sim, step, True)
                     elif kind == FINAL_THEN_INITIAL_CHECK:
                         fused_check(state, step, limit2, image, rebuild=handles[step] if step < len(handles) else None)
                     elif kind == FINAL_THEN_INITIAL:
@@ -338,7 +383,8 @@ class CudaStepGraph:
             handles = [chain.handle(default=0) for _ in range(count)]
             launches = graph_launches(count, fuse=fused is not None, fuse_check=fused_check is not None,
                                       first="neighbor_decision",
-                                      last="final_integrate" if last_is_final else "initial_integrate")
+                                      last="final_integrate" if last_is_final else "initial_integrate",
+                                      post_force=hooks is not None)
             group: list = []
             for kind, step in launches:
                 if kind != "neighbor_decision":
@@ -385,6 +431,7 @@ class CudaStepGraph:
         plan = nl.builder.prepare(state, nl.cells_per_dimension(L), nl.r_list, nl.capacity, nl)
         executable = self._loop_graph(n_steps, plan)
         sim.control[LOOP_STEPS:LOOP_STEPS + 1].set(np.asarray([n_steps], np.int32), stream=self.stream)
+        self._set_step(state.step)
         executable.launch(self.stream)
         self.launches += 1
         control = sim.control.get(stream=self.stream)
@@ -408,8 +455,7 @@ class CudaStepGraph:
         assert not ok, "the device loop froze without an overflowing build"
         sim.control.fill(0)
         nl.build(state)
-        sim.forces.compute(state, nl, False)
-        sim.integrator.final_integrate(state)
+        self._finish_step_on_host()
         return completed + 1
 
     # -- captured blocks -----------------------------------------------------------------------
@@ -428,7 +474,9 @@ class CudaStepGraph:
                 # a block that freezes early wastes its remaining (no-op) launches: aim at the expected rebuild
                 expected = int(round(self._interval)) - self._since_build + 1
                 k = min(remaining, self.block_steps, max(expected, 2))
-                self._graph(k).launch(self.stream)
+                graph = self._graph(k)
+                self._set_step(state.step + pending)    # a pending rebuild step is the step before the block
+                graph.launch(self.stream)
                 self.blocks += 1
             control = sim.control.get(stream=self.stream)
             if pending:
@@ -451,7 +499,9 @@ class CudaStepGraph:
             self.frozen_blocks += 1
             self._interval = 0.8 * self._interval + 0.2 * (self._since_build + done + 1)
             self._since_build = 0
-            self._rebuild_step().launch(self.stream)
+            rebuild = self._rebuild_step()
+            self._set_step(state.step)
+            rebuild.launch(self.stream)
             pending = True
 
 

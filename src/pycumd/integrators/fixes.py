@@ -5,7 +5,8 @@ Each is a thermostat-like object (``bind``, ``begin_step``, ``post_force``, ``en
 simulation's hooks to several of them in the order they were defined, so that a thermostat
 (Nose-Hoover, Langevin) and these fixes run together: ``VelocityVerlet(dt, FixChain([...]))``.
 They act on all atoms (LAMMPS group ``all``) with array operations of the backend (CPU or GPU); a
-simulation with fixes takes the host-driven step path (no CUDA-graph blocks).
+simulation with fixes takes the host-driven step path (no CUDA-graph blocks), unless every member of the
+chain is capturable (``StepHooks.capturable``: a chain holding only Langevin).
 
 * :class:`TempRescale` (``fix temp/rescale N Tstart Tstop window fraction``, ``FixTempRescale::
   end_of_step``): every N steps, if ``|T - Ttarget| > window``, scale the velocities by
@@ -196,6 +197,25 @@ class FixChain(StepHooksBase):
     @property
     def runs_in_composite(self) -> bool:
         return all(m.runs_in_composite for m in self.members)
+
+    @property
+    def capturable(self) -> bool:
+        return all(m.capturable for m in self.members)
+
+    def _require_capturable(self) -> None:
+        if not self.capturable:
+            names = ", ".join(m.describe() for m in self.members if not m.capturable)
+            raise NotImplementedError(f"{names} does not run inside CUDA-graph steps")
+
+    def prepare_capture(self, sim) -> None:
+        self._require_capturable()
+        for m in self.members:
+            m.prepare_capture(sim)
+
+    def capture_post_force(self, sim, step_in_pass: int, in_loop: bool) -> None:
+        self._require_capturable()
+        for m in self.members:
+            m.capture_post_force(sim, step_in_pass, in_loop)
 
     def off_terms(self, system) -> dict:
         out: dict = {}

@@ -189,14 +189,13 @@ extern "C" __global__ void final_then_initial_integrate_image_decide(
 
 // Langevin (LAMMPS fix langevin form): f += gamma1 m v + gamma2 sqrt(m) (u - 1/2), u uniform in [0,1)
 // from a counter-based generator keyed by (seed, step, atom id, component), so that the noise is the
-// same on every backend and independent of atom order.
-extern "C" __global__ void langevin_forces(const real_t* __restrict__ vel, accum_t* __restrict__ force,
-                                           const real_t* __restrict__ mass, const long long* __restrict__ ids,
-                                           int n, double gamma1, double gamma2,
-                                           unsigned long long seed, unsigned long long step)
+// same on every backend and independent of atom order.  Atom i's part: the one place of the GPU's
+// arithmetic (langevin_forces, its captured twin langevin_forces_captured and the batched kernel).
+__device__ __forceinline__ void langevin_atom(const real_t* __restrict__ vel, accum_t* __restrict__ force,
+                                              const real_t* __restrict__ mass, const long long* __restrict__ ids,
+                                              int i, double gamma1, double gamma2,
+                                              unsigned long long seed, unsigned long long step)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
     double m = (double)mass[i];
     double g1 = gamma1 * m, g2 = gamma2 * sqrt(m);
     for (int d = 0; d < 3; ++d) {
@@ -204,6 +203,52 @@ extern "C" __global__ void langevin_forces(const real_t* __restrict__ vel, accum
         force[3 * (size_t)i + d] += (accum_t)(g1 * (double)vel[3 * (size_t)i + d] + g2 * (u - 0.5));
     }
 }
+
+extern "C" __global__ void langevin_forces(const real_t* __restrict__ vel, accum_t* __restrict__ force,
+                                           const real_t* __restrict__ mass, const long long* __restrict__ ids,
+                                           int n, double gamma1, double gamma2,
+                                           unsigned long long seed, unsigned long long step)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    langevin_atom(vel, force, mass, ids, i, gamma1, gamma2, seed, step);
+}
+
+#ifndef LANGEVIN_CAPTURED
+#define LANGEVIN_CAPTURED 0
+#endif
+#if LANGEVIN_CAPTURED
+// langevin_forces inside a captured CUDA-graph step (step_graph.py; compiled with -DLANGEVIN_CAPTURED=1,
+// so the kernels above are the same PTX without it).  A graph bakes its kernel arguments, so what
+// changes from step to step or run to run comes from device memory:
+//   step = control[CONTROL_STEP] (64 bits: the step before the launch, set_step in step_control.cu)
+//          + control[CONTROL_LOOP_DONE] (in_loop: the steps of the device loop's earlier passes)
+//          + step_in_pass (the step's number in its captured block or pass, from 1);
+//   params (8 words, Langevin.prepare_capture): [0] seed, [1] ramp start step, [2] ramp length in steps
+//   (int64), [3] gamma1, [4] gamma2 / sqrt(T), [5] t_start, [6] t_stop (double bits).
+// gamma2 = gamma2 / sqrt(T) * sqrt(T(step)), T(step) = t_start + (t_stop - t_start) * (step - start) / length
+// (0 for a length 0), each operation rounded as the host's float64 arithmetic rounds it (the _rn
+// intrinsics: no contraction into an FMA whatever --fmad says), so gamma2 has the bits the host passes
+// to langevin_forces and the forces are the host-driven step's.  Returns at once in a frozen block.
+extern "C" __global__ void langevin_forces_captured(const int* __restrict__ control, int step_in_pass, int in_loop,
+                                                    const real_t* __restrict__ vel, accum_t* __restrict__ force,
+                                                    const real_t* __restrict__ mass,
+                                                    const long long* __restrict__ ids, int n,
+                                                    const unsigned long long* __restrict__ params)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || control[CONTROL_FROZEN]) return;
+    const unsigned long long step = *reinterpret_cast<const unsigned long long*>(control + CONTROL_STEP)
+        + (unsigned long long)(in_loop ? control[CONTROL_LOOP_DONE] : 0) + (unsigned long long)step_in_pass;
+    const long long start = (long long)params[1], length = (long long)params[2];
+    const double t_start = __longlong_as_double((long long)params[5]);
+    const double t_stop = __longlong_as_double((long long)params[6]);
+    const double fraction = length != 0 ? __ddiv_rn((double)((long long)step - start), (double)length) : 0.0;
+    const double target = __dadd_rn(t_start, __dmul_rn(__dsub_rn(t_stop, t_start), fraction));
+    const double gamma2 = __dmul_rn(__longlong_as_double((long long)params[4]), __dsqrt_rn(target));
+    langevin_atom(vel, force, mass, ids, i, __longlong_as_double((long long)params[3]), gamma2, params[0], step);
+}
+#endif // LANGEVIN_CAPTURED
 
 #ifndef BATCH
 #define BATCH 0
@@ -251,14 +296,7 @@ extern "C" __global__ void langevin_forces_batch(const real_t* __restrict__ vel,
     if (i >= n) return;
     const int s = system[i];
     if (!active[s]) return;
-    const double gamma1 = noise[2 * s], gamma2 = noise[2 * s + 1];
-    const unsigned long long seed = seeds[s];
-    double m = (double)mass[i];
-    double g1 = gamma1 * m, g2 = gamma2 * sqrt(m);
-    for (int d = 0; d < 3; ++d) {
-        double u = counter_uniform(seed, step, (unsigned long long)ids[i], (unsigned long long)d);
-        force[3 * (size_t)i + d] += (accum_t)(g1 * (double)vel[3 * (size_t)i + d] + g2 * (u - 0.5));
-    }
+    langevin_atom(vel, force, mass, ids, i, noise[2 * s], noise[2 * s + 1], seeds[s], step);
 }
 
 // Per-system sums for thermo output (batch_engine.py's system_sums): one block of 256 threads per

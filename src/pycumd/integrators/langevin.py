@@ -70,6 +70,10 @@ class Langevin(StepHooksBase):
     has_target_temperature = True
     #: its noise kernel works in float64
     runs_in_composite = False
+    #: its post_force runs inside the CUDA-graph step (:mod:`pycumd.step_graph`): the captured kernel reads
+    #: the step from the step-control array and the factors of the temperature ramp from device memory
+    #: (:meth:`prepare_capture`), and computes the same bits as the host-driven step's kernel
+    capturable = True
 
     def __init__(self, temperature, damping: float, seed: int):
         self.t_start, self.t_stop = _temperature_pair(temperature)
@@ -78,6 +82,9 @@ class Langevin(StepHooksBase):
         if seed <= 0:
             raise ValueError(f"langevin seed must be a positive integer, got {seed}")
         self.damping, self.seed = float(damping), int(seed)
+        self._params = None              # GPU: the captured kernel's parameters (prepare_capture)
+        self._params_host = None
+        self._captured = None
 
     def bind(self, sim) -> None:
         u = sim.units
@@ -99,6 +106,42 @@ class Langevin(StepHooksBase):
                 _langevin_forces_cpu(state.velocities, state.forces, state.per_atom_mass, state.ids,
                                      g1, g2, self.seed, state.step)
         self._apply = apply
+
+    def prepare_capture(self, sim) -> None:
+        """Before graph steps are captured or launched (:mod:`pycumd.step_graph`, outside a capture): compile
+        the captured kernel (once) and write what it reads besides the step number to its parameter array,
+        8 words (integrate.cu's langevin_forces_captured): the seed, the ramp's start step and length
+        (:meth:`Simulation.ramp_bounds`: the run's, or ``run ... start/stop``), gamma1, gamma2 / sqrt(T)
+        and the ramp's start and stop temperatures, as the host path computes them in
+        :meth:`noise_factors`.  Copied to the device only when they changed (a new run, a new target)."""
+        start, stop = sim.ramp_bounds()
+        words = np.zeros(8, np.uint64)
+        words[0] = self.seed
+        words[1:3] = np.asarray([start, stop - start], np.int64).view(np.uint64)
+        words[3:7] = np.asarray([self._gamma1, self._gamma2_per_sqrt_t, self.t_start, self.t_stop],
+                                np.float64).view(np.uint64)
+        c = sim.precision.cuda_defines
+        defines = {"real_t": c["real_t"], "accum_t": c["accum_t"], "LANGEVIN_CAPTURED": 1}
+        if self._captured is None or self._captured[0] != (defines, sim.precision.cuda_options):
+            module = sim.backend.kernel_module("integrators/integrate.cu", defines, options=sim.precision.cuda_options)
+            self._captured = ((defines, sim.precision.cuda_options), module.get_function("langevin_forces_captured"))
+            self._params, self._params_host = sim.backend.xp.zeros(8, np.uint64), None
+        if self._params_host is None or not np.array_equal(words, self._params_host):
+            self._params.set(words)
+            sim.backend.synchronize()    # written before any launch that reads it
+            self._params_host = words
+
+    def capture_post_force(self, sim, step_in_pass: int, in_loop: bool) -> None:
+        """Enqueue :meth:`post_force` of the ``step_in_pass``-th step (from 1) of a captured block (or of a
+        device-loop pass, ``in_loop``: after the loop's earlier passes) for capture: the kernel reads the
+        step number and the ramp from device memory (:meth:`prepare_capture`)."""
+        if self._captured is None:
+            raise RuntimeError("Langevin.capture_post_force before prepare_capture (the kernel and its parameters)")
+        state = sim.state
+        n = state.n_atoms
+        self._captured[1](((n + BLOCK - 1) // BLOCK,), (BLOCK,),
+                          (sim.control, np.int32(step_in_pass), np.int32(bool(in_loop)), state.velocities,
+                           state.forces, state.per_atom_mass, state.ids, np.int32(n), self._params))
 
     def reset_target(self, temperature: float) -> None:
         """Hold ``temperature`` from now on, start and stop (LAMMPS ``reset_target``: replica exchange)."""
