@@ -307,6 +307,44 @@ def test_all_pairs_is_refused_clearly():
                    pair_method="all_pairs")
 
 
+
+# -- the GPU's table layout (built on the host: no GPU needed) -------------------------------------------
+@needs_wheel
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gpu_tables_hold_the_cpu_coefficients_column_by_column(dtype):
+    """eam_forces.device_tables, the arrays the GPU's tables are copied from (AlFe_mm.eam.fs: 3
+    frho, 4 rhor and 3 z2r tables): in the 8-column layout coefficient c_k of every row is the
+    7-column table's, converted to the pair type, in column GPU_COLUMN_OF[k] (c3 c4 c5 c6 | c0 c1 c2),
+    column 7 is 0 and a row is a multiple of 16 bytes (eam.cu's vector loads); the 7-column layout
+    is the CPU's table converted."""
+    from pycumd.eam_forces import GPU_COLUMN_OF, device_tables
+
+    tables = EAM.fs(POTENTIALS / "AlFe_mm.eam.fs", "Al", "Fe").table(2)
+    assert sorted(GPU_COLUMN_OF) == list(range(7)) and GPU_COLUMN_OF[3:] == (0, 1, 2, 3)
+    cpu = (tables.frho, tables.rhor, tables.z2r)
+    assert [a.shape[0] for a in cpu] == [3, 4, 3]
+    for a, g in zip(cpu, device_tables(tables, 8, dtype)):
+        assert g.dtype == dtype and g.shape == a.shape[:-1] + (8,) and g.flags.c_contiguous
+        assert g.strides[1] % 16 == 0
+        for k in range(7):
+            assert np.array_equal(g[..., GPU_COLUMN_OF[k]], a[..., k].astype(dtype)), k
+        assert not g[..., 7].any()
+    for a, g in zip(cpu, device_tables(tables, 7, dtype)):
+        assert g.dtype == dtype and g.flags.c_contiguous and np.array_equal(g, a.astype(dtype))
+
+
+def test_gpu_table_layout_comes_from_the_environment(monkeypatch):
+    """PYCUMD_EAM_TABLE_COLUMNS picks the layout (8 without it); another value is refused naming it."""
+    from pycumd.eam_forces import TABLE_COLUMNS_VARIABLE, table_columns
+
+    monkeypatch.delenv(TABLE_COLUMNS_VARIABLE, raising=False)
+    assert table_columns() == 8
+    monkeypatch.setenv(TABLE_COLUMNS_VARIABLE, "7")
+    assert table_columns() == 7
+    monkeypatch.setenv(TABLE_COLUMNS_VARIABLE, "16")
+    with pytest.raises(ValueError, match="PYCUMD_EAM_TABLE_COLUMNS='16': .* must be 8 .* or 7"):
+        table_columns()
+
 # -- the GPU ---------------------------------------------------------------------------------------------
 def _trajectory(device, precision, deterministic, steps=50):
     potential = EAM.fs(POTENTIALS / "AlFe_mm.eam.fs", "Al", "Fe")
@@ -353,6 +391,24 @@ def test_gpu_single_and_mixed_follow_double(precision, force_tol, thermo_tol):
     for key in ("E_pair", "TotEng"):
         assert run[3][key] == pytest.approx(ref[3][key], rel=thermo_tol)
 
+
+@needs_wheel
+@needs_gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("precision", ["single", "mixed"])
+def test_gpu_table_layouts_give_the_same_bits(precision, monkeypatch):
+    """eam.cu's 8-column tables (vector loads) against the 7-column ones (the layout before): the
+    same arithmetic in the same order, so the same forces at step 0 and the same positions and
+    velocities after 50 steps, bit for bit, in float32 too (two elements: both rho' tables read)."""
+    from pycumd.eam_forces import TABLE_COLUMNS_VARIABLE
+
+    runs = []
+    for columns in ("7", "8"):
+        monkeypatch.setenv(TABLE_COLUMNS_VARIABLE, columns)
+        runs.append(_trajectory("cuda", precision, False))
+    assert np.array_equal(runs[0][0], runs[1][0])
+    assert np.array_equal(runs[0][2].positions, runs[1][2].positions)
+    assert np.array_equal(runs[0][2].velocities, runs[1][2].velocities)
 
 @needs_wheel
 @needs_gpu

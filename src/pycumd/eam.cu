@@ -1,10 +1,20 @@
 // The embedded-atom method's two passes over a full Verlet neighbour list (pycumd.eam_forces, whose
 // Numba kernels are the CPU twins: the same operations in the same order, so that double precision
 // built without fused multiply-add gives the same bits on both).  A thread per target atom; its
-// neighbours in list order.  LAMMPS' splines (pycumd.potentials.eam): 7 coefficients per grid point,
-// table t's point m at ((t * (n + 1)) + m) * 7; a value at x is read at p = x / delta + 1,
-// m = (int)p clamped, p -= m, p = min(p, 1): value ((c3 p + c4) p + c5) p + c6, derivative
-// (c0 p + c1) p + c2.
+// neighbours in list order.  LAMMPS' splines (pycumd.potentials.eam): 7 coefficients c0 .. c6 per
+// grid point; a value at x is read at p = x / delta + 1, m = (int)p clamped, p -= m, p = min(p, 1):
+// value ((c3 p + c4) p + c5) p + c6, derivative (c0 p + c1) p + c2.
+//
+// The tables' rows on the GPU (EAM_TABLE_COLUMNS, chosen and built in one place:
+// pycumd.eam_forces.table_columns / device_tables), table t's point m at ((t * (n + 1)) + m) * columns:
+//   8 (default): c3 c4 c5 c6 | c0 c1 c2 0, rows of 32 B (float) / 64 B (double) on 16-byte bounds, so
+//     that a value is one 16-byte load (float4; two double2) and a derivative one more: pass 1 reads
+//     one of rho's per pair, pass 2 one of rho' (two for two different tables) and both of Z2's;
+//   7: LAMMPS' and the CPU's c0 .. c6 (28 B / 56 B rows, unaligned), read coefficient by coefficient
+//     (scalar loads at addresses that differ per lane): kept for A/B runs (benchmarks/eam_layout_ab.sh).
+// Only where the coefficients are read differs: the arithmetic and its order are the same, so the
+// bits are.  The tables' loads are already read-only (ld.global.nc: const __restrict__), so __ldg
+// would add nothing.
 //
 //   eam_density[_energy]:  rho_i = sum_j rho_{t_j t_i}(r_ij);  fp_i = F'_{t_i}(rho_i);
 //                          (energy) e_i = F_{t_i}(rho_i) (+ fp_i (rho_i - rhomax) beyond the table)
@@ -27,7 +37,15 @@
 #include "positions.cuh"
 #include "list_load.cuh"   // load_list_entry: the list's entries streamed past L1 (and first out of L2 for float32 rows)
 
-#define EAM_COLUMNS 7
+#ifndef EAM_TABLE_COLUMNS
+#define EAM_TABLE_COLUMNS 8        // the tables' row layout (see the top): 8 or 7
+#endif
+#if EAM_TABLE_COLUMNS != 7 && EAM_TABLE_COLUMNS != 8
+#error "EAM_TABLE_COLUMNS must be 7 (c0 .. c6) or 8 (c3 c4 c5 c6 | c0 c1 c2 0)"
+#endif
+// Where a row's value coefficients c3 .. c6 and derivative coefficients c0 .. c2 begin.
+#define EAM_VALUE_AT (EAM_TABLE_COLUMNS == 8 ? 0 : 3)
+#define EAM_SLOPE_AT (EAM_TABLE_COLUMNS == 8 ? 4 : 0)
 
 // r_i - r_j with the minimum image (real_t), then in pair_t, and its square.
 __device__ __forceinline__ pair_t eam_separation(real_t xi, real_t yi, real_t zi, real_t xj, real_t yj, real_t zj,
@@ -53,7 +71,44 @@ __device__ __forceinline__ int eam_r_grid(int nr, pair_t r, pair_t rdr, pair_t& 
 }
 
 __device__ __forceinline__ const pair_t* eam_row(const pair_t* __restrict__ tables, int table, int nr, int m) {
-    return tables + ((size_t)table * (nr + 1) + m) * EAM_COLUMNS;
+    return tables + ((size_t)table * (nr + 1) + m) * EAM_TABLE_COLUMNS;
+}
+
+// Four consecutive coefficients of a row from q on: one 16-byte load (float) or two (double) in the
+// 8-column layout, whose q is on a 16-byte bound; one at a time in the 7-column layout (a coefficient
+// that is not used, as the pad after c2, is not loaded).
+__device__ __forceinline__ void eam_load4(const float* __restrict__ q, float (&c)[4]) {
+#if EAM_TABLE_COLUMNS == 8
+    const float4 v = *reinterpret_cast<const float4*>(q);
+    c[0] = v.x; c[1] = v.y; c[2] = v.z; c[3] = v.w;
+#else
+    c[0] = q[0]; c[1] = q[1]; c[2] = q[2]; c[3] = q[3];
+#endif
+}
+
+__device__ __forceinline__ void eam_load4(const double* __restrict__ q, double (&c)[4]) {
+#if EAM_TABLE_COLUMNS == 8
+    const double2 a = reinterpret_cast<const double2*>(q)[0], b = reinterpret_cast<const double2*>(q)[1];
+    c[0] = a.x; c[1] = a.y; c[2] = b.x; c[3] = b.y;
+#else
+    c[0] = q[0]; c[1] = q[1]; c[2] = q[2]; c[3] = q[3];
+#endif
+}
+
+// A row's value ((c3 p + c4) p + c5) p + c6 and derivative (c0 p + c1) p + c2, in T (pair_t, or the
+// accumulation type for F(rho)); the coefficients converted to T first, as the CPU twin's are.
+template <typename T>
+__device__ __forceinline__ T eam_value(const pair_t* __restrict__ row, T p) {
+    pair_t c[4];
+    eam_load4(row + EAM_VALUE_AT, c);
+    return (((T)c[0] * p + (T)c[1]) * p + (T)c[2]) * p + (T)c[3];
+}
+
+template <typename T>
+__device__ __forceinline__ T eam_slope(const pair_t* __restrict__ row, T p) {
+    pair_t c[4];
+    eam_load4(row + EAM_SLOPE_AT, c);
+    return ((T)c[0] * p + (T)c[1]) * p + (T)c[2];
 }
 
 // Neighbours are taken EAM_BATCH at a time (1, 2 or 4): the batch's indices, then its position
@@ -114,8 +169,7 @@ __device__ __forceinline__ void eam_density_body(
         if (rsq < cutsq) {
             pair_t p;
             const int m = eam_r_grid(nr, sqrt(rsq), rdr, p);
-            const pair_t* c = eam_row(rhor, __ldg(type2rhor + tj * n_types + ti), nr, m);
-            rho += (accum_t)(((c[3] * p + c[4]) * p + c[5]) * p + c[6]);
+            rho += (accum_t)eam_value(eam_row(rhor, __ldg(type2rhor + tj * n_types + ti), nr, m), p);
         }
     });
     accum_t p = rho * rdrho + (accum_t)1.0;
@@ -123,11 +177,11 @@ __device__ __forceinline__ void eam_density_body(
     m = max(1, min(m, nrho - 1));
     p -= (accum_t)m;
     p = p > (accum_t)1.0 ? (accum_t)1.0 : p;
-    const pair_t* c = frho + ((size_t)__ldg(type2frho + ti) * (nrho + 1) + m) * EAM_COLUMNS;
-    const accum_t fpi = ((accum_t)c[0] * p + (accum_t)c[1]) * p + (accum_t)c[2];
+    const pair_t* c = eam_row(frho, __ldg(type2frho + ti), nrho, m);
+    const accum_t fpi = eam_slope(c, p);
     fp[i] = fpi;
     if (WITH_ENERGY) {
-        accum_t phi = (((accum_t)c[3] * p + (accum_t)c[4]) * p + (accum_t)c[5]) * p + (accum_t)c[6];
+        accum_t phi = eam_value(c, p);
         if (rho > rhomax) phi += fpi * (rho - rhomax);
         energy[i] = phi;
     }
@@ -158,16 +212,12 @@ __device__ __forceinline__ void eam_forces_body(
             pair_t p;
             const int m = eam_r_grid(nr, r, rdr, p);
             const int table_ij = __ldg(type2rhor + ti * n_types + tj), table_ji = __ldg(type2rhor + tj * n_types + ti);
-            const pair_t* c = eam_row(rhor, table_ij, nr, m);
-            const pair_t rhoip = (c[0] * p + c[1]) * p + c[2];
+            const pair_t rhoip = eam_slope(eam_row(rhor, table_ij, nr, m), p);
             pair_t rhojp = rhoip;                    // one element (or equal tables): the same value
-            if (table_ji != table_ij) {
-                c = eam_row(rhor, table_ji, nr, m);
-                rhojp = (c[0] * p + c[1]) * p + c[2];
-            }
-            c = eam_row(z2r, __ldg(type2z2r + ti * n_types + tj), nr, m);
-            const pair_t z2p = (c[0] * p + c[1]) * p + c[2];
-            const pair_t z2 = ((c[3] * p + c[4]) * p + c[5]) * p + c[6];
+            if (table_ji != table_ij) rhojp = eam_slope(eam_row(rhor, table_ji, nr, m), p);
+            const pair_t* c = eam_row(z2r, __ldg(type2z2r + ti * n_types + tj), nr, m);
+            const pair_t z2p = eam_slope(c, p);
+            const pair_t z2 = eam_value(c, p);
             const pair_t recip = (pair_t)1.0 / r;
             const pair_t phi = z2 * recip;
             const pair_t phip = z2p * recip - phi * recip;

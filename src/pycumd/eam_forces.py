@@ -26,6 +26,7 @@ not implemented (a clear error).
 from __future__ import annotations
 
 import math
+import os
 
 import numba
 import numpy as np
@@ -36,6 +37,42 @@ from .forces import (BLOCK, ZERO_SUMS, PairForces, add_own_sums, clear_chunk, fu
 
 #: CUDA source of the two passes (beside forces.cu)
 SOURCE = "eam.cu"
+
+#: The environment variable that picks the GPU tables' row layout (:func:`table_columns`)
+TABLE_COLUMNS_VARIABLE = "PYCUMD_EAM_TABLE_COLUMNS"
+#: The column of coefficient c_k (k = 0 .. 6) in a row of the GPU's 8-column layout: c3 c4 c5 c6 | c0 c1 c2 0
+GPU_COLUMN_OF = (4, 5, 6, 0, 1, 2, 3)
+
+
+def table_columns() -> int:
+    """The GPU tables' row layout (eam.cu's ``EAM_TABLE_COLUMNS``), from the environment variable
+    ``PYCUMD_EAM_TABLE_COLUMNS``: 8 (the default; ``c3 c4 c5 c6 | c0 c1 c2 0``, 16-byte-aligned rows
+    read with vector loads) or 7 (LAMMPS' ``c0 .. c6``, read coefficient by coefficient: the layout
+    before, kept for A/B runs, benchmarks/eam_layout_ab.sh)."""
+    value = os.environ.get(TABLE_COLUMNS_VARIABLE, "8").strip()
+    if value not in ("7", "8"):
+        raise ValueError(f"{TABLE_COLUMNS_VARIABLE}={value!r}: the EAM tables' GPU layout must be 8 (the default, "
+                         f"vector loads) or 7 (the layout before, for comparisons)")
+    return int(value)
+
+
+def device_tables(tables, columns: int, dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The host arrays that the GPU's ``frho``, ``rhor`` and ``z2r`` are copied from: each of
+    ``tables`` (:class:`~pycumd.potentials.eam.EAMTables`; (n_tables, points, 7) float64, c0 .. c6)
+    in ``dtype`` (the pair type), with ``columns`` columns (:func:`table_columns`): 7, as they are;
+    8, coefficient c_k in column ``GPU_COLUMN_OF[k]`` and 0 in column 7 (eam.cu's header).  C-ordered
+    (n_tables, points, columns); the CPU keeps the 7-column tables."""
+    if columns not in (7, 8):
+        raise ValueError(f"EAM table columns must be 7 or 8, not {columns}")
+    out = []
+    for a in (tables.frho, tables.rhor, tables.z2r):
+        a = np.asarray(a, dtype=dtype)
+        if columns == 8:
+            padded = np.zeros(a.shape[:-1] + (8,), dtype=dtype)
+            padded[..., GPU_COLUMN_OF] = a
+            a = padded
+        out.append(np.ascontiguousarray(a))
+    return tuple(out)
 
 
 def list_forces_class(potential):
@@ -260,12 +297,13 @@ class EAMForces(ForceEvaluatorBase):
         self._chunks = None
         if backend.is_gpu:
             xp = backend.xp
-            defines = {**precision.cuda_defines}
+            columns = table_columns()
+            defines = {**precision.cuda_defines, "EAM_TABLE_COLUMNS": columns}
             module = backend.kernel_module(SOURCE, defines, options=precision.cuda_options)
             self._kernels = {name: module.get_function(name) for name in
                              ("eam_density", "eam_density_energy", "eam_forces", "eam_forces_energy")}
             pair = precision.pair_dtype
-            self._frho, self._rhor, self._z2r = (xp.asarray(a, dtype=pair) for a in (t.frho, t.rhor, t.z2r))
+            self._frho, self._rhor, self._z2r = (xp.asarray(a) for a in device_tables(t, columns, pair))
             self._maps = tuple(xp.asarray(a, dtype=np.int32) for a in (t.type2frho, t.type2rhor, t.type2z2r))
             self._pair = pair
             self.compute = self._compute_cuda
