@@ -333,6 +333,23 @@ def test_gpu_tables_hold_the_cpu_coefficients_column_by_column(dtype):
         assert g.dtype == dtype and g.flags.c_contiguous and np.array_equal(g, a.astype(dtype))
 
 
+def test_fp_rows_option_and_where_it_applies(monkeypatch):
+    """PYCUMD_EAM_FP_ROWS (off without it; another value refused naming it) applies to potentials
+    whose every type pair reads one rho and one Z2 table: Cu_u3, not AlFe_mm.eam.fs."""
+    from pycumd.eam_forces import FP_ROWS_VARIABLE, fp_rows_option, one_table
+
+    monkeypatch.delenv(FP_ROWS_VARIABLE, raising=False)
+    assert fp_rows_option() is False
+    monkeypatch.setenv(FP_ROWS_VARIABLE, "1")
+    assert fp_rows_option() is True
+    monkeypatch.setenv(FP_ROWS_VARIABLE, "yes")
+    with pytest.raises(ValueError, match="PYCUMD_EAM_FP_ROWS='yes': must be 0 .* or 1"):
+        fp_rows_option()
+    if (POTENTIALS / "Cu_u3.eam").is_file():
+        assert one_table(EAM.funcfl(POTENTIALS / "Cu_u3.eam").table(1))
+        assert not one_table(EAM.fs(POTENTIALS / "AlFe_mm.eam.fs", "Al", "Fe").table(2))
+
+
 def test_gpu_table_layout_comes_from_the_environment(monkeypatch):
     """PYCUMD_EAM_TABLE_COLUMNS picks the layout (8 without it); another value is refused naming it."""
     from pycumd.eam_forces import TABLE_COLUMNS_VARIABLE, table_columns
@@ -409,6 +426,44 @@ def test_gpu_table_layouts_give_the_same_bits(precision, monkeypatch):
     assert np.array_equal(runs[0][0], runs[1][0])
     assert np.array_equal(runs[0][2].positions, runs[1][2].positions)
     assert np.array_equal(runs[0][2].velocities, runs[1][2].velocities)
+
+
+def _copper_trajectory(precision, steps=50):
+    """in.eam's copper (Cu_u3.eam, one table of each kind) at 6 cells per edge, 864 atoms, on the GPU:
+    forces at step 0 (by atom id) and the system after ``steps`` steps."""
+    from pycumd.system import create_velocities, lattice_system
+
+    potential = EAM.funcfl(POTENTIALS / "Cu_u3.eam")
+    system = lattice_system("fcc", 6, units="metal", constant=3.615, mass=potential.masses(1)[0])
+    create_velocities(system, 1600.0, 376847)
+    sim = Simulation(system, potential, VelocityVerlet(0.005), device="cuda", precision=precision, skin=1.0)
+    sim.setup()
+    b, s = sim.backend, sim.state
+    order = np.argsort(b.to_host(s.ids), kind="stable")
+    forces0 = np.asarray(b.to_host(s.values("forces", b)), dtype=np.float64)[order]
+    sim.run(steps)
+    return forces0, sim.system(), sim.thermo_row()
+
+
+@needs_wheel
+@needs_gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("precision", ["single", "mixed"])
+def test_gpu_fp_rows_give_the_same_bits(precision, monkeypatch):
+    """PYCUMD_EAM_FP_ROWS=1 (pass 2 reads x, y, z, F'(rho) from pass 1's rows) against the default
+    kernels, one element: the same forces at step 0 and the same positions, velocities and energies
+    after 50 steps, bit for bit."""
+    from pycumd.eam_forces import FP_ROWS_VARIABLE
+
+    runs = []
+    for value in ("0", "1"):
+        monkeypatch.setenv(FP_ROWS_VARIABLE, value)
+        runs.append(_copper_trajectory(precision))
+    assert np.array_equal(runs[0][0], runs[1][0])
+    assert np.array_equal(runs[0][1].positions, runs[1][1].positions)
+    assert np.array_equal(runs[0][1].velocities, runs[1][1].velocities)
+    assert runs[0][2] == runs[1][2]
+
 
 @needs_wheel
 @needs_gpu

@@ -134,12 +134,12 @@ EAM_PRECISION_DEFINES = {"single": ["-Dreal_t=float", "-Dpair_t=float", "-Daccum
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
-@pytest.mark.parametrize("columns", [8, 7])
+@pytest.mark.parametrize("variant", ["-DEAM_TABLE_COLUMNS=8", "-DEAM_TABLE_COLUMNS=7", "-DEAM_FP_ROWS=1"])
 @pytest.mark.parametrize("precision", list(EAM_PRECISION_DEFINES))
-def test_eam_compiles_in_each_precision_and_table_layout(precision, columns, tmp_path):
-    """Both layouts of the tables' rows (EAM_TABLE_COLUMNS: pycumd.eam_forces.table_columns)."""
-    defines = EAM_PRECISION_DEFINES[precision] + [f"-DEAM_TABLE_COLUMNS={columns}"]
-    _compile(PACKAGE / "eam.cu", "sm_90", tmp_path, defines)
+def test_eam_compiles_in_each_precision_and_variant(precision, variant, tmp_path):
+    """Both layouts of the tables' rows (EAM_TABLE_COLUMNS: pycumd.eam_forces.table_columns) and the
+    kernels with pass 1's F'(rho) rows (EAM_FP_ROWS: pycumd.eam_forces.fp_rows_option)."""
+    _compile(PACKAGE / "eam.cu", "sm_90", tmp_path, EAM_PRECISION_DEFINES[precision] + [variant])
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
