@@ -21,6 +21,10 @@ pair (:func:`pycumd.forces.half_list_chunks`), added in chunk order afterwards (
 Precisions: the splines and the pair arithmetic in the pair type (float32 in single and mixed), the
 densities, ``fp``, forces, energies and virials in the accumulation type.  Composite precision is
 not implemented (a clear error).
+
+The GPU's copy of the splines has 8 columns per row (:func:`device_tables`: ``c3 c4 c5 c6 | c0 c1
+c2 0``, 16-byte loads; ``PYCUMD_EAM_TABLE_COLUMNS=7`` keeps LAMMPS' 7 for comparisons), the CPU's
+LAMMPS' 7; the values read and the arithmetic are the same.
 """
 
 from __future__ import annotations
@@ -62,7 +66,7 @@ FP_ROWS_VARIABLE = "PYCUMD_EAM_FP_ROWS"
 
 def fp_rows_option() -> bool:
     """Whether pass 2 reads each neighbour's position and ``F'(rho)`` in one row that pass 1 wrote
-    (eam.cu's ``EAM_FP_ROWS`` kernels: one load per neighbour instead of two), from the environment
+    (eam.cu's ``EAM_FP_ROWS`` kernels: no separate load of ``F'(rho_j)``), from the environment
     variable ``PYCUMD_EAM_FP_ROWS``: 0 (the default) or 1.  Used only where it applies
     (:func:`one_table`, a process without ghost rows); the same bits either way."""
     value = os.environ.get(FP_ROWS_VARIABLE, "0").strip()
@@ -91,7 +95,7 @@ def device_tables(tables, columns: int, dtype) -> tuple[np.ndarray, np.ndarray, 
         a = np.asarray(a, dtype=dtype)
         if columns == 8:
             padded = np.zeros(a.shape[:-1] + (8,), dtype=dtype)
-            padded[..., GPU_COLUMN_OF] = a
+            padded[..., list(GPU_COLUMN_OF)] = a
             a = padded
         out.append(np.ascontiguousarray(a))
     return tuple(out)
