@@ -222,8 +222,8 @@ __device__ __forceinline__ void eam_density_body(
     }
 }
 
-// FP_ROWS (EAM_FP_ROWS): the positions and F'(rho) of i and its neighbours from pass 1's rows (one
-// load per neighbour instead of two), for potentials whose every type pair reads the same rho and Z2
+// FP_ROWS (EAM_FP_ROWS): the positions and F'(rho) of i and its neighbours from pass 1's rows (no
+// separate load of F'(rho_j)), for potentials whose every type pair reads the same rho and Z2
 // tables (the first entries of type2rhor and type2z2r) in a process without ghosts; the same values,
 // so the same bits (real_t and accum_t are one type in every precision with EAM).
 template <int WITH_ENERGY, int FP_ROWS>
