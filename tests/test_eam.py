@@ -307,6 +307,61 @@ def test_all_pairs_is_refused_clearly():
                    pair_method="all_pairs")
 
 
+
+# -- the GPU's table layout (built on the host: no GPU needed) -------------------------------------------
+@needs_wheel
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_gpu_tables_hold_the_cpu_coefficients_column_by_column(dtype):
+    """eam_forces.device_tables, the arrays the GPU's tables are copied from (AlFe_mm.eam.fs: 3
+    frho, 4 rhor and 3 z2r tables): in the 8-column layout coefficient c_k of every row is the
+    7-column table's, converted to the pair type, in column GPU_COLUMN_OF[k] (c3 c4 c5 c6 | c0 c1 c2),
+    column 7 is 0 and a row is a multiple of 16 bytes (eam.cu's vector loads); the 7-column layout
+    is the CPU's table converted."""
+    from pycumd.eam_forces import GPU_COLUMN_OF, device_tables
+
+    tables = EAM.fs(POTENTIALS / "AlFe_mm.eam.fs", "Al", "Fe").table(2)
+    assert sorted(GPU_COLUMN_OF) == list(range(7)) and GPU_COLUMN_OF[3:] == (0, 1, 2, 3)
+    cpu = (tables.frho, tables.rhor, tables.z2r)
+    assert [a.shape[0] for a in cpu] == [3, 4, 3]
+    for a, g in zip(cpu, device_tables(tables, 8, dtype)):
+        assert g.dtype == dtype and g.shape == a.shape[:-1] + (8,) and g.flags.c_contiguous
+        assert g.strides[1] % 16 == 0
+        for k in range(7):
+            assert np.array_equal(g[..., GPU_COLUMN_OF[k]], a[..., k].astype(dtype)), k
+        assert not g[..., 7].any()
+    for a, g in zip(cpu, device_tables(tables, 7, dtype)):
+        assert g.dtype == dtype and g.flags.c_contiguous and np.array_equal(g, a.astype(dtype))
+
+
+def test_fp_rows_option_and_where_it_applies(monkeypatch):
+    """PYCUMD_EAM_FP_ROWS (off without it; another value refused naming it) applies to potentials
+    whose every type pair reads one rho and one Z2 table: Cu_u3, not AlFe_mm.eam.fs."""
+    from pycumd.eam_forces import FP_ROWS_VARIABLE, fp_rows_option, one_table
+
+    monkeypatch.delenv(FP_ROWS_VARIABLE, raising=False)
+    assert fp_rows_option() is False
+    monkeypatch.setenv(FP_ROWS_VARIABLE, "1")
+    assert fp_rows_option() is True
+    monkeypatch.setenv(FP_ROWS_VARIABLE, "yes")
+    with pytest.raises(ValueError, match="PYCUMD_EAM_FP_ROWS='yes': must be 0 .* or 1"):
+        fp_rows_option()
+    if (POTENTIALS / "Cu_u3.eam").is_file():
+        assert one_table(EAM.funcfl(POTENTIALS / "Cu_u3.eam").table(1))
+        assert not one_table(EAM.fs(POTENTIALS / "AlFe_mm.eam.fs", "Al", "Fe").table(2))
+
+
+def test_gpu_table_layout_comes_from_the_environment(monkeypatch):
+    """PYCUMD_EAM_TABLE_COLUMNS picks the layout (8 without it); another value is refused naming it."""
+    from pycumd.eam_forces import TABLE_COLUMNS_VARIABLE, table_columns
+
+    monkeypatch.delenv(TABLE_COLUMNS_VARIABLE, raising=False)
+    assert table_columns() == 8
+    monkeypatch.setenv(TABLE_COLUMNS_VARIABLE, "7")
+    assert table_columns() == 7
+    monkeypatch.setenv(TABLE_COLUMNS_VARIABLE, "16")
+    with pytest.raises(ValueError, match="PYCUMD_EAM_TABLE_COLUMNS='16': .* must be 8 .* or 7"):
+        table_columns()
+
 # -- the GPU ---------------------------------------------------------------------------------------------
 def _trajectory(device, precision, deterministic, steps=50):
     potential = EAM.fs(POTENTIALS / "AlFe_mm.eam.fs", "Al", "Fe")
@@ -352,6 +407,62 @@ def test_gpu_single_and_mixed_follow_double(precision, force_tol, thermo_tol):
     assert np.abs(run[0] - ref[0]).max() < force_tol * np.abs(ref[0]).max()
     for key in ("E_pair", "TotEng"):
         assert run[3][key] == pytest.approx(ref[3][key], rel=thermo_tol)
+
+
+@needs_wheel
+@needs_gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("precision", ["single", "mixed"])
+def test_gpu_table_layouts_give_the_same_bits(precision, monkeypatch):
+    """eam.cu's 8-column tables (vector loads) against the 7-column ones (the layout before): the
+    same arithmetic in the same order, so the same forces at step 0 and the same positions and
+    velocities after 50 steps, bit for bit, in float32 too (two elements: both rho' tables read)."""
+    from pycumd.eam_forces import TABLE_COLUMNS_VARIABLE
+
+    runs = []
+    for columns in ("7", "8"):
+        monkeypatch.setenv(TABLE_COLUMNS_VARIABLE, columns)
+        runs.append(_trajectory("cuda", precision, False))
+    assert np.array_equal(runs[0][0], runs[1][0])
+    assert np.array_equal(runs[0][2].positions, runs[1][2].positions)
+    assert np.array_equal(runs[0][2].velocities, runs[1][2].velocities)
+
+
+def _copper_trajectory(precision, steps=50):
+    """in.eam's copper (Cu_u3.eam, one table of each kind) at 6 cells per edge, 864 atoms, on the GPU:
+    forces at step 0 (by atom id) and the system after ``steps`` steps."""
+    from pycumd.system import create_velocities, lattice_system
+
+    potential = EAM.funcfl(POTENTIALS / "Cu_u3.eam")
+    system = lattice_system("fcc", 6, units="metal", constant=3.615, mass=potential.masses(1)[0])
+    create_velocities(system, 1600.0, 376847)
+    sim = Simulation(system, potential, VelocityVerlet(0.005), device="cuda", precision=precision, skin=1.0)
+    sim.setup()
+    b, s = sim.backend, sim.state
+    order = np.argsort(b.to_host(s.ids), kind="stable")
+    forces0 = np.asarray(b.to_host(s.values("forces", b)), dtype=np.float64)[order]
+    sim.run(steps)
+    return forces0, sim.system(), sim.thermo_row()
+
+
+@needs_wheel
+@needs_gpu
+@pytest.mark.cuda
+@pytest.mark.parametrize("precision", ["single", "mixed"])
+def test_gpu_fp_rows_give_the_same_bits(precision, monkeypatch):
+    """PYCUMD_EAM_FP_ROWS=1 (pass 2 reads x, y, z, F'(rho) from pass 1's rows) against the default
+    kernels, one element: the same forces at step 0 and the same positions, velocities and energies
+    after 50 steps, bit for bit."""
+    from pycumd.eam_forces import FP_ROWS_VARIABLE
+
+    runs = []
+    for value in ("0", "1"):
+        monkeypatch.setenv(FP_ROWS_VARIABLE, value)
+        runs.append(_copper_trajectory(precision))
+    assert np.array_equal(runs[0][0], runs[1][0])
+    assert np.array_equal(runs[0][1].positions, runs[1][1].positions)
+    assert np.array_equal(runs[0][1].velocities, runs[1][1].velocities)
+    assert runs[0][2] == runs[1][2]
 
 
 @needs_wheel

@@ -178,15 +178,27 @@ def test_compiles_with_the_table_potential(source, precision, arch, tmp_path):
     _compile(PACKAGE / source, arch, tmp_path, [f"-D{k}={v}" for k, v in defines.items()])
 
 
-#: eam.cu's types in single and mixed precision (its default compile above is double)
+#: eam.cu's types in each precision (its default compile above is double with 8-column tables)
 EAM_PRECISION_DEFINES = {"single": ["-Dreal_t=float", "-Dpair_t=float", "-Daccum_t=float"],
-                         "mixed": ["-Dreal_t=double", "-Dpair_t=float", "-Daccum_t=double"]}
+                         "mixed": ["-Dreal_t=double", "-Dpair_t=float", "-Daccum_t=double"],
+                         "double": []}
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+@pytest.mark.parametrize("variant", ["-DEAM_TABLE_COLUMNS=8", "-DEAM_TABLE_COLUMNS=7", "-DEAM_FP_ROWS=1"])
 @pytest.mark.parametrize("precision", list(EAM_PRECISION_DEFINES))
-def test_eam_compiles_in_single_and_mixed(precision, tmp_path):
-    _compile(PACKAGE / "eam.cu", "sm_90", tmp_path, EAM_PRECISION_DEFINES[precision])
+def test_eam_compiles_in_each_precision_and_variant(precision, variant, tmp_path):
+    """Both layouts of the tables' rows (EAM_TABLE_COLUMNS: pycumd.eam_forces.table_columns) and the
+    kernels with pass 1's F'(rho) rows (EAM_FP_ROWS: pycumd.eam_forces.fp_rows_option)."""
+    _compile(PACKAGE / "eam.cu", "sm_90", tmp_path, EAM_PRECISION_DEFINES[precision] + [variant])
+
+
+@pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
+def test_eam_refuses_another_table_layout(tmp_path):
+    cmd = [NVCC, "-std=c++17", "-arch=sm_90", "--cubin", f"-I{PACKAGE}", "-DEAM_TABLE_COLUMNS=9", "-o",
+           str(tmp_path / "kernel.cubin"), str(PACKAGE / "eam.cu")]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    assert proc.returncode != 0 and "EAM_TABLE_COLUMNS must be 7" in proc.stderr
 
 
 #: the bonded styles' device functions, each compiled into molecular/bonded.cu for its kind

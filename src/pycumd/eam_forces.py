@@ -21,11 +21,16 @@ pair (:func:`pycumd.forces.half_list_chunks`), added in chunk order afterwards (
 Precisions: the splines and the pair arithmetic in the pair type (float32 in single and mixed), the
 densities, ``fp``, forces, energies and virials in the accumulation type.  Composite precision is
 not implemented (a clear error).
+
+The GPU's copy of the splines has 8 columns per row (:func:`device_tables`: ``c3 c4 c5 c6 | c0 c1
+c2 0``, 16-byte loads; ``PYCUMD_EAM_TABLE_COLUMNS=7`` keeps LAMMPS' 7 for comparisons), the CPU's
+LAMMPS' 7; the values read and the arithmetic are the same.
 """
 
 from __future__ import annotations
 
 import math
+import os
 
 import numba
 import numpy as np
@@ -36,6 +41,64 @@ from .forces import (BLOCK, ZERO_SUMS, PairForces, add_own_sums, clear_chunk, fu
 
 #: CUDA source of the two passes (beside forces.cu)
 SOURCE = "eam.cu"
+
+#: The environment variable that picks the GPU tables' row layout (:func:`table_columns`)
+TABLE_COLUMNS_VARIABLE = "PYCUMD_EAM_TABLE_COLUMNS"
+#: The column of coefficient c_k (k = 0 .. 6) in a row of the GPU's 8-column layout: c3 c4 c5 c6 | c0 c1 c2 0
+GPU_COLUMN_OF = (4, 5, 6, 0, 1, 2, 3)
+
+
+def table_columns() -> int:
+    """The GPU tables' row layout (eam.cu's ``EAM_TABLE_COLUMNS``), from the environment variable
+    ``PYCUMD_EAM_TABLE_COLUMNS``: 8 (the default; ``c3 c4 c5 c6 | c0 c1 c2 0``, 16-byte-aligned rows
+    read with vector loads) or 7 (LAMMPS' ``c0 .. c6``, read coefficient by coefficient: the layout
+    before, kept for A/B runs, benchmarks/eam_layout_ab.sh)."""
+    value = os.environ.get(TABLE_COLUMNS_VARIABLE, "8").strip()
+    if value not in ("7", "8"):
+        raise ValueError(f"{TABLE_COLUMNS_VARIABLE}={value!r}: the EAM tables' GPU layout must be 8 (the default, "
+                         f"vector loads) or 7 (the layout before, for comparisons)")
+    return int(value)
+
+
+#: The environment variable that turns on pass 1's rows of (x, y, z, F'(rho)) (:func:`fp_rows_option`)
+FP_ROWS_VARIABLE = "PYCUMD_EAM_FP_ROWS"
+
+
+def fp_rows_option() -> bool:
+    """Whether pass 2 reads each neighbour's position and ``F'(rho)`` in one row that pass 1 wrote
+    (eam.cu's ``EAM_FP_ROWS`` kernels: no separate load of ``F'(rho_j)``), from the environment
+    variable ``PYCUMD_EAM_FP_ROWS``: 0 (the default) or 1.  Used only where it applies
+    (:func:`one_table`, a process without ghost rows); the same bits either way."""
+    value = os.environ.get(FP_ROWS_VARIABLE, "0").strip()
+    if value not in ("0", "1"):
+        raise ValueError(f"{FP_ROWS_VARIABLE}={value!r}: must be 0 (the default) or 1 (pass 1 writes rows of "
+                         f"x, y, z, F'(rho) that pass 2 reads)")
+    return value == "1"
+
+
+def one_table(tables) -> bool:
+    """True when every pair of types reads the same rho table and the same Z2 table (one element):
+    what the ``EAM_FP_ROWS`` kernels assume, having no type in their rows."""
+    return len(set(np.asarray(tables.type2rhor).tolist())) == 1 and len(set(np.asarray(tables.type2z2r).tolist())) == 1
+
+
+def device_tables(tables, columns: int, dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The host arrays that the GPU's ``frho``, ``rhor`` and ``z2r`` are copied from: each of
+    ``tables`` (:class:`~pycumd.potentials.eam.EAMTables`; (n_tables, points, 7) float64, c0 .. c6)
+    in ``dtype`` (the pair type), with ``columns`` columns (:func:`table_columns`): 7, as they are;
+    8, coefficient c_k in column ``GPU_COLUMN_OF[k]`` and 0 in column 7 (eam.cu's header).  C-ordered
+    (n_tables, points, columns); the CPU keeps the 7-column tables."""
+    if columns not in (7, 8):
+        raise ValueError(f"EAM table columns must be 7 or 8, not {columns}")
+    out = []
+    for a in (tables.frho, tables.rhor, tables.z2r):
+        a = np.asarray(a, dtype=dtype)
+        if columns == 8:
+            padded = np.zeros(a.shape[:-1] + (8,), dtype=dtype)
+            padded[..., list(GPU_COLUMN_OF)] = a
+            a = padded
+        out.append(np.ascontiguousarray(a))
+    return tuple(out)
 
 
 def list_forces_class(potential):
@@ -260,12 +323,19 @@ class EAMForces(ForceEvaluatorBase):
         self._chunks = None
         if backend.is_gpu:
             xp = backend.xp
-            defines = {**precision.cuda_defines}
+            columns = table_columns()
+            #: pass 1's rows of (x, y, z, F'(rho)) for pass 2 (fp_rows_option), where they apply
+            self._fp_rows = fp_rows_option() and one_table(t)
+            defines = {**precision.cuda_defines, "EAM_TABLE_COLUMNS": columns}
+            names = ["eam_density", "eam_density_energy", "eam_forces", "eam_forces_energy"]
+            if self._fp_rows:
+                defines["EAM_FP_ROWS"] = 1
+                names += [name + "_fp_rows" for name in names]
             module = backend.kernel_module(SOURCE, defines, options=precision.cuda_options)
-            self._kernels = {name: module.get_function(name) for name in
-                             ("eam_density", "eam_density_energy", "eam_forces", "eam_forces_energy")}
+            self._kernels = {name: module.get_function(name) for name in names}
+            self._rows = None
             pair = precision.pair_dtype
-            self._frho, self._rhor, self._z2r = (xp.asarray(a, dtype=pair) for a in (t.frho, t.rhor, t.z2r))
+            self._frho, self._rhor, self._z2r = (xp.asarray(a) for a in device_tables(t, columns, pair))
             self._maps = tuple(xp.asarray(a, dtype=np.int32) for a in (t.type2frho, t.type2rhor, t.type2z2r))
             self._pair = pair
             self.compute = self._compute_cuda
@@ -279,6 +349,13 @@ class EAMForces(ForceEvaluatorBase):
             self.fp = None
             self.fp = self.backend.xp.zeros(rows, dtype=self.precision.accum_dtype)
         return self.fp
+
+    def _rows_of(self, n: int):
+        """Pass 1's (n, 4) rows of x, y, z, F'(rho) (``EAM_FP_ROWS``), allocated as :meth:`_fp_of`."""
+        if self._rows is None or self._rows.shape[0] != n:
+            self._rows = None
+            self._rows = self.backend.xp.zeros((n, 4), dtype=self.precision.state_dtype)
+        return self._rows
 
     def _compute_cpu(self, state, neighbors, with_energy: bool) -> None:
         t = self.tables
@@ -300,19 +377,24 @@ class EAMForces(ForceEvaluatorBase):
         t, n = self.tables, state.n_atoms
         real, pair = self.precision.state_dtype, self._pair
         L = np.asarray(state.box_lengths)
-        fp = self._fp_of(int(state.positions.shape[0]))
+        rows = int(state.positions.shape[0])
+        fp = self._fp_of(rows)
         grid = ((n + BLOCK - 1) // BLOCK,), (BLOCK,)
         box = (*[real(x) for x in L], *[real(x) for x in 1.0 / L])
         common = (self.control, state.positions, neighbors.nbr, neighbors.nbr_count, np.int32(n), np.int32(n),
                   np.int32(self.n_types), np.int32(t.nr), pair(t.rdr), pair(t.cutsq), *box)
         suffix = "_energy" if with_energy else ""
+        extra = ()
+        if self._fp_rows and rows == n:          # no ghost rows: every neighbour's F'(rho) is pass 1's
+            suffix += "_fp_rows"
+            extra = (self._rows_of(n),)
         accum = self.precision.accum_dtype
         self._kernels["eam_density" + suffix](*grid, (*common, np.int32(t.nrho), accum(t.rdrho), accum(t.rhomax),
                                                       self._rhor, self._maps[1], self._frho, self._maps[0],
-                                                      fp, state.energy))
+                                                      fp, state.energy, *extra))
         neighbors.forward(fp)
         self._kernels["eam_forces" + suffix](*grid, (*common, self._rhor, self._maps[1], self._z2r, self._maps[2],
-                                                     fp, state.forces, state.energy, state.virial))
+                                                     fp, state.forces, state.energy, state.virial, *extra))
 
     def _compute_cpu_half(self, state, neighbors, with_energy: bool, L, invL, fp) -> None:
         """The CPU's half list (one process): one chunk of targets per thread with its own sums,
