@@ -57,7 +57,7 @@ BATCH_DEFINES = {"double": ["-DBATCH=1"],
 
 
 def test_batch_sources_found():
-    assert {"forces.cu", "integrate.cu", "verlet.cu"} <= {p.name for p in BATCH_SOURCES}
+    assert {"forces.cu", "integrate.cu", "verlet.cu", "step_control.cu"} <= {p.name for p in BATCH_SOURCES}
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
@@ -70,7 +70,7 @@ def test_compiles_batched(source, precision, arch, tmp_path):
 
 @pytest.mark.ci_only
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
-@pytest.mark.parametrize("source", ["forces.cu", "integrators/integrate.cu", "neighbors/verlet.cu"])
+@pytest.mark.parametrize("source", ["forces.cu", "integrators/integrate.cu", "neighbors/verlet.cu", "step_control.cu"])
 def test_batch_define_leaves_the_single_kernels_alone(source, tmp_path):
     """The batched kernels sit in #if BATCH blocks: without the define (BATCH=0, as pycumd compiles the
     single-system kernels) the PTX has no batch entry and equals the PTX of the source with those

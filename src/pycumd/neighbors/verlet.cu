@@ -1017,22 +1017,33 @@ extern "C" __global__ void sort_neighbours_by_id(int* __restrict__ nbr, const in
 // The batched engine's builds (batch_engine.py, docs/batch.md; compiled with -DBATCH=1, so the kernels
 // above are the same PTX without it).  One thread per atom of every system; the system `system[i]`
 // gives what a single build passes as arguments: its box `box[6 s ..]` (L, 1/L, real_t), its cells
-// `cells[3 s ..]` and first cell `cell_offset[s]`, `r_list2[s]`, `limit2[s]`.  Only the systems whose
+// `cells[3 s ..]` and first bin `key_offset[s]` (its bins: its cells, or one per atom where it does
+// not rebuild), `r_list2[s]`, `limit2[s]`.  Only the systems whose
 // flag (`rebuild[s]`, `consider[s]`) is set do anything, so a build of some systems leaves the others'
 // atoms and lists as they are.
 
-// The wrap of wrap_positions for the rebuilding systems' atoms.
-extern "C" __global__ void wrap_positions_batch(real_t* __restrict__ pos4, int* __restrict__ image, int n,
-                                                const int* __restrict__ system, const unsigned char* __restrict__ rebuild,
-                                                const real_t* __restrict__ box)
+// The bins of a batched build, one pass: an atom of a rebuilding system s is wrapped (wrap_positions'
+// wrap) and takes the bin key_offset[s] + its cell (binning.cuh's cell_key of the wrapped row with the
+// system's real_t box and cells: the operands of counting_sort.cu's cell_index_batched, so the same
+// bits); an atom of a system that does not rebuild takes the bin of its own row, key_offset[s] + i -
+// atom_offset[s] (one atom a bin: the stable counting sort leaves it where it is).
+extern "C" __global__ void batch_bin_keys(real_t* __restrict__ pos4, int* __restrict__ image, int n,
+                                          const int* __restrict__ system, const unsigned char* __restrict__ rebuild,
+                                          const real_t* __restrict__ box, const int* __restrict__ cells,
+                                          const int* __restrict__ key_offset, const long long* __restrict__ atom_offset,
+                                          int* __restrict__ keys)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const int s = system[i];
-    if (!rebuild[s]) return;
+    if (!rebuild[s]) {
+        keys[i] = key_offset[s] + (int)(i - atom_offset[s]);
+        return;
+    }
     const real_t L[3] = {box[6 * s], box[6 * s + 1], box[6 * s + 2]};
     real_t x[3];
     wrap_position(pos4, image, i, L, x);
+    keys[i] = key_offset[s] + cell_key(x[0], x[1], x[2], L[0], L[1], L[2], cells[3 * s], cells[3 * s + 1], cells[3 * s + 2]);
 }
 
 // displacement_exceeds per system: flag[s] = 1 if an atom of a considered system s moved more than
