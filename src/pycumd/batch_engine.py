@@ -59,7 +59,8 @@ from .forces import default_lanes, make_atom_list_sums, make_pair_sums
 from .integrators.langevin import langevin_atom
 from .integrators.velocity_verlet import final_integrate_atom, initial_integrate_atom
 from .jit_cache import cache_kernel
-from .neighbors.counting_sort import batch_cell_index, counting_sort, reorder_in_place
+from .neighbors.counting_sort import THREADS as SORT_THREADS
+from .neighbors.counting_sort import batch_cell_index, counting_sort, gather_plan, reorder_in_place
 from .neighbors.cpu_builder import displacement2_atom, wrap_atom
 from .neighbors.verlet import CAPACITY_WINDOW, capacity_for
 
@@ -325,8 +326,9 @@ class _GpuKernels:
             "initial_integrate_batch", "final_integrate_batch", "langevin_forces_batch", "system_sums_batch"))
         verlet = backend.kernel_module("neighbors/verlet.cu", {"real_t": real, "COMPOSITE": 0, "BATCH": 1},
                                        options=precision.cuda_options)
-        self.bin_keys, self.moved, self.lists = (verlet.get_function(k) for k in (
-            "batch_bin_keys", "displacement_exceeds_batch", "build_list_batch"))
+        self.bin_keys, self.moved, self.lists, self.gather, self.copy_back = (verlet.get_function(k) for k in (
+            "batch_bin_keys", "displacement_exceeds_batch", "build_list_batch", "batch_gather_rows",
+            "batch_copy_rows_back"))
 
 
 class BatchedEngine:
@@ -463,6 +465,13 @@ class BatchedEngine:
         self.d_noisy = xp.zeros(self.n_systems, np.uint8)
         self.d_noise = xp.zeros(2 * self.n_systems, np.float64)
         self._upload_flags()
+        #: a build's bins, and the plan of its in-place reorder (the arrays' addresses; kept, as the
+        #: arrays are: captured graphs name them)
+        self.d_keys = xp.zeros(self.n_atoms, np.int32)
+        arrays = self.sorted_arrays(self.d_keys)
+        if not all(a.nbytes % (4 * self.n_atoms) == 0 and a.flags.c_contiguous for a in arrays):
+            raise AssertionError("the batch's per-atom arrays are not rows of 4-byte words")
+        self.gather_plan = gather_plan(self.backend, self.n_atoms, arrays)
 
     def _upload_flags(self) -> None:
         if self.gpu:
@@ -713,14 +722,17 @@ class BatchedEngine:
         a = self.arrays
         flags = xp.asarray(rebuild.astype(np.uint8)) if self.gpu else rebuild
         if self.gpu:
-            keys = xp.empty(self.n_atoms, np.int32)
+            keys = self.d_keys
             self.bin_keys(flags, keys)
         else:
             batch_wrap(a["positions"], a["images"], self.system, rebuild, self.L)
             keys, _ = batch_cell_index(a["positions"], self.system, self.L, self.cells, out=self.keys)
             keys[...] = np.where(rebuild[self.system], keys + self.cell_to_bin, self.row_bin)
         sort = counting_sort(keys, int(self.key_offset[-1]))
-        reorder_in_place(sort.order, *self.sorted_arrays(keys))
+        if self.gpu:
+            self.reorder_rebuilding(sort.order, flags)
+        else:
+            reorder_in_place(sort.order, *self.sorted_arrays(keys))
         counts = self.lists_that_fit(rebuild, keys, flags, sort.bin_start)
         self.n_builds += 1
         self.since[rebuild] = 0
@@ -731,6 +743,18 @@ class BatchedEngine:
         a = self.arrays
         return (a["positions"], a["velocities"], a["per_atom_mass"], a["types"], a["images"], a["ids"],
                 a["positions_at_build"], keys)
+
+    def reorder_rebuilding(self, order, flags) -> None:
+        """GPU: the per-atom arrays (:meth:`sorted_arrays` of ``d_keys``) permuted in place by the
+        counting sort's ``order``, in the rows of the systems of ``flags`` (device uint8 (S,)) only:
+        the other rows are their own in that order (no launch reads or writes them)."""
+        plan = self.gather_plan
+        blocks = (-(-self.n_atoms * plan.max_words // SORT_THREADS),)
+        tables = (plan.src, plan.dst, plan.words, np.int32(len(plan.arrays)))
+        self.kernels.gather(blocks, (SORT_THREADS,), (*tables, order, np.int32(self.n_atoms),
+                                                      np.int32(plan.max_words), self.system, flags))
+        self.kernels.copy_back(blocks, (SORT_THREADS,), (*tables, np.int32(self.n_atoms), np.int32(plan.max_words),
+                                                         self.system, flags))
 
     def list_kernel(self, keys, flags, bin_start) -> None:
         """GPU: the list kernel over the systems of ``flags`` (device uint8 (S,)), each system's largest

@@ -17,8 +17,9 @@ This is the single engine's device loop (:mod:`pycumd.step_graph`, ``step_contro
     -> batch_decide_rebuild (step_control.cu: LAMMPS Neighbor::decide per system, as the host path;
        per-system rebuild flags; the IF node's condition: some system rebuilds)
     -> IF: the build of the flagged systems (batch_bin_keys: wrap and bins; the counting sort over all
-       systems' bins; the in-place reorder; the list kernel over the flagged systems' targets;
-       batch_build_done: overflow check, per-system build records)
+       systems' bins; the in-place reorder of the flagged systems' rows, batch_gather_rows and
+       batch_copy_rows_back; the list kernel over their targets; batch_build_done: overflow check,
+       per-system build records)
     -> pair forces (with energies at the stretch's last step) -> Langevin -> final half step
 
 and the launch is::
@@ -52,7 +53,7 @@ from __future__ import annotations
 import numpy as np
 
 from .conditional_graph import GraphChain
-from .neighbors.counting_sort import CountingSortBuffers, enqueue_counting_sort, enqueue_gather_rows, gather_plan
+from .neighbors.counting_sort import CountingSortBuffers, enqueue_counting_sort
 from .neighbors.scan import CapturableScan
 from .neighbors.verlet import CAPACITY_WINDOW
 from .step_graph import BUILDS, FROZEN, LOOP_DONE, LOOP_STEPS
@@ -117,15 +118,10 @@ class BatchStepGraph:
         self.n_built = cp.zeros(S, np.int32)
         self.ring = cp.zeros(S * CAPACITY_WINDOW, np.uint32)
         self.step_base = cp.zeros(1, np.uint64)
-        # the build's buffers (kept: the captured launches name them)
+        # the counting sort's buffers (kept: the captured launches name them; the bins are the engine's d_keys)
         n_bins = int(e.key_offset[-1])
-        self.keys = cp.zeros(N, np.int32)
         self.sort = CountingSortBuffers(*(cp.zeros(size, np.int32) for size in CountingSortBuffers.sizes(N, n_bins)))
         self.scan = CapturableScan(engine.backend, n_bins + 1, np.int32)
-        arrays = e.sorted_arrays(self.keys)
-        if not all(a.nbytes % (4 * N) == 0 and a.flags.c_contiguous for a in arrays):
-            raise AssertionError("the batch's per-atom arrays are not rows of 4-byte words")
-        self.gather = gather_plan(engine.backend, N, arrays)
         self._loops: dict = {}                   # steps left over after the passes -> executable
         self._key = None                         # the list storage the loops were captured with
         self.launches = self.builds = self.overflows = 0
@@ -143,12 +139,12 @@ class BatchStepGraph:
     def _enqueue_build(self) -> None:
         """The build of the systems flagged in ``self.rebuild`` (the host path's ``BatchedEngine.build``
         kernels, into kept buffers), then batch_build_done."""
-        e, S = self.engine, self.engine.n_systems
-        e.bin_keys(self.rebuild, self.keys)
-        enqueue_counting_sort(e.backend, self.keys, self.sort, scan=self.scan)
-        enqueue_gather_rows(e.backend, self.gather, self.sort.order)
+        e = self.engine
+        e.bin_keys(self.rebuild, e.d_keys)
+        enqueue_counting_sort(e.backend, e.d_keys, self.sort, scan=self.scan)
+        e.reorder_rebuilding(self.sort.order, self.rebuild)
         self.cp.cuda.runtime.memsetAsync(e.d_counts.data.ptr, 0, e.d_counts.nbytes, self.stream.ptr)
-        e.list_kernel(self.keys, self.rebuild, self.sort.bin_start)
+        e.list_kernel(e.d_keys, self.rebuild, self.sort.bin_start)
         self._build_done()
 
     def _build_done(self) -> None:
@@ -213,7 +209,7 @@ class BatchStepGraph:
         """Run the steps ``step + 1 .. until`` of every active system (energies at ``until``); the
         systems' steps since their builds go back to the engine (``since``) and their builds to the
         members' lists (:meth:`BatchedEngine.record_builds`)."""
-        e, cp = self.engine, self.cp
+        e = self.engine
         control = e.d_control
         builds = 0
         with self.stream:
@@ -251,7 +247,7 @@ class BatchStepGraph:
         self.overflows += 1
         rebuild = self.rebuild.get() != 0
         e.d_control.fill(0)
-        e.lists_that_fit(rebuild, self.keys, self.rebuild, self.sort.bin_start)
+        e.lists_that_fit(rebuild, e.d_keys, self.rebuild, self.sort.bin_start)
         self._build_done()
         e.pair_forces(last)
         if e.thermostat.any():

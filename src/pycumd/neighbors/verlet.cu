@@ -1046,6 +1046,55 @@ extern "C" __global__ void batch_bin_keys(real_t* __restrict__ pos4, int* __rest
     keys[i] = key_offset[s] + cell_key(x[0], x[1], x[2], L[0], L[1], L[2], cells[3 * s], cells[3 * s + 1], cells[3 * s + 2]);
 }
 
+// The in-place reorder of a batched build (counting_sort.cu's gather_rows, then copy_rows_back) for the
+// rows of the rebuilding systems only: the others' rows are their own in the sort's order (one atom a
+// bin), so they are neither read nor written.  src/dst/row_words/max_words: a gather plan's tables
+// (counting_sort.py's gather_plan); one thread per (row, word) of the widest row, grid-stride.
+extern "C" __global__ void batch_gather_rows(const unsigned long long* __restrict__ src,
+                                             const unsigned long long* __restrict__ dst,
+                                             const int* __restrict__ row_words, int n_arrays,
+                                             const int* __restrict__ order, int n, int max_words,
+                                             const int* __restrict__ system, const unsigned char* __restrict__ rebuild)
+{
+    const long long total = (long long)n * max_words;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (long long)gridDim.x * blockDim.x) {
+        const int k = (int)(t / max_words), w = (int)(t % max_words);
+        if (!rebuild[system[k]]) continue;
+        const int j = order[k];
+        for (int a = 0; a < n_arrays; ++a) {
+            const int rw = row_words[a];
+            if (w < rw) {
+                const unsigned int* s = reinterpret_cast<const unsigned int*>(src[a]);
+                unsigned int* d = reinterpret_cast<unsigned int*>(dst[a]);
+                d[(size_t)k * rw + w] = s[(size_t)j * rw + w];
+            }
+        }
+    }
+}
+
+extern "C" __global__ void batch_copy_rows_back(const unsigned long long* __restrict__ src,
+                                                const unsigned long long* __restrict__ dst,
+                                                const int* __restrict__ row_words, int n_arrays, int n, int max_words,
+                                                const int* __restrict__ system,
+                                                const unsigned char* __restrict__ rebuild)
+{
+    const long long total = (long long)n * max_words;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (long long)gridDim.x * blockDim.x) {
+        const int k = (int)(t / max_words), w = (int)(t % max_words);
+        if (!rebuild[system[k]]) continue;
+        for (int a = 0; a < n_arrays; ++a) {
+            const int rw = row_words[a];
+            if (w < rw) {
+                unsigned int* s = reinterpret_cast<unsigned int*>(src[a]);
+                const unsigned int* d = reinterpret_cast<const unsigned int*>(dst[a]);
+                s[(size_t)k * rw + w] = d[(size_t)k * rw + w];
+            }
+        }
+    }
+}
+
 // displacement_exceeds per system: flag[s] = 1 if an atom of a considered system s moved more than
 // sqrt(limit2[s]) since its system's last build (the same arithmetic).
 extern "C" __global__ void displacement_exceeds_batch(
