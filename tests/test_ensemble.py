@@ -761,7 +761,8 @@ def test_graph_stepped_batch_is_bit_identical_to_each_system_alone(precision, tm
     alone on the GPU: the same bits, builds and thermo rows."""
     ens = check_batched_against_alone("cuda", precision, tmp_path=tmp_path, batch_step="graph")
     graph = ens.engine._graph
-    assert ens.engine.stepped == "graph" and graph.launches == 4 and graph.builds > 5
+    assert ens.engine.stepped == "graph" and graph.builds > 5
+    assert graph.launches == 4 + graph.overflows           # one per stretch (and one after an overflow)
 
 
 def _batched_run(device, precision, batch_step, steps=100, every=25, narrow=False):
@@ -819,7 +820,8 @@ def test_graph_stepped_batch_grows_an_overflowing_list_as_the_host_path():
     runs in a new launch: the same bits, overflows and capacities as the host-stepped batch's."""
     host = _batched_run("cuda", "single", "host", steps=40, every=40, narrow=True)
     graph = _batched_run("cuda", "single", "graph", steps=40, every=40, narrow=True)
-    assert graph.engine._graph.overflows == 1 and graph.engine._graph.launches == 2
+    loop = graph.engine._graph
+    assert loop.overflows >= 1 and loop.launches == 1 + loop.overflows
     assert all(m.neighbors.overflows >= 1 for m in graph.members)
     _same_runs(host, graph)
 
@@ -854,6 +856,6 @@ def test_graph_stepped_replica_exchange_walks_as_the_host_stepped_batch():
         ens.run(120)
         runs[step] = ens
     a, b = runs["host"], runs["graph"]
-    assert b.engine.stepped == "graph" and b.engine._graph.launches == 12
+    assert b.engine.stepped == "graph" and b.engine._graph.launches == 12 + b.engine._graph.overflows
     assert [w.tolist() for _, w in a.exchange.walk] == [w.tolist() for _, w in b.exchange.walk]
     assert all(same_bits(x, y) for x, y in zip(a.members, b.members))

@@ -27,7 +27,10 @@ stretch between two stops one CUDA graph launch, the rebuild decisions and build
 host (one launch per kernel per step, the rebuild flags read every step), auto (default: the graph
 where it runs, so on the GPU; host on the CPU), or both (graph, then host, in the same process: an
 A/B of the two, recorded as batched_engine_atom_steps_per_s and batched_host_engine_atom_steps_per_s,
-and graph_over_host).  The record's batched_step says which path the batched run took.
+and graph_over_host).  The record's batched_step says which path the batched run took.  Each engine's
+timed run includes the run's start (every member's set-up, as LAMMPS' setup: its own list build,
+forces and finiteness check, one member after another); <name>_engine_run_start_s is the time of a
+run of no step, <name>_engine_seconds the timed run's.
 
     pycumd bench batch --case independent --engine batched --batch-step both
 """
@@ -117,6 +120,10 @@ def _engine_rates(out: dict, engines, make_members, steps: int, warmup: int, ato
         ens = Ensemble(members, verbose=False, check_every=0, batch=engine, batch_step=driver, **extra)
         seconds = _timed(ens.run, steps, warmup, sync)
         out[f"{name}_engine_atom_steps_per_s"] = atoms_total * steps / seconds
+        # what of those seconds is the run's start (each member's set-up: its own list build, forces and
+        # finiteness check, as LAMMPS' setup; and the reports): a run of no step
+        out[f"{name}_engine_run_start_s"] = _timed(ens.run, 0, 0, sync)
+        out[f"{name}_engine_seconds"] = seconds
         out.setdefault("batch_atom_steps_per_s", out[f"{name}_engine_atom_steps_per_s"])
         if name == "batched":
             out["batched_step"] = ens.engine.stepped
@@ -245,6 +252,8 @@ def main(argv=None) -> int:
               f"{r['device']}, {r['precision']}, engine: {r['engine']}{stepped}")
         for key, value in r.items():
             if key.endswith("_per_s"):
+                print(f"  {key:<34} {value:.4g}")
+            elif key.endswith("_engine_run_start_s") or key.endswith("_engine_seconds"):
                 print(f"  {key:<34} {value:.4g}")
             elif key.startswith("batch_over") or key in ("batched_over_members", "graph_over_host"):
                 print(f"  {key:<34} {value:.3f}")
