@@ -555,9 +555,10 @@ def batch_member(i, device="cpu", precision="double", reporters=(), dt_scale=1.0
                       precision=precision, deterministic=True, skin=0.1)
 
 
-def check_batched_against_alone(device, precision, steps=100, tmp_path=None, batch_step="auto"):
+def check_batched_against_alone(device, precision, steps=100, tmp_path=None, batch_step="auto", by_id=None):
     """A batched ensemble of BATCH_SYSTEMS against each system run alone: the same bits, the same
-    number of list builds (each system rebuilds at its own steps), the same thermo rows."""
+    number of list builds (each system rebuilds at its own steps), the same thermo rows.  ``by_id``
+    (GPU): the systems' lists made in id order (True) or by the stencil of cells (False)."""
     from pycumd.outputs.ensemble_thermo import EnsembleThermoLog
     from pycumd.outputs.thermo import ThermoReporter
 
@@ -566,6 +567,8 @@ def check_batched_against_alone(device, precision, steps=100, tmp_path=None, bat
     ens = Ensemble([batch_member(i, device, precision, reporters=[log.reporter(i)]) for i in range(n)],
                    batch="batched", verbose=False, batch_step=batch_step)
     assert ens.engine is not None and ens.engine.n_systems == n
+    if by_id is not None:
+        ens.engine.use_lists_by_id(by_id)
     ens.run(steps)
     log.close()
     rows = list(csv.DictReader(open(tmp_path / "thermo.csv")))
@@ -736,6 +739,11 @@ def test_batch_step_option_and_the_device_loop_plan():
             assert 0 <= left < unroll
     with pytest.raises(ValueError):
         loop_plan(0, 4)
+    # the GPU list kernel of each system: in id order up to 2,048 atoms with the ids 1 .. N, else the stencil's
+    from pycumd.batch_engine import lists_by_id
+
+    assert lists_by_id([500, 1000, 2048, 2049, 4000, 1000], [True] * 5 + [False]).tolist() == [
+        True, True, True, False, False, False]
     # the bench's A/B: --batch-step both times the graph ("batched"), then the host path ("batched_host")
     from pycumd.bench.batch import _timed_engines, independent
 
@@ -796,6 +804,22 @@ def _same_runs(a, b):
         assert (x.neighbors.overflows, x.neighbors.capacity) == (y.neighbors.overflows, y.neighbors.capacity)
         assert [r["TotEng"] for r in x.reporters[0].rows] == [r["TotEng"] for r in y.reporters[0].rows]
     assert a.engine.n_builds == b.engine.n_builds
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")
+@pytest.mark.parametrize("batch_step", ["graph", "host"])
+def test_batched_lists_by_the_stencil_are_the_lists_in_id_order(batch_step, tmp_path):
+    """The systems of BATCH_SYSTEMS (500-864 atoms) are listed in id order by default
+    (build_list_batch_by_id); listed by the stencil of cells and a sort by id (build_list_batch) instead,
+    each still ends with its bits alone, so the two kernels give the same rows."""
+    ens = check_batched_against_alone("cuda", "single", tmp_path=tmp_path, batch_step=batch_step, by_id=False)
+    assert not ens.engine.by_id.any()
+    default = Ensemble([batch_member(i, "cuda", "single") for i in range(len(BATCH_SYSTEMS))], batch="batched")
+    assert default.engine.by_id.all()
+    with pytest.raises(ValueError, match="do not have the ids"):
+        ens.engine.ids_contiguous[1] = False
+        ens.engine.use_lists_by_id(True)
 
 
 @pytest.mark.cuda

@@ -289,6 +289,23 @@ def batch_force_kernel(potential):
     return _FORCE_KERNELS[key]
 
 
+#: the largest system whose GPU lists go over all its atoms in id order (lists_by_id)
+LISTS_BY_ID_MAX_ATOMS = 2048
+
+
+def lists_by_id(sizes, ids_contiguous) -> np.ndarray:
+    """(S,) bool: the systems whose GPU lists go over all their atoms in id order
+    (``build_list_batch_by_id``: no sort, every thread of a warp reading the same candidate at the
+    same time) rather than over their stencil's cells (``build_list_batch``, then an insertion sort of
+    each row by id; the same rows): those whose ids are 1 .. N_s (``ids_contiguous``) with N_s <=
+    :data:`LISTS_BY_ID_MAX_ATOMS` (``sizes`` (S,): atoms).  An estimate, not a measurement: at 1,000
+    atoms of in.lj (5 x 5 x 11 half-width cells of 3.6 atoms, the stencil 117 of them: some 430
+    candidates a target) the 32 targets of a warp span some 9 cells, so their stencils diverge, and
+    each row of ~77 is then sorted (~1,500 steps of global reads) against 1,000 candidates read once
+    per warp; at 4,000 atoms the stencil holds ~350 of the 4,000."""
+    return np.asarray(ids_contiguous, dtype=bool) & (np.asarray(sizes) <= LISTS_BY_ID_MAX_ATOMS)
+
+
 @numba.njit(cache=True)
 def segment_sums(values, atom_offset, out):
     """``out[s] = sum of values[atom_offset[s]:atom_offset[s+1]]`` (rows of values; (S, k) out), one
@@ -329,6 +346,8 @@ class _GpuKernels:
         self.bin_keys, self.moved, self.lists, self.gather, self.copy_back = (verlet.get_function(k) for k in (
             "batch_bin_keys", "displacement_exceeds_batch", "build_list_batch", "batch_gather_rows",
             "batch_copy_rows_back"))
+        self.rows_by_id, self.lists_by_id = (verlet.get_function(k) for k in (
+            "batch_rows_by_id", "build_list_batch_by_id"))
 
 
 class BatchedEngine:
@@ -472,6 +491,13 @@ class BatchedEngine:
         if not all(a.nbytes % (4 * self.n_atoms) == 0 and a.flags.c_contiguous for a in arrays):
             raise AssertionError("the batch's per-atom arrays are not rows of 4-byte words")
         self.gather_plan = gather_plan(self.backend, self.n_atoms, arrays)
+        self.d_row_of_id = xp.zeros(self.n_atoms, np.int32)
+        ids = self.backend.to_host(self.arrays["ids"])
+        #: (S,) bool: the system's ids are 1 .. N_s (its lists may be made in id order, lists_by_id)
+        self.ids_contiguous = np.array([np.array_equal(np.sort(ids[a:b]), np.arange(1, b - a + 1))
+                                        for a, b in zip(self.atom_offset[:-1], self.atom_offset[1:])])
+        self.d_by_id = xp.zeros(self.n_systems, np.uint8)
+        self.use_lists_by_id(lists_by_id(np.diff(self.atom_offset), self.ids_contiguous))
 
     def _upload_flags(self) -> None:
         if self.gpu:
@@ -756,15 +782,36 @@ class BatchedEngine:
         self.kernels.copy_back(blocks, (SORT_THREADS,), (*tables, np.int32(self.n_atoms), np.int32(plan.max_words),
                                                          self.system, flags))
 
+    def use_lists_by_id(self, by_id) -> None:
+        """GPU: which systems' lists ``build_list_batch_by_id`` makes ((S,) bool; the others':
+        ``build_list_batch``, the stencil of cells and a sort by id; the same rows).  The default is
+        :func:`lists_by_id`'s; set before the first run (captured graphs hold the launches)."""
+        by_id = np.broadcast_to(np.asarray(by_id, dtype=bool), (self.n_systems,))
+        if (by_id & ~self.ids_contiguous).any():
+            raise ValueError(f"systems {np.flatnonzero(by_id & ~self.ids_contiguous).tolist()} do not have the ids "
+                             f"1 .. N: their lists cannot be made in id order")
+        self.by_id = by_id.copy()
+        self.d_by_id.set(self.by_id.astype(np.uint8))
+
     def list_kernel(self, keys, flags, bin_start) -> None:
-        """GPU: the list kernel over the systems of ``flags`` (device uint8 (S,)), each system's largest
-        count into ``d_counts`` (atomicMax: zero it before)."""
+        """GPU: the list kernels over the systems of ``flags`` (device uint8 (S,)), each system's
+        largest count into ``d_counts`` (atomicMax: zero it before): ``build_list_batch_by_id`` (after
+        ``batch_rows_by_id``) for the systems of :attr:`by_id`, ``build_list_batch`` for the others."""
         a = self.arrays
-        self.kernels.lists(self._grid(self.n_atoms), (BLOCK,), (
-            a["positions"], keys, a["ids"], np.int32(self.n_atoms), self.system, flags,
-            self.d_key_offset, self.d_cells, self.d_box, self.d_r_list2, bin_start,
-            self.nbr, self.nbr_count, np.int32(self.n_atoms), np.int32(self.stride()),
-            a["positions_at_build"], self.d_counts))
+        grid, n = self._grid(self.n_atoms), np.int32(self.n_atoms)
+        if self.by_id.any():
+            self.kernels.rows_by_id(grid, (BLOCK,), (a["ids"], n, self.system, flags, self.d_by_id,
+                                                     self.d_atom_offset, self.d_row_of_id))
+            self.kernels.lists_by_id(grid, (BLOCK,), (
+                a["positions"], n, self.system, flags, self.d_by_id, self.d_atom_offset, self.d_row_of_id,
+                self.d_box, self.d_r_list2, self.nbr, self.nbr_count, n, np.int32(self.stride()),
+                a["positions_at_build"], self.d_counts))
+        if not self.by_id.all():
+            self.kernels.lists(grid, (BLOCK,), (
+                a["positions"], keys, a["ids"], n, self.system, flags, self.d_by_id,
+                self.d_key_offset, self.d_cells, self.d_box, self.d_r_list2, bin_start,
+                self.nbr, self.nbr_count, n, np.int32(self.stride()),
+                a["positions_at_build"], self.d_counts))
 
     def bin_keys(self, flags, keys) -> None:
         """GPU: the rebuilding systems' atoms (``flags``, device uint8 (S,)) wrapped, and every atom's
@@ -840,5 +887,5 @@ class BatchedEngine:
                 f"shared arrays, {self.n_builds} batched builds")
 
 
-__all__ = ["BATCH_ARRAYS", "STEP_MODES", "BatchUnsupported", "BatchedEngine", "batch_force_kernel", "segment_sums",
-           "unsupported_reason"]
+__all__ = ["BATCH_ARRAYS", "STEP_MODES", "BatchUnsupported", "BatchedEngine", "batch_force_kernel", "lists_by_id",
+           "LISTS_BY_ID_MAX_ATOMS", "segment_sums", "unsupported_reason"]

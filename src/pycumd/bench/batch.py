@@ -32,6 +32,11 @@ timed run includes the run's start (every member's set-up, as LAMMPS' setup: its
 forces and finiteness check, one member after another); <name>_engine_run_start_s is the time of a
 run of no step, <name>_engine_seconds the timed run's.
 
+--batch-lists: the batched engine's GPU list kernel: by-id (every atom of the target's system in id
+order: no sort), stencil (the cells of the stencil, then each row sorted by id), or auto (default: by
+id up to 2,048 atoms a system, pycumd.batch_engine.lists_by_id); the same rows.  The record's
+<name>_engine_lists_by_id counts the systems listed by id.
+
     pycumd bench batch --case independent --engine batched --batch-step both
 """
 
@@ -104,8 +109,12 @@ def _timed_engines(engines, batch_step: str) -> list:
     return runs
 
 
+#: --batch-lists: which list kernel the batched engine's GPU builds use (None: its own choice, lists_by_id)
+BATCH_LISTS = {"auto": None, "by-id": True, "stencil": False}
+
+
 def _engine_rates(out: dict, engines, make_members, steps: int, warmup: int, atoms_total: int,
-                  batch_step: str = "auto", **ensemble) -> list:
+                  batch_step: str = "auto", batch_lists: str = "auto", **ensemble) -> list:
     """Time an Ensemble of ``make_members()`` with each engine (and the batched engine with each
     step driver of ``batch_step``); record ``<name>_engine_atom_steps_per_s`` (and
     ``batch_atom_steps_per_s``, the first run's) in ``out``, and ``batched_step``, the driver the
@@ -118,6 +127,10 @@ def _engine_rates(out: dict, engines, make_members, steps: int, warmup: int, ato
         sync = members[0].backend.synchronize
         extra = {key: (value() if callable(value) else value) for key, value in ensemble.items()}
         ens = Ensemble(members, verbose=False, check_every=0, batch=engine, batch_step=driver, **extra)
+        if ens.engine is not None and ens.engine.gpu and BATCH_LISTS[batch_lists] is not None:
+            ens.engine.use_lists_by_id(BATCH_LISTS[batch_lists])
+        if ens.engine is not None and ens.engine.gpu:
+            out[f"{name}_engine_lists_by_id"] = int(ens.engine.by_id.sum())
         seconds = _timed(ens.run, steps, warmup, sync)
         out[f"{name}_engine_atom_steps_per_s"] = atoms_total * steps / seconds
         # what of those seconds is the run's start (each member's set-up: its own list build, forces and
@@ -151,7 +164,7 @@ def _timed(run, steps: int, warmup: int, sync) -> float:
 
 def independent(systems: int, atoms: int, steps: int, warmup: int, device: str, precision: str,
                 baselines=("one_big", "one_at_a_time"), engine: str = "members", deterministic: bool = False,
-                batch_step: str = "auto") -> dict:
+                batch_step: str = "auto", batch_lists: str = "auto") -> dict:
     engines = ENGINES[engine]
     deterministic = deterministic or "batched" in engines
 
@@ -159,7 +172,7 @@ def independent(systems: int, atoms: int, steps: int, warmup: int, device: str, 
         return [_member(atoms, SEED0 + i, device, precision, deterministic=deterministic) for i in range(systems)]
     out = {"case": "independent", "systems": systems, "atoms": atoms, "steps": steps,
            "engine": " and ".join(ENGINE_WORDS[e] for e in engines), "deterministic": deterministic}
-    members = _engine_rates(out, engines, make_members, steps, warmup, systems * atoms, batch_step)
+    members = _engine_rates(out, engines, make_members, steps, warmup, systems * atoms, batch_step, batch_lists)
     out.update(device=members[0].backend.device_name, precision=members[0].precision.name)
     sync = members[0].backend.synchronize
     if "one_at_a_time" in baselines:
@@ -184,7 +197,8 @@ def independent(systems: int, atoms: int, steps: int, warmup: int, device: str, 
 
 
 def tempering(replicas: int, atoms: int, steps: int, warmup: int, every: int, device: str, precision: str,
-              engine: str = "members", deterministic: bool = False, batch_step: str = "auto") -> dict:
+              engine: str = "members", deterministic: bool = False, batch_step: str = "auto",
+              batch_lists: str = "auto") -> dict:
     from pycumd import VelocityVerlet
     from pycumd.integrators import Langevin
     from pycumd.tempering import ReplicaExchange
@@ -199,7 +213,7 @@ def tempering(replicas: int, atoms: int, steps: int, warmup: int, every: int, de
                 for i, t in enumerate(temperatures)]
     out = {"case": "tempering", "replicas": replicas, "atoms": atoms, "steps": steps, "every": every,
            "engine": " and ".join(ENGINE_WORDS[e] for e in engines), "deterministic": deterministic}
-    members = _engine_rates(out, engines, build, steps, warmup, replicas * atoms, batch_step,
+    members = _engine_rates(out, engines, build, steps, warmup, replicas * atoms, batch_step, batch_lists,
                             exchange=lambda: ReplicaExchange(temperatures, every=every, seed=5))
     out.update(device=members[0].backend.device_name, precision=members[0].precision.name)
     out["acceptance"] = out[f"{engines[0]}_engine_acceptance"]
@@ -234,6 +248,9 @@ def main(argv=None) -> int:
     p.add_argument("--batch-step", choices=tuple(BATCH_STEPS), default="auto",
                    help="the batched engine's GPU steps: graph (one CUDA graph launch per stretch), host (one launch "
                         "per kernel per step), auto (default: graph on the GPU), or both (graph then host: an A/B)")
+    p.add_argument("--batch-lists", choices=tuple(BATCH_LISTS), default="auto",
+                   help="the batched engine's GPU list kernel: by-id (every atom of the system in id order), "
+                        "stencil (the cells' stencil, rows sorted by id), auto (default: by id up to 2,048 atoms)")
     p.add_argument("--deterministic", action="store_true",
                    help="build the systems in deterministic mode (always so with the batched engine)")
     p.add_argument("--out-dir", default=None)
@@ -242,10 +259,11 @@ def main(argv=None) -> int:
     if args.case in ("independent", "both"):
         baselines = ("one_at_a_time",) if args.no_big else ("one_big", "one_at_a_time")
         results.append(independent(args.systems, args.atoms, args.steps, args.warmup, args.device, args.precision,
-                                   baselines, args.engine, args.deterministic, args.batch_step))
+                                   baselines, args.engine, args.deterministic, args.batch_step, args.batch_lists))
     if args.case in ("tempering", "both"):
         results.append(tempering(args.replicas, args.replica_atoms, args.steps, args.warmup, args.every,
-                                 args.device, args.precision, args.engine, args.deterministic, args.batch_step))
+                                 args.device, args.precision, args.engine, args.deterministic, args.batch_step,
+                                 args.batch_lists))
     for r in results:
         stepped = f" ({r['batched_step']}-stepped)" if "batched_step" in r else ""
         print(f"{r['case']}: {r.get('systems', r.get('replicas'))} x {r['atoms']} atoms, {r['steps']} steps, "
