@@ -22,7 +22,9 @@
 #                cut to BATCH_JAXMD_SECONDS (default 15) s each -> $OUT/peers.jsonl
 # The peers read the replicas that benchmarks/peers/batch_replicas.py writes from pycumd's own builder
 # (/tmp/batch_replicas.npz: the bench's positions, box and velocities, seeds 1000..).  Common settings:
-# BATCH_PRECISION (single), BATCH_DEVICE (cuda), BATCH_STEPS / BATCH_WARMUP (500 / 100, every engine).
+# BATCH_PRECISION (single), BATCH_DEVICE (cuda), BATCH_STEPS / BATCH_WARMUP (500 / 100, every engine),
+# BATCH_STEP (the batched engine's --batch-step: auto (default: the CUDA graph on the GPU), graph, host,
+# or both: graph and host in the same process, an A/B).
 # The whole script keeps to BATCH_BUDGET seconds (default 570): a part that would start with less than
 # 30 s left is skipped (the peers then write an "error" record).  At the end batch_table.py prints the
 # comparisons with the issue's targets ($OUT/table.txt).  Each part's output: $OUT/<part>.log; the
@@ -40,6 +42,7 @@ PARTS=${BATCH_PARTS:-independent big tempering openmm jaxmd}
 SYSTEMS=${BATCH_SYSTEMS:-1024} ATOMS=${BATCH_ATOMS:-1000}
 REPLICAS=${BATCH_REPLICAS:-64} REPLICA_ATOMS=${BATCH_REPLICA_ATOMS:-4000}
 ENGINE=${BATCH_ENGINE:-batched}
+BATCH_STEP_DRIVER=${BATCH_STEP:-auto}
 PRECISION=${BATCH_PRECISION:-single}
 DEVICE=${BATCH_DEVICE:-cuda}
 STEPS=${BATCH_STEPS:-500} WARMUP=${BATCH_WARMUP:-100}
@@ -89,7 +92,7 @@ print(json.dumps({"engine": e, "case": "independent", "systems": int(r), "atoms"
                   "atom_steps_per_s": None, "error": m}))' "$1" "$2" "${PEER_SYSTEMS%% *}" "$ATOMS" >> "$PEERS"
 }
 BENCH_BATCH=(python3 -m pycumd.bench.batch --engine "$ENGINE" --precision "$PRECISION" --device "$DEVICE"
-             --steps "$STEPS" --warmup "$WARMUP")
+             --steps "$STEPS" --warmup "$WARMUP" --batch-step "$BATCH_STEP_DRIVER")
 
 if has independent; then
     run pycumd_independent 260 "${BENCH_BATCH[@]}" --case independent --out-dir "$OUT/pycumd_independent" \

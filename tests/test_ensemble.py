@@ -555,17 +555,20 @@ def batch_member(i, device="cpu", precision="double", reporters=(), dt_scale=1.0
                       precision=precision, deterministic=True, skin=0.1)
 
 
-def check_batched_against_alone(device, precision, steps=100, tmp_path=None):
+def check_batched_against_alone(device, precision, steps=100, tmp_path=None, batch_step="auto", by_id=None):
     """A batched ensemble of BATCH_SYSTEMS against each system run alone: the same bits, the same
-    number of list builds (each system rebuilds at its own steps), the same thermo rows."""
+    number of list builds (each system rebuilds at its own steps), the same thermo rows.  ``by_id``
+    (GPU): the systems' lists made in id order (True) or by the stencil of cells (False)."""
     from pycumd.outputs.ensemble_thermo import EnsembleThermoLog
     from pycumd.outputs.thermo import ThermoReporter
 
     log = EnsembleThermoLog(tmp_path / "thermo.csv", every=25)
     n = len(BATCH_SYSTEMS)
     ens = Ensemble([batch_member(i, device, precision, reporters=[log.reporter(i)]) for i in range(n)],
-                   batch="batched", verbose=False)
+                   batch="batched", verbose=False, batch_step=batch_step)
     assert ens.engine is not None and ens.engine.n_systems == n
+    if by_id is not None:
+        ens.engine.use_lists_by_id(by_id)
     ens.run(steps)
     log.close()
     rows = list(csv.DictReader(open(tmp_path / "thermo.csv")))
@@ -706,5 +709,177 @@ def test_batched_replica_exchange_on_the_gpu_walks_as_the_member_engine(precisio
         ens.run(120)
         runs[batch] = ens
     a, b = runs["members"], runs["batched"]
+    assert [w.tolist() for _, w in a.exchange.walk] == [w.tolist() for _, w in b.exchange.walk]
+    assert all(same_bits(x, y) for x, y in zip(a.members, b.members))
+
+
+def test_batch_step_option_and_the_device_loop_plan():
+    """``batch_step`` is checked (a clear error; the graph needs the GPU); the host-side arithmetic of
+    the batched device loop: a launch of n steps runs whole passes of U steps while one ends before
+    the last step (loop_start / loop_step_done's rule, step_control.cu), then the rest, n in all;
+    a system's ring of the last 20 largest counts is read back oldest first."""
+    from pycumd.batch_engine import BatchUnsupported
+    from pycumd.batch_graph import loop_plan, ring_counts
+
+    with pytest.raises(ValueError, match="batch_step must be one of 'auto', 'graph', 'host'"):
+        Ensemble([batch_member(0)], batch="batched", batch_step="device")
+    with pytest.raises(BatchUnsupported, match="step='graph' runs the batch's steps in a CUDA graph"):
+        Ensemble([batch_member(0)], batch="batched", batch_step="graph")
+    assert Ensemble([batch_member(0)], batch="batched", batch_step="host").engine.stepped == "host"
+    for unroll in (1, 3, 4):
+        for n in range(1, 14):
+            passes, left = loop_plan(n, unroll)
+            done, device_passes = 0, 0
+            go_on = n - 1 >= unroll                     # loop_start
+            while go_on:
+                done += unroll
+                device_passes += 1
+                go_on = done + unroll <= n - 1          # loop_step_done
+            assert (passes, done + left + 1) == (device_passes, n), (n, unroll)
+            assert 0 <= left < unroll
+    with pytest.raises(ValueError):
+        loop_plan(0, 4)
+    # the GPU list kernel of each system: in id order up to 2,048 atoms with the ids 1 .. N, else the stencil's
+    from pycumd.batch_engine import lists_by_id
+
+    assert lists_by_id([500, 1000, 2048, 2049, 4000, 1000], [True] * 5 + [False]).tolist() == [
+        True, True, True, False, False, False]
+    # the bench's A/B: --batch-step both times the graph ("batched"), then the host path ("batched_host")
+    from pycumd.bench.batch import _timed_engines, independent
+
+    assert _timed_engines(("batched", "members"), "both") == [
+        ("batched", "batched", "graph"), ("batched_host", "batched", "host"), ("members", "members", "auto")]
+    assert _timed_engines(("batched",), "auto") == [("batched", "batched", "auto")]
+    out = independent(2, 500, 3, 0, "cpu", "double", baselines=(), engine="batched", batch_step="host")
+    assert out["batched_step"] == "host" and out["batched_engine_atom_steps_per_s"] > 0
+    ring = np.zeros(20, np.uint32)
+    for b in range(27):                                 # batch_build_done: build b's count at b mod 20
+        ring[b % 20] = 100 + b
+    assert ring_counts(ring, 27) == list(range(107, 127))
+    assert ring_counts(ring, 3) == [120, 121, 122]      # fewer builds than the ring: the first ones
+    assert ring_counts(ring, 0) == []
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_graph_stepped_batch_is_bit_identical_to_each_system_alone(precision, tmp_path):
+    """The batch's steps in the device loop (pycumd.batch_graph: one CUDA graph launch per stretch
+    between two thermo stops, the rebuild decisions and builds on the device) against each system
+    alone on the GPU: the same bits, builds and thermo rows."""
+    ens = check_batched_against_alone("cuda", precision, tmp_path=tmp_path, batch_step="graph")
+    graph = ens.engine._graph
+    assert ens.engine.stepped == "graph" and graph.builds > 5
+    assert graph.launches == 4 + graph.overflows           # one per stretch (and one after an overflow)
+
+
+def _batched_run(device, precision, batch_step, steps=100, every=25, narrow=False):
+    """BATCH_SYSTEMS in the batched engine, thermo every ``every`` steps; ``narrow``: at the run's start
+    the batch's list storage cut to 4 slots per atom and every system's positions at build moved by
+    1 (so every system rebuilds at step 1 and every row overflows: the storage grows as alone)."""
+    from pycumd.outputs.thermo import ThermoReporter
+
+    n = len(BATCH_SYSTEMS)
+    ens = Ensemble([batch_member(i, device, precision, reporters=[ThermoReporter(every=every, screen=False)])
+                    for i in range(n)], batch="batched", batch_step=batch_step, verbose=False)
+    if narrow:
+        engine = ens.engine
+        begin = engine.begin_run
+
+        def narrow_begin():
+            begin()
+            engine.nbr = engine.nbr[:4 * engine.n_atoms].copy()
+            engine.arrays["positions_at_build"][:, 0] += 1.0
+        engine.begin_run = narrow_begin
+    ens.run(steps)
+    return ens
+
+
+def _same_runs(a, b):
+    for i, (x, y) in enumerate(zip(a.members, b.members)):
+        assert same_bits(x, y), f"system {i}"
+        assert x.neighbors.n_builds == y.neighbors.n_builds, f"system {i}"
+        assert x.neighbors.recent_max_counts == y.neighbors.recent_max_counts, f"system {i}"
+        assert x.neighbors.steps_since_build == y.neighbors.steps_since_build, f"system {i}"
+        assert (x.neighbors.overflows, x.neighbors.capacity) == (y.neighbors.overflows, y.neighbors.capacity)
+        assert [r["TotEng"] for r in x.reporters[0].rows] == [r["TotEng"] for r in y.reporters[0].rows]
+    assert a.engine.n_builds == b.engine.n_builds
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")
+@pytest.mark.parametrize("batch_step", ["graph", "host"])
+def test_batched_lists_by_the_stencil_are_the_lists_in_id_order(batch_step, tmp_path):
+    """The systems of BATCH_SYSTEMS (500-864 atoms) are listed in id order by default
+    (build_list_batch_by_id); listed by the stencil of cells and a sort by id (build_list_batch) instead,
+    each still ends with its bits alone, so the two kernels give the same rows."""
+    ens = check_batched_against_alone("cuda", "single", tmp_path=tmp_path, batch_step=batch_step, by_id=False)
+    assert not ens.engine.by_id.any()
+    default = Ensemble([batch_member(i, "cuda", "single") for i in range(len(BATCH_SYSTEMS))], batch="batched")
+    assert default.engine.by_id.all()
+    with pytest.raises(ValueError, match="do not have the ids"):
+        ens.engine.ids_contiguous[1] = False
+        ens.engine.use_lists_by_id(True)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_graph_stepped_batch_equals_the_host_stepped_batch(precision):
+    """The device loop and the host-stepped batch (one launch per kernel per step) give the same bits,
+    builds (per system: their number, largest counts, steps since the last) and thermo rows, over
+    stretches of 7 steps (a launch's passes and the steps left over); the one-block Langevin, NVE and
+    differing time steps of BATCH_SYSTEMS included."""
+    host = _batched_run("cuda", precision, "host", every=7)
+    graph = _batched_run("cuda", precision, "graph", every=7)
+    assert host.engine.stepped == "host" and graph.engine.stepped == "graph"
+    _same_runs(host, graph)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")
+def test_graph_stepped_batch_grows_an_overflowing_list_as_the_host_path():
+    """A build whose rows do not fit the batch's storage freezes the launch; the host grows the storage
+    (each member's capacity as alone), lists again and finishes the step, and the rest of the stretch
+    runs in a new launch: the same bits, overflows and capacities as the host-stepped batch's."""
+    host = _batched_run("cuda", "single", "host", steps=40, every=40, narrow=True)
+    graph = _batched_run("cuda", "single", "graph", steps=40, every=40, narrow=True)
+    loop = graph.engine._graph
+    assert loop.overflows >= 1 and loop.launches == 1 + loop.overflows
+    assert all(m.neighbors.overflows >= 1 for m in graph.members)
+    _same_runs(host, graph)
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")
+def test_graph_stepped_batch_masks_a_system_that_blows_up(capsys):
+    """A system that blows up in the device loop is named and masked at the next check; the others
+    end with the bits they have alone."""
+    ens = Ensemble([batch_member(0, "cuda", "single"), batch_member(1, "cuda", "single", dt_scale=25.0),
+                    batch_member(3, "cuda", "single")], check_every=10, batch="batched", batch_step="graph")
+    ens.run(60)
+    assert [f.system for f in ens.failures] == [1] and not ens.engine.active[1]
+    assert ens.engine.stepped == "graph"
+    for k, i in ((0, 0), (2, 3)):
+        alone = batch_member(i, "cuda", "single")
+        alone.run(60)
+        assert same_bits(alone, ens.members[k])
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")
+def test_graph_stepped_replica_exchange_walks_as_the_host_stepped_batch():
+    """GPU tempering (Langevin noise keyed by the device's step count) in the device loop: the walk
+    and bits of the host-stepped batch."""
+    runs = {}
+    for step in ("host", "graph"):
+        members = [member(i, "cuda", "single", spec=(5, 0.8442, t, 20 + i, 1.0, 1.0, ("langevin", t)))
+                   for i, t in enumerate(LADDER)]
+        ens = Ensemble(members, exchange=ReplicaExchange(LADDER, every=10, seed=5), verbose=False, batch="batched",
+                       batch_step=step)
+        ens.run(120)
+        runs[step] = ens
+    a, b = runs["host"], runs["graph"]
+    assert b.engine.stepped == "graph" and b.engine._graph.launches == 12 + b.engine._graph.overflows
     assert [w.tolist() for _, w in a.exchange.walk] == [w.tolist() for _, w in b.exchange.walk]
     assert all(same_bits(x, y) for x, y in zip(a.members, b.members))

@@ -57,7 +57,7 @@ BATCH_DEFINES = {"double": ["-DBATCH=1"],
 
 
 def test_batch_sources_found():
-    assert {"forces.cu", "integrate.cu", "verlet.cu"} <= {p.name for p in BATCH_SOURCES}
+    assert {"forces.cu", "integrate.cu", "verlet.cu", "step_control.cu"} <= {p.name for p in BATCH_SOURCES}
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
@@ -79,7 +79,8 @@ def test_compiles_target_zones(precision, tmp_path):
 @pytest.mark.ci_only
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("macro, source", [("BATCH", "forces.cu"), ("BATCH", "integrators/integrate.cu"),
-                                           ("BATCH", "neighbors/verlet.cu"), ("TARGET_ZONES", "forces.cu")])
+                                           ("BATCH", "neighbors/verlet.cu"), ("BATCH", "step_control.cu"),
+                                           ("TARGET_ZONES", "forces.cu")])
 def test_batch_define_leaves_the_single_kernels_alone(macro, source, tmp_path):
     """The batched kernels sit in #if BATCH blocks (and the zone kernel in #if TARGET_ZONES): without
     the define (0, as pycumd compiles the single-system kernels) the PTX has no such entry and equals

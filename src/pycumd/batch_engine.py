@@ -38,13 +38,16 @@ style of the registry (parameters, cutoffs, boxes, sizes, time steps, seeds may 
 Verlet, NVE or Langevin; on the CPU (Numba) in double precision, on the GPU in double and single
 precision (the kernels of ``forces.cu``, ``integrators/integrate.cu`` and ``neighbors/verlet.cu``
 compiled with ``-DBATCH=1``: ``pair_forces_batch(_energy)``, ``initial_integrate_batch``,
-``final_integrate_batch``, ``langevin_forces_batch``, ``wrap_positions_batch``,
+``final_integrate_batch``, ``langevin_forces_batch``, ``batch_bin_keys`` (step 3's wrap and bins),
 ``displacement_exceeds_batch``, ``build_list_batch``, ``system_sums_batch``; the single-system kernels
-are the same PTX as without the define).  The GPU steps are host-stepped this round: each step is
-one launch per kernel for the whole batch, one read of the per-system rebuild flags (and at a build
-one of the systems' largest list counts), not yet a CUDA graph.  Anything else is refused by :func:`unsupported_reason` with the reason (the member engine
-runs it): mixed and composite precision, Nose-Hoover, barostats, molecules, charges, k-space,
-many-body potentials, all-pairs boxes, MPI.
+are the same PTX as without the define).  The GPU's steps run in one of two ways (``step``), with the
+same kernels and bits: the device loop of :mod:`pycumd.batch_graph` (default: each stretch between
+two stops one CUDA graph launch, steps 2-3 decided and run on the device, one read of the control
+array per stretch), or host-stepped (one launch per kernel per step for the whole batch, one read
+of the per-system rebuild flags per step and at a build one of the systems' largest list counts).
+Anything else is refused by :func:`unsupported_reason` with the reason (the member engine runs it):
+mixed and composite precision, Nose-Hoover, barostats, molecules, charges, k-space, many-body
+potentials, all-pairs boxes, MPI.
 """
 
 from __future__ import annotations
@@ -56,7 +59,8 @@ from .forces import default_lanes, make_atom_list_sums, make_pair_sums
 from .integrators.langevin import langevin_atom
 from .integrators.velocity_verlet import final_integrate_atom, initial_integrate_atom
 from .jit_cache import cache_kernel
-from .neighbors.counting_sort import batch_cell_index, counting_sort, reorder_in_place
+from .neighbors.counting_sort import THREADS as SORT_THREADS
+from .neighbors.counting_sort import batch_cell_index, counting_sort, gather_plan, reorder_in_place
 from .neighbors.cpu_builder import displacement2_atom, wrap_atom
 from .neighbors.verlet import CAPACITY_WINDOW, capacity_for
 
@@ -285,6 +289,23 @@ def batch_force_kernel(potential):
     return _FORCE_KERNELS[key]
 
 
+#: the largest system whose GPU lists go over all its atoms in id order (lists_by_id)
+LISTS_BY_ID_MAX_ATOMS = 2048
+
+
+def lists_by_id(sizes, ids_contiguous) -> np.ndarray:
+    """(S,) bool: the systems whose GPU lists go over all their atoms in id order
+    (``build_list_batch_by_id``: no sort, every thread of a warp reading the same candidate at the
+    same time) rather than over their stencil's cells (``build_list_batch``, then an insertion sort of
+    each row by id; the same rows): those whose ids are 1 .. N_s (``ids_contiguous``) with N_s <=
+    :data:`LISTS_BY_ID_MAX_ATOMS` (``sizes`` (S,): atoms).  An estimate, not a measurement: at 1,000
+    atoms of in.lj (5 x 5 x 11 half-width cells of 3.6 atoms, the stencil 117 of them: some 430
+    candidates a target) the 32 targets of a warp span some 9 cells, so their stencils diverge, and
+    each row of ~77 is then sorted (~1,500 steps of global reads) against 1,000 candidates read once
+    per warp; at 4,000 atoms the stencil holds ~350 of the 4,000."""
+    return np.asarray(ids_contiguous, dtype=bool) & (np.asarray(sizes) <= LISTS_BY_ID_MAX_ATOMS)
+
+
 @numba.njit(cache=True)
 def segment_sums(values, atom_offset, out):
     """``out[s] = sum of values[atom_offset[s]:atom_offset[s+1]]`` (rows of values; (S, k) out), one
@@ -299,6 +320,8 @@ def segment_sums(values, atom_offset, out):
 
 # -- the engine -------------------------------------------------------------------------------
 BLOCK = 128
+#: how the GPU's steps are driven (BatchedEngine's ``step``): the device loop, the host, or the first that runs
+STEP_MODES = ("auto", "graph", "host")
 
 
 class _GpuKernels:
@@ -320,8 +343,11 @@ class _GpuKernels:
             "initial_integrate_batch", "final_integrate_batch", "langevin_forces_batch", "system_sums_batch"))
         verlet = backend.kernel_module("neighbors/verlet.cu", {"real_t": real, "COMPOSITE": 0, "BATCH": 1},
                                        options=precision.cuda_options)
-        self.wrap, self.moved, self.lists = (verlet.get_function(k) for k in (
-            "wrap_positions_batch", "displacement_exceeds_batch", "build_list_batch"))
+        self.bin_keys, self.moved, self.lists, self.gather, self.copy_back = (verlet.get_function(k) for k in (
+            "batch_bin_keys", "displacement_exceeds_batch", "build_list_batch", "batch_gather_rows",
+            "batch_copy_rows_back"))
+        self.rows_by_id, self.lists_by_id = (verlet.get_function(k) for k in (
+            "batch_rows_by_id", "build_list_batch_by_id"))
 
 
 class BatchedEngine:
@@ -333,6 +359,12 @@ class BatchedEngine:
         Built as they would run alone; :func:`unsupported_reason` must be None
         (:class:`BatchUnsupported` otherwise).  Their states' per-atom arrays become views of the
         batch's arrays from here on.
+    step : {"auto", "graph", "host"}
+        How the GPU's steps are driven: ``"graph"``, the device loop of
+        :mod:`pycumd.batch_graph` (each stretch between two stops one CUDA graph launch, the
+        rebuild decisions and builds on the device; :class:`BatchUnsupported` on the CPU, and for
+        a ramped thermostat target); ``"host"``, one launch per kernel per step and a read of the
+        rebuild flags each step; ``"auto"`` (default), the graph where it runs.  The bits are the same.
 
     Attributes
     ----------
@@ -348,10 +380,19 @@ class BatchedEngine:
         come from the batch's force kernel at every stop).
     """
 
-    def __init__(self, members):
+    def __init__(self, members, step: str = "auto"):
+        if step not in STEP_MODES:
+            raise ValueError(f"the batched engine's step must be one of {', '.join(STEP_MODES)}, got {step!r}")
         reason = unsupported_reason(members)
         if reason is not None:
             raise BatchUnsupported(f"the batched engine cannot run this ensemble: {reason}")
+        if step == "graph" and not members[0].backend.is_gpu:
+            raise BatchUnsupported(f"step='graph' runs the batch's steps in a CUDA graph: the GPU's; these "
+                                   f"systems run on {members[0].backend.name} (step='host' or 'auto')")
+        #: "graph" (the device loop of pycumd.batch_graph), "host" (host-stepped), "auto" (the graph
+        #: on the GPU where the driver has conditional nodes and no thermostat target ramps)
+        self.step_mode = step
+        self._graph = None
         self.members = list(members)
         first = self.members[0]
         self.backend = first.backend
@@ -382,10 +423,11 @@ class BatchedEngine:
         self.key_offset = np.concatenate([[0], np.cumsum(np.maximum(n_cells, sizes))]).astype(np.int64)
         if self.key_offset[-1] >= 2**31:
             raise BatchUnsupported(f"{int(self.key_offset[-1])} bins do not fit in int32 keys")
-        # per atom: what turns batch_cell_index's key into the bin (rebuilding), the bin of its row (not)
-        self.cell_to_bin = xp.asarray((self.key_offset[:-1] - cell_offset[:-1])[system].astype(np.int32))
-        self.row_bin = xp.asarray((self.key_offset[:-1][system] + np.arange(len(system))
-                                   - self.atom_offset[:-1][system]).astype(np.int32))
+        if not self.gpu:     # per atom: what turns batch_cell_index's key into the bin (rebuilding), the bin
+            # of its row (not); the GPU's batch_bin_keys computes both from key_offset and atom_offset
+            self.cell_to_bin = (self.key_offset[:-1] - cell_offset[:-1])[system].astype(np.int32)
+            self.row_bin = (self.key_offset[:-1][system] + np.arange(len(system))
+                            - self.atom_offset[:-1][system]).astype(np.int32)
         self.r_list2 = np.array([nl.r_list * nl.r_list for nl in nls])
         self.limit2 = np.array([nl.displacement_limit2 for nl in nls])
         self.every = np.array([nl.every for nl in nls], dtype=np.int64)
@@ -431,17 +473,37 @@ class BatchedEngine:
         self.d_n_types = xp.asarray(self.n_types.astype(np.int32))
         self.d_seed = xp.asarray(self.seed.astype(np.uint64))
         self.d_atom_offset = xp.asarray(self.atom_offset)
-        self.d_control = xp.zeros(8, np.int32)          # control[0] == 0: never frozen
+        # the step control array (control_layout.cuh); control[0] == 0 between steps: not frozen
+        self.d_control = xp.zeros(32, np.int32)
         self.d_flags = xp.zeros(self.n_systems, np.int32)
         self.d_counts = xp.zeros(self.n_systems, np.uint32)
+        self.d_no_steps = xp.zeros(1, np.int32)         # the Langevin kernel's step offsets of a host step: 0
+        self.d_no_base = xp.zeros(1, np.uint64)
+        # the flags and noise factors, written in place (captured graphs name these arrays)
+        self.d_active = xp.zeros(self.n_systems, np.uint8)
+        self.d_noisy = xp.zeros(self.n_systems, np.uint8)
+        self.d_noise = xp.zeros(2 * self.n_systems, np.float64)
         self._upload_flags()
+        #: a build's bins, and the plan of its in-place reorder (the arrays' addresses; kept, as the
+        #: arrays are: captured graphs name them)
+        self.d_keys = xp.zeros(self.n_atoms, np.int32)
+        arrays = self.sorted_arrays(self.d_keys)
+        if not all(a.nbytes % (4 * self.n_atoms) == 0 and a.flags.c_contiguous for a in arrays):
+            raise AssertionError("the batch's per-atom arrays are not rows of 4-byte words")
+        self.gather_plan = gather_plan(self.backend, self.n_atoms, arrays)
+        self.d_row_of_id = xp.zeros(self.n_atoms, np.int32)
+        ids = self.backend.to_host(self.arrays["ids"])
+        #: (S,) bool: the system's ids are 1 .. N_s (its lists may be made in id order, lists_by_id)
+        self.ids_contiguous = np.array([np.array_equal(np.sort(ids[a:b]), np.arange(1, b - a + 1))
+                                        for a, b in zip(self.atom_offset[:-1], self.atom_offset[1:])])
+        self.d_by_id = xp.zeros(self.n_systems, np.uint8)
+        self.use_lists_by_id(lists_by_id(np.diff(self.atom_offset), self.ids_contiguous))
 
     def _upload_flags(self) -> None:
         if self.gpu:
-            xp = self.backend.xp
-            self.d_active = xp.asarray(self.active.astype(np.uint8))
-            self.d_noisy = xp.asarray((self.active & self.thermostat).astype(np.uint8))
-            self.d_noise = xp.asarray(np.stack([self.gamma1, self.gamma2], axis=1).ravel())
+            self.d_active.set(self.active.astype(np.uint8))
+            self.d_noisy.set((self.active & self.thermostat).astype(np.uint8))
+            self.d_noise.set(np.stack([self.gamma1, self.gamma2], axis=1).ravel())
 
     @property
     def n_systems(self) -> int:
@@ -463,7 +525,7 @@ class BatchedEngine:
         CPU, their neighbour structures then view), their schedules and lanes read."""
         widths = [self._width(m) for m in self.members]
         stride = max(widths)
-        if self.nbr is None or self._stride() < stride:
+        if self.nbr is None or self.stride() < stride:
             self.nbr = self._new_storage(stride)
         for s, m in enumerate(self.members):
             if not self.active[s]:
@@ -489,7 +551,7 @@ class BatchedEngine:
         """Slots per atom of a member's own list storage."""
         return int(m.neighbors.nbr.size // max(m.state.n_atoms, 1))
 
-    def _stride(self) -> int:
+    def stride(self) -> int:
         return int(self.nbr.size // max(self.n_atoms, 1))
 
     def _new_storage(self, stride: int):
@@ -497,7 +559,7 @@ class BatchedEngine:
         xp = self.backend.xp
         new = xp.zeros(self.n_atoms * stride, dtype=np.int32)
         if self.nbr is not None:
-            old = self._stride()
+            old = self.stride()
             if self.gpu:
                 new.reshape(stride, self.n_atoms)[:old] = self.nbr.reshape(old, self.n_atoms)
             else:
@@ -524,20 +586,27 @@ class BatchedEngine:
     def advance(self, until: int, step: int) -> None:
         """Run the steps ``step + 1 .. until`` of every active system; energies and virials are
         computed at ``until`` (the stop, where members report).  The members' step numbers and list
-        schedules are brought up to date at the end (:meth:`sync_members`)."""
+        schedules are brought up to date at the end (:meth:`sync_members`).  On the GPU the steps
+        run in the device loop of :mod:`pycumd.batch_graph` (``step="graph"``, or ``"auto"`` where
+        the driver has conditional graph nodes and no thermostat ramps its target), else host-stepped."""
         ramps = self._ramps()
         self._noise_factors()
+        graph = self._step_graph(ramps) if until > step else None
+        if graph is not None:
+            graph.advance(step, until)
+            self.sync_members(until)
+            return
         for t in range(step + 1, until + 1):
             if ramps:
                 for m in self.members:
                     m.state.step = t
                 self._noise_factors()
-            self._initial()
+            self.initial_half_step()
             self._neighbor_decision()
-            self._forces(t == until)
+            self.pair_forces(t == until)
             if self.thermostat.any():
-                self._langevin(t)
-            self._final()
+                self.langevin(t)
+            self.final_half_step()
         self.sync_members(until)
 
     def sync_members(self, step: int) -> None:
@@ -548,49 +617,86 @@ class BatchedEngine:
             built = np.stack([mask for mask, _ in self._build_log])
             counts = np.stack([c for _, c in self._build_log])
             for s in np.flatnonzero(built.any(axis=0)):
-                m = self.members[s]
                 mine = counts[built[:, s], s]
-                m.neighbors.record_builds(m.state, len(mine), [int(c) for c in mine[-CAPACITY_WINDOW:]])
+                self.record_builds(s, len(mine), mine)
             self._build_log = []
         for s, m in enumerate(self.members):
             if self.active[s]:
                 m.state.step = step
                 m.neighbors.steps_since_build = int(self.since[s])
 
+    def record_builds(self, s: int, n: int, last_counts) -> None:
+        """System ``s``'s ``n`` builds since the last stop into its neighbour list
+        (``NeighborList.record_builds``), with the largest counts of the last of them, in order (at
+        most ``CAPACITY_WINDOW``; the device loop keeps only those)."""
+        m = self.members[s]
+        m.neighbors.record_builds(m.state, int(n), [int(c) for c in list(last_counts)[-CAPACITY_WINDOW:]])
+
+    def _step_graph(self, ramps: bool):
+        """The device loop (:class:`~pycumd.batch_graph.BatchStepGraph`) that runs the steps, or
+        None where they are host-stepped (``step="host"``, the CPU, a ramped thermostat target, or
+        ``"auto"`` on a driver without conditional graph nodes)."""
+        if self.step_mode == "host" or not self.gpu:
+            return None
+        if ramps:
+            if self.step_mode == "graph":
+                raise BatchUnsupported("a thermostat target ramps during the run: the graph-stepped batch "
+                                       "keeps the noise factors of its start (step='host' or 'auto' runs it)")
+            return None
+        if self._graph is None:
+            from .batch_graph import BatchStepGraph
+            from .conditional_graph import ConditionalGraphUnavailable
+
+            try:
+                self._graph = BatchStepGraph(self)
+            except ConditionalGraphUnavailable:
+                if self.step_mode == "graph":
+                    raise
+                self.step_mode = "host"
+                return None
+        return self._graph
+
     def _grid(self, threads: int) -> tuple:
         return ((threads + BLOCK - 1) // BLOCK,)
 
-    def _initial(self) -> None:
+    def initial_half_step(self) -> None:
         a = self.arrays
         if self.gpu:
             self.kernels.initial(self._grid(self.n_atoms), (BLOCK,), (
-                a["positions"], a["velocities"], a["forces"], a["per_atom_mass"], self.system, self.d_active,
-                self.d_step, np.int32(self.n_atoms)))
+                self.d_control, a["positions"], a["velocities"], a["forces"], a["per_atom_mass"], self.system,
+                self.d_active, self.d_step, np.int32(self.n_atoms)))
         else:
             batch_initial_integrate(a["positions"], a["velocities"], a["forces"], a["per_atom_mass"], self.system,
                                     self.active, self.dtf, self.dt)
 
-    def _final(self) -> None:
+    def final_half_step(self, step_in_block: int = 0) -> None:
+        """The final half step (on the GPU: ``step_in_block`` written to the control array's steps
+        completed, control[1], as the single kernels do in a captured block)."""
         a = self.arrays
         if self.gpu:
             self.kernels.final(self._grid(self.n_atoms), (BLOCK,), (
-                a["velocities"], a["forces"], a["per_atom_mass"], self.system, self.d_active, self.d_step,
-                np.int32(self.n_atoms)))
+                self.d_control, np.int32(step_in_block), a["velocities"], a["forces"], a["per_atom_mass"],
+                self.system, self.d_active, self.d_step, np.int32(self.n_atoms)))
         else:
             batch_final_integrate(a["velocities"], a["forces"], a["per_atom_mass"], self.system, self.active,
                                   self.dtf)
 
-    def _langevin(self, t: int) -> None:
+    def langevin(self, t: int, steps_done=None, step_base=None) -> None:
+        """Langevin friction and noise of step ``t``; on the GPU the noise's step is ``t +
+        *step_base + *steps_done`` (device int32 and uint64 arrays; zeros when not given: a captured
+        graph passes its base and the device loop's count of completed steps)."""
         a = self.arrays
         if self.gpu:
             self.kernels.langevin(self._grid(self.n_atoms), (BLOCK,), (
+                self.d_control, self.d_no_steps if steps_done is None else steps_done,
+                self.d_no_base if step_base is None else step_base,
                 a["velocities"], a["forces"], a["per_atom_mass"], a["ids"], self.system, self.d_noisy,
                 self.d_noise, self.d_seed, np.int32(self.n_atoms), np.uint64(t)))
         else:
             batch_langevin(a["velocities"], a["forces"], a["per_atom_mass"], a["ids"], self.system,
                            self.thermostat & self.active, self.gamma1, self.gamma2, self.seed, t)
 
-    def _forces(self, with_energy: bool) -> None:
+    def pair_forces(self, with_energy: bool) -> None:
         a = self.arrays
         if self.gpu:
             n, lanes = self.n_atoms, int(self.lanes[0])
@@ -603,15 +709,20 @@ class BatchedEngine:
                                self.invL, self.nbr, self.nbr_count, self.table, self.table_offset, self.n_types,
                                self.lanes, a["forces"], a["energy"], a["virial"], with_energy)
 
+    def moved_flags(self, consider) -> None:
+        """GPU: ``d_flags[s] = 1`` where an atom of a system with ``consider[s]`` (device uint8) moved
+        beyond its displacement limit (flags already set stay set)."""
+        a = self.arrays
+        self.kernels.moved(self._grid(self.n_atoms), (BLOCK,), (
+            a["positions"], a["positions_at_build"], np.int32(self.n_atoms), self.system, consider, self.d_box,
+            self.d_limit2, self.d_flags))
+
     def _moved(self, checked) -> np.ndarray:
         """(S,) bool: the systems of ``checked`` with an atom beyond their displacement limit."""
         a = self.arrays
         if self.gpu:
-            xp = self.backend.xp
             self.d_flags.fill(0)
-            self.kernels.moved(self._grid(self.n_atoms), (BLOCK,), (
-                a["positions"], a["positions_at_build"], np.int32(self.n_atoms), self.system,
-                xp.asarray(checked.astype(np.uint8)), self.d_box, self.d_limit2, self.d_flags))
+            self.moved_flags(self.backend.xp.asarray(checked.astype(np.uint8)))
             return self.d_flags.get() != 0
         batch_displacement2(a["positions"], a["positions_at_build"], self.system, checked, self.L, self.invL,
                             self._d2)
@@ -637,22 +748,89 @@ class BatchedEngine:
         a = self.arrays
         flags = xp.asarray(rebuild.astype(np.uint8)) if self.gpu else rebuild
         if self.gpu:
-            self.kernels.wrap(self._grid(self.n_atoms), (BLOCK,), (
-                a["positions"], a["images"], np.int32(self.n_atoms), self.system, flags, self.d_box))
-            keys, _ = batch_cell_index(a["positions"], self.system, self.L, self.cells)
-            keys = xp.where(flags[self.system] != 0, keys + self.cell_to_bin, self.row_bin).astype(np.int32)
+            keys = self.d_keys
+            self.bin_keys(flags, keys)
         else:
             batch_wrap(a["positions"], a["images"], self.system, rebuild, self.L)
             keys, _ = batch_cell_index(a["positions"], self.system, self.L, self.cells, out=self.keys)
             keys[...] = np.where(rebuild[self.system], keys + self.cell_to_bin, self.row_bin)
         sort = counting_sort(keys, int(self.key_offset[-1]))
-        reorder_in_place(sort.order, a["positions"], a["velocities"], a["per_atom_mass"], a["types"], a["images"],
-                         a["ids"], a["positions_at_build"], keys)
+        if self.gpu:
+            self.reorder_rebuilding(sort.order, flags)
+        else:
+            reorder_in_place(sort.order, *self.sorted_arrays(keys))
+        counts = self.lists_that_fit(rebuild, keys, flags, sort.bin_start)
+        self.n_builds += 1
+        self.since[rebuild] = 0
+        self._build_log.append((rebuild.copy(), counts))     # recorded in the members at the stop
+
+    def sorted_arrays(self, keys) -> tuple:
+        """The per-atom arrays a build reorders (the state's, and the bins ``keys``)."""
+        a = self.arrays
+        return (a["positions"], a["velocities"], a["per_atom_mass"], a["types"], a["images"], a["ids"],
+                a["positions_at_build"], keys)
+
+    def reorder_rebuilding(self, order, flags) -> None:
+        """GPU: the per-atom arrays (:meth:`sorted_arrays` of ``d_keys``) permuted in place by the
+        counting sort's ``order``, in the rows of the systems of ``flags`` (device uint8 (S,)) only:
+        the other rows are their own in that order (no launch reads or writes them)."""
+        plan = self.gather_plan
+        blocks = (-(-self.n_atoms * plan.max_words // SORT_THREADS),)
+        tables = (plan.src, plan.dst, plan.words, np.int32(len(plan.arrays)))
+        self.kernels.gather(blocks, (SORT_THREADS,), (*tables, order, np.int32(self.n_atoms),
+                                                      np.int32(plan.max_words), self.system, flags))
+        self.kernels.copy_back(blocks, (SORT_THREADS,), (*tables, np.int32(self.n_atoms), np.int32(plan.max_words),
+                                                         self.system, flags))
+
+    def use_lists_by_id(self, by_id) -> None:
+        """GPU: which systems' lists ``build_list_batch_by_id`` makes ((S,) bool; the others':
+        ``build_list_batch``, the stencil of cells and a sort by id; the same rows).  The default is
+        :func:`lists_by_id`'s; set before the first run (captured graphs hold the launches)."""
+        by_id = np.broadcast_to(np.asarray(by_id, dtype=bool), (self.n_systems,))
+        if (by_id & ~self.ids_contiguous).any():
+            raise ValueError(f"systems {np.flatnonzero(by_id & ~self.ids_contiguous).tolist()} do not have the ids "
+                             f"1 .. N: their lists cannot be made in id order")
+        self.by_id = by_id.copy()
+        self.d_by_id.set(self.by_id.astype(np.uint8))
+
+    def list_kernel(self, keys, flags, bin_start) -> None:
+        """GPU: the list kernels over the systems of ``flags`` (device uint8 (S,)), each system's
+        largest count into ``d_counts`` (atomicMax: zero it before): ``build_list_batch_by_id`` (after
+        ``batch_rows_by_id``) for the systems of :attr:`by_id`, ``build_list_batch`` for the others."""
+        a = self.arrays
+        grid, n = self._grid(self.n_atoms), np.int32(self.n_atoms)
+        if self.by_id.any():
+            self.kernels.rows_by_id(grid, (BLOCK,), (a["ids"], n, self.system, flags, self.d_by_id,
+                                                     self.d_atom_offset, self.d_row_of_id))
+            self.kernels.lists_by_id(grid, (BLOCK,), (
+                a["positions"], n, self.system, flags, self.d_by_id, self.d_atom_offset, self.d_row_of_id,
+                self.d_box, self.d_r_list2, self.nbr, self.nbr_count, n, np.int32(self.stride()),
+                a["positions_at_build"], self.d_counts))
+        if not self.by_id.all():
+            self.kernels.lists(grid, (BLOCK,), (
+                a["positions"], keys, a["ids"], n, self.system, flags, self.d_by_id,
+                self.d_key_offset, self.d_cells, self.d_box, self.d_r_list2, bin_start,
+                self.nbr, self.nbr_count, n, np.int32(self.stride()),
+                a["positions_at_build"], self.d_counts))
+
+    def bin_keys(self, flags, keys) -> None:
+        """GPU: the rebuilding systems' atoms (``flags``, device uint8 (S,)) wrapped, and every atom's
+        bin of the batched counting sort into ``keys`` (int32 (N,); see the module docstring)."""
+        a = self.arrays
+        self.kernels.bin_keys(self._grid(self.n_atoms), (BLOCK,), (
+            a["positions"], a["images"], np.int32(self.n_atoms), self.system, flags, self.d_box, self.d_cells,
+            self.d_key_offset, self.d_atom_offset, keys))
+
+    def lists_that_fit(self, rebuild, keys, flags, bin_start) -> np.ndarray:
+        """The list kernel over the systems of ``rebuild`` ((S,) bool; ``flags`` the same on the
+        backend), repeated with a larger storage while some row does not fit, as alone (each
+        overflowing member's ``overflows`` counted and its capacity grown by ``capacity_for``);
+        returns each system's largest count."""
         while True:
-            counts = self._lists(keys, self.key_offset, flags, sort.bin_start)
-            over = rebuild & (counts > self._stride())
+            counts = self._lists(keys, self.key_offset, flags, bin_start)
+            over = rebuild & (counts > self.stride())
             if not over.any():
-                break
+                return counts
             for s in np.flatnonzero(over):       # as alone: a larger storage, the build repeated
                 nl = self.members[s].neighbors
                 nl.overflows += 1
@@ -661,20 +839,13 @@ class BatchedEngine:
             if not self.gpu:
                 for s in range(self.n_systems):
                     self._view_lists(s)
-        self.n_builds += 1
-        self.since[rebuild] = 0
-        self._build_log.append((rebuild.copy(), counts))     # recorded in the members at the stop
 
     def _lists(self, keys, key_offset, flags, bin_start) -> np.ndarray:
         """The list kernel over the rebuilding systems; returns each system's largest count (host)."""
         a = self.arrays
         if self.gpu:
             self.d_counts.fill(0)
-            self.kernels.lists(self._grid(self.n_atoms), (BLOCK,), (
-                a["positions"], keys, a["ids"], np.int32(self.n_atoms), self.system, flags,
-                self.d_key_offset, self.d_cells, self.d_box, self.d_r_list2, bin_start,
-                self.nbr, self.nbr_count, np.int32(self.n_atoms), np.int32(self._stride()),
-                a["positions_at_build"], self.d_counts))
+            self.list_kernel(keys, flags, bin_start)
             return self.d_counts.get().astype(np.int64)
         batch_list(a["positions"], keys, a["ids"], self.system, self.atom_offset, key_offset, self.cells,
                    self.L, self.invL, self.r_list2, flags, bin_start, self.nbr, self.nbr_count,
@@ -705,10 +876,16 @@ class BatchedEngine:
                      self.atom_offset, k)
         return {"energy": e[:, 0], "virial": w[:, 0], "kinetic": k[:, 0]}
 
+    @property
+    def stepped(self) -> str:
+        """"graph" once the device loop (:mod:`pycumd.batch_graph`) has run steps, else "host"."""
+        return "graph" if self._graph is not None and self._graph.launches else "host"
+
     def describe(self) -> str:
-        return (f"batched engine ({self.backend.name}): {self.n_systems} systems, {self.n_atoms} atoms in shared "
-                f"arrays, {self.n_builds} batched builds")
+        steps = f"{self.stepped}-stepped"
+        return (f"batched engine ({self.backend.name}, {steps}): {self.n_systems} systems, {self.n_atoms} atoms in "
+                f"shared arrays, {self.n_builds} batched builds")
 
 
-__all__ = ["BATCH_ARRAYS", "BatchUnsupported", "BatchedEngine", "batch_force_kernel", "segment_sums",
-           "unsupported_reason"]
+__all__ = ["BATCH_ARRAYS", "STEP_MODES", "BatchUnsupported", "BatchedEngine", "batch_force_kernel", "lists_by_id",
+           "LISTS_BY_ID_MAX_ATOMS", "segment_sums", "unsupported_reason"]

@@ -88,6 +88,12 @@ class Ensemble:
         members alone), or :class:`~pycumd.batch_engine.BatchUnsupported` saying what it does not
         run (this round: the CPU, double precision, ``deterministic=True``, neighbour lists, one
         pair style, NVE or Langevin).  ``"auto"``: the batched engine where it runs, else the members.
+    batch_step : {"auto", "graph", "host"}
+        With the batched engine on the GPU, how its steps are driven
+        (:class:`~pycumd.batch_engine.BatchedEngine`'s ``step``): ``"graph"``, each stretch between
+        two stops one CUDA graph launch with the rebuild decisions and builds on the device
+        (:mod:`pycumd.batch_graph`); ``"host"``, one launch per kernel per step; ``"auto"``
+        (default), the graph where it runs.  The same bits either way.
 
     Examples
     --------
@@ -103,7 +109,7 @@ class Ensemble:
 
     def __init__(self, simulations, *, exchange=None, stop_all_on_error: bool = False, checkpoint=None,
                  checkpoint_every: int = 0, check_every: int = 100, verbose=True, exchange_log=None,
-                 batch: str = "members"):
+                 batch: str = "members", batch_step: str = "auto"):
         self.members: list[Simulation] = list(simulations)
         if not self.members:
             raise ValueError("an ensemble needs at least one system")
@@ -135,7 +141,7 @@ class Ensemble:
         #: what the batch came from (:class:`EnsemblePlan`'s source and options), stored in its checkpoints
         self.context: dict = {}
         #: the batched engine (:mod:`pycumd.batch_engine`) advancing the members, or None (each its own)
-        self.engine = _choose_engine(self.members, batch)
+        self.engine = _choose_engine(self.members, batch, batch_step)
 
     # -- building ---------------------------------------------------------------------------
     @classmethod
@@ -405,17 +411,22 @@ class Ensemble:
             self._walk_log.close()
 
 
-def _choose_engine(members, batch: str):
-    """The batched engine for ``batch`` ("members", "batched", "auto"; see :class:`Ensemble`), or None."""
+def _choose_engine(members, batch: str, step: str = "auto"):
+    """The batched engine for ``batch`` ("members", "batched", "auto") stepped by ``step`` ("auto",
+    "graph", "host"; see :class:`Ensemble`), or None."""
     if batch not in ("members", "batched", "auto"):
         raise ValueError(f"batch must be 'members', 'batched' or 'auto', got {batch!r}")
+    from .batch_engine import STEP_MODES
+
+    if step not in STEP_MODES:
+        raise ValueError(f"batch_step must be one of {', '.join(map(repr, STEP_MODES))}, got {step!r}")
     if batch == "members":
         return None
     from .batch_engine import BatchedEngine, unsupported_reason
 
     if batch == "auto" and unsupported_reason(members) is not None:
         return None
-    return BatchedEngine(members)
+    return BatchedEngine(members, step)
 
 
 # -- batches larger than memory ---------------------------------------------------------------

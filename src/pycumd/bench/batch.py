@@ -20,8 +20,24 @@ step for the whole batch; it runs in deterministic mode, so its members are buil
 deterministic=True), or both (the two in the same process, both deterministic, so that they
 integrate the same trajectories; the ratio batched_over_members is printed).  --deterministic
 builds the member engine's systems in deterministic mode too when it runs alone.  The batched engine
-on the GPU runs double and single precision and is host-stepped this round (one read of the
-per-system rebuild flags per step, no CUDA graph).
+on the GPU runs double and single precision.
+
+--batch-step: how the batched engine's GPU steps are driven: graph (pycumd.batch_graph: each
+stretch between two stops one CUDA graph launch, the rebuild decisions and builds on the device),
+host (one launch per kernel per step, the rebuild flags read every step), auto (default: the graph
+where it runs, so on the GPU; host on the CPU), or both (graph, then host, in the same process: an
+A/B of the two, recorded as batched_engine_atom_steps_per_s and batched_host_engine_atom_steps_per_s,
+and graph_over_host).  The record's batched_step says which path the batched run took.  Each engine's
+timed run includes the run's start (every member's set-up, as LAMMPS' setup: its own list build,
+forces and finiteness check, one member after another); <name>_engine_run_start_s is the time of a
+run of no step, <name>_engine_seconds the timed run's.
+
+--batch-lists: the batched engine's GPU list kernel: by-id (every atom of the target's system in id
+order: no sort), stencil (the cells of the stencil, then each row sorted by id), or auto (default: by
+id up to 2,048 atoms a system, pycumd.batch_engine.lists_by_id); the same rows.  The record's
+<name>_engine_lists_by_id counts the systems listed by id.
+
+    pycumd bench batch --case independent --engine batched --batch-step both
 """
 
 from __future__ import annotations
@@ -75,28 +91,63 @@ def _member(n_atoms: int, seed: int, device: str, precision: str, integrator=Non
 ENGINES = {"members": ("members",), "batched": ("batched",), "both": ("batched", "members")}
 ENGINE_WORDS = {"members": "members (one set of launches per system)",
                 "batched": "batched (one launch per kernel for the whole batch)"}
+#: --batch-step: the batched engine's step drivers timed, in order (the first is recorded as "batched")
+BATCH_STEPS = {"auto": ("auto",), "graph": ("graph",), "host": ("host",), "both": ("graph", "host")}
 
 
-def _engine_rates(out: dict, engines, make_members, steps: int, warmup: int, atoms_total: int, **ensemble) -> list:
-    """Time an Ensemble of ``make_members()`` with each engine; record ``<engine>_engine_atom_steps_per_s``
-    (and ``batch_atom_steps_per_s``, the first engine's) in ``out``; return the last members built."""
+def _timed_engines(engines, batch_step: str) -> list:
+    """``(record name, Ensemble batch, batch_step)`` of each timed run: the members, and the batched
+    engine with each step driver of ``batch_step`` (the first named "batched", the others
+    "batched_<driver>")."""
+    runs = []
+    for engine in engines:
+        if engine != "batched":
+            runs.append((engine, engine, "auto"))
+            continue
+        drivers = BATCH_STEPS[batch_step]
+        runs += [("batched" if k == 0 else f"batched_{d}", "batched", d) for k, d in enumerate(drivers)]
+    return runs
+
+
+#: --batch-lists: which list kernel the batched engine's GPU builds use (None: its own choice, lists_by_id)
+BATCH_LISTS = {"auto": None, "by-id": True, "stencil": False}
+
+
+def _engine_rates(out: dict, engines, make_members, steps: int, warmup: int, atoms_total: int,
+                  batch_step: str = "auto", batch_lists: str = "auto", **ensemble) -> list:
+    """Time an Ensemble of ``make_members()`` with each engine (and the batched engine with each
+    step driver of ``batch_step``); record ``<name>_engine_atom_steps_per_s`` (and
+    ``batch_atom_steps_per_s``, the first run's) in ``out``, and ``batched_step``, the driver the
+    batched run took; return the last members built."""
     from pycumd.ensemble import Ensemble
 
     members = None
-    for engine in engines:
+    for name, engine, driver in _timed_engines(engines, batch_step):
         members = make_members()
         sync = members[0].backend.synchronize
         extra = {key: (value() if callable(value) else value) for key, value in ensemble.items()}
-        ens = Ensemble(members, verbose=False, check_every=0, batch=engine, **extra)
+        ens = Ensemble(members, verbose=False, check_every=0, batch=engine, batch_step=driver, **extra)
+        if ens.engine is not None and ens.engine.gpu and BATCH_LISTS[batch_lists] is not None:
+            ens.engine.use_lists_by_id(BATCH_LISTS[batch_lists])
+        if ens.engine is not None and ens.engine.gpu:
+            out[f"{name}_engine_lists_by_id"] = int(ens.engine.by_id.sum())
         seconds = _timed(ens.run, steps, warmup, sync)
-        out[f"{engine}_engine_atom_steps_per_s"] = atoms_total * steps / seconds
-        out.setdefault("batch_atom_steps_per_s", out[f"{engine}_engine_atom_steps_per_s"])
+        out[f"{name}_engine_atom_steps_per_s"] = atoms_total * steps / seconds
+        # what of those seconds is the run's start (each member's set-up: its own list build, forces and
+        # finiteness check, as LAMMPS' setup; and the reports): a run of no step
+        out[f"{name}_engine_run_start_s"] = _timed(ens.run, 0, 0, sync)
+        out[f"{name}_engine_seconds"] = seconds
+        out.setdefault("batch_atom_steps_per_s", out[f"{name}_engine_atom_steps_per_s"])
+        if name == "batched":
+            out["batched_step"] = ens.engine.stepped
         if "exchange" in extra:
-            out[f"{engine}_engine_acceptance"] = [float(a) for a in extra["exchange"].acceptance_ratios()]
+            out[f"{name}_engine_acceptance"] = [float(a) for a in extra["exchange"].acceptance_ratios()]
         ens = None
-    if len(engines) > 1:
+    if "members" in engines and "batched" in engines:
         out["batched_over_members"] = (out["batched_engine_atom_steps_per_s"]
                                        / out["members_engine_atom_steps_per_s"])
+    if "batched_host_engine_atom_steps_per_s" in out:
+        out["graph_over_host"] = out["batched_engine_atom_steps_per_s"] / out["batched_host_engine_atom_steps_per_s"]
     return members
 
 
@@ -112,7 +163,8 @@ def _timed(run, steps: int, warmup: int, sync) -> float:
 
 
 def independent(systems: int, atoms: int, steps: int, warmup: int, device: str, precision: str,
-                baselines=("one_big", "one_at_a_time"), engine: str = "members", deterministic: bool = False) -> dict:
+                baselines=("one_big", "one_at_a_time"), engine: str = "members", deterministic: bool = False,
+                batch_step: str = "auto", batch_lists: str = "auto") -> dict:
     engines = ENGINES[engine]
     deterministic = deterministic or "batched" in engines
 
@@ -120,7 +172,7 @@ def independent(systems: int, atoms: int, steps: int, warmup: int, device: str, 
         return [_member(atoms, SEED0 + i, device, precision, deterministic=deterministic) for i in range(systems)]
     out = {"case": "independent", "systems": systems, "atoms": atoms, "steps": steps,
            "engine": " and ".join(ENGINE_WORDS[e] for e in engines), "deterministic": deterministic}
-    members = _engine_rates(out, engines, make_members, steps, warmup, systems * atoms)
+    members = _engine_rates(out, engines, make_members, steps, warmup, systems * atoms, batch_step, batch_lists)
     out.update(device=members[0].backend.device_name, precision=members[0].precision.name)
     sync = members[0].backend.synchronize
     if "one_at_a_time" in baselines:
@@ -145,7 +197,8 @@ def independent(systems: int, atoms: int, steps: int, warmup: int, device: str, 
 
 
 def tempering(replicas: int, atoms: int, steps: int, warmup: int, every: int, device: str, precision: str,
-              engine: str = "members", deterministic: bool = False) -> dict:
+              engine: str = "members", deterministic: bool = False, batch_step: str = "auto",
+              batch_lists: str = "auto") -> dict:
     from pycumd import VelocityVerlet
     from pycumd.integrators import Langevin
     from pycumd.tempering import ReplicaExchange
@@ -160,7 +213,7 @@ def tempering(replicas: int, atoms: int, steps: int, warmup: int, every: int, de
                 for i, t in enumerate(temperatures)]
     out = {"case": "tempering", "replicas": replicas, "atoms": atoms, "steps": steps, "every": every,
            "engine": " and ".join(ENGINE_WORDS[e] for e in engines), "deterministic": deterministic}
-    members = _engine_rates(out, engines, build, steps, warmup, replicas * atoms,
+    members = _engine_rates(out, engines, build, steps, warmup, replicas * atoms, batch_step, batch_lists,
                             exchange=lambda: ReplicaExchange(temperatures, every=every, seed=5))
     out.update(device=members[0].backend.device_name, precision=members[0].precision.name)
     out["acceptance"] = out[f"{engines[0]}_engine_acceptance"]
@@ -192,6 +245,12 @@ def main(argv=None) -> int:
     p.add_argument("--engine", choices=tuple(ENGINES), default="members",
                    help="members (each system its own kernels), batched (one launch per kernel for the whole "
                         "batch; deterministic mode), or both in the same process (default members)")
+    p.add_argument("--batch-step", choices=tuple(BATCH_STEPS), default="auto",
+                   help="the batched engine's GPU steps: graph (one CUDA graph launch per stretch), host (one launch "
+                        "per kernel per step), auto (default: graph on the GPU), or both (graph then host: an A/B)")
+    p.add_argument("--batch-lists", choices=tuple(BATCH_LISTS), default="auto",
+                   help="the batched engine's GPU list kernel: by-id (every atom of the system in id order), "
+                        "stencil (the cells' stencil, rows sorted by id), auto (default: by id up to 2,048 atoms)")
     p.add_argument("--deterministic", action="store_true",
                    help="build the systems in deterministic mode (always so with the batched engine)")
     p.add_argument("--out-dir", default=None)
@@ -200,17 +259,21 @@ def main(argv=None) -> int:
     if args.case in ("independent", "both"):
         baselines = ("one_at_a_time",) if args.no_big else ("one_big", "one_at_a_time")
         results.append(independent(args.systems, args.atoms, args.steps, args.warmup, args.device, args.precision,
-                                   baselines, args.engine, args.deterministic))
+                                   baselines, args.engine, args.deterministic, args.batch_step, args.batch_lists))
     if args.case in ("tempering", "both"):
         results.append(tempering(args.replicas, args.replica_atoms, args.steps, args.warmup, args.every,
-                                 args.device, args.precision, args.engine, args.deterministic))
+                                 args.device, args.precision, args.engine, args.deterministic, args.batch_step,
+                                 args.batch_lists))
     for r in results:
+        stepped = f" ({r['batched_step']}-stepped)" if "batched_step" in r else ""
         print(f"{r['case']}: {r.get('systems', r.get('replicas'))} x {r['atoms']} atoms, {r['steps']} steps, "
-              f"{r['device']}, {r['precision']}, engine: {r['engine']}")
+              f"{r['device']}, {r['precision']}, engine: {r['engine']}{stepped}")
         for key, value in r.items():
             if key.endswith("_per_s"):
                 print(f"  {key:<34} {value:.4g}")
-            elif key.startswith("batch_over") or key == "batched_over_members":
+            elif key.endswith("_engine_run_start_s") or key.endswith("_engine_seconds"):
+                print(f"  {key:<34} {value:.4g}")
+            elif key.startswith("batch_over") or key in ("batched_over_members", "graph_over_host"):
                 print(f"  {key:<34} {value:.3f}")
         if "acceptance" in r:
             print(f"  acceptance per pair: {' '.join(f'{a:.2f}' for a in r['acceptance'])}")

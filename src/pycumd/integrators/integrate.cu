@@ -259,33 +259,43 @@ extern "C" __global__ void langevin_forces_captured(const int* __restrict__ cont
 // the operations of initial_integrate, final_integrate and langevin_forces on the values a single run
 // passes as arguments, read from its system's row: `step_params[2 s]` dtf, `[2 s + 1]` dtv (real_t),
 // `noise[2 s]` gamma1, `[2 s + 1]` gamma2 (double), `seeds[s]`.  `active[s] == 0`: the system is
-// masked (it failed, or has no thermostat for the Langevin kernel).
-extern "C" __global__ void initial_integrate_batch(real_t* __restrict__ pos4, real_t* __restrict__ vel,
-                                                   const accum_t* __restrict__ force, const real_t* __restrict__ mass,
+// masked (it failed, or has no thermostat for the Langevin kernel).  `control` is the step control
+// array (control_layout.cuh): control[0] != 0 (a captured block frozen after a list overflow) makes
+// them return at once; final_integrate_batch writes control[1], the steps of the block completed.
+extern "C" __global__ void initial_integrate_batch(const int* __restrict__ control, real_t* __restrict__ pos4,
+                                                   real_t* __restrict__ vel, const accum_t* __restrict__ force,
+                                                   const real_t* __restrict__ mass,
                                                    const int* __restrict__ system, const unsigned char* __restrict__ active,
                                                    const real_t* __restrict__ step_params, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= n || control[0]) return;
     const int s = system[i];
     if (!active[s]) return;
     initial_integrate_atom(pos4, vel, force, mass, i, step_params[2 * s], step_params[2 * s + 1]);
 }
 
-extern "C" __global__ void final_integrate_batch(real_t* __restrict__ vel, const accum_t* __restrict__ force,
+extern "C" __global__ void final_integrate_batch(int* __restrict__ control, int step_in_block,
+                                                 real_t* __restrict__ vel, const accum_t* __restrict__ force,
                                                  const real_t* __restrict__ mass, const int* __restrict__ system,
                                                  const unsigned char* __restrict__ active,
                                                  const real_t* __restrict__ step_params, int n)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= n || control[0]) return;
+    if (i == 0) control[1] = step_in_block;
     const int s = system[i];
     if (!active[s]) return;
     real_t dtfm = step_params[2 * s] / mass[i];
     for (int d = 0; d < 3; ++d) vel[3 * (size_t)i + d] = half_kick(vel[3 * (size_t)i + d], dtfm, force[3 * (size_t)i + d]);
 }
 
-extern "C" __global__ void langevin_forces_batch(const real_t* __restrict__ vel, accum_t* __restrict__ force,
+// The noise's step number is *step_base + *steps_done + step: the host-stepped engine passes zeros and
+// the step; a captured graph (batch_graph.py) the base its host writes before each launch, the device
+// loop's count of completed steps (control[CONTROL_LOOP_DONE]) and the step's place in its pass.
+extern "C" __global__ void langevin_forces_batch(const int* __restrict__ control, const int* __restrict__ steps_done,
+                                                 const unsigned long long* __restrict__ step_base,
+                                                 const real_t* __restrict__ vel, accum_t* __restrict__ force,
                                                  const real_t* __restrict__ mass, const long long* __restrict__ ids,
                                                  const int* __restrict__ system, const unsigned char* __restrict__ active,
                                                  const double* __restrict__ noise,
@@ -293,9 +303,10 @@ extern "C" __global__ void langevin_forces_batch(const real_t* __restrict__ vel,
                                                  unsigned long long step)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= n || control[0]) return;
     const int s = system[i];
     if (!active[s]) return;
+    step += *step_base + (unsigned long long)*steps_done;
     langevin_atom(vel, force, mass, ids, i, noise[2 * s], noise[2 * s + 1], seeds[s], step);
 }
 

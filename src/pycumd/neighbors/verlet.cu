@@ -1017,22 +1017,82 @@ extern "C" __global__ void sort_neighbours_by_id(int* __restrict__ nbr, const in
 // The batched engine's builds (batch_engine.py, docs/batch.md; compiled with -DBATCH=1, so the kernels
 // above are the same PTX without it).  One thread per atom of every system; the system `system[i]`
 // gives what a single build passes as arguments: its box `box[6 s ..]` (L, 1/L, real_t), its cells
-// `cells[3 s ..]` and first cell `cell_offset[s]`, `r_list2[s]`, `limit2[s]`.  Only the systems whose
+// `cells[3 s ..]` and first bin `key_offset[s]` (its bins: its cells, or one per atom where it does
+// not rebuild), `r_list2[s]`, `limit2[s]`.  Only the systems whose
 // flag (`rebuild[s]`, `consider[s]`) is set do anything, so a build of some systems leaves the others'
 // atoms and lists as they are.
 
-// The wrap of wrap_positions for the rebuilding systems' atoms.
-extern "C" __global__ void wrap_positions_batch(real_t* __restrict__ pos4, int* __restrict__ image, int n,
-                                                const int* __restrict__ system, const unsigned char* __restrict__ rebuild,
-                                                const real_t* __restrict__ box)
+// The bins of a batched build, one pass: an atom of a rebuilding system s is wrapped (wrap_positions'
+// wrap) and takes the bin key_offset[s] + its cell (binning.cuh's cell_key of the wrapped row with the
+// system's real_t box and cells: the operands of counting_sort.cu's cell_index_batched, so the same
+// bits); an atom of a system that does not rebuild takes the bin of its own row, key_offset[s] + i -
+// atom_offset[s] (one atom a bin: the stable counting sort leaves it where it is).
+extern "C" __global__ void batch_bin_keys(real_t* __restrict__ pos4, int* __restrict__ image, int n,
+                                          const int* __restrict__ system, const unsigned char* __restrict__ rebuild,
+                                          const real_t* __restrict__ box, const int* __restrict__ cells,
+                                          const int* __restrict__ key_offset, const long long* __restrict__ atom_offset,
+                                          int* __restrict__ keys)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const int s = system[i];
-    if (!rebuild[s]) return;
+    if (!rebuild[s]) {
+        keys[i] = key_offset[s] + (int)(i - atom_offset[s]);
+        return;
+    }
     const real_t L[3] = {box[6 * s], box[6 * s + 1], box[6 * s + 2]};
     real_t x[3];
     wrap_position(pos4, image, i, L, x);
+    keys[i] = key_offset[s] + cell_key(x[0], x[1], x[2], L[0], L[1], L[2], cells[3 * s], cells[3 * s + 1], cells[3 * s + 2]);
+}
+
+// The in-place reorder of a batched build (counting_sort.cu's gather_rows, then copy_rows_back) for the
+// rows of the rebuilding systems only: the others' rows are their own in the sort's order (one atom a
+// bin), so they are neither read nor written.  src/dst/row_words/max_words: a gather plan's tables
+// (counting_sort.py's gather_plan); one thread per (row, word) of the widest row, grid-stride.
+extern "C" __global__ void batch_gather_rows(const unsigned long long* __restrict__ src,
+                                             const unsigned long long* __restrict__ dst,
+                                             const int* __restrict__ row_words, int n_arrays,
+                                             const int* __restrict__ order, int n, int max_words,
+                                             const int* __restrict__ system, const unsigned char* __restrict__ rebuild)
+{
+    const long long total = (long long)n * max_words;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (long long)gridDim.x * blockDim.x) {
+        const int k = (int)(t / max_words), w = (int)(t % max_words);
+        if (!rebuild[system[k]]) continue;
+        const int j = order[k];
+        for (int a = 0; a < n_arrays; ++a) {
+            const int rw = row_words[a];
+            if (w < rw) {
+                const unsigned int* s = reinterpret_cast<const unsigned int*>(src[a]);
+                unsigned int* d = reinterpret_cast<unsigned int*>(dst[a]);
+                d[(size_t)k * rw + w] = s[(size_t)j * rw + w];
+            }
+        }
+    }
+}
+
+extern "C" __global__ void batch_copy_rows_back(const unsigned long long* __restrict__ src,
+                                                const unsigned long long* __restrict__ dst,
+                                                const int* __restrict__ row_words, int n_arrays, int n, int max_words,
+                                                const int* __restrict__ system,
+                                                const unsigned char* __restrict__ rebuild)
+{
+    const long long total = (long long)n * max_words;
+    for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < total;
+         t += (long long)gridDim.x * blockDim.x) {
+        const int k = (int)(t / max_words), w = (int)(t % max_words);
+        if (!rebuild[system[k]]) continue;
+        for (int a = 0; a < n_arrays; ++a) {
+            const int rw = row_words[a];
+            if (w < rw) {
+                unsigned int* s = reinterpret_cast<unsigned int*>(src[a]);
+                const unsigned int* d = reinterpret_cast<const unsigned int*>(dst[a]);
+                s[(size_t)k * rw + w] = d[(size_t)k * rw + w];
+            }
+        }
+    }
 }
 
 // displacement_exceeds per system: flag[s] = 1 if an atom of a considered system s moved more than
@@ -1068,9 +1128,11 @@ __device__ __forceinline__ real_t cell_gap_batch(int d, real_t w, int n) {
     return (n < 5 || (d >= -1 && d <= 1)) ? real_t(0) : real_t(abs(d) - 1) * w;
 }
 
+// The systems with by_id[s] are listed by build_list_batch_by_id instead (below).
 extern "C" __global__ void build_list_batch(
     const real_t* __restrict__ pos4, const int* __restrict__ keys, const long long* __restrict__ ids, int n,
-    const int* __restrict__ system, const unsigned char* __restrict__ rebuild, const int* __restrict__ cell_offset,
+    const int* __restrict__ system, const unsigned char* __restrict__ rebuild, const unsigned char* __restrict__ by_id,
+    const int* __restrict__ cell_offset,
     const int* __restrict__ cells, const real_t* __restrict__ box, const real_t* __restrict__ r_list2,
     const int* __restrict__ bin_start, int* __restrict__ nbr, int* __restrict__ nbr_count, int stride, int capacity,
     at_build_t* __restrict__ pos4_at_build, unsigned int* __restrict__ max_count)
@@ -1078,7 +1140,7 @@ extern "C" __global__ void build_list_batch(
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= n) return;
     const int s = system[i];
-    if (!rebuild[s]) return;
+    if (!rebuild[s] || by_id[s]) return;
     const int nx = cells[3 * s], ny = cells[3 * s + 1], nz = cells[3 * s + 2], first = cell_offset[s];
     const int c = keys[i] - first;
     const int cx = c % nx, cy = (c / nx) % ny, cz = c / (nx * ny);
@@ -1117,6 +1179,64 @@ extern "C" __global__ void build_list_batch(
     }
     nbr_count[i] = found;
     sort_column_by_id(nbr + i, min(found, capacity), stride, ids);
+    for (int q = 0; q < 4; ++q) pos4_at_build[4 * (size_t)i + q] = (at_build_t)pos4[4 * (size_t)i + q];
+    atomicMax(max_count + s, (unsigned int)found);
+}
+
+// The lists of small systems in id order, without a sort (by_id[s]: the host's choice for a system whose
+// ids are 1 .. N_s and whose stencil covers most of its cells, so that going over all its atoms costs
+// about what the stencil's cells do).  batch_rows_by_id first writes, for each rebuilding such system,
+// the row of each id: row_of_id[atom_offset[s] + id - 1] = i.  Then build_list_batch_by_id gives target
+// i every atom j of its system, in id order, with r^2 < r_list^2 by the arithmetic of build_list_batch
+// (the minimum image d - L rint(d / L)), j != i: the set build_list_batch finds in its stencil (which
+// holds every atom within r_list), in the order its sort by id gives, so the same row.  The threads of
+// a warp (rows of one system) read the same candidate at each iteration: one load for the warp.
+extern "C" __global__ void batch_rows_by_id(const long long* __restrict__ ids, int n, const int* __restrict__ system,
+                                            const unsigned char* __restrict__ rebuild,
+                                            const unsigned char* __restrict__ by_id,
+                                            const long long* __restrict__ atom_offset, int* __restrict__ row_of_id)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int s = system[i];
+    if (!rebuild[s] || !by_id[s]) return;
+    row_of_id[atom_offset[s] + ids[i] - 1] = i;
+}
+
+extern "C" __global__ void build_list_batch_by_id(
+    const real_t* __restrict__ pos4, int n, const int* __restrict__ system, const unsigned char* __restrict__ rebuild,
+    const unsigned char* __restrict__ by_id, const long long* __restrict__ atom_offset,
+    const int* __restrict__ row_of_id, const real_t* __restrict__ box, const real_t* __restrict__ r_list2,
+    int* __restrict__ nbr, int* __restrict__ nbr_count, int stride, int capacity,
+    at_build_t* __restrict__ pos4_at_build, unsigned int* __restrict__ max_count)
+{
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int s = system[i];
+    if (!rebuild[s] || !by_id[s]) return;
+    const long long first = atom_offset[s];
+    const int n_s = (int)(atom_offset[s + 1] - first);
+    const real_t* const b = box + 6 * s;
+    const real_t Lx = b[0], Ly = b[1], Lz = b[2], invLx = b[3], invLy = b[4], invLz = b[5];
+    const real_t rl2 = r_list2[s];
+    real_t xi, yi, zi; int ti;
+    load_position(pos4, i, xi, yi, zi, ti);
+    int found = 0;
+    for (int q = 0; q < n_s; ++q) {
+        const int j = __ldg(row_of_id + first + q);
+        real_t xj, yj, zj; int tj;
+        load_position(pos4, j, xj, yj, zj, tj);
+        real_t ddx = xi - xj, ddy = yi - yj, ddz = zi - zj;
+        ddx -= Lx * rint(ddx * invLx);
+        ddy -= Ly * rint(ddy * invLy);
+        ddz -= Lz * rint(ddz * invLz);
+        const real_t r2 = ddx * ddx + ddy * ddy + ddz * ddz;
+        if (r2 < rl2 && j != i) {
+            if (found < capacity) nbr[(size_t)found * stride + i] = j;
+            ++found;
+        }
+    }
+    nbr_count[i] = found;
     for (int q = 0; q < 4; ++q) pos4_at_build[4 * (size_t)i + q] = (at_build_t)pos4[4 * (size_t)i + q];
     atomicMax(max_count + s, (unsigned int)found);
 }
