@@ -334,16 +334,16 @@ def test_gpu_tables_hold_the_cpu_coefficients_column_by_column(dtype):
 
 
 def test_fp_rows_option_and_where_it_applies(monkeypatch):
-    """PYCUMD_EAM_FP_ROWS (off without it; another value refused naming it) applies to potentials
+    """PYCUMD_EAM_FP_ROWS (on without it; another value refused naming it) applies to potentials
     whose every type pair reads one rho and one Z2 table: Cu_u3, not AlFe_mm.eam.fs."""
     from pycumd.eam_forces import FP_ROWS_VARIABLE, fp_rows_option, one_table
 
     monkeypatch.delenv(FP_ROWS_VARIABLE, raising=False)
-    assert fp_rows_option() is False
-    monkeypatch.setenv(FP_ROWS_VARIABLE, "1")
     assert fp_rows_option() is True
+    monkeypatch.setenv(FP_ROWS_VARIABLE, "0")
+    assert fp_rows_option() is False
     monkeypatch.setenv(FP_ROWS_VARIABLE, "yes")
-    with pytest.raises(ValueError, match="PYCUMD_EAM_FP_ROWS='yes': must be 0 .* or 1"):
+    with pytest.raises(ValueError, match="PYCUMD_EAM_FP_ROWS='yes': must be 1 .* or 0"):
         fp_rows_option()
     if (POTENTIALS / "Cu_u3.eam").is_file():
         assert one_table(EAM.funcfl(POTENTIALS / "Cu_u3.eam").table(1))

@@ -67,12 +67,13 @@ FP_ROWS_VARIABLE = "PYCUMD_EAM_FP_ROWS"
 def fp_rows_option() -> bool:
     """Whether pass 2 reads each neighbour's position and ``F'(rho)`` in one row that pass 1 wrote
     (eam.cu's ``EAM_FP_ROWS`` kernels: no separate load of ``F'(rho_j)``), from the environment
-    variable ``PYCUMD_EAM_FP_ROWS``: 0 (the default) or 1.  Used only where it applies
-    (:func:`one_table`, a process without ghost rows); the same bits either way."""
-    value = os.environ.get(FP_ROWS_VARIABLE, "0").strip()
+    variable ``PYCUMD_EAM_FP_ROWS``: 1 (the default: 1.10x the steps/s of 0 at 1M atoms on an H100,
+    docs/performance.md) or 0.  Used only where it applies (:func:`one_table`, a process without ghost
+    rows); the same bits either way."""
+    value = os.environ.get(FP_ROWS_VARIABLE, "1").strip()
     if value not in ("0", "1"):
-        raise ValueError(f"{FP_ROWS_VARIABLE}={value!r}: must be 0 (the default) or 1 (pass 1 writes rows of "
-                         f"x, y, z, F'(rho) that pass 2 reads)")
+        raise ValueError(f"{FP_ROWS_VARIABLE}={value!r}: must be 1 (the default: pass 1 writes rows of x, y, z, "
+                         f"F'(rho) that pass 2 reads) or 0")
     return value == "1"
 
 
