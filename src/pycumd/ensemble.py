@@ -569,9 +569,11 @@ class EnsemblePlan:
         return ens
 
 
-def execute_ensemble(plan: EnsemblePlan, resume=None, out=sys.stdout) -> Ensemble:
+def execute_ensemble(plan: EnsemblePlan, resume=None, out=True) -> Ensemble:
     """Run an :class:`EnsemblePlan` (continuing the batch checkpoint ``resume``, a path, when given):
-    build, run, print one line per system (its swept values and last thermo row), close."""
+    build, run, print one line per system (its swept values and last thermo row) to ``out`` (True:
+    standard output as it is when called; None: nowhere), close."""
+    out = sys.stdout if out is True else out
     resume_step = None
     if resume is not None:
         from .checkpoint_file import read_checkpoint

@@ -301,7 +301,7 @@ class LammpsPlanner:
         from .lammps_script import MULTI_PARTITION
 
         if self.partition is None:
-            raise NotImplementedError(f"temper: {MULTI_PARTITION}")
+            raise NotImplementedError(MULTI_PARTITION)
         if len(a) < 6:
             raise ValueError("temper needs N M temp fix-ID seed1 seed2")
         if len(a) > 7:
@@ -323,9 +323,9 @@ class LammpsPlanner:
                              f"and seed2 > 0")
         fix = self.setup.fixes.get(fix_id)
         if fix is None:
-            raise ValueError(f"temper: no fix with ID {fix_id}")
+            raise ValueError(f"no fix with ID {fix_id}")
         if fix[0] not in ("nvt", "langevin"):
-            raise NotImplementedError(f"temper: fix {fix_id} is fix {fix[0]}; temper needs a thermostat fix whose "
+            raise NotImplementedError(f"fix {fix_id} is fix {fix[0]}; temper needs a thermostat fix whose "
                                       f"target it can reset, and pycumd exchanges those of fix nvt and fix langevin")
         self._cmd_run([str(steps)])
         self.stages[-1].temper = TemperSettings(steps, every, temp, fix_id, seed_swap, seed_boltz)
