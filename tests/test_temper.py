@@ -9,11 +9,14 @@ import csv
 import numpy as np
 import pytest
 
+from conftest import HAVE_CUDA
 from pycumd.cli import main
 from pycumd.inputs.lammps_input import plan_from_lammps_script, plan_partitions
 from pycumd.inputs.lammps_script import LammpsScriptError, read_script
 
 LADDER = (1.0, 1.1, 1.2, 1.3)
+DEVICES = ["cpu", pytest.param("cuda", marks=[pytest.mark.cuda, pytest.mark.skipif(
+    not HAVE_CUDA, reason="no CUDA GPU / CuPy on this machine")])]
 
 #: 256 LJ atoms (4^3 fcc cells), Langevin at the partition's temperature
 SETUP = """units lj
@@ -43,17 +46,19 @@ def _rows(path):
     return list(csv.DictReader(path.read_text().splitlines()))
 
 
-def test_each_partition_before_the_first_swap_is_the_plain_run_at_its_temperature(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("device", DEVICES)
+def test_each_partition_before_the_first_swap_is_the_plain_run_at_its_temperature(device, tmp_path, monkeypatch,
+                                                                                     capsys):
     """``-partition 4x1``: partition k's thermo rows up to the first exchange attempt (step 100) are, to the
     last bit, those of ``run 100`` of the same script with ``variable t index T_k`` (its own run)."""
     monkeypatch.chdir(tmp_path)
     script = _script(tmp_path, "temper 200 100 $t 2 0 58728")
-    assert main(["run", str(script), "-partition", "4x1", "--device", "cpu", "--log", "rx.csv"]) == 0
+    assert main(["run", str(script), "-partition", "4x1", "--device", device, "--log", "rx.csv"]) == 0
     rows = _rows(tmp_path / "rx.csv")
     assert sorted({int(r["system"]) for r in rows}) == [0, 1, 2, 3]
     for k, t in enumerate(LADDER):
         plain = _script(tmp_path, "run 100", variable=f"variable t index {t}", name=f"in.plain{k}")
-        assert main(["run", str(plain), "--device", "cpu", "--log", f"plain{k}.csv"]) == 0
+        assert main(["run", str(plain), "--device", device, "--log", f"plain{k}.csv"]) == 0
         alone = _rows(tmp_path / f"plain{k}.csv")
         mine = [r for r in rows if int(r["system"]) == k and int(r["Step"]) <= 100]
         assert [int(r["Step"]) for r in alone] == list(range(0, 101, 20)) == [int(r["Step"]) for r in mine]
@@ -64,7 +69,8 @@ def test_each_partition_before_the_first_swap_is_the_plain_run_at_its_temperatur
     capsys.readouterr()
 
 
-def test_swaps_happen_and_repeat_bit_for_bit(tmp_path, monkeypatch, capsys):
+@pytest.mark.parametrize("device", DEVICES)
+def test_swaps_happen_and_repeat_bit_for_bit(device, tmp_path, monkeypatch, capsys):
     """12 attempts every 25 steps: the universe log ``log.lammps`` (LAMMPS' ``Step T0 T1 T2 T3`` lines, the
     start and every attempt) shows permutations, some non-identity; the acceptance ratios are in [0, 1] with
     at least one exchange; each replica's thermostat ends at the temperature the walk gives it; a second
@@ -76,7 +82,7 @@ def test_swaps_happen_and_repeat_bit_for_bit(tmp_path, monkeypatch, capsys):
         d.mkdir()
         monkeypatch.chdir(d)
         script = _script(d, text)
-        assert main(["run", str(script), "-partition", "4x1", "--device", "cpu", "--log", "rx.csv"]) == 0
+        assert main(["run", str(script), "-partition", "4x1", "--device", device, "--log", "rx.csv"]) == 0
         err = capsys.readouterr().err
         assert "replica exchange: 12 attempts every 25 steps" in err
         runs.append(((d / "log.lammps").read_text(), (d / "rx.csv").read_text()))
@@ -89,7 +95,7 @@ def test_swaps_happen_and_repeat_bit_for_bit(tmp_path, monkeypatch, capsys):
     assert any(w[1:] != [0, 1, 2, 3] for w in walk)
 
     plan = plan_partitions(_script(tmp_path, text), 4)
-    plan.engine.device = "cpu"
+    plan.engine.device = device
     plan.exchange_log = str(tmp_path / "walk.log")
     from pycumd.ensemble import execute_ensemble
 
@@ -101,8 +107,7 @@ def test_swaps_happen_and_repeat_bit_for_bit(tmp_path, monkeypatch, capsys):
     assert (tmp_path / "walk.log").read_text() == runs[0][0]
     index = ens.exchange.temperature_index
     for i, m in enumerate(ens.members):
-        assert m.thermostat.describe() == type(m.thermostat)(
-            (LADDER[index[i]],) * 2, m.thermostat.damping, m.thermostat.seed).describe()
+        assert m.thermostat.t_start == m.thermostat.t_stop == LADDER[index[i]]
     capsys.readouterr()
 
     random_pairs = plan_partitions(_script(tmp_path, "temper 300 25 $t 2 5 4711"), 4)
@@ -169,3 +174,18 @@ def test_command_line_errors(tmp_path, capsys):
     assert "needs them increasing with the partition index" in capsys.readouterr().err
     with pytest.raises(LammpsScriptError, match=":9: variable t world has 4 values, one per partition"):
         plan_from_lammps_script(path=script)
+
+
+def test_restart_of_a_partitions_checkpoint_continues_bit_for_bit(tmp_path, monkeypatch, capsys):
+    """``--checkpoint rx.ckpt --checkpoint-every 100`` of a 200-step temper run, then ``pycumd run --restart
+    rx.ckpt.1`` (step 100; the script's text is stored in it): the thermo CSV and the universe log of the
+    continued run are those of the uninterrupted one, byte for byte."""
+    monkeypatch.chdir(tmp_path)
+    script = _script(tmp_path, "temper 200 25 $t 2 0 4711")
+    assert main(["run", str(script), "-partition", "4x1", "--device", "cpu", "--log", "rx.csv",
+                 "--checkpoint", "rx.ckpt", "--checkpoint-every", "100"]) == 0
+    full = (tmp_path / "rx.csv").read_text(), (tmp_path / "log.lammps").read_text()
+    script.write_text("edited after the run: the restart reads the stored text\n")
+    assert main(["run", "--restart", "rx.ckpt.1"]) == 0
+    assert ((tmp_path / "rx.csv").read_text(), (tmp_path / "log.lammps").read_text()) == full
+    capsys.readouterr()

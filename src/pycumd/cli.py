@@ -277,6 +277,17 @@ def _ensemble_plan_of_checkpoint(checkpoint):
 
     context = checkpoint.meta.get("context") or {}
     source = context.get("source")
+    if source and source.get("kind") == "lammps-partitions":      # pycumd run SCRIPT -partition Nx1 (temper)
+        from .components import EngineOptions
+        from .inputs.lammps_input import plan_partitions
+
+        plan = plan_partitions(source["path"], source["partitions"], source["variables"],
+                               EngineOptions(device=context["device"], precision=context["precision"],
+                                             deterministic=context["deterministic"]),
+                               text=source["text"], base_dir=source["base_dir"])
+        plan.thermo_log, plan.trajectory = context.get("thermo_log"), context.get("trajectory")
+        plan.checkpoint, plan.checkpoint_every = context.get("checkpoint"), context.get("checkpoint_every", 0)
+        return plan
     if not source or source.get("kind") != "toml":
         raise InputError(f"checkpoint {checkpoint.path}: a batch built in Python (no TOML stored); continue it "
                          f"with Ensemble.restore_checkpoint")

@@ -118,6 +118,7 @@ class Ensemble:
         if exchange_log_style not in ("csv", "lammps"):
             raise ValueError(f"exchange_log_style must be 'csv' or 'lammps', got {exchange_log_style!r}")
         self._walk_style = exchange_log_style
+        self._walk_start = self.members[0].step if self.members else 0    # the walk's first status line
         if exchange is not None:
             exchange.bind(self.members)
             if exchange_log is not None:
@@ -342,7 +343,7 @@ class Ensemble:
         """The walk log's header (and, LAMMPS style, the status line of the start)."""
         if self._walk_style == "lammps":
             self._walk_log.write(" ".join(["Step"] + [f"T{i}" for i in range(self.n_systems)]) + "\n")
-            self._write_walk_row(self.step, np.arange(self.n_systems))
+            self._write_walk_row(self._walk_start, np.arange(self.n_systems))
         else:
             self._walk_log.write(",".join(["step"] + [f"T{i}" for i in range(self.n_systems)]) + "\n")
 
@@ -400,6 +401,7 @@ class Ensemble:
         if self.exchange is not None:
             self.exchange.restore_checkpoint_state(meta["exchange"], self.members)
             if self._walk_log is not None:          # the walk up to the checkpoint, as the run wrote it
+                self._walk_start = int(meta["run_start"])
                 self._walk_log.seek(0)
                 self._walk_log.truncate()
                 self._write_walk_head()

@@ -2181,7 +2181,8 @@ def parse_partition(text: str) -> int:
     return n
 
 
-def plan_partitions(path, n_partitions: int, variables=None, engine: EngineOptions | None = None):
+def plan_partitions(path, n_partitions: int, variables=None, engine: EngineOptions | None = None, *,
+                    text: str | None = None, base_dir=None):
     """LAMMPS ``-partition Nx1`` of a script with ``temper``: the script read once per partition
     (:func:`plan_from_lammps_script` with ``partition=(k, N)``), and the partitions' temper runs put
     together into one :class:`~pycumd.ensemble.EnsemblePlan` (member k: partition k) with its replica
@@ -2191,12 +2192,16 @@ def plan_partitions(path, n_partitions: int, variables=None, engine: EngineOptio
     What a partition may hold besides the set-up: exactly one ``temper`` and no other run or
     minimisation, no dumps or ``fix ave/time`` (each raises, naming what).  The thermo interval is the
     script's ``thermo``; thermo rows are pycumd's default columns, one CSV with a ``system`` column
-    (``pycumd run --log``)."""
+    (``pycumd run --log``).  ``text``/``base_dir``: the script's text read already (``path`` then only
+    names it; a batch checkpoint stores both, :attr:`EnsemblePlan.source`)."""
     from ..ensemble import EnsemblePlan
 
     name = str(path)
-    plans = [plan_from_lammps_script(path=path, variables=variables, screen=False, partition=(k, n_partitions))
-             for k in range(n_partitions)]
+    if text is None:
+        text = read_text_input(path, "LAMMPS input")
+        base_dir = str(Path(path).resolve().parent)
+    plans = [plan_from_lammps_script(text=text, variables=variables, screen=False, base_dir=base_dir,
+                                     source_name=name, partition=(k, n_partitions)) for k in range(n_partitions)]
     tempers = [[i for i, st in enumerate(p.stages) if st.temper is not None] for p in plans]
     if not tempers[0]:
         raise NotImplementedError(f"{name}: -partition {n_partitions}x1 runs a script with temper (replica "
@@ -2236,8 +2241,8 @@ def plan_partitions(path, n_partitions: int, variables=None, engine: EngineOptio
                         [{"partition": k, "temperature": temp} for k, temp in enumerate(ladder)], t.steps,
                         stages[0].neighbor, engine, thermo_every=stages[0].thermo_every, exchange=exchange,
                         exchange_log="log.lammps", exchange_log_style="lammps",
-                        source={"kind": "lammps-partitions", "path": name, "partitions": n_partitions,
-                                "variables": dict(variables or {})})
+                        source={"kind": "lammps-partitions", "path": name, "text": text, "base_dir": base_dir,
+                                "partitions": n_partitions, "variables": dict(variables or {})})
 
 
 __all__ = ["LammpsPlanner", "TemperSettings", "UnsupportedCommandError", "parse_partition", "plan_from_lammps_script",
