@@ -143,6 +143,10 @@ def test_partition_variables_with_the_wrong_count_name_the_line(tmp_path, variab
     ("temper 200 100 $t 2 0 58728 3", ":14: temper: temper ... index 3 .* not implemented"),
     ("temper 200 100 $t 2 0 0", ":14: temper: temper seeds 0 0"),
     ("run 10\ntemper 200 100 $t 2 0 58728", "a run or minimize besides temper is not implemented"),
+    ("fix 3 all momentum 10 linear 1 1 1\ntemper 200 100 $t 2 0 58728",
+     ":15: temper: fix 3 \\(momentum\\) beside the thermostat fix 2: .* runs alone"),
+    ("temper 200 100 $t 2 0 58728\nrun 10", "a run or minimize besides temper is not implemented"),
+    ("dump 1 all atom 10 d.lammpstrj\ntemper 200 100 $t 2 0 58728", "dump and fix ave/time are not implemented"),
 ])
 def test_temper_errors(tmp_path, run, message):
     with pytest.raises((LammpsScriptError, NotImplementedError), match=message):

@@ -327,6 +327,11 @@ class LammpsPlanner:
         if fix[0] not in ("nvt", "langevin"):
             raise NotImplementedError(f"fix {fix_id} is fix {fix[0]}; temper needs a thermostat fix whose "
                                       f"target it can reset, and pycumd exchanges those of fix nvt and fix langevin")
+        others = [f"{fid} ({f[0]})" for fid, f in self.setup.fixes.items()
+                  if f[0] in ("temp/rescale", "momentum", "recenter", "shake", "rattle")]
+        if others:
+            raise NotImplementedError(f"fix {', '.join(others)} beside the thermostat fix {fix_id}: pycumd's replica "
+                                      f"exchange resets the target of a thermostat that runs alone")
         self._cmd_run([str(steps)])
         self.stages[-1].temper = TemperSettings(steps, every, temp, fix_id, seed_swap, seed_boltz)
 
