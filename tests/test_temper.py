@@ -160,6 +160,7 @@ def test_command_line_errors(tmp_path, capsys):
     cases = [
         (["-partition", "2x2"], "-partition 2x2: partitions of 2 processes are not implemented"),
         (["-partition", "4"], "-partition 4: expected NxM"),
+        (["-partition", "4x1", "--steps", "130"], "--steps 130: temper's N must be a multiple of its M (100)"),
         ([], ":9: variable t world has 4 values, one per partition: it needs LAMMPS partitions"),
     ]
     for extra, message in cases:

@@ -265,6 +265,9 @@ def _run_partitions(args) -> int:
     if str(args.file).endswith(".toml"):
         raise ValueError(f"-partition {args.partition} is for LAMMPS scripts; a TOML sweep is a batch already")
     plan = plan_partitions(args.file, n, variables=dict(args.var or []))
+    every = plan.exchange["every"]
+    if args.steps is not None and (args.steps < 0 or args.steps % every):
+        raise ValueError(f"--steps {args.steps}: temper's N must be a multiple of its M ({every}) and >= 0")
     print(f"pycumd: {n} partitions of {args.file} run as one batch with replica exchange (temper); "
           f"universe log: {plan.exchange_log}", flush=True)
     return _run_ensemble(plan, args)
