@@ -11,6 +11,7 @@ import pytest
 
 from conftest import HAVE_CUDA
 from pycumd.cli import main
+from pycumd.integrators import NoseHoover
 from pycumd.inputs.lammps_input import plan_from_lammps_script, plan_partitions
 from pycumd.inputs.lammps_script import LammpsScriptError, read_script
 
@@ -194,3 +195,24 @@ def test_restart_of_a_partitions_checkpoint_continues_bit_for_bit(tmp_path, monk
     assert main(["run", "--restart", "rx.ckpt.1"]) == 0
     assert ((tmp_path / "rx.csv").read_text(), (tmp_path / "log.lammps").read_text()) == full
     capsys.readouterr()
+
+
+def test_temper_exchanges_the_targets_of_fix_nvt(tmp_path):
+    """``temper ... fix-ID`` of a ``fix nvt`` whose own target (2.0) is none of the ladder's: each
+    Nose-Hoover chain is reset to its partition's ``temp`` and ends at the one the walk gives its replica."""
+    path = tmp_path / "in.nvt"
+    path.write_text(SETUP.format(variable="variable t world " + " ".join(map(str, LADDER)))
+                    .replace("fix 1 all nve\n", "fix 1 all nvt temp 2.0 2.0 0.5\n")
+                    .replace("fix 2 all langevin $t $t 0.5 48279\n", "")
+                    + "temper 200 25 $t 1 0 4711\n")
+    plan = plan_partitions(path, 4)
+    plan.engine.device = "cpu"
+    plan.exchange_log = None
+    from pycumd.ensemble import execute_ensemble
+
+    ens = execute_ensemble(plan, out=None)
+    assert ens.exchange.attempts.sum() == 4 * 2 + 4 and ens.exchange.accepted.sum() > 0
+    index = ens.exchange.temperature_index
+    for i, m in enumerate(ens.members):
+        assert isinstance(m.thermostat, NoseHoover)
+        assert m.thermostat.t_start == m.thermostat.t_stop == LADDER[index[i]]

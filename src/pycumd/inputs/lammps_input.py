@@ -2172,8 +2172,8 @@ def run_lammps_script(path=None, text=None, variables=None, *, screen: bool = Tr
 
 
 def parse_partition(text: str) -> int:
-    """LAMMPS ``-partition Nx1`` (or ``N``... as LAMMPS: only ``NxM`` forms): the number of partitions N;
-    M > 1 processes per partition, or several ``NxM`` groups, raise."""
+    """LAMMPS ``-partition NxM``: the number of partitions N (M must be 1: pycumd runs the partitions as
+    one batch in one process); LAMMPS' other forms (a bare ``P``, several groups) raise."""
     m = re.fullmatch(r"\s*(\d+)\s*x\s*(\d+)\s*", str(text))
     if m is None:
         raise ValueError(f"-partition {text}: expected NxM (N partitions of M processes each), e.g. 4x1")
