@@ -433,16 +433,19 @@ def test_toml_tempering_runs_replica_exchange_and_restarts_from_the_command_line
     assert (tmp_path / "walk.csv").read_text() == walk
 
 
-def test_lammps_multi_partition_scripts_say_they_are_not_implemented(tmp_path):
+def test_lammps_multi_partition_scripts_without_partitions_say_so(tmp_path):
+    """Without -partition a world variable of several values and temper stop, naming the line and
+    pointing at -partition Nx1; -partition of a script without temper is refused (tests/test_temper.py
+    runs temper)."""
     from pycumd.cli import main
     from pycumd.inputs.lammps_input import plan_from_lammps_script
     from pycumd.inputs.lammps_script import LammpsScriptError
 
     script = ("units lj\nlattice fcc 0.8442\nregion b block 0 5 0 5 0 5\ncreate_box 1 b\ncreate_atoms 1 box\n"
               "mass 1 1.0\npair_style lj/cut 2.5\npair_coeff 1 1 1.0 1.0\n")
-    with pytest.raises(LammpsScriptError, match=":9: variable t world has 2 values.*not implemented"):
+    with pytest.raises(LammpsScriptError, match=":9: variable t world has 2 values, one per partition: it needs LAMMPS partitions.*-partition Nx1"):
         plan_from_lammps_script(text=script + "variable t world 1.0 1.2\n")
-    with pytest.raises(LammpsScriptError, match=":11: temper: multi-partition runs"):
+    with pytest.raises(LammpsScriptError, match=":11: temper: it needs LAMMPS partitions"):
         plan_from_lammps_script(text=script + "variable t world 1.0\nfix 1 all langevin $t $t 0.5 1\n"
                                               "temper 1000 100 $t 1 3 4\n")
     (tmp_path / "in.x").write_text(script + "run 0\n")

@@ -117,9 +117,7 @@ def _run(args) -> int:
     from .run_plan import execute
 
     if args.partition:
-        from .inputs.lammps_script import MULTI_PARTITION
-
-        raise NotImplementedError(f"-partition {args.partition}: {MULTI_PARTITION}")
+        return _run_partitions(args)
     resume = None
     if args.restart:
         from .inputs.checkpoint import plan_from_checkpoint, read_checkpoint
@@ -247,10 +245,32 @@ def _run_ensemble(plan, args, resume=None) -> int:
     atoms = sum(s.n_atoms for s in plan.systems)
     print(f"Total wall time {time.perf_counter() - start:.2f} s for {ens.step} steps of {len(plan.systems)} "
           f"systems ({atoms} atoms; including set-up and compilation)", flush=True)
-    files = [p for p in (plan.thermo_log, plan.trajectory, plan.checkpoint) if p]
+    files = [p for p in (plan.thermo_log, plan.trajectory, plan.checkpoint, plan.exchange_log) if p]
     print(f"pycumd: files written: {', '.join(files)}" if files else
           "pycumd: no files written; add --log thermo.csv for one thermo CSV with a system column", flush=True)
     return 1 if ens.failures else 0
+
+
+def _run_partitions(args) -> int:
+    """``pycumd run SCRIPT -partition Nx1``: a LAMMPS script with ``temper`` read once per partition
+    (:func:`~pycumd.inputs.lammps_input.plan_partitions`) and run as one batch with replica exchange
+    by the batch driver (:func:`_run_ensemble`); the universe log (``Step T0 T1 ...``) goes to
+    ``log.lammps`` in the working folder."""
+    from .inputs.lammps_input import parse_partition, plan_partitions
+
+    n = parse_partition(args.partition)
+    if args.file is None or args.file == "-" or args.example or args.restart:
+        raise ValueError(f"-partition {args.partition} runs a LAMMPS script file with temper: give its path "
+                         f"(not standard input, --example or --restart)")
+    if str(args.file).endswith(".toml"):
+        raise ValueError(f"-partition {args.partition} is for LAMMPS scripts; a TOML sweep is a batch already")
+    plan = plan_partitions(args.file, n, variables=dict(args.var or []))
+    every = plan.exchange["every"]
+    if args.steps is not None and (args.steps < 0 or args.steps % every):
+        raise ValueError(f"--steps {args.steps}: temper's N must be a multiple of its M ({every}) and >= 0")
+    print(f"pycumd: {n} partitions of {args.file} run as one batch with replica exchange (temper); "
+          f"universe log: {plan.exchange_log}", flush=True)
+    return _run_ensemble(plan, args)
 
 
 def _ensemble_plan_of_checkpoint(checkpoint):
@@ -260,6 +280,17 @@ def _ensemble_plan_of_checkpoint(checkpoint):
 
     context = checkpoint.meta.get("context") or {}
     source = context.get("source")
+    if source and source.get("kind") == "lammps-partitions":      # pycumd run SCRIPT -partition Nx1 (temper)
+        from .components import EngineOptions
+        from .inputs.lammps_input import plan_partitions
+
+        plan = plan_partitions(source["path"], source["partitions"], source["variables"],
+                               EngineOptions(device=context["device"], precision=context["precision"],
+                                             deterministic=context["deterministic"]),
+                               text=source["text"], base_dir=source["base_dir"])
+        plan.thermo_log, plan.trajectory = context.get("thermo_log"), context.get("trajectory")
+        plan.checkpoint, plan.checkpoint_every = context.get("checkpoint"), context.get("checkpoint_every", 0)
+        return plan
     if not source or source.get("kind") != "toml":
         raise InputError(f"checkpoint {checkpoint.path}: a batch built in Python (no TOML stored); continue it "
                          f"with Ensemble.restore_checkpoint")
@@ -351,8 +382,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     r.add_argument("--progress", action=argparse.BooleanOptionalAction, default=None,
                    help="progress bar (default: on a terminal, for runs longer than a few seconds)")
     r.add_argument("-partition", "--partition", metavar="NxM",
-                   help="LAMMPS' multi-partition runs: not implemented for scripts (a TOML sweep with [tempering] "
-                        "runs replicas as one batch)")
+                   help="LAMMPS' multi-partition run of a script with temper: N partitions (M = 1) read with "
+                        "each world variable's k-th value, run as one batch with replica exchange")
     listing = "\n".join(f"  {name:<14} {line}" for name, line in BENCHMARKS.items())
     b = sub.add_parser("bench", help="benchmarks (pycumd bench --help lists them)",
                        description=f"benchmarks:\n{listing}\n\npycumd bench NAME --help: one benchmark's options",

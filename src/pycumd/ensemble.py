@@ -75,6 +75,9 @@ class Ensemble:
     exchange_log : str or path, optional
         With replica exchange: a CSV of the walk, one row per attempt, ``step, T0, T1, ...`` with each
         member's temperature index after the attempt (LAMMPS' tempering status lines, ``world2temp``).
+    exchange_log_style : {"csv", "lammps"}
+        ``"csv"`` (default) as above; ``"lammps"``: LAMMPS' universe log of ``temper``, a line
+        ``Step T0 T1 ...`` then ``step i0 i1 ...`` (blank-separated) at the start and after each attempt.
     check_every : int
         Steps between two finiteness checks of every member (besides their report steps and the
         end of a run), so that a blow-up is found and reported near the step it happened (0: only
@@ -109,7 +112,7 @@ class Ensemble:
 
     def __init__(self, simulations, *, exchange=None, stop_all_on_error: bool = False, checkpoint=None,
                  checkpoint_every: int = 0, check_every: int = 100, verbose=True, exchange_log=None,
-                 batch: str = "members", batch_step: str = "auto"):
+                 batch: str = "members", batch_step: str = "auto", exchange_log_style: str = "csv"):
         self.members: list[Simulation] = list(simulations)
         if not self.members:
             raise ValueError("an ensemble needs at least one system")
@@ -118,11 +121,15 @@ class Ensemble:
             raise ValueError(f"the systems of an ensemble must be at the same step, got steps {sorted(steps)}")
         self.exchange = exchange
         self._walk_log = None
+        if exchange_log_style not in ("csv", "lammps"):
+            raise ValueError(f"exchange_log_style must be 'csv' or 'lammps', got {exchange_log_style!r}")
+        self._walk_style = exchange_log_style
+        self._walk_start = self.members[0].step if self.members else 0    # the walk's first status line
         if exchange is not None:
             exchange.bind(self.members)
             if exchange_log is not None:
                 self._walk_log = open(exchange_log, "w", newline="")
-                self._walk_log.write(",".join(["step"] + [f"T{i}" for i in range(self.n_systems)]) + "\n")
+                self._write_walk_head()
         elif exchange_log is not None:
             raise ValueError("exchange_log needs replica exchange (exchange=ReplicaExchange(...))")
         self.stop_all_on_error = bool(stop_all_on_error)
@@ -149,7 +156,7 @@ class Ensemble:
                      trajectory=None, trajectory_every: int = 100, exchange=None, stop_all_on_error: bool = False,
                      checkpoint=None, checkpoint_every: int = 0, check_every: int = 100, verbose=True,
                      resume_step: int | None = None, exchange_log=None, batch: str = "members",
-                     **options) -> "Ensemble":
+                     exchange_log_style: str = "csv", **options) -> "Ensemble":
         """Build a member per system.
 
         ``potentials`` is one potential for all or one per system (the same style with other
@@ -190,7 +197,7 @@ class Ensemble:
             members.append(Simulation(system, pot, integ, reporters=reporters, **options))
         ens = cls(members, exchange=exchange, stop_all_on_error=stop_all_on_error, checkpoint=checkpoint,
                   checkpoint_every=checkpoint_every, check_every=check_every, verbose=verbose,
-                  exchange_log=exchange_log, batch=batch)
+                  exchange_log=exchange_log, batch=batch, exchange_log_style=exchange_log_style)
         if log is not None:
             ens._logs.append(log)
         return ens
@@ -335,8 +342,20 @@ class Ensemble:
         done = self.exchange.attempt(energies, boltz, step, backend=self.members[0].backend)
         self.exchange.apply(self.members, done)
         if self._walk_log is not None:
-            self._walk_log.write(",".join(str(int(v)) for v in [step, *self.exchange.temperature_index]) + "\n")
+            self._write_walk_row(step, self.exchange.temperature_index)
             self._walk_log.flush()
+
+    def _write_walk_head(self) -> None:
+        """The walk log's header (and, LAMMPS style, the status line of the start)."""
+        if self._walk_style == "lammps":
+            self._walk_log.write(" ".join(["Step"] + [f"T{i}" for i in range(self.n_systems)]) + "\n")
+            self._write_walk_row(self._walk_start, np.arange(self.n_systems))
+        else:
+            self._walk_log.write(",".join(["step"] + [f"T{i}" for i in range(self.n_systems)]) + "\n")
+
+    def _write_walk_row(self, step: int, index) -> None:
+        sep = " " if self._walk_style == "lammps" else ","
+        self._walk_log.write(sep.join(str(int(v)) for v in [step, *index]) + "\n")
 
     # -- checkpoints --------------------------------------------------------------------------
     def write_checkpoint(self, path) -> None:
@@ -388,11 +407,12 @@ class Ensemble:
         if self.exchange is not None:
             self.exchange.restore_checkpoint_state(meta["exchange"], self.members)
             if self._walk_log is not None:          # the walk up to the checkpoint, as the run wrote it
+                self._walk_start = int(meta["run_start"])
                 self._walk_log.seek(0)
                 self._walk_log.truncate()
-                self._walk_log.write(",".join(["step"] + [f"T{i}" for i in range(self.n_systems)]) + "\n")
+                self._write_walk_head()
                 for step, index in self.exchange.walk:
-                    self._walk_log.write(",".join(str(int(v)) for v in [step, *index]) + "\n")
+                    self._write_walk_row(step, index)
                 self._walk_log.flush()
         self._resume_run = (int(meta["run_start"]), int(meta["run_end"]))
 
@@ -538,6 +558,8 @@ class EnsemblePlan:
     source: dict | None = None
     #: the engine (:class:`Ensemble`'s ``batch``: "members", "batched", "auto"; ``pycumd run --batch``)
     batch: str = "members"
+    #: the walk log's format (:class:`Ensemble`'s ``exchange_log_style``: "csv", or "lammps" for temper's universe log)
+    exchange_log_style: str = "csv"
 
     def build(self, verbose=True, resume_step: int | None = None) -> Ensemble:
         """The :class:`Ensemble` of this plan (members built, files opened; ``resume_step``: see
@@ -550,6 +572,7 @@ class EnsemblePlan:
                                      trajectory_every=self.trajectory_every, exchange=exchange,
                                      checkpoint=self.checkpoint, checkpoint_every=self.checkpoint_every,
                                      verbose=verbose, resume_step=resume_step, exchange_log=self.exchange_log,
+                                     exchange_log_style=self.exchange_log_style,
                                      neighbor=self.neighbor,
                                      engine=self.engine, batch=self.batch)
         ens.context = {"source": self.source, "device": self.engine.device, "precision": self.engine.precision,
@@ -559,9 +582,11 @@ class EnsemblePlan:
         return ens
 
 
-def execute_ensemble(plan: EnsemblePlan, resume=None, out=sys.stdout) -> Ensemble:
+def execute_ensemble(plan: EnsemblePlan, resume=None, out=True) -> Ensemble:
     """Run an :class:`EnsemblePlan` (continuing the batch checkpoint ``resume``, a path, when given):
-    build, run, print one line per system (its swept values and last thermo row), close."""
+    build, run, print one line per system (its swept values and last thermo row) to ``out`` (True:
+    standard output as it is when called; None: nowhere), close."""
+    out = sys.stdout if out is True else out
     resume_step = None
     if resume is not None:
         from .checkpoint_file import read_checkpoint

@@ -73,6 +73,9 @@ class Stage:
     ramp: tuple | None = None       # LAMMPS run start/stop: the steps ramps span (Simulation.ramp); None: its own
     pre: bool = True                # LAMMPS run pre: False continues the fixes' state (Simulation.rebind_fixes)
     checkpoint_settings: Callable[[], dict] | None = None
+    #: LAMMPS ``temper``: the stage is one partition's replica-exchange run
+    #: (:class:`pycumd.inputs.lammps_input.TemperSettings`; run as a batch by ``pycumd run -partition Nx1``)
+    temper: object = None
 
 
 @dataclass

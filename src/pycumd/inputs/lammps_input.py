@@ -137,6 +137,21 @@ class _Setup:
     n_term_types: dict = field(default_factory=dict)   # kind -> types declared (read_data header)
 
 
+@dataclass(frozen=True)
+class TemperSettings:
+    """LAMMPS ``temper N M temp fix-ID seed1 seed2`` of one partition: ``steps`` (N), ``every`` (M, steps
+    between exchange attempts), ``temperature`` (this partition's starting temperature, temperature
+    units), the thermostat fix's ID, ``seed_swap`` (seed1: 0 alternates even and odd pairs as LAMMPS; any
+    other value picks them at random) and ``seed_boltz`` (seed2: the seed of the acceptance draws)."""
+
+    steps: int
+    every: int
+    temperature: float
+    fix_id: str
+    seed_swap: int
+    seed_boltz: int
+
+
 class LammpsPlanner:
     """Executes LAMMPS commands into a :class:`~pycumd.run_plan.RunPlan` (one stage per ``run``);
     see the module docstring for what is supported. Nothing runs until the plan is executed.
@@ -147,8 +162,9 @@ class LammpsPlanner:
         Print thermo tables and a short description of each run (the plan's outputs).
     """
 
-    def __init__(self, screen=True):
+    def __init__(self, screen=True, partition: tuple[int, int] | None = None):
         self.setup = _Setup()
+        self.partition = partition   # (k, N): this script is partition k of N (-partition Nx1); None: one
         self.base_dir = None   # directory of the script, for read_data paths
         self.stages: list = []
         self.outputs = OutputSettings(screen=screen)
@@ -277,11 +293,47 @@ class LammpsPlanner:
         self.processors = parse_processors(a[:3])
 
     def _cmd_temper(self, a):
-        """``temper N M temp fix-ID seed1 seed2``: replica exchange over LAMMPS partitions, which pycumd
-        does not map from a script (one script here is one partition)."""
+        """``temper N M temp fix-ID seed1 seed2 [index]`` (LAMMPS ``Temper::command``): a run of N steps with a
+        replica-exchange attempt every M steps between the partitions (``-partition Nx1``), the thermostat
+        fix ``fix-ID`` (nvt or langevin) of each getting the exchanged target temperature.  Planned as a
+        run of N steps whose stage carries :class:`TemperSettings`; the partitions' plans are put together
+        into one batch by :func:`plan_partitions`."""
         from .lammps_script import MULTI_PARTITION
 
-        raise NotImplementedError(MULTI_PARTITION)
+        if self.partition is None:
+            raise NotImplementedError(MULTI_PARTITION)
+        if len(a) < 6:
+            raise ValueError("temper needs N M temp fix-ID seed1 seed2")
+        if len(a) > 7:
+            raise ValueError(f"temper takes at most 7 arguments (N M temp fix-ID seed1 seed2 index), got {len(a)}")
+        if len(a) == 7:
+            raise NotImplementedError(f"temper ... index {a[6]} (restarting a tempering run from a replica's "
+                                      f"temperature index) is not implemented; continue a batch with pycumd run "
+                                      f"--checkpoint / --restart instead")
+        steps, every, temp, fix_id = int(a[0]), int(a[1]), float(a[2]), a[3]
+        seed_swap, seed_boltz = int(a[4]), int(a[5])
+        if steps < 0 or every < 1:
+            raise ValueError(f"temper {a[0]} {a[1]}: N must be >= 0 and M >= 1")
+        if steps % every:
+            raise ValueError(f"temper {steps} {every}: N must be a multiple of M (LAMMPS: non integer # of swaps)")
+        if temp <= 0:
+            raise ValueError(f"temper temperature {a[2]} must be > 0")
+        if seed_swap < 0 or seed_boltz <= 0:
+            raise ValueError(f"temper seeds {a[4]} {a[5]}: seed1 must be >= 0 (0: alternate even and odd pairs) "
+                             f"and seed2 > 0")
+        fix = self.setup.fixes.get(fix_id)
+        if fix is None:
+            raise ValueError(f"no fix with ID {fix_id}")
+        if fix[0] not in ("nvt", "langevin"):
+            raise NotImplementedError(f"fix {fix_id} is fix {fix[0]}; temper needs a thermostat fix whose "
+                                      f"target it can reset, and pycumd exchanges those of fix nvt and fix langevin")
+        others = [f"{fid} ({f[0]})" for fid, f in self.setup.fixes.items()
+                  if f[0] in ("temp/rescale", "momentum", "recenter", "shake", "rattle")]
+        if others:
+            raise NotImplementedError(f"fix {', '.join(others)} beside the thermostat fix {fix_id}: pycumd's replica "
+                                      f"exchange resets the target of a thermostat that runs alone")
+        self._cmd_run([str(steps)])
+        self.stages[-1].temper = TemperSettings(steps, every, temp, fix_id, seed_swap, seed_boltz)
 
     def _cmd_package(self, a):
         """``package gpu|kokkos|omp|intel|cuda ...``: settings of LAMMPS' accelerator packages (threads,
@@ -2063,7 +2115,8 @@ def _type_range(spec: str, n_types: int) -> range:
     return range(lo - 1, hi)
 
 
-def read_commands(text: str, filename: str, variables=None, base_dir=None, edit=None) -> list[Command]:
+def read_commands(text: str, filename: str, variables=None, base_dir=None, edit=None,
+                  partition: tuple[int, int] | None = None) -> list[Command]:
     """:func:`~pycumd.inputs.lammps_script.read_script`, except that when reading stops at a line (a
     ``$`` reference that needs a running simulation ...), the commands before it are planned first, so
     that an earlier command pycumd does not support is the error reported: LAMMPS would stop there.
@@ -2071,27 +2124,29 @@ def read_commands(text: str, filename: str, variables=None, base_dir=None, edit=
     shortens runs with it)."""
     edit = edit or (lambda commands: commands)
     try:
-        return edit(read_script(text, filename, variables, base_dir=base_dir))
+        return edit(read_script(text, filename, variables, base_dir=base_dir, partition=partition))
     except LammpsScriptError as exc:
-        earlier = LammpsPlanner(screen=False)
+        earlier = LammpsPlanner(screen=False, partition=partition)
         earlier.base_dir = base_dir
         earlier.execute(edit(getattr(exc, "commands_before", [])))
         raise
 
 
 def plan_from_lammps_script(path=None, text=None, variables=None, screen: bool = True, base_dir=None,
-                            source_name: str = "<input>") -> RunPlan:
+                            source_name: str = "<input>", partition: tuple[int, int] | None = None) -> RunPlan:
     """The :class:`~pycumd.run_plan.RunPlan` of a LAMMPS input (a file ``path`` or a string ``text``;
     ``base_dir``: where a text's relative paths are, default the file's directory; ``source_name``:
-    a text's name in error messages)."""
+    a text's name in error messages; ``partition``: ``(k, N)``, the script read as partition k (0-based)
+    of LAMMPS ``-partition Nx1``, its ``world`` variables taking their k-th value)."""
     if (path is None) == (text is None):
         raise ValueError("give exactly one of path or text")
     if path is not None:
         text = read_text_input(path, "LAMMPS input")
         base_dir = base_dir or str(Path(path).resolve().parent)
-    planner = LammpsPlanner(screen=screen)
+    planner = LammpsPlanner(screen=screen, partition=partition)
     planner.base_dir = base_dir
-    planner.execute(read_commands(text, str(path) if path is not None else source_name, variables, base_dir))
+    planner.execute(read_commands(text, str(path) if path is not None else source_name, variables, base_dir,
+                                  partition=partition))
     plan = planner.plan()
     plan.source = {"kind": "lammps", "text": text, "variables": dict(variables or {}), "base_dir": base_dir}
     return plan
@@ -2116,4 +2171,84 @@ def run_lammps_script(path=None, text=None, variables=None, *, screen: bool = Tr
     return execute(plan)
 
 
-__all__ = ["LammpsPlanner", "UnsupportedCommandError", "plan_from_lammps_script", "read_commands", "run_lammps_script"]
+def parse_partition(text: str) -> int:
+    """LAMMPS ``-partition NxM``: the number of partitions N (M must be 1: pycumd runs the partitions as
+    one batch in one process); LAMMPS' other forms (a bare ``P``, several groups) raise."""
+    m = re.fullmatch(r"\s*(\d+)\s*x\s*(\d+)\s*", str(text))
+    if m is None:
+        raise ValueError(f"-partition {text}: expected NxM (N partitions of M processes each), e.g. 4x1")
+    n, procs = int(m.group(1)), int(m.group(2))
+    if procs != 1:
+        raise NotImplementedError(f"-partition {text}: partitions of {procs} processes are not implemented; pycumd "
+                                  f"runs the {n} partitions as one batch in one process: give -partition {n}x1")
+    if n < 1:
+        raise ValueError(f"-partition {text}: N must be >= 1")
+    return n
+
+
+def plan_partitions(path, n_partitions: int, variables=None, engine: EngineOptions | None = None, *,
+                    text: str | None = None, base_dir=None):
+    """LAMMPS ``-partition Nx1`` of a script with ``temper``: the script read once per partition
+    (:func:`plan_from_lammps_script` with ``partition=(k, N)``), and the partitions' temper runs put
+    together into one :class:`~pycumd.ensemble.EnsemblePlan` (member k: partition k) with its replica
+    exchange (:class:`~pycumd.tempering.ReplicaExchange`: the ladder of the partitions' ``temp`` values,
+    every M steps, seed2 as its seed, random pairs where seed1 is non-zero).
+
+    What a partition may hold besides the set-up: exactly one ``temper`` and no other run or
+    minimisation, no dumps or ``fix ave/time`` (each raises, naming what).  The thermo interval is the
+    script's ``thermo``; thermo rows are pycumd's default columns, one CSV with a ``system`` column
+    (``pycumd run --log``).  ``text``/``base_dir``: the script's text read already (``path`` then only
+    names it; a batch checkpoint stores both, :attr:`EnsemblePlan.source`)."""
+    from ..ensemble import EnsemblePlan
+
+    name = str(path)
+    if text is None:
+        text = read_text_input(path, "LAMMPS input")
+        base_dir = str(Path(path).resolve().parent)
+    plans = [plan_from_lammps_script(text=text, variables=variables, screen=False, base_dir=base_dir,
+                                     source_name=name, partition=(k, n_partitions)) for k in range(n_partitions)]
+    tempers = [[i for i, st in enumerate(p.stages) if st.temper is not None] for p in plans]
+    if not tempers[0]:
+        raise NotImplementedError(f"{name}: -partition {n_partitions}x1 runs a script with temper (replica "
+                                  f"exchange, run as one batch); this script has none, and independent "
+                                  f"partitions are not implemented (a TOML sweep runs independent systems)")
+    for k, plan in enumerate(plans):
+        if len(plan.stages) != 1:
+            raise NotImplementedError(f"{name} (partition {k}): a run or minimize besides temper is not "
+                                      f"implemented for -partition runs; temper must be the script's only run")
+        if plan.outputs.lammps_outputs or plan.outputs.trajectories:
+            raise NotImplementedError(f"{name}: dump and fix ave/time are not implemented for -partition runs "
+                                      f"(pycumd run --trajectory writes one file per partition)")
+        if plan.first_step != 0:
+            raise NotImplementedError(f"{name}: a temper run starting at step {plan.first_step} (reset_timestep, "
+                                      f"read_restart) is not implemented")
+    stages = [plan.stages[0] for plan in plans]
+    settings = [st.temper for st in stages]
+    for key in ("steps", "every", "seed_swap", "seed_boltz", "fix_id"):
+        values = {getattr(t, key) for t in settings}
+        if len(values) > 1:
+            raise ValueError(f"{name}: temper's {key} differs between the partitions ({sorted(values)}); only "
+                             f"the temperature may")
+    ladder = [t.temperature for t in settings]
+    if any(b <= a for a, b in zip(ladder, ladder[1:])):
+        raise NotImplementedError(f"{name}: temper temperatures {ladder} (by partition): pycumd's replica exchange "
+                                  f"needs them increasing with the partition index")
+    systems = []
+    for plan, stage in zip(plans, stages):
+        system = stage.system.copy()
+        for edit in stage.system_edits:
+            edit(system)
+        systems.append(system)
+    t = settings[0]
+    exchange = {"temperatures": ladder, "every": t.every, "seed": t.seed_boltz, "random_pairs": t.seed_swap != 0}
+    engine = engine or plans[0].engine
+    return EnsemblePlan(systems, [st.potential for st in stages], [st.integrator for st in stages],
+                        [{"partition": k, "temperature": temp} for k, temp in enumerate(ladder)], t.steps,
+                        stages[0].neighbor, engine, thermo_every=stages[0].thermo_every, exchange=exchange,
+                        exchange_log="log.lammps", exchange_log_style="lammps",
+                        source={"kind": "lammps-partitions", "path": name, "text": text, "base_dir": base_dir,
+                                "partitions": n_partitions, "variables": dict(variables or {})})
+
+
+__all__ = ["LammpsPlanner", "TemperSettings", "UnsupportedCommandError", "parse_partition", "plan_from_lammps_script",
+           "plan_partitions", "read_commands", "run_lammps_script"]

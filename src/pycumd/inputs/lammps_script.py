@@ -23,7 +23,8 @@ The reading rules follow LAMMPS' ``Input::file()``, ``Input::parse()``,
   so ``print "T = ${t}"`` comes back with the value filled in.
 
 ``variable`` commands are consumed.  Styles ``index``, ``loop``, ``world``, ``universe``,
-``uloop`` (first value; they are skipped if the name already exists, which is how
+``uloop`` (first value, or with ``partition=(k, N)`` (LAMMPS ``-partition Nx1``) the k-th of
+exactly N values; they are skipped if the name already exists, which is how
 command-line ``-var`` values win), ``string``, ``equal`` (evaluated lazily, whenever it
 is referenced), ``internal``, ``getenv``, ``format`` and ``delete`` are understood;
 ``atom``, ``vector``, ``python``, ``file``, ``atomfile`` and ``timer`` variables are
@@ -59,11 +60,10 @@ from typing import Mapping
 from ..outputs.lammps_variables import (_IMMEDIATE_FORMAT, LammpsScriptError, VariableTable, _Error,
                                         _NeedsRun, _skip_quoted, _Variable, evaluate_expression)
 
-#: what a multi-partition script (temper, world variables of several values) is told
-MULTI_PARTITION = ("multi-partition runs (LAMMPS -partition Nx1, temper, world variables of several values) "
-                   "are not implemented for LAMMPS scripts; run the replicas as a TOML sweep with a "
-                   "[tempering] table, or with pycumd.Ensemble and pycumd.tempering.ReplicaExchange in Python "
-                   "(docs/user-guide.md, Many systems at once)")
+#: what a script that needs several partitions (temper, world variables of several values) run without
+#: ``-partition`` is told
+MULTI_PARTITION = ("it needs LAMMPS partitions: run it with pycumd run SCRIPT -partition Nx1 (N replicas, one "
+                   "process each, run as one batch on one device: docs/lammps-compatibility.md, temper)")
 
 __all__ = [
     "Command",
@@ -229,8 +229,10 @@ class ScriptReader(VariableTable):
     7.0
     """
 
-    def __init__(self, variables: Mapping[str, object] | None = None):
+    def __init__(self, variables: Mapping[str, object] | None = None, partition: tuple[int, int] | None = None):
         super().__init__()
+        #: (k, N): this script is partition k (0-based) of N (LAMMPS ``-partition Nx1``); None: one partition
+        self.partition = partition
         for name, value in (variables or {}).items():
             name = str(name)
             if not _NAME_OK.match(name):
@@ -247,6 +249,32 @@ class ScriptReader(VariableTable):
         self._lines_read = 0
 
     # ------------------------------------------------------------------ variables
+
+    def _partition_values(self, name: str, style: str, rest: list[str]) -> list[str]:
+        """The value a ``world``, ``universe`` or ``uloop`` variable has in this partition (LAMMPS
+        ``Variable::set``): world: the k-th of exactly N values; universe/uloop: with exactly N values
+        the k-th (as world); without partitions: world needs one value, universe/uloop start at the
+        first (the rest taken by ``next``)."""
+        if style == "uloop":
+            values = self._loop_values(rest[:1] + (["pad"] if "pad" in rest[1:] else []))
+        else:
+            values = list(rest)
+        if self.partition is None:
+            if style == "world" and len(values) != 1:
+                raise _Error(f"variable {name} world has {len(values)} values, one per partition: {MULTI_PARTITION}")
+            return values
+        k, n = self.partition
+        if len(values) == n:
+            return [values[k]]
+        if style == "world":
+            raise _Error(f"variable {name} world has {len(values)} values, the run has {n} partitions "
+                         f"(-partition {n}x1): give exactly one value per partition")
+        if len(values) < n:
+            raise _Error(f"variable {name} {style} has {len(values)} values, fewer than the {n} partitions "
+                         f"(-partition {n}x1)")
+        raise _Error(f"variable {name} {style} has {len(values)} values for {n} partitions: partitions taking "
+                     f"the further values in turn (LAMMPS' universe loop) is not implemented; give exactly "
+                     f"{n} values (one per partition)")
 
     def _define(self, args: list[str]) -> None:
         """The ``variable`` command."""
@@ -267,14 +295,10 @@ class ScriptReader(VariableTable):
                 raise _Error(f"illegal variable {style} command: no values")
             if existing is not None:
                 return  # LAMMPS keeps the first definition (e.g. from -var)
-            if style == "world" and len(rest) != 1:
-                raise _Error(f"variable {name} world has {len(rest)} values, one per partition: {MULTI_PARTITION}")
-            if style == "loop":
-                values = self._loop_values(rest)
-            elif style == "uloop":
-                values = self._loop_values(rest[:1] + (["pad"] if "pad" in rest[1:] else []))
-            else:
-                values = list(rest)
+            if style in ("world", "universe", "uloop"):
+                self.variables[name] = _Variable(style, self._partition_values(name, style, rest))
+                return
+            values = self._loop_values(rest) if style == "loop" else list(rest)
             self.variables[name] = _Variable(style, values)
             return
         if style in ("string", "equal", "internal", "getenv", "format"):
@@ -524,7 +548,8 @@ class ScriptReader(VariableTable):
 
 def read_script(text: str, filename: str = "<input>",
                 variables: Mapping[str, object] | None = None, *,
-                base_dir: str | os.PathLike | None = None) -> list[Command]:
+                base_dir: str | os.PathLike | None = None,
+                partition: tuple[int, int] | None = None) -> list[Command]:
     """Read a LAMMPS input script into commands (no physics is run).
 
     Parameters
@@ -557,7 +582,7 @@ def read_script(text: str, filename: str = "<input>",
     >>> cmds[0]
     Command(name='region', args=['box', 'block', '0', '4', '0', '4', '0', '4'], line=2, source='<input>')
     """
-    return ScriptReader(variables).read(text, filename, base_dir)
+    return ScriptReader(variables, partition).read(text, filename, base_dir)
 
 
 def read_script_file(path: str | os.PathLike,
