@@ -364,9 +364,8 @@ class BatchedEngine:
         :mod:`pycumd.batch_graph` (each stretch between two stops one CUDA graph launch, the
         rebuild decisions and builds on the device; :class:`BatchUnsupported` on the CPU, and for
         a ramped thermostat target); ``"host"``, one launch per kernel per step and a read of the
-        rebuild flags each step; ``"auto"`` (default): host-stepped, the faster of the two as measured
-        (1,024 x 1,000 atoms on an H100: the graph 0.65x the host-stepped rate, docs/batch.md).  The bits
-        are the same.
+        rebuild flags each step; ``"auto"`` (default), the graph where it runs (1,024 x 1,000 atoms on an
+        H100 over 2,000 steps: 1.16x the host-stepped rate, docs/batch.md).  The bits are the same.
 
     Attributes
     ----------
@@ -391,8 +390,8 @@ class BatchedEngine:
         if step == "graph" and not members[0].backend.is_gpu:
             raise BatchUnsupported(f"step='graph' runs the batch's steps in a CUDA graph: the GPU's; these "
                                    f"systems run on {members[0].backend.name} (step='host' or 'auto')")
-        #: "graph" (the device loop of pycumd.batch_graph), "host" (host-stepped), "auto" (host-stepped:
-        #: the graph measured slower, docs/batch.md)
+        #: "graph" (the device loop of pycumd.batch_graph), "host" (host-stepped), "auto" (the graph
+        #: on the GPU where the driver has conditional nodes and no thermostat target ramps)
         self.step_mode = step
         self._graph = None
         self.members = list(members)
@@ -589,7 +588,8 @@ class BatchedEngine:
         """Run the steps ``step + 1 .. until`` of every active system; energies and virials are
         computed at ``until`` (the stop, where members report).  The members' step numbers and list
         schedules are brought up to date at the end (:meth:`sync_members`).  On the GPU the steps
-        run in the device loop of :mod:`pycumd.batch_graph` with ``step="graph"``, else host-stepped."""
+        run in the device loop of :mod:`pycumd.batch_graph` (``step="graph"``, or ``"auto"`` where
+        the driver has conditional graph nodes and no thermostat ramps its target), else host-stepped."""
         ramps = self._ramps()
         self._noise_factors()
         graph = self._step_graph(ramps) if until > step else None
@@ -635,9 +635,9 @@ class BatchedEngine:
 
     def _step_graph(self, ramps: bool):
         """The device loop (:class:`~pycumd.batch_graph.BatchStepGraph`) that runs the steps, or
-        None where they are host-stepped (``step="host"`` or ``"auto"``, the CPU, a ramped thermostat
-        target)."""
-        if self.step_mode in ("host", "auto") or not self.gpu:
+        None where they are host-stepped (``step="host"``, the CPU, a ramped thermostat target, or
+        ``"auto"`` on a driver without conditional graph nodes)."""
+        if self.step_mode == "host" or not self.gpu:
             return None
         if ramps:
             if self.step_mode == "graph":

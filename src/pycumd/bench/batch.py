@@ -242,6 +242,9 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="auto")
     p.add_argument("--precision", default="single")
     p.add_argument("--no-big", action="store_true", help="independent: skip the one-big-system baseline")
+    p.add_argument("--no-alone", action="store_true",
+                   help="independent: skip the systems-one-after-another baseline (its time grows with --steps "
+                        "times --systems)")
     p.add_argument("--engine", choices=tuple(ENGINES), default="members",
                    help="members (each system its own kernels), batched (one launch per kernel for the whole "
                         "batch; deterministic mode), or both in the same process (default members)")
@@ -257,7 +260,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     results = []
     if args.case in ("independent", "both"):
-        baselines = ("one_at_a_time",) if args.no_big else ("one_big", "one_at_a_time")
+        baselines = tuple(b for b, skip in (("one_big", args.no_big), ("one_at_a_time", args.no_alone)) if not skip)
         results.append(independent(args.systems, args.atoms, args.steps, args.warmup, args.device, args.precision,
                                    baselines, args.engine, args.deterministic, args.batch_step, args.batch_lists))
     if args.case in ("tempering", "both"):
