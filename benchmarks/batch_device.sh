@@ -73,18 +73,6 @@ add_pip_nvidia_libs
 cat "$OUT/env.log"
 
 left() { echo $(( BUDGET - (SECONDS - start) )); }
-run() {            # name cap command...: runs under the budget; prints one line
-    local name=$1 cap=$2; shift 2
-    local l=$(left) t0=$SECONDS rc
-    local t=$(( l < cap ? l : cap ))
-    if (( t < 30 )); then
-        echo "$name: skipped ($l s of the $BUDGET s budget left)" | tee "$OUT/$name.log"
-        return 3
-    fi
-    timeout -k 10 "$t" "$@" > "$OUT/$name.log" 2>&1; rc=$?
-    echo "$name: exit $rc after $(( SECONDS - t0 )) s (limit $t s, $(( SECONDS - start )) s in): $(grep -v '^\s*$' "$OUT/$name.log" | tail -n 1 | cut -c1-200)"
-    return $rc
-}
 has() { case " $PARTS " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
 peer_error() {     # engine message: one error record for a peer part that did not run
     python3 -c 'import json, sys; e, m, r, n = sys.argv[1:5]

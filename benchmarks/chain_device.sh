@@ -82,18 +82,6 @@ r = replication_for(int(a))
 print(json.dumps({"engine": e, "system": "in.chain", "N": BASE_ATOMS * r[0] * r[1] * r[2], "replicate": list(r),
                   "precision": p, "steps_per_s": None, "atom_steps_per_s": None, "error": m}))' "$@" >> "$JSON"
 }
-run() {            # name cap command...: runs under the budget; prints one line
-    local name=$1 cap=$2; shift 2
-    local left=$(( BUDGET - (SECONDS - start) )) t0=$SECONDS rc
-    local t=$(( left < cap ? left : cap ))
-    if (( t < 30 )); then
-        echo "$name: skipped ($left s of the $BUDGET s budget left)"
-        return 3
-    fi
-    timeout -k 10 "$t" "$@" > "$OUT/$name.log" 2>&1; rc=$?
-    echo "$name: exit $rc after $(( SECONDS - t0 )) s (limit $t s, $(( SECONDS - start )) s in): $(grep -v '^\s*$' "$OUT/$name.log" | tail -n 1 | cut -c1-200)"
-    return $rc
-}
 records() { if [ -f "$JSON" ]; then wc -l < "$JSON"; else echo 0; fi; }
 missing() {        # engine atoms rc log precisions...: an error line for each precision without a record
     local e=$1 a=$2 rc=$3 log=$4 p; shift 4

