@@ -383,6 +383,18 @@ def test_plot_reads_a_log_whose_runs_print_other_columns(tmp_path):
     assert plot.kind_of(columns) == "thermo"
 
 
+
+def test_plot_leaves_out_a_last_row_cut_off_by_a_kill(tmp_path):
+    """A run killed inside the write of a row can leave it without its line end and its last value
+    cut short ("0." of "0.5"): read_csv warns and leaves it out rather than read 0.0."""
+    from pycumd import plot
+
+    log = tmp_path / "cut.csv"
+    log.write_text("Step,Temp,PotEng\n0,1.0,-5.0\n5,1.1,-5.1\n10,1.2,-5.")
+    with pytest.warns(UserWarning, match=r"cut.csv:4: the last line has no line end"):
+        columns = plot.read_csv(log)
+    assert columns["Step"].tolist() == [0, 5] and columns["PotEng"].tolist() == [-5.0, -5.1]
+
 # -- extended XYZ: species ASE reads ---------------------------------------------------------------
 def _two_type_data(path, masses_comments=("", "")):
     """108 atoms of two types on an fcc lattice (3 x 3 x 3 cells, lj density 0.8442), as a data file."""

@@ -16,6 +16,7 @@ with ``--show``.  Needs matplotlib (``pip install 'pycumd[plot]'``).
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -54,8 +55,17 @@ def read_csv(path) -> dict:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such file")
+    text = path.read_text()
+    lines = text.splitlines()
+    if text and not text.endswith("\n") and len(lines) > 1:
+        # pycumd's writers end every row with a line end: a last line without one is a row cut off
+        # by a kill inside its write (the OS may stop a write between pages); its last value may be
+        # cut short, so it is left out rather than read as a number it never was
+        warnings.warn(f"{path}:{len(lines)}: the last line has no line end (a run killed while writing "
+                      f"it); left out", stacklevel=2)
+        lines = lines[:-1]
     parts = []                                   # (header, rows)
-    for n, line in enumerate(path.read_text().splitlines(), 1):
+    for n, line in enumerate(lines, 1):
         fields = line.strip().split(",")
         if not line.strip():
             continue

@@ -30,7 +30,9 @@ class ThermoReporter(Reporter):
         Interval in steps; 0 means only the first and last step of each run (LAMMPS ``thermo 0``).
     log : str or path, optional
         CSV file: a header of the column names, then one row per report, flushed as written so
-        that a run that stops early keeps everything reported so far.  The columns are those shown
+        that a run that stops early keeps everything reported so far (a SIGKILL inside the write
+        of a row may leave that last row cut off, without its line end: a continuation with
+        ``resume_step`` cuts it away, as :func:`pycumd.plot.read_csv` leaves it out).  The columns are those shown
         on the screen; where a later run of the same input shows other columns (another
         ``thermo_style``), a new header line precedes its rows.
     screen : bool or file
