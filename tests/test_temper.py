@@ -141,7 +141,11 @@ def test_partition_variables_with_the_wrong_count_name_the_line(tmp_path, variab
     ("temper 200 100 $t 1 0 58728", ":14: temper: fix 1 is fix nve; temper needs a thermostat fix"),
     ("temper 200 100 $t 9 0 58728", ":14: temper: no fix with ID 9"),
     ("temper 200 30 $t 2 0 58728", ":14: temper: temper 200 30: N must be a multiple of M"),
-    ("temper 200 100 $t 2 0 58728 3", ":14: temper: temper ... index 3 .* not implemented"),
+    ("temper 200 100 $t 2 0 58728 4", ":14: temper: temper index 4 \\(partition 0\\): invalid temperature index "
+                                     "value, expected 0..3 for 4 partitions"),
+    ("temper 200 100 $t 2 0 58728 x", ":14: temper: temper index 'x': expected a whole number"),
+    ("variable i world 0 0 1 2\ntemper 200 100 $t 2 0 58728 $i",
+     "temper indices \\[0, 0, 1, 2\\] \\(by partition\\) are not a permutation of 0..3"),
     ("temper 200 100 $t 2 0 0", ":14: temper: temper seeds 0 0"),
     ("run 10\ntemper 200 100 $t 2 0 58728", "a run or minimize besides temper is not implemented"),
     ("fix 3 all momentum 10 linear 1 1 1\ntemper 200 100 $t 2 0 58728",
@@ -150,8 +154,55 @@ def test_partition_variables_with_the_wrong_count_name_the_line(tmp_path, variab
     ("dump 1 all atom 10 d.lammpstrj\ntemper 200 100 $t 2 0 58728", "dump and fix ave/time are not implemented"),
 ])
 def test_temper_errors(tmp_path, run, message):
-    with pytest.raises((LammpsScriptError, NotImplementedError), match=message):
+    with pytest.raises((LammpsScriptError, NotImplementedError, ValueError), match=message):
         plan_partitions(_script(tmp_path, run), 4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_temper_index_starts_each_partition_at_its_ladder_index(device, tmp_path, monkeypatch, capsys):
+    """``temper ... $i`` with ``variable i world 2 0 3 1`` (LAMMPS' continuation of a tempering run):
+    partition k starts at temperature LADDER[i_k] (its thermostat's target reset, its velocities those
+    its script made), so its rows up to the first attempt (step 100) are, to the last bit, those of
+    ``run 100`` of a script whose fix langevin has LADDER[i_k] from the start; the universe log's first
+    status line is the indices; the ladder still belongs to the partitions' ``temp`` values."""
+    monkeypatch.chdir(tmp_path)
+    index = (2, 0, 3, 1)
+    variable = ("variable t world " + " ".join(map(str, LADDER)) + "\nvariable i world "
+                + " ".join(map(str, index)))
+    script = _script(tmp_path, "temper 200 100 $t 2 0 58728 $i", variable=variable)
+    assert main(["run", str(script), "-partition", "4x1", "--device", device, "--log", "rx.csv"]) == 0
+    log = (tmp_path / "log.lammps").read_text().splitlines()
+    assert log[:2] == ["Step T0 T1 T2 T3", "0 2 0 3 1"] and len(log) == 2 + 2
+    rows = _rows(tmp_path / "rx.csv")
+    for k, i in enumerate(index):
+        plain = _script(tmp_path, "run 100", variable=f"variable t index {LADDER[k]}", name=f"in.plain{k}")
+        plain.write_text(plain.read_text().replace("fix 2 all langevin $t $t", f"fix 2 all langevin {LADDER[i]} "
+                                                                               f"{LADDER[i]}"))
+        assert main(["run", str(plain), "--device", device, "--log", f"plain{k}.csv"]) == 0
+        alone = _rows(tmp_path / f"plain{k}.csv")
+        mine = [r for r in rows if int(r["system"]) == k and int(r["Step"]) <= 100]
+        assert [int(r["Step"]) for r in alone] == [int(r["Step"]) for r in mine] == list(range(0, 101, 20))
+        for a, b in zip(alone, mine):
+            for key in ("Temp", "E_pair", "TotEng", "Press"):
+                assert float(a[key]) == float(b[key]), (k, a["Step"], key)
+    plan = plan_partitions(script, 4)
+    assert plan.exchange["initial_index"] == list(index)
+    assert [label["temperature"] for label in plan.labels] == [LADDER[i] for i in index]
+    capsys.readouterr()
+
+
+def test_replica_exchange_initial_index():
+    """``initial_index`` puts member i at ladder index initial_index[i] (replica_at its inverse); a
+    list that is not a permutation is refused, naming it."""
+    from pycumd.tempering import ReplicaExchange
+
+    rx = ReplicaExchange(LADDER, every=10, seed=3, initial_index=[2, 0, 3, 1])
+    assert rx.replica_at.tolist() == [1, 3, 0, 2]
+    assert rx.temperature_index.tolist() == rx.start_index.tolist() == [2, 0, 3, 1]
+    assert ReplicaExchange(LADDER, every=10, seed=3).start_index.tolist() == [0, 1, 2, 3]
+    for bad in ([0, 0, 1, 2], [0, 1, 2], [0, 1, 2, 4]):
+        with pytest.raises(ValueError, match="a permutation of 0..3"):
+            ReplicaExchange(LADDER, every=10, seed=3, initial_index=bad)
 
 
 def test_command_line_errors(tmp_path, capsys):

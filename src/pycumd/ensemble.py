@@ -349,7 +349,7 @@ class Ensemble:
         """The walk log's header (and, LAMMPS style, the status line of the start)."""
         if self._walk_style == "lammps":
             self._walk_log.write(" ".join(["Step"] + [f"T{i}" for i in range(self.n_systems)]) + "\n")
-            self._write_walk_row(self._walk_start, np.arange(self.n_systems))
+            self._write_walk_row(self._walk_start, self.exchange.start_index)
         else:
             self._walk_log.write(",".join(["step"] + [f"T{i}" for i in range(self.n_systems)]) + "\n")
 
@@ -532,7 +532,8 @@ class EnsemblePlan:
     labels : list of dict
         Each member's swept values (``{"density": 0.7, "seed": 2}``), printed and stored.
     exchange : dict or None
-        ``temperatures, every, seed, random_pairs`` of a replica-exchange run (:class:`ReplicaExchange`);
+        ``temperatures, every, seed, random_pairs`` (and optionally ``initial_index``) of a
+        replica-exchange run (:class:`ReplicaExchange`);
         exchange_log: the CSV of its walk (``Ensemble``'s ``exchange_log``), or None.
     thermo_log : path or None
         One CSV with a ``system`` column; trajectory : a path pattern with ``{system}``, or None.

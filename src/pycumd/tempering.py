@@ -48,8 +48,9 @@ class ReplicaExchange:
     ----------
     temperatures : sequence of float
         The ladder, one temperature per replica (temperature units), strictly increasing.
-        Replica ``i`` (member ``i`` of the ensemble) starts at ``temperatures[i]``: :meth:`bind`
-        sets its thermostat's target to it (its velocities are the caller's).
+        Replica ``i`` (member ``i`` of the ensemble) starts at ``temperatures[i]`` (or at
+        ``temperatures[initial_index[i]]``): :meth:`bind` sets its thermostat's target to it (its
+        velocities are the caller's).
     every : int
         Steps between two exchange attempts (LAMMPS ``temper N M`` M).
     seed : int
@@ -57,6 +58,10 @@ class ReplicaExchange:
     random_pairs : bool
         False (LAMMPS' default, ``seed_swap`` 0): even and odd pairs alternate; True: each attempt
         picks even or odd pairs with probability 1/2 (from the same generator).
+    initial_index : sequence of int, optional
+        Each member's starting index in the ladder, a permutation of ``0 .. M-1`` (LAMMPS ``temper
+        ... index``, the ``world2temp`` of a tempering run being continued, e.g. from the last line
+        of its universe log). Default: member ``i`` at ``temperatures[i]``.
 
     Attributes
     ----------
@@ -69,7 +74,7 @@ class ReplicaExchange:
         ``world2temp``).
     """
 
-    def __init__(self, temperatures, every: int, seed: int, random_pairs: bool = False):
+    def __init__(self, temperatures, every: int, seed: int, random_pairs: bool = False, initial_index=None):
         t = np.asarray(temperatures, dtype=np.float64)
         if t.ndim != 1 or len(t) < 2:
             raise ValueError(f"replica exchange needs a ladder of at least 2 temperatures, got {temperatures!r}")
@@ -83,6 +88,14 @@ class ReplicaExchange:
         self.every, self.seed, self.random_pairs = int(every), int(seed), bool(random_pairs)
         m = len(t)
         self.replica_at = np.arange(m)
+        self.initial_index = None
+        if initial_index is not None:
+            index = np.asarray(initial_index)
+            if index.shape != (m,) or not np.issubdtype(index.dtype, np.integer) or sorted(index.tolist()) != list(range(m)):
+                raise ValueError(f"replica-exchange initial_index {list(initial_index)!r}: each member's index in the "
+                                 f"ladder of {m} temperatures, a permutation of 0..{m - 1} (each index once)")
+            self.initial_index = index.astype(np.int64)
+            self.replica_at[self.initial_index] = np.arange(m)
         self.attempts = np.zeros(m - 1, dtype=np.int64)
         self.accepted = np.zeros(m - 1, dtype=np.int64)
         self.n_attempts = 0
@@ -98,6 +111,12 @@ class ReplicaExchange:
         index = np.empty_like(self.replica_at)
         index[self.replica_at] = np.arange(self.n_replicas)
         return index
+
+    @property
+    def start_index(self) -> np.ndarray:
+        """Each member's index in the ladder at the start of the tempering run, shape (M,)
+        (``initial_index``, or member ``i`` at ``i``): the first status line of LAMMPS' universe log."""
+        return self.initial_index.copy() if self.initial_index is not None else np.arange(self.n_replicas)
 
     def acceptance_ratios(self) -> np.ndarray:
         """Accepted / attempted of each pair ``(k, k+1)``, shape (M - 1,) (NaN where none was tried)."""

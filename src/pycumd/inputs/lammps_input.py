@@ -140,9 +140,11 @@ class _Setup:
 @dataclass(frozen=True)
 class TemperSettings:
     """LAMMPS ``temper N M temp fix-ID seed1 seed2`` of one partition: ``steps`` (N), ``every`` (M, steps
-    between exchange attempts), ``temperature`` (this partition's starting temperature, temperature
-    units), the thermostat fix's ID, ``seed_swap`` (seed1: 0 alternates even and odd pairs as LAMMPS; any
-    other value picks them at random) and ``seed_boltz`` (seed2: the seed of the acceptance draws)."""
+    between exchange attempts), ``temperature`` (this partition's entry in the ladder, temperature
+    units; its starting temperature unless ``index`` is given), the thermostat fix's ID, ``seed_swap`` (seed1: 0 alternates even and odd pairs as LAMMPS; any
+    other value picks them at random), ``seed_boltz`` (seed2: the seed of the acceptance draws) and
+    ``index`` (the optional 7th argument: the ladder index this partition starts at, to continue a
+    tempering run; None: its own partition index)."""
 
     steps: int
     every: int
@@ -150,6 +152,7 @@ class TemperSettings:
     fix_id: str
     seed_swap: int
     seed_boltz: int
+    index: int | None = None
 
 
 class LammpsPlanner:
@@ -295,7 +298,10 @@ class LammpsPlanner:
     def _cmd_temper(self, a):
         """``temper N M temp fix-ID seed1 seed2 [index]`` (LAMMPS ``Temper::command``): a run of N steps with a
         replica-exchange attempt every M steps between the partitions (``-partition Nx1``), the thermostat
-        fix ``fix-ID`` (nvt or langevin) of each getting the exchanged target temperature.  Planned as a
+        fix ``fix-ID`` (nvt or langevin) of each getting the exchanged target temperature.  ``index``
+        (0..N-1, usually a world variable) continues a tempering run: the partition starts at that
+        index of the ladder of the partitions' ``temp`` values (its thermostat's target reset to it, its
+        velocities kept), as LAMMPS does.  Planned as a
         run of N steps whose stage carries :class:`TemperSettings`; the partitions' plans are put together
         into one batch by :func:`plan_partitions`."""
         from .lammps_script import MULTI_PARTITION
@@ -306,10 +312,17 @@ class LammpsPlanner:
             raise ValueError("temper needs N M temp fix-ID seed1 seed2")
         if len(a) > 7:
             raise ValueError(f"temper takes at most 7 arguments (N M temp fix-ID seed1 seed2 index), got {len(a)}")
+        index = None
         if len(a) == 7:
-            raise NotImplementedError(f"temper ... index {a[6]} (restarting a tempering run from a replica's "
-                                      f"temperature index) is not implemented; continue a batch with pycumd run "
-                                      f"--checkpoint / --restart instead")
+            k, n = self.partition
+            try:
+                index = int(a[6])
+            except ValueError:
+                raise ValueError(f"temper index {a[6]!r}: expected a whole number (the ladder index this "
+                                 f"partition starts at)") from None
+            if not 0 <= index < n:
+                raise ValueError(f"temper index {index} (partition {k}): invalid temperature index value, "
+                                 f"expected 0..{n - 1} for {n} partitions")
         steps, every, temp, fix_id = int(a[0]), int(a[1]), float(a[2]), a[3]
         seed_swap, seed_boltz = int(a[4]), int(a[5])
         if steps < 0 or every < 1:
@@ -333,7 +346,7 @@ class LammpsPlanner:
             raise NotImplementedError(f"fix {', '.join(others)} beside the thermostat fix {fix_id}: pycumd's replica "
                                       f"exchange resets the target of a thermostat that runs alone")
         self._cmd_run([str(steps)])
-        self.stages[-1].temper = TemperSettings(steps, every, temp, fix_id, seed_swap, seed_boltz)
+        self.stages[-1].temper = TemperSettings(steps, every, temp, fix_id, seed_swap, seed_boltz, index)
 
     def _cmd_package(self, a):
         """``package gpu|kokkos|omp|intel|cuda ...``: settings of LAMMPS' accelerator packages (threads,
@@ -2241,9 +2254,20 @@ def plan_partitions(path, n_partitions: int, variables=None, engine: EngineOptio
         systems.append(system)
     t = settings[0]
     exchange = {"temperatures": ladder, "every": t.every, "seed": t.seed_boltz, "random_pairs": t.seed_swap != 0}
+    indices = [s.index for s in settings]
+    if any(i is not None for i in indices):          # temper ... index: a tempering run continued
+        if any(i is None for i in indices):
+            missing = [k for k, i in enumerate(indices) if i is None]
+            raise ValueError(f"{name}: temper has its index argument in some partitions but not in {missing}; "
+                             f"give it in every partition or in none")
+        if sorted(indices) != list(range(n_partitions)):
+            raise ValueError(f"{name}: temper indices {indices} (by partition) are not a permutation of "
+                             f"0..{n_partitions - 1}: each temperature must be taken by exactly one partition")
+        exchange["initial_index"] = indices
+    start = exchange.get("initial_index", range(n_partitions))     # each partition's starting ladder index
     engine = engine or plans[0].engine
     return EnsemblePlan(systems, [st.potential for st in stages], [st.integrator for st in stages],
-                        [{"partition": k, "temperature": temp} for k, temp in enumerate(ladder)], t.steps,
+                        [{"partition": k, "temperature": ladder[i]} for k, i in enumerate(start)], t.steps,
                         stages[0].neighbor, engine, thermo_every=stages[0].thermo_every, exchange=exchange,
                         exchange_log="log.lammps", exchange_log_style="lammps",
                         source={"kind": "lammps-partitions", "path": name, "text": text, "base_dir": base_dir,
