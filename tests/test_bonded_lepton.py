@@ -318,3 +318,20 @@ def test_python_errors():
         make_style("angle", "lepton").coeff(0, [100, "3.0"])
     with pytest.raises(ValueError, match=r"angle type\(s\) \[2\] have no coefficients"):
         make_style("angle", "lepton").coeff(0, [100, "theta^2"]).table(2)
+
+
+@pytest.mark.lammps
+@needs_lammps
+def test_write_data_is_read_back_by_lammps_and_pycumd(tmp_path):
+    """write_data's Coeffs sections of the lepton styles (the reference, the condensed expression: one word):
+    LAMMPS and pycumd read the file back to the same bonded energies (1e-10) as the run that wrote it."""
+    script = _script(tmp_path, bond_setting="no_offset") + f"run 0\nwrite_data {tmp_path / 'out.data'}\n"
+    first = run_lammps_script(text=script, screen=False, device="cpu").thermo.rows[0]
+    assert "1 0.9 K*r^2+0.5;K=200.0" in (tmp_path / "out.data").read_text()
+    again = ("units lj\natom_style molecular\npair_style lj/cut 2.5\nbond_style lepton no_offset\nangle_style lepton\n"
+             f"dihedral_style lepton\nread_data {tmp_path / 'out.data'}\n"
+             "thermo_style custom step pe ebond eangle edihed\nthermo_modify format float %.16g\nrun 0\n")
+    ref = run_lammps(again).thermo
+    ours = run_lammps_script(text=again, screen=False, device="cpu").thermo.rows[0]
+    for key in ("E_bond", "E_angle", "E_dihed"):
+        assert ours[key] == pytest.approx(first[key], rel=1e-10) and ref[key][0] == pytest.approx(first[key], rel=1e-10)
