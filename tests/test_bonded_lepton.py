@@ -17,7 +17,7 @@ from pycumd.box import Box
 from pycumd.inputs.lammps_input import run_lammps_script
 from pycumd.inputs.lammps_script import LammpsScriptError
 from pycumd.molecular.bonded import BondedForces
-from pycumd.molecular.styles.registry import make_style
+from pycumd.molecular.styles.registry import bonded_styles, make_style
 from pycumd.molecular.topology import Topology, checkpoint_arrays, checkpoint_record, from_checkpoint
 from pycumd.potentials.formula import FormulaError
 from pycumd.precision import get_precision
@@ -272,6 +272,17 @@ def test_data_file_words_and_checkpoint_round_trip():
     back = from_checkpoint(checkpoint_record(top), checkpoint_arrays(top))
     assert back.styles["angle"].describe() == "angle_style lepton no_offset"
     assert np.array_equal(back.styles["angle"].table(2), style.table(2))
+
+
+def test_every_gpu_style_has_its_device_function_and_lepton_has_none():
+    """A style flagged runs_on_gpu names a .cuh that exists; the lepton styles are flagged CPU-only."""
+    package = Path(__import__("pycumd").__file__).parent
+    for (kind, name), cls in bonded_styles().items():
+        if cls.runs_on_gpu:
+            assert cls.cuda_header and (package / cls.cuda_header).is_file(), (kind, name)
+        else:
+            assert name == "lepton" and not cls.cuda_header, (kind, name)
+    assert {k for k, n in bonded_styles() if n == "lepton"} == {"bond", "angle", "dihedral"}
 
 
 def test_gpu_backend_is_refused_naming_the_style():

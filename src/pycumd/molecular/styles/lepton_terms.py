@@ -62,8 +62,8 @@ class LeptonTerms:
     # -- LAMMPS commands ------------------------------------------------------------------------
     def settings(self, args):
         """``KIND_style lepton [auto_offset|no_offset]`` (bond and angle; default auto_offset:
-        ``E(0)`` of each type's expression is subtracted from its energy).  Given after the
-        coefficients it changes only the types set later, as in LAMMPS."""
+        ``E(0)`` of each type's expression is subtracted from its energy, taken when its coefficients
+        are set); the dihedral style takes none."""
         if args and (not self.offset_keywords or len(args) > 1 or args[0] not in ("auto_offset", "no_offset")):
             takes = "auto_offset or no_offset" if self.offset_keywords else "no global arguments"
             raise ValueError(f"{self.kind}_style lepton takes {takes} (got {' '.join(args)})")
