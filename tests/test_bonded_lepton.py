@@ -4,6 +4,9 @@ written here (both handednesses: dihedral angles on both sides of LAMMPS' 0..2 p
 built-in styles they equal, force = -grad E, the settings' offsets, data-file and checkpoint round trips,
 the errors, and the GPU's refusal (CPU only for now)."""
 
+import shutil
+import subprocess
+import tempfile
 import types
 from pathlib import Path
 
@@ -159,13 +162,13 @@ def _topology(n, styles):
     return top
 
 
-def _evaluate(top, pos):
-    b = _backend.select("cpu")
-    prec = get_precision("double", "cpu", deterministic=True)
+def _evaluate(top, pos, backend="cpu"):
+    b = _backend.select(backend)
+    prec = get_precision("double", b.name, deterministic=True)
     state = State.from_system(System(Box([20.0] * 3), pos, [1.0], topology=top), b, prec)
     bonded = BondedForces(top, b, prec)
     bonded.compute(state, True)
-    return bonded.energies(), np.asarray(state.forces)[:, :3].astype(float).copy()
+    return bonded.energies(), np.asarray(b.to_host(state.forces))[:, :3].astype(float).copy()
 
 
 def _dihedral_angles(pos):
@@ -274,15 +277,70 @@ def test_data_file_words_and_checkpoint_round_trip():
     assert np.array_equal(back.styles["angle"].table(2), style.table(2))
 
 
-def test_every_gpu_style_has_its_device_function_and_lepton_has_none():
-    """A style flagged runs_on_gpu names a .cuh that exists; the lepton styles are flagged CPU-only."""
+def test_every_style_has_its_device_function_and_lepton_is_not_yet_run_on_gpu():
+    """Every registered style names a .cuh that exists; the lepton styles' device functions compile (below) but
+    are flagged CPU-only until they have run on a GPU."""
     package = Path(__import__("pycumd").__file__).parent
     for (kind, name), cls in bonded_styles().items():
-        if cls.runs_on_gpu:
-            assert cls.cuda_header and (package / cls.cuda_header).is_file(), (kind, name)
-        else:
-            assert name == "lepton" and not cls.cuda_header, (kind, name)
+        assert cls.cuda_header and (package / cls.cuda_header).is_file(), (kind, name)
+        assert cls.runs_on_gpu == (name != "lepton"), (kind, name)
     assert {k for k, n in bonded_styles() if n == "lepton"} == {"bond", "angle", "dihedral"}
+
+
+#: expressions with every function of the language, for the generated CUDA (a branch each with LEPTON's)
+EVERY_FUNCTION = ("sqrt(1 + X^2) + exp(-X) + log(2 + X^2) + sin(X) + cos(X) + tan(X/4) + sec(X/4) + csc(1 + X^2) "
+                  "+ cot(1 + X^2) + asin(X/9) + acos(X/9) + atan(X) + atan2(X, 2) + sinh(X/3) + cosh(X/3) + tanh(X) "
+                  "+ erf(X) + erfc(X) + step(X)*X^2 + delta(X) + square(X) + cube(X/3) + recip(2 + X^2) + min(X, 1) "
+                  "+ max(X, -1) + abs(X)^3 + floor(X) + ceil(X) + select(step(X), X^5, -X^3) + a*X^7; a=0.01")
+
+
+def _every_function_style(kind):
+    variable = {"bond": "r", "angle": "theta", "dihedral": "phi"}[kind]
+    style = make_style(kind, "lepton")
+    extra = EVERY_FUNCTION.replace("X", variable)
+    for t, c in enumerate(LEPTON[kind] + [LEPTON[kind][0][:-1] + [extra]]):
+        style.coeff(t, c)
+    return style
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not on PATH")
+def test_generated_device_functions_compile():
+    """Each kind's generated body (three branches: STYLES' two expressions and one with every function of the
+    language), passed as the LEPTON_BODY define as BondedForces passes it, compiles in molecular/bonded.cu
+    with the style's .cuh (sm_80, double)."""
+    package = Path(__import__("pycumd").__file__).parent
+    procs = []
+    with tempfile.TemporaryDirectory() as folder:
+        for k, kind in enumerate(("bond", "angle", "dihedral")):
+            style = _every_function_style(kind)
+            defines = {**style.cuda_defines, "TERM_KIND": k, "STYLE_HEADER": f'"{style.cuda_header}"'}
+            assert defines["LEPTON_BODY"].startswith("const int branch = int(row[0]);")
+            cmd = [shutil.which("nvcc"), "-std=c++17", "-arch=sm_80", "--cubin", f"-I{package / 'molecular'}",
+                   f"-I{package}", *[f"-D{n}={v}" for n, v in defines.items()], "-o", f"{folder}/{kind}.cubin",
+                   str(package / "molecular" / "bonded.cu")]
+            procs.append((cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+        for cmd, proc in procs:
+            out = proc.communicate()[0]
+            assert proc.returncode == 0, f"{' '.join(cmd)}\n{out}"
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not _backend.cuda_available(), reason="no CUDA GPU / CuPy on this machine")
+@pytest.mark.parametrize("kind", ["bond", "angle", "dihedral"])
+def test_generated_device_functions_match_the_cpu(kind, monkeypatch):
+    """The device functions (flagged CPU-only until this passes on a GPU: here the flag is lifted) against the
+    CPU in deterministic double on the chain (dihedrals of both signs; three branches, one with every
+    function of the language): each kind's energy to 1e-12 relative, forces to 1e-12 of the largest.  When it
+    passes, set runs_on_gpu = True in LeptonTerms and update the docs."""
+    monkeypatch.setattr(type(make_style(kind, "lepton")), "runs_on_gpu", True)
+    pos = _chain()
+    top = _topology(len(pos), {kind: ("lepton", *LEPTON[kind])})
+    top.styles[kind] = _every_function_style(kind)
+    top.types[kind][::3] = 2                              # every third term of the every-function type
+    top.n_types[kind] = 3
+    (e_cpu, f_cpu), (e_gpu, f_gpu) = _evaluate(top, pos, "cpu"), _evaluate(top, pos, "cuda")
+    assert e_gpu[kind] == pytest.approx(e_cpu[kind], rel=1e-12) and abs(e_cpu[kind]) > 1e-3
+    assert np.abs(f_gpu - f_cpu).max() <= 1e-12 * np.abs(f_cpu).max()
 
 
 def test_gpu_backend_is_refused_naming_the_style():

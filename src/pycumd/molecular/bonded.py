@@ -340,7 +340,8 @@ class BondedForces:
                                           "'single', 'mixed' or 'double'")
             defines = {**precision.cuda_defines}
             self._modules = {k: backend.kernel_module("molecular/bonded.cu", {
-                **defines, "TERM_KIND": KINDS.index(k), "STYLE_HEADER": f'"{self.styles[k].cuda_header}"'},
+                **defines, **self.styles[k].cuda_defines, "TERM_KIND": KINDS.index(k),
+                "STYLE_HEADER": f'"{self.styles[k].cuda_header}"'},
                 options=precision.cuda_options) for k in self.kinds}
             common = backend.kernel_module("molecular/bonded.cu", defines, options=precision.cuda_options)
             self._row_map = common.get_function("bonded_row_map")

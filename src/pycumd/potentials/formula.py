@@ -215,19 +215,23 @@ def compile_function_of(branches: tuple, variable: str, first: int):
     ``branches``: a tuple of ``(expression, parameter names)``, one per distinct formula, each a SymPy
     expression of the real symbol ``variable`` and its parameters; the function switches on the
     branch number in ``row[0]``, and a branch's parameter-only sub-expressions are its table columns
-    from ``row[first]`` on.  Returns ``(raw, column_functions, source)``: the function (Numba,
+    from ``row[first]`` on.  Returns ``(raw, column_functions, source, cuda)``: the function (Numba,
     ``error_model="numpy"``: 1/0 gives inf), per branch the Python functions of the parameters (in
-    the branch's order) that give its columns, and the generated source.
+    the branch's order) that give its columns, the generated Python source, and the same statements
+    in CUDA on one line (the define ``LEPTON_BODY`` of ``molecular/lepton_raw.cuh``: numbers in its
+    type ``T``, commas as ``FORMULA_COMMA``).
     """
     sp = _sympy()
     x = sp.Symbol(variable, real=True)
-    blocks, column_functions = [], []
+    blocks, cuda_blocks, column_functions = [], [], []
     for k, (expr, parameters) in enumerate(branches):
         columns, hoisted = _hoist_columns(sp, (expr, _lepton_derivative(sp, expr, x)), x)
         replacements, reduced = sp.cse(hoisted, symbols=sp.numbered_symbols(f"b{k}x"), optimizations="basic")
         statements = replacements + [(sp.Symbol("energy"), reduced[0]), (sp.Symbol("derivative"), reduced[1])]
         index = {f"c{n}": first + n for n in range(len(columns))}
         blocks.append([f"{lhs} = {_python(rhs, index)}" for lhs, rhs in statements])
+        cuda_blocks.append(" ".join(("" if str(lhs) in ("energy", "derivative") else "T ")
+                                    + f"{lhs} = {_one_line(_cuda(rhs, index))};" for lhs, rhs in statements))
         par = [sp.Symbol(p, real=True) for p in parameters]
         column_functions.append([sp.lambdify(par, c, modules="math") for c in columns])
     lines = ["    branch = int(row[0])"] if len(blocks) > 1 else []
@@ -242,7 +246,10 @@ def compile_function_of(branches: tuple, variable: str, first: int):
     # the source is printed from SymPy expressions whose names are identifiers (formula_syntax)
     exec(compile(source, "<pycumd formula>", "exec"), namespace)
     raw = numba.njit(inline="always", error_model="numpy")(namespace[f"formula_of_{variable}"])
-    return raw, column_functions, source
+    cuda = cuda_blocks[0] if len(cuda_blocks) == 1 else "const int branch = int(row[0]); " + " else ".join(
+        (f"if (branch == {k}) " if k < len(cuda_blocks) - 1 else "") + "{ " + block + " }"
+        for k, block in enumerate(cuda_blocks))
+    return raw, column_functions, source, cuda
 
 
 def _printers():

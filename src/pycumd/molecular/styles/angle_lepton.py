@@ -26,6 +26,7 @@ def _wrap(raw):
 class AngleLepton(LeptonTerms, BondedStyle):
     kind, lammps_style = "angle", "lepton"
     coefficient_names = ("theta0", "expression")
+    cuda_header = "molecular/styles/angle_lepton.cuh"
     variable, meaning, reference = "theta", "the angle minus theta0, in radians", "theta0"
     wrap = staticmethod(_wrap)
 

@@ -68,6 +68,11 @@ class BondedStyle:
         with new type counts)."""
         return type(self)().settings(list(self.style_args))
 
+    @property
+    def cuda_defines(self) -> dict:
+        """Defines the style's ``cuda_header`` needs beside ``STYLE_HEADER`` (generated code); none by default."""
+        return {}
+
     def kernel_key(self):
         """What the compiled CPU term kernel of this style depends on (its cache key): the class, whose
         ``cpu_function`` it is; a style with generated functions adds what they were generated from."""

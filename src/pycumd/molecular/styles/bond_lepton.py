@@ -24,6 +24,7 @@ def _wrap(raw):
 class BondLepton(LeptonTerms, BondedStyle):
     kind, lammps_style = "bond", "lepton"
     coefficient_names = ("r0", "expression")
+    cuda_header = "molecular/styles/bond_lepton.cuh"
     variable, meaning, reference = "r", "the bond length minus r0", "r0"
     wrap = staticmethod(_wrap)
 

@@ -26,6 +26,7 @@ def _wrap(raw):
 class DihedralLepton(LeptonTerms, BondedStyle):
     kind, lammps_style = "dihedral", "lepton"
     coefficient_names = ("expression",)
+    cuda_header = "molecular/styles/dihedral_lepton.cuh"
     variable, meaning, reference = "phi", "the dihedral angle in radians, 0 to 2 pi", None
     offset_keywords = False
     wrap = staticmethod(_wrap)

@@ -13,8 +13,11 @@ definitions share one branch.
 Table row of a type: ``[branch, reference, offset, columns...]`` (``reference``: r0 (length) or
 theta0 (radians), 0 for dihedrals; ``offset``: the energy subtracted, ``E(0)`` with ``auto_offset``).
 
-CPU only for now: ``runs_on_gpu`` is False, so :class:`~pycumd.molecular.bonded.BondedForces`
-refuses the GPU backend (no device function is generated yet).
+The same statements are printed in CUDA (:attr:`LeptonTerms.cuda_defines`: ``LEPTON_BODY`` of
+``molecular/lepton_raw.cuh``, which each style's ``.cuh`` wraps as the Numba wrapper does), and they
+compile (tests/test_bonded_lepton.py, tests/test_kernel_sources.py); but until they have run on a GPU
+against the CPU (``tests/test_bonded_lepton.py -m cuda``), ``runs_on_gpu`` is False and
+:class:`~pycumd.molecular.bonded.BondedForces` refuses the GPU backend, naming the style.
 """
 
 from __future__ import annotations
@@ -50,7 +53,6 @@ class LeptonTerms:
     reference: str | None = "r0"
     offset_keywords = True
     runs_on_gpu = False
-    cuda_header = ""
     wrap = None
 
     def __init__(self):
@@ -139,7 +141,7 @@ class LeptonTerms:
         missing = [t + 1 for t in range(n_types) if t not in self.coefficients]
         if not n_types or missing:
             raise ValueError(f"{self.kind} type(s) {missing or [1]} have no coefficients for {self.describe()}")
-        raw, _, source = compile_function_of(self._branches(n_types), self.variable, FIRST_COLUMN)
+        raw, _, source, _ = compile_function_of(self._branches(n_types), self.variable, FIRST_COLUMN)
         return _wrapped(type(self).wrap, raw), source
 
     @property
@@ -151,10 +153,17 @@ class LeptonTerms:
     def kernel_key(self):
         return (type(self), self._generated()[1])
 
+    @property
+    def cuda_defines(self) -> dict:
+        """The generated body of ``lepton_raw`` (``molecular/lepton_raw.cuh``) as the define ``LEPTON_BODY``."""
+        n_types = max(self.coefficients, default=-1) + 1
+        self._generated()                       # the errors of missing types
+        return {"LEPTON_BODY": compile_function_of(self._branches(n_types), self.variable, FIRST_COLUMN)[3]}
+
     def type_row(self, type0: int) -> list:
         branches = self._branches(max(self.coefficients) + 1)
         branch, values, offset = self._parsed[type0]
-        _, column_functions, _ = compile_function_of(branches, self.variable, FIRST_COLUMN)
+        _, column_functions, _, _ = compile_function_of(branches, self.variable, FIRST_COLUMN)
         k = branches.index(branch)
         columns = [float(f(*values)) for f in column_functions[k]]
         bad = [c for c in columns if not math.isfinite(c)]
