@@ -367,6 +367,8 @@ ERRORS = [
     ('bond_style lepton shifted', 5, r"bond_style lepton takes auto_offset or no_offset \(got shifted\)"),
     ('bond_style lepton\nbond_coeff 1 1.0 "1/r"', 6, r"not finite at r = 0 .*use bond_style lepton no_offset"),
     ('bond_style lepton\nbond_coeff 1 one "r^2"', 6, r"r0 must be a number, got 'one'"),
+    ('bond_style lepton\nbond_coeff 1 1.0 "r^2/K; K=0"', 6, r"a term of its parameters alone is not a finite number "
+     r"\(ZeroDivisionError"),
     ('bond_style lepton\nbond_coeff 1 1.0 "r^^2"', 6, r"formula 'r\^\^2': cannot read it"),
     ('angle_style lepton\nangle_coeff 1 110 "K*theta^2; K"', 6, r"definition 'K' is not name=value"),
 ]

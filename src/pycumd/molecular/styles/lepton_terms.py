@@ -58,7 +58,7 @@ class LeptonTerms:
     def __init__(self):
         super().__init__()
         self.auto_offset = self.offset_keywords
-        #: type (0-based) -> ((expression, parameter names), parameter values, offset)
+        #: type (0-based) -> ((expression, parameter names), parameter values, offset, table columns)
         self._parsed: dict = {}
 
     # -- LAMMPS commands ------------------------------------------------------------------------
@@ -117,6 +117,16 @@ class LeptonTerms:
                                f"{self.variable}; parameters are defined after ';' as name=value){hint}")
         parameters = tuple(sorted(free - {self.variable}))
         values = tuple(numbers[p] for p in parameters)
+        # the parameter-only sub-expressions of this expression (the same with any other types' branches)
+        _, column_functions, _, _ = compile_function_of(((expr, parameters),), self.variable, FIRST_COLUMN)
+        try:
+            columns = [float(f(*values)) for f in column_functions[0]]
+        except (ArithmeticError, ValueError, TypeError) as exc:
+            columns = [f"{type(exc).__name__}: {exc}"]
+        bad = [c for c in columns if isinstance(c, str) or not math.isfinite(c)]
+        if bad:
+            raise FormulaError(f"expression {text!r}: a term of its parameters alone is not a finite number "
+                               f"({bad[0]})")
         offset = 0.0
         if self.auto_offset:
             e0 = expr.subs({x: 0, **{sp.Symbol(p, real=True): numbers[p] for p in parameters}}).evalf()
@@ -124,7 +134,7 @@ class LeptonTerms:
                 raise FormulaError(f"expression {text!r} is not finite at {self.variable} = 0 ({e0}), where "
                                    f"auto_offset takes its energy offset; use {self.kind}_style lepton no_offset")
             offset = float(e0)
-        return (expr, parameters), values, offset
+        return (expr, parameters), values, offset, columns
 
     # -- tables and the generated function ------------------------------------------------------
     def _branches(self, n_types: int) -> tuple:
@@ -161,15 +171,8 @@ class LeptonTerms:
         return {"LEPTON_BODY": compile_function_of(self._branches(n_types), self.variable, FIRST_COLUMN)[3]}
 
     def type_row(self, type0: int) -> list:
-        branches = self._branches(max(self.coefficients) + 1)
-        branch, values, offset = self._parsed[type0]
-        _, column_functions, _, _ = compile_function_of(branches, self.variable, FIRST_COLUMN)
-        k = branches.index(branch)
-        columns = [float(f(*values)) for f in column_functions[k]]
-        bad = [c for c in columns if not math.isfinite(c)]
-        if bad:
-            raise FormulaError(f"{self.kind} type {type0 + 1} ({self.describe()}): expression "
-                               f"{self.coefficients[type0][-1]!r} has a parameter term that is not finite ({bad[0]})")
+        branch, _, offset, columns = self._parsed[type0]
+        k = self._branches(max(self.coefficients) + 1).index(branch)
         return [float(k), self.reference_value(type0), offset, *columns]
 
     def reference_value(self, type0: int) -> float:
