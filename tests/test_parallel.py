@@ -147,6 +147,17 @@ def test_molecules_over_domains_match_one_rank(ranks, combo):
 
 
 @needs_mpi
+def test_lepton_bonded_styles_over_domains_match_one_rank():
+    """bond_style, angle_style and dihedral_style lepton (tests/test_bonded_lepton.py's chains, two expressions
+    of each kind) over 2 spatial domains: the common bonded path (terms of the owned atoms from the extended
+    rows) with the generated functions; thermo every 20 steps of 400 matches one rank to 1e-12, atoms migrating."""
+    r = _result(2, "mol-lepton", "--steps", "400")
+    assert r["decomposition"].startswith("spatial domains") and r["rows"] == [21, 21], r
+    assert all(value < 1e-12 for value in r["worst"].values()), r
+    assert r["migrated"] > 0 and all(abs(e) > 0 for e in r["bonded"].values()) and len(r["bonded"]) == 3, r
+
+
+@needs_mpi
 @pytest.mark.parametrize("ranks, style, integrator, grid", [
     (2, "shake", "nve", None), (3, "rattle", "nve", None),
     pytest.param(3, "shake", "nve", None, marks=pytest.mark.ci_only),

@@ -229,9 +229,7 @@ class LammpsPlanner:
         elif a[0] in ("hybrid", "zero", "table"):
             raise NotImplementedError(f"{kind}_style {a[0]} is not supported")
         else:
-            if len(a) > 1:
-                raise ValueError(f"{kind}_style {a[0]} takes no global arguments (got {' '.join(a[1:])})")
-            self.setup.bonded[kind] = make_style(kind, _without_accelerator_suffix(a[0]))
+            self.setup.bonded[kind] = make_style(kind, _without_accelerator_suffix(a[0])).settings(list(a[1:]))
         self._dirty = True
 
     def _bonded_coeff(self, kind: str, a) -> None:
@@ -1530,7 +1528,7 @@ class LammpsPlanner:
             s.n_term_types = dict(data["n_term_types"])
             for kind in KINDS:
                 if s.n_term_types.get(kind, 0) and kind in s.bonded:
-                    s.bonded[kind] = make_style(kind, s.bonded[kind].lammps_style)   # new types: no coefficients
+                    s.bonded[kind] = s.bonded[kind].renewed()     # new types: no coefficients
                 for t, words, line in data["term_coeffs"][kind]:     # as a bond_coeff command each (LAMMPS)
                     if kind not in s.bonded:
                         raise ValueError(f"{path}:{line}: {kind.capitalize()} Coeffs need a {kind}_style command "

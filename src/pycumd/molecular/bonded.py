@@ -196,8 +196,8 @@ _KERNEL_MAKERS = {"bond": _make_bond_kernel, "angle": _make_angle_kernel, "dihed
 
 
 def cpu_term_kernel(style):
-    """The Numba term kernel of ``style`` (cached per style class)."""
-    key = type(style)
+    """The Numba term kernel of ``style`` (cached per :meth:`~pycumd.molecular.styles.base.BondedStyle.kernel_key`)."""
+    key = style.kernel_key()
     if key not in _CPU_TERM_KERNELS:
         maker = _KERNEL_MAKERS[style.kind]
         source = source_key(style.cpu_function)          # Numba's disk cache across processes (jit_cache)
@@ -331,12 +331,17 @@ class BondedForces:
         self.styles = {k: tables[k][0] for k in self.kinds}
         self._warned = False
         if backend.is_gpu:
+            for k in self.kinds:
+                if not self.styles[k].runs_on_gpu:
+                    raise NotImplementedError(f"{self.styles[k].describe()} runs on the CPU only for now "
+                                              f"(device='cpu')")
             if precision.composite:
                 raise NotImplementedError("molecular topology is not implemented in composite precision; use "
                                           "'single', 'mixed' or 'double'")
             defines = {**precision.cuda_defines}
             self._modules = {k: backend.kernel_module("molecular/bonded.cu", {
-                **defines, "TERM_KIND": KINDS.index(k), "STYLE_HEADER": f'"{self.styles[k].cuda_header}"'},
+                **defines, **self.styles[k].cuda_defines, "TERM_KIND": KINDS.index(k),
+                "STYLE_HEADER": f'"{self.styles[k].cuda_header}"'},
                 options=precision.cuda_options) for k in self.kinds}
             common = backend.kernel_module("molecular/bonded.cu", defines, options=precision.cuda_options)
             self._row_map = common.get_function("bonded_row_map")

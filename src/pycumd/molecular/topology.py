@@ -325,7 +325,8 @@ def checkpoint_arrays(topology: Topology) -> dict:
 def checkpoint_record(topology: Topology) -> dict:
     """The topology's JSON part for a checkpoint: type counts, styles with their coefficients, special_bonds."""
     return {"n_types": dict(topology.n_types),
-            "styles": {kind: {"style": s.lammps_style, "coefficients": {str(t): list(v) for t, v in s.coefficients.items()}}
+            "styles": {kind: {"style": s.lammps_style, "settings": list(s.style_args),
+                              "coefficients": {str(t): list(v) for t, v in s.coefficients.items()}}
                        for kind, s in topology.styles.items()},
             "special": {"lj": list(topology.special.lj), "coul": list(topology.special.coul),
                         "angle": topology.special.angle, "dihedral": topology.special.dihedral}}
@@ -340,7 +341,7 @@ def from_checkpoint(record: dict | None, arrays: dict) -> Topology | None:
 
     styles = {}
     for kind, s in record["styles"].items():
-        styles[kind] = make_style(kind, s["style"])
+        styles[kind] = make_style(kind, s["style"]).settings(s.get("settings", []))
         for t, values in s["coefficients"].items():
             styles[kind].coeff(int(t), values)
     sp = record["special"]

@@ -10,21 +10,7 @@
                      force_over_r = x0 / r2 * (T(12) * row[4] * x0 - T(6) * row[5]);
 #endif
 #define PAIR_TABLE_COLUMNS FORMULA_COLUMNS
-// a comma inside FORMULA_BODY (arguments of fmin, pow, ...): nvcc splits a -D value at commas
-#define FORMULA_COMMA ,
-
-// x^N for a positive integer N by repeated squaring (unrolled at compile time)
-template <int N, typename T>
-__device__ __forceinline__ T ipow(T x) {
-    if constexpr (N == 1) {
-        return x;
-    } else if constexpr (N % 2 == 0) {
-        T h = ipow<N / 2>(x);
-        return h * h;
-    } else {
-        return x * ipow<N - 1>(x);
-    }
-}
+#include "formula_support.cuh"     // FORMULA_COMMA, ipow<N>
 
 template <typename T>
 __device__ __forceinline__ void pair_raw(T r2, const T* row, T& energy, T& force_over_r) {

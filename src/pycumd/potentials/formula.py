@@ -37,7 +37,8 @@ from .mixing import no_mixing
 
 PARAMETER_MIXING = ("geometric", "arithmetic")
 _BRANCH = "(branch)"     # a pair's formula in its coefficients: no parameter is named so
-__all__ = ["Formula", "FormulaError", "FormulaSyntaxError", "formula_from_lepton", "lepton_pair", "parse_energy"]
+__all__ = ["Formula", "FormulaError", "FormulaSyntaxError", "compile_function_of", "formula_from_lepton",
+           "lepton_expression", "lepton_pair", "parse_energy"]
 
 
 def _sympy():
@@ -138,18 +139,20 @@ def _compile(branches: tuple):
     return column_functions, raw, cuda, source, inverse_powers, first
 
 
-def _branch_statements(sp, expr, prefix: str = "x"):
-    """One formula's parameter-only columns, and the statements (CSE into ``prefix0, prefix1, ...``,
-    r2inv prelude) that set ``energy`` and ``force_over_r`` from ``r2`` and the columns ``c0, c1,
-    ...``; and whether it is written in inverse powers of r^2 alone."""
-    r, s = sp.Symbol("r", positive=True), sp.Symbol("r2", positive=True)
-    energy = expr.subs(r, sp.sqrt(s))
-    # Lepton's derivatives of step, delta, floor and ceil are 0
-    force_over_r = (-2 * sp.diff(energy, s)).replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.S.Zero)
-    force_over_r = force_over_r.replace(lambda e: isinstance(e, sp.Derivative)
-                                        and isinstance(e.expr, (sp.floor, sp.ceiling)), lambda e: sp.S.Zero)
-    force_over_r = force_over_r.replace(lambda e: isinstance(e, sp.Subs), lambda e: e.doit())
-    columns: list = []               # parameter-only sub-expressions, table columns c0, c1, ...
+def _lepton_derivative(sp, expr, variable):
+    """``d expr / d variable`` as Lepton differentiates: the derivatives of step, delta, floor and ceil
+    are 0."""
+    d = sp.diff(expr, variable).replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.S.Zero)
+    d = d.replace(lambda e: isinstance(e, sp.Derivative) and isinstance(e.expr, (sp.floor, sp.ceiling)),
+                  lambda e: sp.S.Zero)
+    return d.replace(lambda e: isinstance(e, sp.Subs), lambda e: e.doit())
+
+
+def _hoist_columns(sp, expressions, variable):
+    """The sub-expressions of ``expressions`` free of ``variable`` (parameters and numbers alone) as
+    table columns: the columns (SymPy expressions of the parameters) and the expressions written in
+    the symbols ``c0, c1, ...`` of those columns."""
+    columns: list = []
 
     def column(e):
         if e.is_Number:
@@ -163,13 +166,13 @@ def _branch_statements(sp, expr, prefix: str = "x"):
     def hoist(e):
         if not isinstance(e, sp.Expr):          # conditions and pieces of select/delta
             return e.func(*[hoist(a) for a in e.args]) if e.args else e
-        if s not in e.free_symbols:
+        if variable not in e.free_symbols:
             return column(e)
         if e.is_Symbol:
             return e
         if e.is_Mul or e.is_Add:
-            const = [a for a in e.args if s not in a.free_symbols]
-            rest = [hoist(a) for a in e.args if s in a.free_symbols]
+            const = [a for a in e.args if variable not in a.free_symbols]
+            rest = [hoist(a) for a in e.args if variable in a.free_symbols]
             if e.is_Mul:
                 return (column(sp.Mul(*const)) if const else 1) * sp.Mul(*rest)
             return (column(sp.Add(*const)) if const else 0) + sp.Add(*rest)
@@ -177,7 +180,18 @@ def _branch_statements(sp, expr, prefix: str = "x"):
             return sp.Pow(hoist(e.base), e.exp)
         return e.func(*[hoist(a) for a in e.args])
 
-    hoisted = [hoist(sp.expand(x, power_base=False, log=False)) for x in (energy, force_over_r)]
+    hoisted = [hoist(sp.expand(x, power_base=False, log=False)) for x in expressions]
+    return columns, hoisted
+
+
+def _branch_statements(sp, expr, prefix: str = "x"):
+    """One formula's parameter-only columns, and the statements (CSE into ``prefix0, prefix1, ...``,
+    r2inv prelude) that set ``energy`` and ``force_over_r`` from ``r2`` and the columns ``c0, c1,
+    ...``; and whether it is written in inverse powers of r^2 alone."""
+    r, s = sp.Symbol("r", positive=True), sp.Symbol("r2", positive=True)
+    energy = expr.subs(r, sp.sqrt(s))
+    force_over_r = -2 * _lepton_derivative(sp, energy, s)
+    columns, hoisted = _hoist_columns(sp, (energy, force_over_r), s)
     # inverse powers of r2 only (LJ-like): in powers of r2inv = 1 / r2, one division in all
     w = sp.Symbol("r2inv", positive=True)
     inverse = [x.subs(s, 1 / w) for x in hoisted]
@@ -190,6 +204,52 @@ def _branch_statements(sp, expr, prefix: str = "x"):
     statements = (prelude + replacements + [(sp.Symbol("energy"), reduced[0]),
                                             (sp.Symbol("force_over_r"), reduced[1])])
     return columns, statements, bool(prelude)
+
+
+@functools.lru_cache(maxsize=None)
+def compile_function_of(branches: tuple, variable: str, first: int):
+    """A generated Numba function ``f(x, row) -> (E(x), dE/dx)`` of one variable (the bonded styles'
+    formulas: :mod:`pycumd.molecular.styles.lepton_terms`), from the same parsing, Lepton derivative,
+    parameter columns and common sub-expressions as the pair formulas.
+
+    ``branches``: a tuple of ``(expression, parameter names)``, one per distinct formula, each a SymPy
+    expression of the real symbol ``variable`` and its parameters; the function switches on the
+    branch number in ``row[0]``, and a branch's parameter-only sub-expressions are its table columns
+    from ``row[first]`` on.  Returns ``(raw, column_functions, source, cuda)``: the function (Numba,
+    ``error_model="numpy"``: 1/0 gives inf), per branch the Python functions of the parameters (in
+    the branch's order) that give its columns, the generated Python source, and the same statements
+    in CUDA on one line (the define ``LEPTON_BODY`` of ``molecular/lepton_raw.cuh``: numbers in its
+    type ``T``, commas as ``FORMULA_COMMA``).
+    """
+    sp = _sympy()
+    x = sp.Symbol(variable, real=True)
+    blocks, cuda_blocks, column_functions = [], [], []
+    for k, (expr, parameters) in enumerate(branches):
+        columns, hoisted = _hoist_columns(sp, (expr, _lepton_derivative(sp, expr, x)), x)
+        replacements, reduced = sp.cse(hoisted, symbols=sp.numbered_symbols(f"b{k}x"), optimizations="basic")
+        statements = replacements + [(sp.Symbol("energy"), reduced[0]), (sp.Symbol("derivative"), reduced[1])]
+        index = {f"c{n}": first + n for n in range(len(columns))}
+        blocks.append([f"{lhs} = {_python(rhs, index)}" for lhs, rhs in statements])
+        cuda_blocks.append(" ".join(("" if str(lhs) in ("energy", "derivative") else "T ")
+                                    + f"{lhs} = {_one_line(_cuda(rhs, index))};" for lhs, rhs in statements))
+        par = [sp.Symbol(p, real=True) for p in parameters]
+        column_functions.append([sp.lambdify(par, c, modules="math") for c in columns])
+    lines = ["    branch = int(row[0])"] if len(blocks) > 1 else []
+    for k, block in enumerate(blocks):
+        if len(blocks) == 1:
+            lines += [f"    {line}" for line in block]
+            continue
+        lines.append(f"    {'if' if k == 0 else 'elif'} branch == {k}:" if k < len(blocks) - 1 else "    else:")
+        lines += [f"        {line}" for line in block]
+    source = f"def formula_of_{variable}({variable}, row):\n" + "\n".join(lines) + "\n    return energy, derivative\n"
+    namespace = {"math": math}
+    # the source is printed from SymPy expressions whose names are identifiers (formula_syntax)
+    exec(compile(source, "<pycumd formula>", "exec"), namespace)
+    raw = numba.njit(inline="always", error_model="numpy")(namespace[f"formula_of_{variable}"])
+    cuda = cuda_blocks[0] if len(cuda_blocks) == 1 else "const int branch = int(row[0]); " + " else ".join(
+        (f"if (branch == {k}) " if k < len(cuda_blocks) - 1 else "") + "{ " + block + " }"
+        for k, block in enumerate(cuda_blocks))
+    return raw, column_functions, source, cuda
 
 
 def _printers():
@@ -484,15 +544,26 @@ def lepton_pair(i: int, j: int, values: list):
     the SymPy expression with the non-numeric definitions substituted, the numeric definitions
     ``{name: value}`` and ``{"r_cut": rc}`` if given.  Raises as :func:`formula_from_lepton`; used
     while a script is read, so that an error names the ``pair_coeff`` line."""
-    sp = _sympy()
     if not 1 <= len(values) <= 2:
         raise ValueError(f"pair_coeff {i + 1} {j + 1} (lepton): expected an expression and an optional cutoff")
-    text, definitions = split_definitions(values[0])
-    r = sp.Symbol("r", positive=True)
+    expr, numbers = lepton_expression(values[0], _sympy().Symbol("r", positive=True))
+    extra = {"r_cut": float(values[1])} if len(values) == 2 else {}
+    return expr, numbers, extra
+
+
+def lepton_expression(text: str, variable):
+    """Lepton's ``"EXPR;name=value;..."``: the SymPy expression of EXPR with the non-numeric
+    definitions (expressions, which may use ``variable`` and each other) substituted, and the numeric
+    ones ``{name: value}``.  ``variable``: the SymPy symbol of the name ``r`` (pair styles: positive),
+    or of the bonded styles' ``r``, ``theta``, ``phi`` (real: a deviation may be negative); every other
+    name is a real symbol.  Raises :class:`FormulaSyntaxError` as :func:`formula_from_lepton`."""
+    sp = _sympy()
+    text, definitions = split_definitions(text)
 
     def symbol(name):
-        return sp.Symbol(name, real=True)
+        return variable if name == variable.name else sp.Symbol(name, real=True)
 
+    r = symbol("r")
     numbers, substitutions = {}, {}
     for name, value in definitions:
         try:
@@ -502,5 +573,4 @@ def lepton_pair(i: int, j: int, values: list):
     expr = parse_formula(text, r, symbol)
     for _ in range(len(substitutions) + 1):             # definitions may use later ones
         expr = expr.subs(substitutions)
-    extra = {"r_cut": float(values[1])} if len(values) == 2 else {}
-    return expr, numbers, extra
+    return expr, numbers

@@ -45,10 +45,38 @@ class BondedStyle:
     coefficient_names: tuple = ()
     cuda_header: str = ""
     cpu_function = None
+    #: capability: the style has a CUDA device function (``cuda_header``) that has run on a GPU; a style
+    #: without one runs on the CPU only (:class:`~pycumd.molecular.bonded.BondedForces` refuses the GPU)
+    runs_on_gpu: bool = True
 
     def __init__(self):
         #: type (0-based) -> the coefficients as given (floats), in ``coefficient_names`` order
         self.coefficients: dict = {}
+        #: the global arguments of ``KIND_style NAME ARGS`` (:meth:`settings`)
+        self.style_args: tuple = ()
+
+    def settings(self, args) -> "BondedStyle":
+        """The global arguments of ``KIND_style NAME ARGS`` (LAMMPS ``settings``); by default none is
+        taken (a ValueError names them)."""
+        if args:
+            raise ValueError(f"{self.kind}_style {self.lammps_style} takes no global arguments (got {' '.join(args)})")
+        self.style_args = tuple(args)
+        return self
+
+    def renewed(self) -> "BondedStyle":
+        """A new style object of this style with the same global arguments and no coefficients (read_data
+        with new type counts)."""
+        return type(self)().settings(list(self.style_args))
+
+    @property
+    def cuda_defines(self) -> dict:
+        """Defines the style's ``cuda_header`` needs beside ``STYLE_HEADER`` (generated code); none by default."""
+        return {}
+
+    def kernel_key(self):
+        """What the compiled CPU term kernel of this style depends on (its cache key): the class, whose
+        ``cpu_function`` it is; a style with generated functions adds what they were generated from."""
+        return type(self)
 
     def coeff(self, type0: int, values) -> "BondedStyle":
         """Set the coefficients of type ``type0`` (0-based); ``values`` in ``coefficient_names`` order."""
@@ -65,13 +93,17 @@ class BondedStyle:
         """The table row of one type's coefficients (default: the coefficients themselves)."""
         return list(values)
 
+    def type_row(self, type0: int) -> list:
+        """The table row of type ``type0`` (0-based): :meth:`row` of its coefficients."""
+        return self.row(self.coefficients[type0])
+
     def table(self, n_types: int) -> np.ndarray:
         """(n_types, width) float64 rows; a type without coefficients raises naming it."""
         missing = [t + 1 for t in range(n_types) if t not in self.coefficients]
         if missing:
             raise ValueError(f"{self.kind} type(s) {missing} have no coefficients ({self.kind}_coeff or the data "
                              f"file's {self.kind.capitalize()} Coeffs section) for {self.kind}_style {self.lammps_style}")
-        rows = [self.row(self.coefficients[t]) for t in range(n_types)]
+        rows = [self.type_row(t) for t in range(n_types)]
         width = max(1, max((len(r) for r in rows), default=1))
         table = np.zeros((max(n_types, 1), width))
         for t, r in enumerate(rows):
