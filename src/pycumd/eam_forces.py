@@ -104,7 +104,13 @@ def device_tables(tables, columns: int, dtype) -> tuple[np.ndarray, np.ndarray, 
 
 def list_forces_class(potential):
     """The force evaluator over a neighbour list for ``potential``: :class:`EAMForces` for a
-    many-body potential (``potential.many_body``), :class:`~pycumd.forces.PairForces` otherwise."""
+    many-body potential (``potential.many_body``), :class:`~pycumd.hybrid_forces.HybridForces` for
+    ``pair_style hybrid``/``hybrid/overlay`` (``potential.hybrid``: EAM plus a pair style),
+    :class:`~pycumd.forces.PairForces` otherwise."""
+    if potential.many_body and potential.hybrid:
+        from .hybrid_forces import HybridForces
+
+        return HybridForces
     return EAMForces if potential.many_body else PairForces
 
 
@@ -299,6 +305,9 @@ class EAMForces(ForceEvaluatorBase):
     backend, precision : as chosen by the Simulation
     lanes : ignored (one thread per target atom); accepted as :class:`~pycumd.forces.PairForces`
         takes it.
+    tables : EAMTables, optional
+        What the kernels read (``potential.table(n_types)`` by default; ``pair_style hybrid`` hands the
+        tables of the EAM sub-style's pairs, :class:`pycumd.hybrid_forces.HybridForces`).
 
     Attributes
     ----------
@@ -309,7 +318,7 @@ class EAMForces(ForceEvaluatorBase):
 
     capturable = True
 
-    def __init__(self, potential, n_types: int, backend, precision, lanes: int | None = None):
+    def __init__(self, potential, n_types: int, backend, precision, lanes: int | None = None, tables=None):
         if precision.composite:
             raise NotImplementedError(f"composite precision is not implemented for pair_style {potential.name} "
                                       f"(EAM); use precision 'single', 'mixed' or 'double'")
@@ -317,7 +326,7 @@ class EAMForces(ForceEvaluatorBase):
         self.n_types = n_types
         self.backend = backend
         self.precision = precision
-        self.tables = t = potential.table(n_types)
+        self.tables = t = potential.table(n_types) if tables is None else tables
         self.fp = None
         #: CPU half list: per-chunk densities (chunks, N), forces and energies (chunks, N, 4), virials
         #: (chunks, N, 6), and the embedding energies (N,)
