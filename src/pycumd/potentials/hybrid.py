@@ -80,6 +80,12 @@ def split_sub_styles(style: str, global_args: list) -> list:
     listed = " ".join(names)
     many_body = [n for n in names if known[n] is not None and known[n].many_body]
     pairs = [n for n in names if n not in many_body]
+    runs = ", ".join(n for n, c in known.items() if c is not None and not c.many_body)
+    for name, args in subs:                 # EAM takes no arguments: a word after it names a style
+        unknown = [w for w in args if not _is_number(w)]
+        if name in many_body and unknown:
+            raise NotImplementedError(f"pair_style {style}: {unknown[0]} is not a pair style pycumd runs in {style} "
+                                      f"(one EAM style and one of: {runs})")
     if len(subs) != 2 or len(many_body) != 1:
         raise NotImplementedError(f"pair_style {style} {listed}: pycumd runs {style} of exactly one EAM style (eam, "
                                   f"eam/alloy, eam/fs) and one pair style, got {len(subs)} sub-style(s) of which "
@@ -93,12 +99,6 @@ def split_sub_styles(style: str, global_args: list) -> list:
         try:
             check_pair_style(name, args)
         except ValueError as exc:
-            unknown = [w for w in args if not _is_number(w)]
-            if unknown and name in many_body:
-                raise NotImplementedError(f"pair_style {style}: {unknown[0]} is not a pair style pycumd runs in "
-                                          f"{style} (one EAM style and one of: "
-                                          f"{', '.join(n for n, c in known.items() if c is not None and not c.many_body)})"
-                                          ) from None
             raise ValueError(f"pair_style {style}, sub-style {name}: {exc}") from None
     return subs
 
