@@ -14,7 +14,7 @@ import pytest
 
 from pycumd import Simulation, VelocityVerlet
 from pycumd.box import Box
-from pycumd.hybrid_forces import HybridForces
+from pycumd.eam_forces import HybridForces
 from pycumd.inputs.lammps_input import plan_from_lammps_script
 from pycumd.inputs.lammps_script import LammpsScriptError
 from pycumd.potentials.eam import EAM
@@ -24,7 +24,7 @@ from pycumd.run_plan import execute
 from pycumd.system import System
 
 from lammps_oracle import lammps_available, run_lammps
-from test_eam import POTENTIALS, _write_data, needs_lammps, needs_wheel
+from test_eam import POTENTIALS, _write_data, needs_gpu, needs_lammps, needs_wheel
 
 ALLOY = f"pair_coeff * * eam/alloy {POTENTIALS / 'AlCu.eam.alloy'}"
 #: name -> (pair_style, pair_coeff and pair_modify lines, masses, lattice constant): 256 displaced fcc atoms
@@ -196,6 +196,20 @@ def test_two_domains_are_bit_identical_to_one_rank():
     assert r["thermo_rel"] < 1e-13, r
 
 
+@needs_wheel
+@pytest.mark.ci_only
+def test_three_domains_match_one_rank():
+    """The same over 3 domains, not deterministic (the 1-rank run on the CPU's half list): the
+    forces, the state after 100 steps and the thermo to double precision's tolerances."""
+    from test_parallel import MPIEXEC, _assert_matches_one_rank, _result
+
+    if MPIEXEC is None:
+        pytest.skip("needs mpi4py and mpiexec")
+    r = _result(3, "eam-hybrid")
+    assert r["decomposition"].startswith("spatial domains"), r
+    _assert_matches_one_rank(r)
+
+
 # -- what is refused, and how ------------------------------------------------------------------------------
 def _plan_error(tmp_path, style, coeffs, masses=(26.982, 63.546)):
     system = _system(list(masses), 4.05)
@@ -248,3 +262,13 @@ def test_the_gpu_is_refused_clearly():
     with pytest.raises(NotImplementedError, match=r"pair_style hybrid/overlay runs on the CPU only for now "
                                                   r"\(device='cpu'\)"):
         HybridForces(_alloy_hybrid(), 2, gpu, None)
+
+
+@pytest.mark.cuda
+@needs_gpu
+@needs_wheel
+def test_gpu_device_stops_with_the_message():
+    """On a machine with a GPU: a Simulation with device='cuda' stops with the CPU-only message."""
+    system = _system([26.982, 63.546], 4.05)
+    with pytest.raises(NotImplementedError, match=r"runs on the CPU only for now \(device='cpu'\)"):
+        Simulation(system, _alloy_hybrid(), VelocityVerlet(0.002), device="cuda", skin=0.5)

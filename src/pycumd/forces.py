@@ -422,7 +422,7 @@ class PairForces(ForceEvaluatorBase):
         :func:`default_lanes` of the system size at the first call.
     table : array, optional
         The parameter table (``potential.table(n_types)`` by default; ``pair_style hybrid`` hands
-        the table of its pair sub-style's pairs, :class:`pycumd.hybrid_forces.HybridForces`).
+        the table of its pair sub-style's pairs, :class:`pycumd.eam_forces.HybridForces`).
     """
 
     capturable = True

@@ -257,7 +257,8 @@ class PairPotential:
     def lammps_pair_coeff(cls, style: str, types_i, types_j, values: list, both_all: bool, n_types: int,
                           directory=None, global_args=None) -> dict:
         """What a ``pair_coeff`` line sets besides the coefficients: the masses (0-based type ->
-        mass) of styles whose files give them (EAM); none for a pair potential."""
+        mass) of styles whose files give them (EAM); none for a pair potential.  ``global_args``: the
+        ``pair_style`` line's arguments (``pair_style hybrid``'s sub-styles, which its lines name)."""
         return {}
 
     # -- for subclasses ---------------------------------------------------------------------
@@ -300,7 +301,7 @@ class ManyBodyPotential:
     name = "many-body"
     many_body = True
     #: ``pair_style hybrid``/``hybrid/overlay``: an EAM sub-style and a pair sub-style summed
-    #: (:mod:`pycumd.potentials.hybrid`, evaluated by :class:`pycumd.hybrid_forces.HybridForces`)
+    #: (:mod:`pycumd.potentials.hybrid`, evaluated by :class:`pycumd.eam_forces.HybridForces`)
     hybrid = False
     cutoff = "truncate"
     #: LAMMPS ``pair_style`` names this class runs -> (fewest, most) global arguments

@@ -19,7 +19,7 @@ pairs of types 1 and 2.  Each type pair is mapped to the sub-styles that cover i
 
 Each sub-style reads only its pairs: the EAM tables of the others are zero (no density, no pair
 energy; a type none of whose pairs is EAM's has no embedding energy), the pair table's rows of the
-others empty (``rc^2 = 0``).  :class:`pycumd.hybrid_forces.HybridForces` sums the two evaluators
+others empty (``rc^2 = 0``).  :class:`pycumd.eam_forces.HybridForces` sums the two evaluators
 over one neighbour list (its cutoff the larger of the two; each sub-style tests its own per pair).
 ``pair_modify shift`` and ``mix`` apply to the pair sub-style, as LAMMPS applies them to every
 sub-style (EAM has no energy shift).  CPU only; energies in eV, lengths in Angstrom (metal units:
