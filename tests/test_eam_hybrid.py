@@ -50,6 +50,16 @@ CASES = {
     "funcfl-lj-12": ("hybrid/overlay eam lj/cut 6.0",
                      f"pair_coeff 1 1 eam {POTENTIALS / 'Cu_u3.eam'}\npair_coeff 2 2 eam {POTENTIALS / 'Ni_u3.eam'}\n"
                      "pair_coeff 1 2 lj/cut 0.05 2.3\n", [63.55, 58.69], 3.6),
+    # eam/fs with Born-Mayer-Huggins on the 2-2 (Fe-Fe) pair
+    "fs-born-22": ("hybrid/overlay eam/fs born 5.0",
+                   f"pair_coeff * * eam/fs {POTENTIALS / 'AlFe_mm.eam.fs'} Al Fe\npair_coeff 2 2 born 0.5 0.3 2.0 1.0 0.5\n",
+                   [26.982, 55.845], 4.05),
+    # a tabulated repulsion (the file written by _repulsion_table) on 1-2: the table's empty rows elsewhere
+    "alloy-table-12": ("hybrid/overlay eam/alloy table spline 400",
+                       f"{ALLOY} Al Cu\npair_coeff 1 2 table repulsion.table REPULSION 5.5\n", [26.982, 63.546], 4.05),
+    # a Lepton expression on 1-2
+    "alloy-lepton-12": ("hybrid/overlay eam/alloy lepton 5.0",
+                        f'{ALLOY} Al Cu\npair_coeff 1 2 lepton "0.2*exp(-2.0*(r-2.4))"\n', [26.982, 63.546], 4.05),
     # NULL elements: types 2 and 3 Lennard-Jones only, their 2-3 pair mixed (arithmetic), 1-2 and 1-3 given
     "null-mixed": ("hybrid/overlay eam/alloy lj/cut 6.0",
                    f"{ALLOY} Al NULL NULL\npair_coeff 2 2 lj/cut 0.02 2.6\npair_coeff 3 3 lj/cut 0.04 2.2 5.0\n"
@@ -65,6 +75,15 @@ def _system(masses, constant: float, seed: int = 11) -> System:
     positions = (grid[:, None, :] + cell[None, :, :]).reshape(-1, 3) * constant + rng.uniform(-0.1, 0.1, (256, 3))
     types = rng.integers(0, len(masses), 256).astype(np.int32)
     return System(Box([4 * constant] * 3), positions, list(masses), "metal", types=types)
+
+
+def _repulsion_table(path) -> None:
+    """A LAMMPS pair table ``REPULSION``: E = 0.3 exp(-(r - 2) / 0.35) eV on 400 points, r = 1.2 .. 6 A."""
+    r = np.linspace(1.2, 6.0, 400)
+    e = 0.3 * np.exp(-(r - 2.0) / 0.35)
+    lines = ["# test table", "", "REPULSION", "N 400 R 1.2 6.0", ""]
+    lines += [f"{k + 1} {float(x)!r} {float(ek)!r} {float(ek) / 0.35!r}" for k, (x, ek) in enumerate(zip(r, e))]
+    path.write_text("\n".join(lines) + "\n")
 
 
 def _script(style, coeffs, run_line):
@@ -87,6 +106,7 @@ def _prepare(name, tmp_path):
     style, coeffs, masses, constant = CASES[name]
     system = _system(masses, constant)
     _write_data(tmp_path / "data.eam", system)
+    _repulsion_table(tmp_path / "repulsion.table")
     return style, coeffs, system
 
 
