@@ -198,6 +198,7 @@ def test_python_api_equals_the_script(tmp_path, monkeypatch):
     by_id = [np.asarray(s.state.forces)[np.argsort(s.state.ids)] for s in (script, sim)]
     assert np.array_equal(by_id[0], by_id[1])
     assert "hybrid/overlay: eam/alloy" in sim.potential.describe() and "1-2" in sim.potential.describe()
+    assert sim.potential.atomic_number_types() == {13: 0, 29: 1}      # the ASE calculator's type map: Al, Cu
 
 
 # -- MPI spatial domains ---------------------------------------------------------------------------------

@@ -250,7 +250,13 @@ class PairHybrid(ManyBodyPotential):
         return self.eam_table(n_types), self.pair_table(n_types)
 
     def masses(self, n_types: int) -> dict:
+        """0-based type -> the mass the EAM file gives (the types with a file or element)."""
         return self.eam.masses(n_types)
+
+    def atomic_number_types(self) -> dict | None:
+        """The EAM sub-style's atomic number -> type map (the ASE calculator's default ``type_map``);
+        None where a type has no element (``NULL``)."""
+        return self.eam.atomic_number_types()
 
     def describe(self) -> str:
         pairs = " ".join(f"{i + 1}-{j + 1}" for i, j in sorted(self.pair_pairs))
