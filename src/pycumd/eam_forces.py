@@ -18,6 +18,9 @@ pass: its density and force go to both atoms, into the sums of the chunk of targ
 pair (:func:`pycumd.forces.half_list_chunks`), added in chunk order afterwards (as
 :class:`~pycumd.forces.PairForces` does): the same bits for the same thread count.
 
+``pair_style hybrid/overlay`` and ``hybrid`` of EAM with a pair style (:class:`HybridForces`, CPU):
+these passes and :class:`~pycumd.forces.PairForces`' pass over one list, on their own type pairs, added.
+
 Precisions: the splines and the pair arithmetic in the pair type (float32 in single and mixed), the
 densities, ``fp``, forces, energies and virials in the accumulation type.  Composite precision is
 not implemented (a clear error).
@@ -38,6 +41,7 @@ import numpy as np
 from .contracts import ForceEvaluatorBase
 from .forces import (BLOCK, ZERO_SUMS, PairForces, add_own_sums, clear_chunk, full_pair, half_list_chunks,
                      min_image_separation, newton_pair, sum_chunks)
+from .potentials.hybrid import GPU_REFUSAL
 
 #: CUDA source of the two passes (beside forces.cu)
 SOURCE = "eam.cu"
@@ -104,7 +108,11 @@ def device_tables(tables, columns: int, dtype) -> tuple[np.ndarray, np.ndarray, 
 
 def list_forces_class(potential):
     """The force evaluator over a neighbour list for ``potential``: :class:`EAMForces` for a
-    many-body potential (``potential.many_body``), :class:`~pycumd.forces.PairForces` otherwise."""
+    many-body potential (``potential.many_body``), :class:`HybridForces` for
+    ``pair_style hybrid``/``hybrid/overlay`` (``potential.hybrid``: EAM plus a pair style),
+    :class:`~pycumd.forces.PairForces` otherwise."""
+    if potential.many_body and potential.hybrid:
+        return HybridForces
     return EAMForces if potential.many_body else PairForces
 
 
@@ -299,6 +307,9 @@ class EAMForces(ForceEvaluatorBase):
     backend, precision : as chosen by the Simulation
     lanes : ignored (one thread per target atom); accepted as :class:`~pycumd.forces.PairForces`
         takes it.
+    tables : EAMTables, optional
+        What the kernels read (``potential.table(n_types)`` by default; ``pair_style hybrid`` hands the
+        tables of the EAM sub-style's pairs, :class:`pycumd.eam_forces.HybridForces`).
 
     Attributes
     ----------
@@ -309,7 +320,7 @@ class EAMForces(ForceEvaluatorBase):
 
     capturable = True
 
-    def __init__(self, potential, n_types: int, backend, precision, lanes: int | None = None):
+    def __init__(self, potential, n_types: int, backend, precision, lanes: int | None = None, tables=None):
         if precision.composite:
             raise NotImplementedError(f"composite precision is not implemented for pair_style {potential.name} "
                                       f"(EAM); use precision 'single', 'mixed' or 'double'")
@@ -317,7 +328,7 @@ class EAMForces(ForceEvaluatorBase):
         self.n_types = n_types
         self.backend = backend
         self.precision = precision
-        self.tables = t = potential.table(n_types)
+        self.tables = t = potential.table(n_types) if tables is None else tables
         self.fp = None
         #: CPU half list: per-chunk densities (chunks, N), forces and energies (chunks, N, 4), virials
         #: (chunks, N, 6), and the embedding energies (N,)
@@ -419,3 +430,71 @@ class EAMForces(ForceEvaluatorBase):
         sum_chunks(bounds, acc, vir, state.forces, state.energy, state.virial, with_energy)
         if with_energy:
             state.energy[:n] += embedding
+
+
+# -- pair_style hybrid/overlay and hybrid: EAM plus a pair style ------------------------------------------
+class _PairOutputs:
+    """What the pair pass reads and writes: the state's (or a domain view's) members, with its own
+    forces, energy and virial arrays of the same shapes."""
+
+    def __init__(self, state, forces, energy, virial):
+        self._state = state
+        self.forces, self.energy, self.virial = forces, energy, virial
+
+    def __getattr__(self, name):
+        return getattr(self._state, name)
+
+
+class HybridForces(ForceEvaluatorBase):
+    """Evaluates a :class:`~pycumd.potentials.hybrid.PairHybrid` over a neighbour list (CPU):
+    the EAM sub-style's two passes (:class:`~pycumd.eam_forces.EAMForces`) and the pair sub-style's pass
+    (:class:`~pycumd.forces.PairForces`) over one neighbour list, summed.
+
+    Each evaluator reads the tables of its own type pairs (the others zero or empty, see
+    :mod:`pycumd.potentials.hybrid`) and tests its own cutoff per pair; the list's cutoff is the larger
+    of the two.  The EAM pass writes the state's forces, per-atom energies and virials, the pair pass
+    writes its own arrays, which are then added: ``f_i = f_i(EAM) + f_i(pair)``, and with energies the
+    same for ``e_i`` and ``W_i`` (LAMMPS accumulates the sub-styles' pairs into one sum; the two orders
+    differ in the last bits only).  Works over the CPU's half or full list in one process and over MPI
+    spatial domains (inside :class:`~pycumd.parallel.domains.DomainForces`: the EAM pass forwards the
+    ghosts' F'(rho), the pair pass reads the extended rows).  CPU only: a GPU run stops at construction.
+
+    Parameters
+    ----------
+    potential : PairHybrid
+    n_types : int
+    backend, precision : as chosen by the Simulation (a GPU backend raises NotImplementedError)
+    lanes : int, optional
+        The pair pass's summation lanes (:class:`~pycumd.forces.PairForces`).
+    """
+
+    capturable = False
+
+    def __init__(self, potential, n_types: int, backend, precision, lanes: int | None = None):
+        if backend.is_gpu:
+            raise NotImplementedError(GPU_REFUSAL.format(style=potential.style))
+        self.potential = potential
+        self.n_types = n_types
+        self.backend = backend
+        self.eam = EAMForces(potential.eam, n_types, backend, precision, tables=potential.eam_table(n_types))
+        self.pair = PairForces(potential.pair, n_types, backend, precision, lanes=lanes,
+                               table=potential.pair_table(n_types))
+        self._arrays = None
+
+    def _outputs_of(self, state) -> _PairOutputs:
+        """The pair pass's view of ``state``, its arrays allocated at the first call of a shape."""
+        shapes = (state.forces.shape, state.energy.shape, state.virial.shape)
+        if self._arrays is None or tuple(a.shape for a in self._arrays) != shapes:
+            self._arrays = tuple(np.zeros(shape) for shape in shapes)
+        return _PairOutputs(state, *self._arrays)
+
+    def compute(self, state, neighbors, with_energy: bool) -> None:
+        """Forces (and with ``with_energy`` per-atom energies and virials) of the targets: the EAM
+        pass into the state, the pair pass into its own arrays, then added."""
+        self.eam.compute(state, neighbors, with_energy)
+        outputs = self._outputs_of(state)
+        self.pair.compute(outputs, neighbors, with_energy)
+        state.forces += outputs.forces
+        if with_energy:
+            state.energy += outputs.energy
+            state.virial += outputs.virial

@@ -420,18 +420,21 @@ class PairForces(ForceEvaluatorBase):
     lanes : int, optional
         Threads per target atom (1, 2, 4 or 8; the CPU sums in the same order); default
         :func:`default_lanes` of the system size at the first call.
+    table : array, optional
+        The parameter table (``potential.table(n_types)`` by default; ``pair_style hybrid`` hands
+        the table of its pair sub-style's pairs, :class:`pycumd.eam_forces.HybridForces`).
     """
 
     capturable = True
 
-    def __init__(self, potential, n_types: int, backend, precision, lanes: int | None = None):
+    def __init__(self, potential, n_types: int, backend, precision, lanes: int | None = None, table=None):
         if lanes is not None and lanes not in LANE_CHOICES:
             raise InputError(f"lanes must be 1, 2, 4 or 8 threads per atom, got {lanes!r}")
         self.potential = potential
         self.n_types = n_types
         self.backend = backend
         self.lanes = lanes
-        table = potential.table(n_types)
+        table = potential.table(n_types) if table is None else table
         fixed = backend.is_gpu and precision.fixed_point_forces
         name = ("pair_forces_composite" if precision.composite else "pair_forces_fixed" if fixed
                 else "pair_forces")

@@ -529,7 +529,7 @@ class LammpsPlanner:
         # files read at the line, as LAMMPS does (errors name it); their masses set, as LAMMPS' coeff does
         masses = pair_style_class(style).lammps_pair_coeff(
             style, list(types_i), list(types_j), list(a[2:]), a[0] == "*" and a[1] == "*", self.setup.n_types,
-            self.base_dir)
+            self.base_dir, global_args=list(self.setup.pair[1]))
         self.setup.masses.update(masses)
         if masses and self._system is not None:
             for t, mass in masses.items():
@@ -614,6 +614,10 @@ class LammpsPlanner:
             elif key == "mix":
                 self.setup.pair_mixing = value
                 self.setup.pair_mixing_given = True
+            elif key in ("pair", "special", "compute"):
+                raise NotImplementedError(f"pair_modify {key} (settings of one sub-style of pair_style hybrid) is "
+                                          f"not supported; pair_modify shift and mix without it apply to every "
+                                          f"sub-style, as in LAMMPS")
             else:
                 raise ValueError(f"pair_modify {key} is not supported")
         self._dirty = True
@@ -1699,10 +1703,11 @@ def _load_fix_state(fix: tuple, state: dict) -> None:
 
 
 #: pair styles whose settings and coefficients LAMMPS does not write to restart files (restartinfo = 0)
-PAIR_STYLES_NOT_IN_RESTART = ("table", "eam", "eam/alloy", "eam/fs")
+PAIR_STYLES_NOT_IN_RESTART = ("table", "eam", "eam/alloy", "eam/fs", "hybrid", "hybrid/overlay")
 #: pair styles whose coefficients pycumd's write_data leaves out (table: LAMMPS writes none; lepton:
 #: its expressions hold spaces, which a data file line cannot; coul/long: it has none)
-PAIR_STYLES_NOT_IN_DATA = ("table", "lepton", "eam", "eam/alloy", "eam/fs", "coul/long")
+PAIR_STYLES_NOT_IN_DATA = ("table", "lepton", "eam", "eam/alloy", "eam/fs", "coul/long", "hybrid",
+                           "hybrid/overlay")
 
 
 @dataclass

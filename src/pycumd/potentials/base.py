@@ -141,14 +141,20 @@ class PairPotential:
         return max(self.coefficients(i, j)["r_cut"] for i in range(n_types) for j in range(n_types))
 
     # -- the table the kernels read ---------------------------------------------------------
-    def table(self, n_types: int) -> np.ndarray:
+    def table(self, n_types: int, pairs=None) -> np.ndarray:
         """Packed parameters, shape (n_types * n_types, CUTOFF_COLUMNS + k), float64.
 
-        Row ``ti * n_types + tj`` holds ``[rc^2, rc, e_c, f_c, columns...]``.
+        Row ``ti * n_types + tj`` holds ``[rc^2, rc, e_c, f_c, columns...]``.  ``pairs``: the 0-based
+        type pairs ``(i, j)``, ``i <= j``, given rows (``pair_style hybrid``: the pairs of this
+        sub-style, :mod:`pycumd.potentials.hybrid`); the others get :meth:`empty_row`.  None: every pair.
         """
+        covered = None if pairs is None else {(min(i, j), max(i, j)) for i, j in pairs}
         rows = []
         for ti in range(n_types):
             for tj in range(n_types):
+                if covered is not None and (min(ti, tj), max(ti, tj)) not in covered:
+                    rows.append(None)
+                    continue
                 p = self.coefficients(ti, tj)
                 rc = p["r_cut"]
                 row = np.array([rc * rc, rc, 0.0, 0.0] + list(self._columns(p)))
@@ -158,7 +164,23 @@ class PairPotential:
                 if self.cutoff == "shift_force":
                     row[3] = fr_rc * rc
                 rows.append(row)
-        return np.array(rows)
+        return self._with_empty_rows(rows)
+
+    def _with_empty_rows(self, rows: list) -> np.ndarray:
+        """The table of ``rows``, each None replaced by :meth:`empty_row` of the others' width."""
+        widths = {len(row) for row in rows if row is not None}
+        if len(widths) != 1:
+            raise ValueError(f"{self.name}: no pair of types has coefficients" if not widths else
+                             f"{self.name}: table rows of different widths {sorted(widths)}")
+        width = widths.pop()
+        return np.array([self.empty_row(width) if row is None else row for row in rows])
+
+    def empty_row(self, width: int) -> np.ndarray:
+        """The row of a pair this potential does not cover (``pair_style hybrid``'s pairs of other
+        sub-styles): ``rc^2 = 0``, so no separation is inside its cutoff; every kernel (also the CPU's
+        branch-free half-list kernel, which evaluates the function at ``min(r^2, rc^2)`` and then keeps
+        zero) adds nothing for it."""
+        return np.zeros(width)
 
     def pair_function(self):
         """The ``njit`` function ``(r2, row) -> (energy, force_over_r)`` with the cutoff applied."""
@@ -233,9 +255,10 @@ class PairPotential:
 
     @classmethod
     def lammps_pair_coeff(cls, style: str, types_i, types_j, values: list, both_all: bool, n_types: int,
-                          directory=None) -> dict:
+                          directory=None, global_args=None) -> dict:
         """What a ``pair_coeff`` line sets besides the coefficients: the masses (0-based type ->
-        mass) of styles whose files give them (EAM); none for a pair potential."""
+        mass) of styles whose files give them (EAM); none for a pair potential.  ``global_args``: the
+        ``pair_style`` line's arguments (``pair_style hybrid``'s sub-styles, which its lines name)."""
         return {}
 
     # -- for subclasses ---------------------------------------------------------------------
@@ -277,6 +300,9 @@ class ManyBodyPotential:
 
     name = "many-body"
     many_body = True
+    #: ``pair_style hybrid``/``hybrid/overlay``: an EAM sub-style and a pair sub-style summed
+    #: (:mod:`pycumd.potentials.hybrid`, evaluated by :class:`pycumd.eam_forces.HybridForces`)
+    hybrid = False
     cutoff = "truncate"
     #: LAMMPS ``pair_style`` names this class runs -> (fewest, most) global arguments
     lammps_styles: dict = {}
@@ -291,7 +317,7 @@ class ManyBodyPotential:
 
     @classmethod
     def lammps_pair_coeff(cls, style: str, types_i, types_j, values: list, both_all: bool, n_types: int,
-                          directory=None) -> dict:
+                          directory=None, global_args=None) -> dict:
         return {}
 
     def max_cutoff(self, n_types: int) -> float:

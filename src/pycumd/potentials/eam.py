@@ -395,7 +395,7 @@ class EAM(ManyBodyPotential):
     # -- LAMMPS ---------------------------------------------------------------------------------
     @classmethod
     def lammps_pair_coeff(cls, style: str, types_i, types_j, values: list, both_all: bool, n_types: int,
-                          directory=None) -> dict:
+                          directory=None, global_args=None) -> dict:
         """Check one ``pair_coeff`` line and read its file, as LAMMPS' ``coeff`` does; return the
         masses it sets (0-based type -> mass).
 
@@ -478,21 +478,42 @@ class EAM(ManyBodyPotential):
                 out[t] = self.files[k].mass if STYLE_KINDS[self.style] == "funcfl" else self.files[0].masses[k]
         return out
 
-    def table(self, n_types: int) -> EAMTables:
+    def table(self, n_types: int, pairs=None) -> EAMTables:
         """LAMMPS' splines and type maps for ``n_types`` atom types (``file2array`` and
-        ``array2spline``); a ValueError names a type without a file or element."""
+        ``array2spline``); a ValueError names a type without a file or element.
+
+        ``pairs``: the 0-based type pairs ``(i, j)``, ``i <= j``, that this potential covers (``pair_style
+        hybrid``/``hybrid/overlay``: the pairs mapped to the EAM sub-style, :mod:`pycumd.potentials.hybrid`);
+        None: every pair.  A pair it does not cover reads all-zero rho and r*phi tables (no density, no
+        pair energy: what LAMMPS' skip list gives the sub-style), and a type none of whose pairs it
+        covers the all-zero F table (no embedding energy: LAMMPS skips its atoms); only those types may
+        have no file or element (``NULL``)."""
         self.max_cutoff(n_types)
         type_map = (self.type_map + [None] * n_types)[:n_types]
-        missing = [t + 1 for t, k in enumerate(type_map) if k is None]
+        everything = {(i, j) for i in range(n_types) for j in range(i, n_types)}
+        covered = everything if pairs is None else {(min(i, j), max(i, j)) for i, j in pairs}
+        used = {t for pair in covered for t in pair}
+        missing = [t + 1 for t in sorted(used) if type_map[t] is None]
         if missing:
             raise ValueError(f"pair_style {self.style}: no potential for atom type(s) "
-                             f"{', '.join(map(str, missing))} (every type needs a pair_coeff; NULL types need "
-                             f"pair_style hybrid, which pycumd does not run with EAM)")
+                             f"{', '.join(map(str, missing))} (every type needs a pair_coeff; a NULL type needs "
+                             f"pair_style hybrid/overlay with another sub-style for its pairs)")
+        if not used:
+            raise ValueError(f"pair_style {self.style}: the potential covers no pair of types")
         if STYLE_KINDS[self.style] == "funcfl":
             arrays = self._funcfl_arrays(type_map)
         else:
             arrays = self._setfl_arrays(type_map)
         nrho, drho, nr, dr, rhomax, frho, rhor, z2r, t2f, t2rho, t2z = arrays
+        if covered != everything:           # hybrid: the pairs of other sub-styles read zero tables
+            rhor, z2r = rhor + [np.zeros(nr + 1)], z2r + [np.zeros(nr + 1)]
+            for i in range(n_types):
+                if i not in used:
+                    t2f[i] = len(frho) - 1          # LAMMPS' zero F table (the arrays' last)
+                for j in range(n_types):
+                    if (min(i, j), max(i, j)) not in covered:
+                        t2rho[i][j] = len(rhor) - 1
+                        t2z[i][j] = len(z2r) - 1
         cut = self.max_cutoff(n_types)
         return EAMTables(nrho=nrho, nr=nr, rdrho=1.0 / drho, rdr=1.0 / dr, rhomax=rhomax, cutsq=cut * cut,
                          frho=np.array([spline(f, drho) for f in frho]),
@@ -503,7 +524,7 @@ class EAM(ManyBodyPotential):
 
     def _funcfl_arrays(self, type_map):
         """LAMMPS' ``PairEAM::file2array``: the active files on one grid, Z_a Z_b as r * phi."""
-        active = [self.files[k] for k in sorted(set(type_map))]
+        active = [self.files[k] for k in sorted({k for k in type_map if k is not None})]
         dr = max(f.grid.dr for f in active)
         drho = max(f.grid.drho for f in active)
         rmax = max((f.grid.nr - 1) * f.grid.dr for f in active)
@@ -515,10 +536,12 @@ class EAM(ManyBodyPotential):
         rhor = [resample(f.rhor, f.grid.dr, f.grid.nr, dr, nr) for f in self.files]
         zr = [resample(f.zr, f.grid.dr, f.grid.nr, dr, nr) for f in self.files]
         z2r = [FUNCFL_ZZ * zr[i] * zr[j] for i in range(len(self.files)) for j in range(i + 1)]
-        n = len(type_map)
+        n, zero = len(type_map), len(self.files)       # zero: the F table of a type without a file
+        t2f = [zero if k is None else k for k in type_map]
+        type_map = [0 if k is None else k for k in type_map]      # a NULL type's pairs: masked by table()
         t2rho = [[type_map[i]] * n for i in range(n)]
         t2z = [[_lower_index(type_map[i], type_map[j]) for j in range(n)] for i in range(n)]
-        return nrho, drho, nr, dr, rhomax, frho, rhor, z2r, list(type_map), t2rho, t2z
+        return nrho, drho, nr, dr, rhomax, frho, rhor, z2r, t2f, t2rho, t2z
 
     def _setfl_arrays(self, type_map):
         """LAMMPS' ``PairEAMAlloy::file2array`` / ``PairEAMFS::file2array``: the file's own grid."""
@@ -528,12 +551,14 @@ class EAM(ManyBodyPotential):
         rhor = list(f.rhor.reshape(-1, g.nr + 1))
         z2r = [f.z2r[i, j] for i in range(ne) for j in range(i + 1)]
         n = len(type_map)
+        t2f = [ne if k is None else k for k in type_map]         # ne: the zero F table
+        type_map = [0 if k is None else k for k in type_map]      # a NULL type's pairs: masked by table()
         if f.fs:
             t2rho = [[type_map[i] * ne + type_map[j] for j in range(n)] for i in range(n)]
         else:
             t2rho = [[type_map[i]] * n for i in range(n)]
         t2z = [[_lower_index(type_map[i], type_map[j]) for j in range(n)] for i in range(n)]
-        return g.nrho, g.drho, g.nr, g.dr, (g.nrho - 1) * g.drho, frho, rhor, z2r, list(type_map), t2rho, t2z
+        return g.nrho, g.drho, g.nr, g.dr, (g.nrho - 1) * g.drho, frho, rhor, z2r, t2f, t2rho, t2z
 
     def describe(self) -> str:
         names = ", ".join(str(Path(x).name) if x and STYLE_KINDS[self.style] == "funcfl" else str(x)

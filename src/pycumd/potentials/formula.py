@@ -480,10 +480,13 @@ class Formula(PairPotential):
         width = max(len(f) for f in self._column_functions)
         return [float(branch)] + columns + [0.0] * (width - len(columns))
 
-    def table(self, n_types: int) -> np.ndarray:
-        """As :meth:`PairPotential.table`, checking that the formula is finite at each pair's cutoff."""
-        rows = super().table(n_types)
+    def table(self, n_types: int, pairs=None) -> np.ndarray:
+        """As :meth:`PairPotential.table`, checking that the formula is finite at each pair's cutoff
+        (the rows of pairs outside ``pairs`` are empty: nothing to check)."""
+        rows = super().table(n_types, pairs)
         for k, row in enumerate(rows):
+            if pairs is not None and row[0] == 0.0:
+                continue
             values = self.raw_pair_function(row[0], row)
             if not all(math.isfinite(v) for v in values) or not np.isfinite(row[4:]).all():
                 i, j = divmod(k, n_types)

@@ -308,12 +308,23 @@ class Table(PairPotential):
                                         "tables are not mixed, set every pair")
         return {"r_cut": self._rows[key][1]}
 
-    def table(self, n_types: int) -> np.ndarray:
-        """Rows ``ti * n_types + tj`` of the pairs' tables (module docstring)."""
-        for i in range(n_types):
-            for j in range(n_types):
-                self.coefficients(i, j)
-        return np.array([self._rows[(min(i, j), max(i, j))] for i in range(n_types) for j in range(n_types)])
+    def table(self, n_types: int, pairs=None) -> np.ndarray:
+        """Rows ``ti * n_types + tj`` of the pairs' tables (module docstring); ``pairs``: as
+        :meth:`PairPotential.table` (the others :meth:`empty_row`)."""
+        covered = None if pairs is None else {(min(i, j), max(i, j)) for i, j in pairs}
+        keys = [(min(i, j), max(i, j)) for i in range(n_types) for j in range(n_types)]
+        for key in keys:
+            if covered is None or key in covered:
+                self.coefficients(*key)
+        return self._with_empty_rows([self._rows[key] if covered is None or key in covered else None
+                                      for key in keys])
+
+    def empty_row(self, width: int) -> np.ndarray:
+        """As :meth:`PairPotential.empty_row` (``rc^2 = 0``, zero tables), with no pair below the inner
+        distance recorded (the last value infinite: :meth:`pair_error` reads it)."""
+        row = np.zeros(width)
+        row[-1] = np.inf
+        return row
 
     def pair_error(self, table, n_types: int, state, backend) -> str | None:
         """The error of a pair closer than its table's inner distance met by the kernels since the
