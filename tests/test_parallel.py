@@ -146,6 +146,7 @@ def test_molecules_over_domains_match_one_rank(ranks, combo):
     assert r["migrated"] > 0 and all(abs(e) > 0 for e in r["bonded"].values()), r
 
 
+@pytest.mark.ci_only          # 10 s of the default suite (the generated kernels compiled in each process)
 @needs_mpi
 def test_lepton_bonded_styles_over_domains_match_one_rank():
     """bond_style, angle_style and dihedral_style lepton (tests/test_bonded_lepton.py's chains, two expressions
