@@ -452,3 +452,30 @@ def test_pair_coeff_with_the_higher_type_first_sets_that_pair(tmp_path, monkeypa
     assert swapped.thermo.rows[0]["Press"] == pytest.approx(lammps["Press"][0], rel=1e-7)
     with pytest.raises(LammpsScriptError, match=r":11: pair_coeff: pair_coeff 2\*2 1: no type pair I <= J"):
         plan_from_lammps_script(text=SWAPPED.format(i="2*2", j=1), screen=False)
+
+
+MASS_LATE = """units lj
+lattice fcc 0.8442
+region b block 0 3 0 3 0 3
+create_box 2 b
+create_atoms 1 box
+set type 1 type/fraction 2 0.5 12345
+group two type 2
+displace_atoms all move 0.01 0 0
+{extra}mass * 1.0
+pair_style lj/cut 2.5
+pair_coeff * * 1.0 1.0
+pair_coeff 1 2 0.5 1.1
+run 0
+"""
+
+
+@needs_lammps
+def test_set_group_and_displace_before_mass_as_lammps(tmp_path, monkeypatch):
+    """``set``, ``group`` and ``displace_atoms`` may come before ``mass`` (LAMMPS runs such a script; pycumd
+    stopped at ``set``); ``velocity`` before ``mass`` stops, as LAMMPS' "Not all per-type masses are set"."""
+    result = _pycumd(MASS_LATE.format(extra=""), tmp_path, monkeypatch)
+    lammps = run_lammps(MASS_LATE.format(extra="")).thermo
+    assert result.thermo.rows[0]["E_pair"] == pytest.approx(lammps["E_pair"][0], rel=1e-7)
+    with pytest.raises(LammpsScriptError, match=r":9: velocity: mass not set for atom type\(s\) 1, 2: velocity needs"):
+        plan_from_lammps_script(text=MASS_LATE.format(extra="velocity all create 1.0 4321\n"), screen=False)

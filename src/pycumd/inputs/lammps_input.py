@@ -174,6 +174,9 @@ class LammpsPlanner:
         self._system = None    # a System set since the last run (read_data, velocity before the first run)
         self._edits: list = [] # edits of the continuing system since the last run (velocity after a run)
         self._dirty = True     # settings changed since the last run: the next stage builds anew
+        #: types whose mass no command has set yet although the system exists (LAMMPS lets set, group,
+        #: displace_atoms ... come before mass; velocity and run need every mass: _check_masses)
+        self._masses_pending: set = set()
         self.first_step = 0    # the step number of the first run's start (read_restart)
         self._wrap_at_run = False   # set x|y|z since the last run: wrap into the box at the next run
         self._step_origin = (0, None)   # (stage index, step) of the last reset_timestep after a run
@@ -470,12 +473,16 @@ class LammpsPlanner:
         types = list(_type_range(a[0], self.setup.n_types))
         for t in types:
             self.setup.masses[t] = mass
+        self._masses_pending -= set(types)
         if self._system is not None:        # read_data / read_restart: as LAMMPS, a later mass overrides
             self._system.masses[types] = mass
         self._dirty = True
 
     def _cmd_velocity(self, a):
         self._group_all(a[0], "velocity")
+        if not self.stages and self._system is None:
+            self._current_system()              # the pending masses of a system not built yet
+        self._check_masses("velocity")
         if a[1] in ("create", "scale") and any(f[0] in ("shake", "rattle") for f in self.setup.fixes.values()):
             raise NotImplementedError(f"velocity {a[1]} after fix shake or rattle: LAMMPS then counts the "
                                       f"temperature without the constrained degrees of freedom, which pycumd does not "
@@ -1275,6 +1282,7 @@ class LammpsPlanner:
                                       f"single-point evaluation, needs none)")
         first = not self.stages
         system = self._current_system() if first else self._system
+        self._check_masses("run")
         self._restart_fix_states = {}           # LAMMPS: restart info of fixes is used up by the first run
         if first or self._dirty or system is not None or self._edits:     # new components
             if s.pair is None and self._restart_pair_missing is not None:
@@ -1575,14 +1583,21 @@ class LammpsPlanner:
         s = self.setup
         if s.box is None:
             raise ValueError("no box yet: use region + create_box + create_atoms first")
-        missing = [t + 1 for t in range(s.n_types) if t not in s.masses]
-        if missing:
-            raise ValueError(f"mass not set for atom type(s) {', '.join(map(str, missing))}")
+        # a type without a mass yet gets 1.0 until its mass command comes (LAMMPS lets set, group,
+        # displace_atoms ... come before mass); velocity, run and minimize check (_check_masses)
+        self._masses_pending = {t for t in range(s.n_types) if t not in s.masses}
         positions = np.concatenate(s.positions) if s.positions else np.empty((0, 3))
         types = np.concatenate(s.types) if s.types else np.empty(0, np.int32)
-        masses = [s.masses[t] for t in range(s.n_types)]
+        masses = [s.masses.get(t, 1.0) for t in range(s.n_types)]
         charges = np.zeros(len(types)) if s.atom_style in ("charge", "full") else None   # LAMMPS' q = 0
         return System(s.box, positions - np.asarray(s.box.origin), masses, s.units, types=types, charges=charges)
+
+    def _check_masses(self, command: str) -> None:
+        """LAMMPS' check before ``velocity``, ``run`` and ``minimize``: every type has its mass."""
+        if self._masses_pending:
+            missing = ", ".join(str(t + 1) for t in sorted(self._masses_pending))
+            raise ValueError(f"mass not set for atom type(s) {missing}: {command} needs every type's mass (the mass "
+                             f"command, or Masses in the data file), as in LAMMPS")
 
     def _set_system(self, system: System) -> None:
         """A new system for the next run (its edits so far are superseded)."""
