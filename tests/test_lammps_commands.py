@@ -175,7 +175,7 @@ run 10
     ("thermo_style yaml", "thermo_style yaml is not supported"),
     ("compute 1 all vacf", "compute style vacf is not supported"),
     ("group g type 1\nfix 2 g momentum 1", "on group g: pycumd applies it to group all only"),
-    ("velocity all zero angular", "angular is not supported"),
+    ("velocity all create 1.0 5 rot maybe", "velocity rot maybe: expected yes or no"),
     ("fix 2 all ave/time 1 1 1 c_nope", "compute ID 'nope'"),
     ("delete_atoms group all", "delete_atoms style group"),
 ])
@@ -479,3 +479,47 @@ def test_set_group_and_displace_before_mass_as_lammps(tmp_path, monkeypatch):
     assert result.thermo.rows[0]["E_pair"] == pytest.approx(lammps["E_pair"][0], rel=1e-7)
     with pytest.raises(LammpsScriptError, match=r":9: velocity: mass not set for atom type\(s\) 1, 2: velocity needs"):
         plan_from_lammps_script(text=MASS_LATE.format(extra="velocity all create 1.0 4321\n"), screen=False)
+
+
+ROTATION = """units lj
+lattice fcc 0.8442
+region b block 0 4 0 4 0 4
+create_box 2 b
+create_atoms 1 box
+mass 1 1.0
+mass 2 2.5
+set type 1 type/fraction 2 0.3 777
+displace_atoms all move 3.1 -2.0 0.7
+{velocity}
+pair_style lj/cut 2.5
+pair_coeff * * 1 1
+fix 1 all nve
+run 0
+"""
+
+
+@needs_lammps
+@pytest.mark.parametrize("velocity", ["velocity all create 1.2 4321 dist gaussian rot yes loop geom",
+                                      "velocity all create 1.2 4321 rot yes mom no loop geom",
+                                      "velocity all create 1.2 4321 loop geom\nvelocity all zero angular"])
+def test_velocity_rot_yes_and_zero_angular_as_lammps(velocity, tmp_path, monkeypatch):
+    """``velocity ... rot yes`` and ``velocity all zero angular`` (LAMMPS' Velocity::zero_rotation: the angular
+    velocity about the centre of mass from the inertia tensor's inverse, over unwrapped positions of atoms
+    of two masses moved across the box's faces): every atom's velocity equals LAMMPS' to 1e-14 relative, and
+    the angular momentum left is round-off."""
+    text = ROTATION.format(velocity=velocity)
+    lammps = run_lammps(text, dump_atoms=True)
+    system = _pycumd(text, tmp_path, monkeypatch).simulation.system()
+    order = np.argsort(system.ids)
+    v, x, m = system.velocities[order], system.unwrapped_positions()[order], system.per_atom_mass[order]
+    np.testing.assert_allclose(v, lammps.atoms["v"], rtol=0, atol=1e-14 * np.abs(lammps.atoms["v"]).max())
+    centre = (m[:, None] * x).sum(axis=0) / m.sum()
+    assert np.abs((m[:, None] * np.cross(x - centre, v)).sum(axis=0)).max() < 1e-12
+
+
+def test_zero_rotation_of_atoms_on_a_line_is_refused():
+    """A (nearly) singular inertia tensor (atoms on a line), where LAMMPS diagonalises it: a clear error."""
+    from pycumd.lammps_random import zero_rotation
+
+    with pytest.raises(ValueError, match="the inertia tensor is \\(nearly\\) singular"):
+        zero_rotation(np.ones((3, 3)), np.array([[0.0, 0, 0], [1, 0, 0], [2, 0, 0]]), np.ones(3))

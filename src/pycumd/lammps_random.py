@@ -286,6 +286,95 @@ def _nb_vcm(v, m):
     return p
 
 
+@njit(cache=True)
+def _nb_zero_rotation(v, x, m):
+    # Velocity::zero_rotation on one rank (LAMMPS): Group::xcm, Group::angmom and Group::inertia as
+    # sequential sums over the atoms, Group::omega by the inverse of the inertia tensor, then
+    # v -= omega x (x - xcm). Returns False (v untouched) where the tensor's determinant is <= 1e-6,
+    # where LAMMPS diagonalises it instead.
+    n = v.shape[0]
+    mtot = 0.0
+    for i in range(n):
+        mtot += m[i]
+    cm = np.zeros(3)
+    for i in range(n):
+        for d in range(3):
+            cm[d] += x[i, d] * m[i]
+    if mtot > 0.0:
+        for d in range(3):
+            cm[d] /= mtot
+    lmom = np.zeros(3)
+    inertia = np.zeros((3, 3))
+    for i in range(n):
+        dx, dy, dz = x[i, 0] - cm[0], x[i, 1] - cm[1], x[i, 2] - cm[2]
+        lmom[0] += m[i] * (dy * v[i, 2] - dz * v[i, 1])
+        lmom[1] += m[i] * (dz * v[i, 0] - dx * v[i, 2])
+        lmom[2] += m[i] * (dx * v[i, 1] - dy * v[i, 0])
+    for i in range(n):
+        dx, dy, dz = x[i, 0] - cm[0], x[i, 1] - cm[1], x[i, 2] - cm[2]
+        inertia[0, 0] += m[i] * (dy * dy + dz * dz)
+        inertia[1, 1] += m[i] * (dx * dx + dz * dz)
+        inertia[2, 2] += m[i] * (dx * dx + dy * dy)
+        inertia[0, 1] -= m[i] * dx * dy
+        inertia[1, 2] -= m[i] * dy * dz
+        inertia[0, 2] -= m[i] * dx * dz
+    inertia[1, 0], inertia[2, 1], inertia[2, 0] = inertia[0, 1], inertia[1, 2], inertia[0, 2]
+    a = inertia
+    det = (a[0, 0] * a[1, 1] * a[2, 2] + a[0, 1] * a[1, 2] * a[2, 0] + a[0, 2] * a[1, 0] * a[2, 1]
+           - a[0, 0] * a[1, 2] * a[2, 1] - a[0, 1] * a[1, 0] * a[2, 2] - a[2, 0] * a[1, 1] * a[0, 2])
+    if not det > 1.0e-6:
+        return False
+    inv = np.empty((3, 3))
+    inv[0, 0] = a[1, 1] * a[2, 2] - a[1, 2] * a[2, 1]
+    inv[0, 1] = -(a[0, 1] * a[2, 2] - a[0, 2] * a[2, 1])
+    inv[0, 2] = a[0, 1] * a[1, 2] - a[0, 2] * a[1, 1]
+    inv[1, 0] = -(a[1, 0] * a[2, 2] - a[1, 2] * a[2, 0])
+    inv[1, 1] = a[0, 0] * a[2, 2] - a[0, 2] * a[2, 0]
+    inv[1, 2] = -(a[0, 0] * a[1, 2] - a[0, 2] * a[1, 0])
+    inv[2, 0] = a[1, 0] * a[2, 1] - a[1, 1] * a[2, 0]
+    inv[2, 1] = -(a[0, 0] * a[2, 1] - a[0, 1] * a[2, 0])
+    inv[2, 2] = a[0, 0] * a[1, 1] - a[0, 1] * a[1, 0]
+    for r in range(3):
+        for c in range(3):
+            inv[r, c] /= det
+    w = np.empty(3)
+    for r in range(3):
+        w[r] = inv[r, 0] * lmom[0] + inv[r, 1] * lmom[1] + inv[r, 2] * lmom[2]
+    for i in range(n):
+        dx, dy, dz = x[i, 0] - cm[0], x[i, 1] - cm[1], x[i, 2] - cm[2]
+        v[i, 0] -= w[1] * dz - w[2] * dy
+        v[i, 1] -= w[2] * dx - w[0] * dz
+        v[i, 2] -= w[0] * dy - w[1] * dx
+    return True
+
+
+def zero_rotation(velocities, unwrapped, masses) -> None:
+    """LAMMPS ``velocity ... rot yes`` / ``velocity zero angular`` (``Velocity::zero_rotation``), in
+    place: the angular velocity of the whole, from its angular momentum and inertia tensor about the
+    centre of mass, taken out of every atom's velocity.
+
+    Parameters
+    ----------
+    velocities : ndarray (N, 3) float64
+        Changed in place (velocity units).
+    unwrapped : ndarray (N, 3)
+        Unwrapped positions (positions + images x box lengths, with the box origin: LAMMPS' ``unmap``).
+    masses : ndarray (N,)
+        Per-atom masses.
+
+    Raises ValueError where the inertia tensor is (nearly) singular (determinant <= 1e-6: a single
+    atom, atoms on a line), where LAMMPS diagonalises it instead (not implemented here).
+    """
+    v = np.ascontiguousarray(velocities, dtype=np.float64)
+    ok = _nb_zero_rotation(v, np.ascontiguousarray(unwrapped, dtype=np.float64),
+                           np.ascontiguousarray(np.broadcast_to(np.asarray(masses, dtype=np.float64), (len(v),))))
+    if not ok:
+        raise ValueError("zeroing the angular momentum (velocity rot yes / zero angular): the inertia tensor is "
+                         "(nearly) singular (determinant <= 1e-6, e.g. one atom or atoms on a line); LAMMPS then "
+                         "diagonalises it, which pycumd does not")
+    velocities[...] = v
+
+
 # --------------------------------------------------------------------------- public API
 
 
@@ -434,11 +523,13 @@ def velocity_create_loop_geom(positions, temperature: float, seed: int, masses=1
 
 def finish_velocity_create(raw, masses, temperature: float, zero_momentum: bool = True, dimension: int = 3,
                            extra_dof: int | None = None, fix_dof: int = 0, mvv2e: float = 1.0,
-                           boltz: float = 1.0) -> np.ndarray:
+                           boltz: float = 1.0, unwrapped=None) -> np.ndarray:
     """The steps of ``velocity create`` after the raw draws, in LAMMPS' order and summation order.
 
-    ``raw * 1/sqrt(m)``; subtract the centre-of-mass velocity (if ``zero_momentum``); rescale by
-    ``sqrt(T / T_current)`` with :func:`lammps_temperature`.  Returns a new (N, 3) float64 array.
+    ``raw * 1/sqrt(m)``; subtract the centre-of-mass velocity (if ``zero_momentum``); take out the
+    rotation about the centre of mass (``rot yes``: when ``unwrapped``, the (N, 3) unwrapped
+    positions, is given; :func:`zero_rotation`); rescale by ``sqrt(T / T_current)`` with
+    :func:`lammps_temperature`.  Returns a new (N, 3) float64 array.
     """
     if dimension not in (2, 3):
         raise ValueError(f"dimension must be 2 or 3, got {dimension}")
@@ -451,6 +542,8 @@ def finish_velocity_create(raw, masses, temperature: float, zero_momentum: bool 
         v[:, 2] = 0.0
     if zero_momentum:
         v -= _nb_vcm(v, np.ascontiguousarray(m))
+    if unwrapped is not None:
+        zero_rotation(v, unwrapped, m)
     t = lammps_temperature(v, m, dimension, extra_dof, fix_dof, mvv2e, boltz)
     if t == 0.0:
         raise ValueError("current temperature is zero; cannot rescale")

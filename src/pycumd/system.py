@@ -230,12 +230,13 @@ def lattice_system(style: str, cells, *, units="lj", density=None, constant=None
 
 def create_velocities(system: System, temperature: float, seed: int, *,
                       distribution: str = "uniform", loop: str = "geom",
-                      zero_momentum: bool = True) -> None:
+                      zero_momentum: bool = True, zero_rotation: bool = False) -> None:
     """Give ``system`` random velocities at ``temperature`` (in place), as LAMMPS ``velocity create``.
 
     Steps, in LAMMPS' order: draw a raw velocity per atom; scale it by ``1/sqrt(m_i)``;
-    remove the centre-of-mass momentum (when ``zero_momentum``); rescale all velocities so
-    that the temperature (dof = 3N - 3) is exactly ``temperature``.
+    remove the centre-of-mass momentum (when ``zero_momentum``); remove the rotation about the
+    centre of mass (when ``zero_rotation``, LAMMPS ``rot yes``); rescale all velocities so that the
+    temperature (dof = 3N - 3) is exactly ``temperature``.
 
     Parameters
     ----------
@@ -279,5 +280,7 @@ def create_velocities(system: System, temperature: float, seed: int, *,
         raise InputError(f"unknown velocity loop {loop!r}: geom, all or local")
     from .lammps_random import finish_velocity_create
 
+    unwrapped = system.unwrapped_positions() + np.asarray(system.box.origin) if zero_rotation else None
     system.velocities = finish_velocity_create(raw, system.per_atom_mass, temperature, zero_momentum,
-                                               mvv2e=system.units.mvv2e, boltz=system.units.boltz)
+                                               mvv2e=system.units.mvv2e, boltz=system.units.boltz,
+                                               unwrapped=unwrapped)

@@ -10,7 +10,7 @@ Supported commands and keywords::
     lattice sc|bcc|fcc SCALE       region ID block xlo xhi ylo yhi zlo zhi (INF, EDGE) [units lattice|box]
                                    region ID sphere cx cy cz r [units lattice|box]
     create_box N REGION            create_atoms TYPE box|region ID       mass TYPE VALUE
-    velocity all create T SEED [dist uniform|gaussian] [loop geom|all] [mom yes|no] [rot no]
+    velocity all create T SEED [dist uniform|gaussian] [loop geom|all] [mom yes|no] [rot yes|no]
     pair_style lj/cut RC           pair_coeff I J EPS SIGMA [RC]   (I, J may be *)
     pair_style yukawa KAPPA RC     pair_coeff I J A [RC]
     pair_style coul/debye KAPPA RC pair_coeff * *   (charges per type from read_data)
@@ -496,9 +496,7 @@ class LammpsPlanner:
         if a[1] == "zero":
             if len(a) != 3 or a[2] not in ("linear", "angular"):
                 raise ValueError("velocity zero needs linear or angular (and no keywords)")
-            if a[2] == "angular":
-                raise NotImplementedError("velocity zero angular is not supported (linear is)")
-            self._edit_system(_zero_linear_momentum)
+            self._edit_system(_zero_linear_momentum if a[2] == "linear" else _zero_angular_momentum)
             return
         if a[1] != "create":
             raise ValueError(f"velocity style {a[1]} is not supported (create, scale, zero)")
@@ -507,12 +505,14 @@ class LammpsPlanner:
         unknown = set(kw) - {"dist", "loop", "mom", "rot"}
         if unknown:
             raise ValueError(f"velocity keyword(s) {', '.join(sorted(unknown))} not supported")
-        if kw.get("rot", "no") != "no":
-            raise ValueError("velocity rot yes is not supported")
+        for key in ("mom", "rot"):
+            if kw.get(key, "no") not in ("yes", "no"):
+                raise ValueError(f"velocity {key} {kw[key]}: expected yes or no")
         loop = kw.get("loop", "all")
         if loop not in ("geom", "all"):
             raise ValueError(f"velocity loop {loop} is not supported (geom or all)")
-        args = dict(distribution=kw.get("dist", "uniform"), loop=loop, zero_momentum=kw.get("mom", "yes") == "yes")
+        args = dict(distribution=kw.get("dist", "uniform"), loop=loop, zero_momentum=kw.get("mom", "yes") == "yes",
+                    zero_rotation=kw.get("rot", "no") == "yes")
         self._edit_system(lambda system: create_velocities(system, temperature, seed, **args))
 
     # -- interactions ------------------------------------------------------------------------
@@ -1907,6 +1907,15 @@ def _zero_linear_momentum(system: System) -> None:
     """LAMMPS ``velocity all zero linear``: subtract the centre-of-mass velocity."""
     m = system.per_atom_mass
     system.velocities -= (m[:, None] * system.velocities).sum(axis=0) / m.sum()
+
+
+def _zero_angular_momentum(system: System) -> None:
+    """LAMMPS ``velocity all zero angular``: take out the rotation about the centre of mass
+    (:func:`pycumd.lammps_random.zero_rotation`, on the unwrapped positions)."""
+    from ..lammps_random import zero_rotation
+
+    zero_rotation(system.velocities, system.unwrapped_positions() + np.asarray(system.box.origin),
+                  system.per_atom_mass)
 
 
 def _displace(system: System, shift) -> None:
