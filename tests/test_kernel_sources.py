@@ -166,8 +166,10 @@ def test_compiles_mixed(source, arch, tmp_path, sums_fp64):
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("arch", VARIANT_ARCHS)
-@pytest.mark.parametrize("precision", ["single", "double", "mixed", "composite"])
-@pytest.mark.parametrize("source", ["forces.cu", "neighbors/allpairs.cu"])
+@pytest.mark.parametrize("source, precision", [
+    (source, precision) if source == "forces.cu" or precision in ("single", "double")
+    else pytest.param(source, precision, marks=pytest.mark.ci_only)     # 9 s each: allpairs' other two in CI
+    for source in ("forces.cu", "neighbors/allpairs.cu") for precision in ("single", "double", "mixed", "composite")])
 def test_compiles_with_the_table_potential(source, precision, arch, tmp_path):
     """The force kernels with pair_style table's header (its atomic record of a pair below the
     inner distance, on float and double rows), with the defines pycumd compiles them with."""
