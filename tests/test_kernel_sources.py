@@ -154,8 +154,10 @@ VARIANT_ARCHS = [pytest.param("sm_80", marks=pytest.mark.ci_only), "sm_90"]
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("arch", VARIANT_ARCHS)
-@pytest.mark.parametrize("sums_fp64", [0, 1], ids=["compensated-sums", "float64-sums"])
-@pytest.mark.parametrize("source", FIXED_POINT_SOURCES, ids=lambda p: str(p.relative_to(PACKAGE)))
+@pytest.mark.parametrize("source, sums_fp64", [
+    pytest.param(source, fp64, id=f"{source.relative_to(PACKAGE)}-{'float64' if fp64 else 'compensated'}-sums",
+                 marks=[pytest.mark.ci_only] if fp64 and source.name == "allpairs.cu" else [])   # 9 s: in CI
+    for source in FIXED_POINT_SOURCES for fp64 in (0, 1)])
 def test_compiles_mixed(source, arch, tmp_path, sums_fp64):
     """With the defines mixed precision compiles it with (pycumd.precision; the force sums in
     float64 on GPUs with fast float64, else compensated in float32: forces.pair_kernel)."""
@@ -167,8 +169,8 @@ def test_compiles_mixed(source, arch, tmp_path, sums_fp64):
 @pytest.mark.skipif(NVCC is None, reason="nvcc not on PATH")
 @pytest.mark.parametrize("arch", VARIANT_ARCHS)
 @pytest.mark.parametrize("source, precision", [
-    (source, precision) if source == "forces.cu" or precision in ("single", "double")
-    else pytest.param(source, precision, marks=pytest.mark.ci_only)     # 9 s each: allpairs' other two in CI
+    (source, precision) if source == "forces.cu" or precision == "double"
+    else pytest.param(source, precision, marks=pytest.mark.ci_only)     # 9 s each: allpairs' other three in CI
     for source in ("forces.cu", "neighbors/allpairs.cu") for precision in ("single", "double", "mixed", "composite")])
 def test_compiles_with_the_table_potential(source, precision, arch, tmp_path):
     """The force kernels with pair_style table's header (its atomic record of a pair below the
