@@ -1,6 +1,7 @@
 """Small builders shared by the tests."""
 
 import hashlib
+from pathlib import Path
 
 import numpy as np
 
@@ -124,3 +125,42 @@ def eam_script(style, coeffs, run_line):
             "fix 1 all nve\ntimestep 0.002\n"
             "thermo_style custom step temp pe etotal press\nthermo_modify format float %20.15g\n"
             f"thermo 20\n{run_line}\n")
+
+
+def helical_chains_data(path, title: str, n_chains: int = 6, length: int = 6, seed: int = 5,
+                        alternate_hands: bool = False, impropers: bool = True) -> None:
+    """A LAMMPS data file (atom style molecular) of ``n_chains`` helical chains of ``length`` atoms
+    (2 atom types, masses 1.0 and 1.5; positions with N(0, 0.05) noise, velocities N(0, 0.6), from
+    ``seed``) in a box of 11^3, with their bonds, angles and dihedrals (and with ``impropers`` their
+    impropers), two types of each.  The helix turns 100 degrees an atom, so no dihedral or improper lies
+    near 0 or 180 degrees; ``alternate_hands`` makes every second chain left-handed (dihedral angles on
+    both sides of 0).  ``title`` is the file's first line."""
+    rng = np.random.default_rng(seed)
+    atoms, vel, bonds, angles, dihedrals, imps = [], [], [], [], [], []
+    for c in range(n_chains):
+        origin = np.array([1.0 + 3.4 * (c % 3), 1.5 + 4.0 * (c // 3), 2.0 + 1.5 * c])
+        hand = -1.0 if alternate_hands and c % 2 else 1.0
+        first = len(atoms) + 1
+        for k in range(length):
+            turn = hand * np.radians(100.0) * k
+            p = origin + [0.5 * np.cos(turn), 0.5 * np.sin(turn), 0.7 * k] + rng.normal(0, 0.05, 3)
+            atoms.append((len(atoms) + 1, c + 1, 1 + (k % 2), *p))
+            vel.append(rng.normal(0, 0.6, 3))
+        ids = list(range(first, first + length))
+        bonds += [(1 + (k % 2), ids[k], ids[k + 1]) for k in range(length - 1)]
+        angles += [(1 + (k % 2), *ids[k:k + 3]) for k in range(length - 2)]
+        dihedrals += [(1 + (k % 2), *ids[k:k + 4]) for k in range(length - 3)]
+        imps += [(1 + (k % 2), ids[k + 1], ids[k], ids[k + 2], ids[k + 3]) for k in range(0, length - 3, 2)]
+    sections = [("Bonds", bonds), ("Angles", angles), ("Dihedrals", dihedrals)]
+    if impropers:
+        sections.append(("Impropers", imps))
+    lines = [title, "", f"{len(atoms)} atoms"] + [f"{len(rows)} {name.lower()}" for name, rows in sections]
+    lines += ["2 atom types"] + [f"2 {name.lower()[:-1]} types" for name, _ in sections]
+    lines += ["", "0 11 xlo xhi", "0 11 ylo yhi", "0 11 zlo zhi", "", "Masses", "", "1 1.0", "2 1.5", "",
+              "Atoms # molecular", ""]
+    lines += [f"{i} {m} {t} {float(x)!r} {float(y)!r} {float(z)!r}" for i, m, t, x, y, z in atoms]
+    lines += ["", "Velocities", ""] + [f"{i + 1} {float(v[0])!r} {float(v[1])!r} {float(v[2])!r}"
+                                       for i, v in enumerate(vel)]
+    for name, rows in sections:
+        lines += ["", name, ""] + [" ".join(map(str, (k + 1, *r))) for k, r in enumerate(rows)]
+    Path(path).write_text("\n".join(lines) + "\n")

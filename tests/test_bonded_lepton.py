@@ -28,6 +28,7 @@ from pycumd.state import State
 from pycumd.system import System
 
 from lammps_oracle import lammps_available, run_lammps
+from helpers import helical_chains_data
 
 needs_lammps = pytest.mark.skipif(not lammps_available(), reason="LAMMPS wheel not installed")
 
@@ -35,31 +36,8 @@ needs_lammps = pytest.mark.skipif(not lammps_available(), reason="LAMMPS wheel n
 def chains_data(path, n_chains=6, length=6, seed=11):
     """Helical chains (alternately right- and left-handed, so that the dihedral angles lie on both sides
     of 0, away from 0 and 180 degrees) of ``length`` atoms, two types of bond, angle and dihedral."""
-    rng = np.random.default_rng(seed)
-    atoms, vel, bonds, angles, dihedrals = [], [], [], [], []
-    for c in range(n_chains):
-        origin = np.array([1.0 + 3.4 * (c % 3), 1.5 + 4.0 * (c // 3), 2.0 + 1.5 * c])
-        hand = 1.0 if c % 2 == 0 else -1.0
-        first = len(atoms) + 1
-        for k in range(length):
-            turn = hand * np.radians(100.0) * k
-            p = origin + [0.5 * np.cos(turn), 0.5 * np.sin(turn), 0.7 * k] + rng.normal(0, 0.05, 3)
-            atoms.append((len(atoms) + 1, c + 1, 1 + (k % 2), *p))
-            vel.append(rng.normal(0, 0.6, 3))
-        ids = list(range(first, first + length))
-        bonds += [(1 + (k % 2), ids[k], ids[k + 1]) for k in range(length - 1)]
-        angles += [(1 + (k % 2), *ids[k:k + 3]) for k in range(length - 2)]
-        dihedrals += [(1 + (k % 2), *ids[k:k + 4]) for k in range(length - 3)]
-    lines = ["lepton chains written by tests/test_bonded_lepton.py", "", f"{len(atoms)} atoms", f"{len(bonds)} bonds",
-             f"{len(angles)} angles", f"{len(dihedrals)} dihedrals", "2 atom types", "2 bond types", "2 angle types",
-             "2 dihedral types", "", "0 11 xlo xhi", "0 11 ylo yhi", "0 11 zlo zhi", "", "Masses", "", "1 1.0",
-             "2 1.5", "", "Atoms # molecular", ""]
-    lines += [f"{i} {m} {t} {float(x)!r} {float(y)!r} {float(z)!r}" for i, m, t, x, y, z in atoms]
-    lines += ["", "Velocities", ""] + [f"{i + 1} {float(v[0])!r} {float(v[1])!r} {float(v[2])!r}"
-                                       for i, v in enumerate(vel)]
-    for title, rows in (("Bonds", bonds), ("Angles", angles), ("Dihedrals", dihedrals)):
-        lines += ["", title, ""] + [" ".join(map(str, (k + 1, *r))) for k, r in enumerate(rows)]
-    Path(path).write_text("\n".join(lines) + "\n")
+    helical_chains_data(path, "lepton chains written by tests/test_bonded_lepton.py", n_chains, length, seed,
+                        alternate_hands=True, impropers=False)
 
 
 # two types of each with different expressions (a branch each), definitions after ';' (one of them an

@@ -20,6 +20,7 @@ from pycumd.state import State
 from pycumd.system import InputError, System
 
 from lammps_oracle import lammps_available, parse_thermo, run_lammps
+from helpers import helical_chains_data
 
 #: coefficients of each style for the finite-difference test (LAMMPS' order and units; the bond and angle lepton
 #: expressions are those of tests/test_bonded_lepton.py's harmonic ones, whose generated kernels they share)
@@ -189,30 +190,7 @@ def test_bad_fene_bond_stops_with_step_and_atoms():
 def _chains_data(path, n_chains=6, length=6, seed=5):
     """A data file of ``n_chains`` helical chains of ``length`` atoms (2 atom types), with their bonds,
     angles, dihedrals and impropers (two types of each), in a box of 11^3 (neighbour list, not all pairs)."""
-    rng = np.random.default_rng(seed)
-    atoms, vel, bonds, angles, dihedrals, impropers = [], [], [], [], [], []
-    for c in range(n_chains):
-        origin = np.array([1.0 + 1.7 * (c % 3) * 2, 1.5 + 4.0 * (c // 3), 2.0 + 1.5 * c])
-        first = len(atoms) + 1
-        for k in range(length):
-            turn = np.radians(100.0) * k            # a helix: no improper or dihedral near 0 or 180 degrees
-            p = origin + [0.5 * np.cos(turn), 0.5 * np.sin(turn), 0.7 * k] + rng.normal(0, 0.05, 3)
-            atoms.append((len(atoms) + 1, c + 1, 1 + (k % 2), *p))
-            vel.append(rng.normal(0, 0.6, 3))
-        ids = list(range(first, first + length))
-        bonds += [(1 + (k % 2), ids[k], ids[k + 1]) for k in range(length - 1)]
-        angles += [(1 + (k % 2), *ids[k:k + 3]) for k in range(length - 2)]
-        dihedrals += [(1 + (k % 2), *ids[k:k + 4]) for k in range(length - 3)]
-        impropers += [(1 + (k % 2), ids[k + 1], ids[k], ids[k + 2], ids[k + 3]) for k in range(0, length - 3, 2)]
-    lines = ["chains written by tests/test_molecular.py", "", f"{len(atoms)} atoms", f"{len(bonds)} bonds",
-             f"{len(angles)} angles", f"{len(dihedrals)} dihedrals", f"{len(impropers)} impropers", "2 atom types",
-             "2 bond types", "2 angle types", "2 dihedral types", "2 improper types", "",
-             "0 11 xlo xhi", "0 11 ylo yhi", "0 11 zlo zhi", "", "Masses", "", "1 1.0", "2 1.5", "", "Atoms # molecular", ""]
-    lines += [f"{i} {m} {t} {float(x)!r} {float(y)!r} {float(z)!r}" for i, m, t, x, y, z in atoms]
-    lines += ["", "Velocities", ""] + [f"{i + 1} {float(v[0])!r} {float(v[1])!r} {float(v[2])!r}" for i, v in enumerate(vel)]
-    for title, rows in (("Bonds", bonds), ("Angles", angles), ("Dihedrals", dihedrals), ("Impropers", impropers)):
-        lines += ["", title, ""] + [" ".join(map(str, (k + 1, *r))) for k, r in enumerate(rows)]
-    Path(path).write_text("\n".join(lines) + "\n")
+    helical_chains_data(path, "chains written by tests/test_molecular.py", n_chains, length, seed)
 
 
 MOLECULE_SCRIPT = """units lj

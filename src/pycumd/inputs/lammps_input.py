@@ -480,8 +480,6 @@ class LammpsPlanner:
 
     def _cmd_velocity(self, a):
         self._group_all(a[0], "velocity")
-        if not self.stages and self._system is None:
-            self._current_system()              # the pending masses of a system not built yet
         self._check_masses("velocity")
         if a[1] in ("create", "scale") and any(f[0] in ("shake", "rattle") for f in self.setup.fixes.values()):
             raise NotImplementedError(f"velocity {a[1]} after fix shake or rattle: LAMMPS then counts the "
@@ -1593,9 +1591,13 @@ class LammpsPlanner:
         return System(s.box, positions - np.asarray(s.box.origin), masses, s.units, types=types, charges=charges)
 
     def _check_masses(self, command: str) -> None:
-        """LAMMPS' check before ``velocity``, ``run`` and ``minimize``: every type has its mass."""
-        if self._masses_pending:
-            missing = ", ".join(str(t + 1) for t in sorted(self._masses_pending))
+        """LAMMPS' check before ``velocity``, ``run`` and ``minimize``: every type has its mass (of the
+        system built, or of the setup commands where none is built yet)."""
+        pending = self._masses_pending
+        if self._system is None and not self.stages:
+            pending = {t for t in range(self.setup.n_types) if t not in self.setup.masses}
+        if pending:
+            missing = ", ".join(str(t + 1) for t in sorted(pending))
             raise ValueError(f"mass not set for atom type(s) {missing}: {command} needs every type's mass (the mass "
                              f"command, or Masses in the data file), as in LAMMPS")
 
